@@ -1,0 +1,175 @@
+//! Content-addressed blob store: `<root>/<aa>/<rest of sha256>`. Pre-images for rollback, large
+//! checkpoint payloads. Writes are atomic (temp + rename); `Durability::Sync` also fsyncs the file
+//! and its directory before returning, so an intent may point at the blob.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::digest::Digest;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BlobError {
+    #[error("blob {digest} is missing from {root}")]
+    Missing { digest: Digest, root: PathBuf },
+    #[error("blob {digest} is damaged: its bytes hash to {actual}")]
+    Corrupt { digest: Digest, actual: Digest },
+    #[error("blob store at {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync file and directory before returning: the blob survives power loss.
+    Sync,
+    /// Atomic but not fsynced: survives a process crash, may be lost with the machine.
+    Lazy,
+}
+
+#[derive(Clone, Debug)]
+pub struct BlobStore {
+    root: PathBuf,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BlobError + '_ {
+    move |source| BlobError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl BlobStore {
+    pub fn open(root: &Path) -> Result<Self, BlobError> {
+        fs::create_dir_all(root.join("tmp")).map_err(io(root))?;
+        Ok(Self {
+            root: root.to_owned(),
+        })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    fn path_of(&self, digest: &Digest) -> PathBuf {
+        let hex = digest.as_str();
+        self.root.join(&hex[..2]).join(&hex[2..])
+    }
+
+    pub fn put(&self, bytes: &[u8], durability: Durability) -> Result<Digest, BlobError> {
+        let digest = Digest::of(bytes);
+        let target = self.path_of(&digest);
+        if target.exists() {
+            if durability == Durability::Sync {
+                // It may have been written lazily before: make it durable now.
+                fs::File::open(&target)
+                    .and_then(|f| f.sync_all())
+                    .map_err(io(&target))?;
+            }
+            return Ok(digest);
+        }
+        let dir = target.parent().unwrap_or(&self.root).to_owned();
+        fs::create_dir_all(&dir).map_err(io(&dir))?;
+        let tmp =
+            self.root
+                .join("tmp")
+                .join(format!("{}.{}", digest.as_str(), uuid::Uuid::now_v7()));
+        let mut file = fs::File::create(&tmp).map_err(io(&tmp))?;
+        file.write_all(bytes).map_err(io(&tmp))?;
+        if durability == Durability::Sync {
+            file.sync_all().map_err(io(&tmp))?;
+        }
+        drop(file);
+        fs::rename(&tmp, &target).map_err(io(&target))?;
+        if durability == Durability::Sync {
+            fs::File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io(&dir))?;
+        }
+        Ok(digest)
+    }
+
+    /// Reads and verifies a blob.
+    pub fn get(&self, digest: &Digest) -> Result<Vec<u8>, BlobError> {
+        let path = self.path_of(digest);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(BlobError::Missing {
+                    digest: digest.clone(),
+                    root: self.root.clone(),
+                })
+            }
+            Err(e) => return Err(BlobError::Io { path, source: e }),
+        };
+        let actual = Digest::of(&bytes);
+        if &actual != digest {
+            return Err(BlobError::Corrupt {
+                digest: digest.clone(),
+                actual,
+            });
+        }
+        Ok(bytes)
+    }
+
+    pub fn contains(&self, digest: &Digest) -> bool {
+        self.path_of(digest).is_file()
+    }
+
+    /// Every stored blob as (digest named by its path, path). Files whose names are not digests are skipped.
+    pub fn list(&self) -> Result<Vec<(Digest, PathBuf)>, BlobError> {
+        let mut out = Vec::new();
+        for shard in fs::read_dir(&self.root).map_err(io(&self.root))? {
+            let shard = shard.map_err(io(&self.root))?;
+            let name = shard.file_name().to_string_lossy().into_owned();
+            if name.len() != 2 || !shard.path().is_dir() {
+                continue;
+            }
+            for entry in fs::read_dir(shard.path()).map_err(io(&shard.path()))? {
+                let entry = entry.map_err(io(&shard.path()))?;
+                let full = format!("{name}{}", entry.file_name().to_string_lossy());
+                if let Some(d) = Digest::parse(&full) {
+                    out.push((d, entry.path()));
+                }
+            }
+        }
+        out.sort();
+        Ok(out)
+    }
+
+    /// Leftover temp files from writes interrupted by a crash.
+    pub fn leftover_temps(&self) -> usize {
+        fs::read_dir(self.root.join("tmp"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_get_verifies_and_dedups() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = BlobStore::open(dir.path())?;
+        let a = store.put(b"hello", Durability::Sync)?;
+        let b = store.put(b"hello", Durability::Lazy)?;
+        assert_eq!(a, b);
+        assert_eq!(store.get(&a)?, b"hello");
+        assert_eq!(store.list()?.len(), 1, "same bytes are stored once");
+        fs::write(store.path_of(&a), b"hellO")?;
+        assert!(
+            matches!(store.get(&a), Err(BlobError::Corrupt { .. })),
+            "a damaged blob must not be served"
+        );
+        let missing = Digest::of(b"nope");
+        assert!(matches!(
+            store.get(&missing),
+            Err(BlobError::Missing { .. })
+        ));
+        Ok(())
+    }
+}

@@ -1,0 +1,197 @@
+//! Checkpoints: versioned payloads, canonical bytes with a SHA-256 beside them, and the pure rule that
+//! picks the recovery point — the highest seq of the longest contiguous, checksum-valid prefix.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Digest;
+
+mod recovery;
+pub use recovery::{recovery_point, Damage, DamageKind, Health, RecoveryAnalysis};
+
+/// The checkpoint schema this build writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Payloads larger than this go to the blob store; the row keeps the hash.
+pub const INLINE_LIMIT: usize = 1024 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// Run start and end.
+    Task,
+    /// After a step completed.
+    Step,
+    /// Within a step (between tool calls of one model turn).
+    Tool,
+    /// Parked for a human review.
+    Review,
+    /// The files as they were just before a rollback, so the rollback can be undone.
+    Snapshot,
+    /// The files as a rollback restored them.
+    Rollback,
+}
+
+impl Level {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Task => "task",
+            Level::Step => "step",
+            Level::Tool => "tool",
+            Level::Review => "review",
+            Level::Snapshot => "snapshot",
+            Level::Rollback => "rollback",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "version", content = "data")]
+pub enum Payload {
+    V1(CheckpointV1),
+}
+
+impl Payload {
+    /// The current-version view of any stored version.
+    pub fn into_current(self) -> CheckpointV1 {
+        match self {
+            Payload::V1(v) => v,
+        }
+    }
+}
+
+/// What a run needs to continue from here.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointV1 {
+    // Execution context
+    pub goal: String,
+    pub completed: Vec<ToolRecord>,
+    /// The step in flight when this checkpoint was written (a review waits on it), if any.
+    pub current_step: Option<i64>,
+    /// The seq the next proposed step gets.
+    pub next_step: i64,
+    /// The agent's own serialised state.
+    pub agent: serde_json::Value,
+    // Environment: every file the run touched → its sha256 after this checkpoint (None: absent).
+    pub files: BTreeMap<String, Option<Digest>>,
+    pub meta: Meta,
+}
+
+/// One completed tool call, as a later resume needs to know it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolRecord {
+    pub seq: i64,
+    pub tool: String,
+    pub action_hash: String,
+    pub status: String,
+    pub result_sha256: Digest,
+    /// The first line of the result, for people.
+    pub summary: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    pub attempt: i64,
+    pub fence: i64,
+    pub written_at: i64,
+    pub note: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("checkpoint {seq}: checksum mismatch (stored {stored}, bytes hash to {actual})")]
+    Checksum {
+        seq: i64,
+        stored: String,
+        actual: Digest,
+    },
+    #[error("checkpoint {seq}: cannot decode payload: {detail}")]
+    Decode { seq: i64, detail: String },
+    #[error("checkpoint {seq}: schema version {found} is newer than this Reins knows ({known})")]
+    NewerSchema { seq: i64, found: i64, known: i64 },
+}
+
+/// Canonical bytes: serde_json with struct fields in declaration order and maps sorted (BTreeMap,
+/// and serde_json's own map is sorted), so equal payloads always give equal bytes and hashes.
+pub fn encode(payload: &Payload) -> (Vec<u8>, Digest) {
+    let bytes = serde_json::to_vec(payload).unwrap_or_default();
+    let digest = Digest::of(&bytes);
+    (bytes, digest)
+}
+
+/// Verifies the checksum, then decodes.
+pub fn decode(
+    seq: i64,
+    schema_version: i64,
+    bytes: &[u8],
+    stored_sha256: &str,
+) -> Result<Payload, CheckpointError> {
+    let actual = Digest::of(bytes);
+    if actual.as_str() != stored_sha256 {
+        return Err(CheckpointError::Checksum {
+            seq,
+            stored: stored_sha256.to_owned(),
+            actual,
+        });
+    }
+    if schema_version > SCHEMA_VERSION {
+        return Err(CheckpointError::NewerSchema {
+            seq,
+            found: schema_version,
+            known: SCHEMA_VERSION,
+        });
+    }
+    serde_json::from_slice(bytes).map_err(|e| CheckpointError::Decode {
+        seq,
+        detail: e.to_string(),
+    })
+}
+
+/// Paths present in any of the maps (a run's touched files over its history).
+pub fn touched_paths<'a>(
+    maps: impl IntoIterator<Item = &'a BTreeMap<String, Option<Digest>>>,
+) -> BTreeSet<String> {
+    maps.into_iter().flat_map(|m| m.keys().cloned()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_bytes_are_stable_and_verified() {
+        let mut files = BTreeMap::new();
+        files.insert("b.txt".to_owned(), Some(Digest::of(b"b")));
+        files.insert("a.txt".to_owned(), None);
+        let p = Payload::V1(CheckpointV1 {
+            goal: "g".into(),
+            files,
+            next_step: 3,
+            ..Default::default()
+        });
+        let (bytes, digest) = encode(&p);
+        assert_eq!(encode(&p.clone()).1, digest, "same payload, same hash");
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            text.starts_with(r#"{"version":"V1","data":{"goal":"g""#),
+            "{text}"
+        );
+        assert!(text.find("a.txt") < text.find("b.txt"), "maps are sorted");
+        assert_eq!(
+            decode(1, SCHEMA_VERSION, &bytes, digest.as_str()).ok(),
+            Some(p)
+        );
+
+        let mut flipped = bytes.clone();
+        flipped[10] ^= 0x01;
+        assert!(matches!(
+            decode(1, 1, &flipped, digest.as_str()),
+            Err(CheckpointError::Checksum { .. })
+        ));
+        assert!(matches!(
+            decode(1, 99, &bytes, digest.as_str()),
+            Err(CheckpointError::NewerSchema { .. })
+        ));
+    }
+}

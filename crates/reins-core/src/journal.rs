@@ -1,0 +1,135 @@
+//! The effect journal's vocabulary and its one pure decision: how a pending file intent settles after a
+//! restart, from the file's current bytes and the recorded pre- and post-image hashes.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Digest;
+
+/// How an effect behaves when it runs twice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EffectClass {
+    /// No side effect.
+    Pure,
+    /// Running it again gives the same world.
+    Idempotent,
+    /// Must never run twice without a human saying so.
+    AtMostOnce,
+}
+
+impl EffectClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectClass::Pure => "pure",
+            EffectClass::Idempotent => "idempotent",
+            EffectClass::AtMostOnce => "at_most_once",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntentStatus {
+    Pending,
+    Confirmed,
+    BusinessFailed,
+    Unknown,
+    Skipped,
+}
+
+impl IntentStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IntentStatus::Pending => "pending",
+            IntentStatus::Confirmed => "confirmed",
+            IntentStatus::BusinessFailed => "business_failed",
+            IntentStatus::Unknown => "unknown",
+            IntentStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// A file's state: its sha256, or None when it does not exist.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileImage {
+    pub path: String,
+    pub sha256: Option<Digest>,
+}
+
+/// What the disk says about a pending file intent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Settlement {
+    /// Every touched path already holds its post-image: the effect happened; confirm it.
+    Done,
+    /// Every touched path still holds its pre-image: the effect did not happen; run it.
+    NotDone,
+    /// Neither: something else changed the files. A human decides.
+    Diverged,
+}
+
+pub fn settle_files(
+    pre: &[FileImage],
+    post: &[FileImage],
+    current: &BTreeMap<String, Option<Digest>>,
+) -> Settlement {
+    let matches = |images: &[FileImage]| {
+        images.iter().all(|img| {
+            current
+                .get(&img.path)
+                .map(|c| c == &img.sha256)
+                .unwrap_or(false)
+        })
+    };
+    if matches(post) {
+        Settlement::Done
+    } else if matches(pre) {
+        Settlement::NotDone
+    } else {
+        Settlement::Diverged
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    fn img(path: &str, bytes: Option<&[u8]>) -> FileImage {
+        FileImage {
+            path: path.into(),
+            sha256: bytes.map(Digest::of),
+        }
+    }
+
+    fn now(state: &[(&str, Option<&[u8]>)]) -> BTreeMap<String, Option<Digest>> {
+        state
+            .iter()
+            .map(|(p, b)| ((*p).to_owned(), b.map(Digest::of)))
+            .collect()
+    }
+
+    #[rstest]
+    #[case::write_not_done(&[("a", Some(b"old" as &[u8]))], Settlement::NotDone)]
+    #[case::write_done(&[("a", Some(b"new" as &[u8]))], Settlement::Done)]
+    #[case::write_diverged(&[("a", Some(b"other" as &[u8]))], Settlement::Diverged)]
+    #[case::write_deleted_since(&[("a", None)], Settlement::Diverged)]
+    fn a_write(#[case] state: &[(&str, Option<&[u8]>)], #[case] expected: Settlement) {
+        let pre = [img("a", Some(b"old"))];
+        let post = [img("a", Some(b"new"))];
+        assert_eq!(settle_files(&pre, &post, &now(state)), expected);
+    }
+
+    #[rstest]
+    #[case::not_done(&[("from", Some(b"x" as &[u8])), ("to", None)], Settlement::NotDone)]
+    #[case::done(&[("from", None), ("to", Some(b"x" as &[u8]))], Settlement::Done)]
+    #[case::both_present(&[("from", Some(b"x" as &[u8])), ("to", Some(b"x" as &[u8]))], Settlement::Diverged)]
+    fn a_move(#[case] state: &[(&str, Option<&[u8]>)], #[case] expected: Settlement) {
+        let pre = [img("from", Some(b"x")), img("to", None)];
+        let post = [img("from", None), img("to", Some(b"x"))];
+        assert_eq!(settle_files(&pre, &post, &now(state)), expected);
+    }
+}

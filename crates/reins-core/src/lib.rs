@@ -1,0 +1,15 @@
+//! Reins core: the harness that owns an agent's run. Durable checkpoints, the step protocol and its
+//! effect journal, the workspace jail, recovery and rollback. Deliberately not here: anything only a
+//! desktop can do — this crate knows no screen, and both the `reins` CLI and the desktop app are thin
+//! faces over [`api`].
+
+pub mod blob;
+pub mod checkpoint;
+pub mod clock;
+pub mod digest;
+pub mod fault;
+pub mod ids;
+pub mod journal;
+pub mod run;
+pub mod store;
+pub mod workspace;

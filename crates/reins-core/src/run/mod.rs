@@ -1,0 +1,150 @@
+//! The run lifecycle as a pure table. No IO: the engine asks this module whether a move is legal and
+//! then performs the guarded write itself.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(test)]
+mod tests;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Queued,
+    Running,
+    AwaitingApproval,
+    PauseRequested,
+    Paused,
+    /// Needs a human: outcome unknown, incompatible checkpoint, budget, I/O error.
+    Suspended,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl RunState {
+    pub const ALL: [RunState; 9] = [
+        RunState::Queued,
+        RunState::Running,
+        RunState::AwaitingApproval,
+        RunState::PauseRequested,
+        RunState::Paused,
+        RunState::Suspended,
+        RunState::Succeeded,
+        RunState::Failed,
+        RunState::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Queued => "queued",
+            RunState::Running => "running",
+            RunState::AwaitingApproval => "awaiting_approval",
+            RunState::PauseRequested => "pause_requested",
+            RunState::Paused => "paused",
+            RunState::Suspended => "suspended",
+            RunState::Succeeded => "succeeded",
+            RunState::Failed => "failed",
+            RunState::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            RunState::Succeeded | RunState::Failed | RunState::Cancelled
+        )
+    }
+
+    /// Waiting for a person to act (approve, answer, resolve, resume).
+    pub fn needs_human(self) -> bool {
+        matches!(
+            self,
+            RunState::AwaitingApproval | RunState::Suspended | RunState::Paused
+        )
+    }
+}
+
+impl fmt::Display for RunState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What can happen to a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunEvent {
+    /// A worker claims a queued run.
+    Start,
+    /// The policy asked for a human review.
+    AwaitApproval,
+    /// The review was decided (approved, rejected or expired); the run goes on.
+    Decide,
+    RequestPause,
+    /// The worker reached a safe point and verified its checkpoint.
+    ReachSafePoint,
+    /// A person resumes a paused or suspended run; a worker will claim it again.
+    Resume,
+    Suspend,
+    Succeed,
+    Fail,
+    Cancel,
+}
+
+impl RunEvent {
+    pub const ALL: [RunEvent; 10] = [
+        RunEvent::Start,
+        RunEvent::AwaitApproval,
+        RunEvent::Decide,
+        RunEvent::RequestPause,
+        RunEvent::ReachSafePoint,
+        RunEvent::Resume,
+        RunEvent::Suspend,
+        RunEvent::Succeed,
+        RunEvent::Fail,
+        RunEvent::Cancel,
+    ];
+}
+
+use RunEvent as E;
+use RunState as S;
+
+/// Every legal move. Anything not listed is illegal.
+const TABLE: &[(RunState, RunEvent, RunState)] = &[
+    (S::Queued, E::Start, S::Running),
+    (S::Queued, E::Cancel, S::Cancelled),
+    (S::Running, E::AwaitApproval, S::AwaitingApproval),
+    (S::Running, E::RequestPause, S::PauseRequested),
+    (S::Running, E::Suspend, S::Suspended),
+    (S::Running, E::Succeed, S::Succeeded),
+    (S::Running, E::Fail, S::Failed),
+    (S::Running, E::Cancel, S::Cancelled),
+    (S::AwaitingApproval, E::Decide, S::Running),
+    // Waiting for a review already is a safe point: pausing there needs no worker.
+    (S::AwaitingApproval, E::RequestPause, S::Paused),
+    (S::AwaitingApproval, E::Suspend, S::Suspended),
+    (S::AwaitingApproval, E::Cancel, S::Cancelled),
+    (S::PauseRequested, E::ReachSafePoint, S::Paused),
+    (S::PauseRequested, E::Suspend, S::Suspended),
+    (S::PauseRequested, E::Succeed, S::Succeeded),
+    (S::PauseRequested, E::Fail, S::Failed),
+    (S::PauseRequested, E::Cancel, S::Cancelled),
+    (S::Paused, E::Resume, S::Queued),
+    (S::Paused, E::Cancel, S::Cancelled),
+    (S::Suspended, E::Resume, S::Queued),
+    (S::Suspended, E::Cancel, S::Cancelled),
+];
+
+/// The state after `event`, or `None` when the move is illegal.
+pub fn next(from: RunState, event: RunEvent) -> Option<RunState> {
+    TABLE
+        .iter()
+        .find(|(f, e, _)| *f == from && *e == event)
+        .map(|(_, _, to)| *to)
+}

@@ -1,0 +1,53 @@
+//! The `attempts` table: each execution or recovery of a run.
+
+use sqlx::SqlitePool;
+
+use super::{Result, Tx};
+use crate::ids::RunId;
+
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptRow {
+    pub n: i64,
+    pub worker: String,
+    pub fence: i64,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub outcome: Option<String>,
+}
+
+/// Records a new attempt and returns its number (1, 2, …).
+pub async fn start(tx: &mut Tx, run: RunId, worker: &str, fence: i64, now: i64) -> Result<i64> {
+    let n: i64 = sqlx::query_scalar(
+        "INSERT INTO attempts (run_id, n, worker, fence, started_at)
+         VALUES (?1, (SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE run_id = ?1), ?2, ?3, ?4)
+         RETURNING n",
+    )
+    .bind(run.to_string())
+    .bind(worker)
+    .bind(fence)
+    .bind(now)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(n)
+}
+
+/// Closes every attempt of the run still open (a crashed worker never closed its own).
+pub async fn end_open(tx: &mut Tx, run: RunId, outcome: &str, now: i64) -> Result<()> {
+    sqlx::query(
+        "UPDATE attempts SET ended_at = ?, outcome = ? WHERE run_id = ? AND ended_at IS NULL",
+    )
+    .bind(now)
+    .bind(outcome)
+    .bind(run.to_string())
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<AttemptRow>> {
+    Ok(sqlx::query_as("SELECT n, worker, fence, started_at, ended_at, outcome FROM attempts WHERE run_id = ? ORDER BY n")
+        .bind(run.to_string())
+        .fetch_all(pool)
+        .await?)
+}

@@ -1,0 +1,114 @@
+//! The `checkpoints` table and the record of damage the harness has recovered past.
+//! Rows are immutable once written; `seq` is assigned inside the writing transaction.
+
+use sqlx::SqlitePool;
+
+use super::{Result, Tx};
+use crate::ids::RunId;
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct CheckpointRow {
+    pub seq: i64,
+    pub level: String,
+    pub schema_version: i64,
+    pub payload: Option<Vec<u8>>,
+    pub blob: Option<String>,
+    pub size: i64,
+    pub sha256: String,
+    pub created_at: i64,
+}
+
+/// Where the canonical bytes live.
+pub enum Body<'a> {
+    Inline(&'a [u8]),
+    Blob(&'a str),
+}
+
+pub struct NewCheckpoint<'a> {
+    pub level: &'a str,
+    pub schema_version: i64,
+    pub body: Body<'a>,
+    pub size: i64,
+    pub sha256: &'a str,
+    pub created_at: i64,
+}
+
+/// Inserts with the next seq of the run's logical clock and returns that seq.
+pub async fn insert(tx: &mut Tx, run: RunId, cp: &NewCheckpoint<'_>) -> Result<i64> {
+    let (payload, blob) = match cp.body {
+        Body::Inline(bytes) => (Some(bytes), None),
+        Body::Blob(hash) => (None, Some(hash)),
+    };
+    let seq: i64 = sqlx::query_scalar(
+        "INSERT INTO checkpoints (run_id, seq, level, schema_version, payload, blob, size, sha256, created_at)
+         VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         RETURNING seq",
+    )
+    .bind(run.to_string())
+    .bind(cp.level)
+    .bind(cp.schema_version)
+    .bind(payload)
+    .bind(blob)
+    .bind(cp.size)
+    .bind(cp.sha256)
+    .bind(cp.created_at)
+    .fetch_one(&mut **tx)
+    .await?;
+    Ok(seq)
+}
+
+pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<CheckpointRow>> {
+    Ok(sqlx::query_as(
+        "SELECT seq, level, schema_version, payload, blob, size, sha256, created_at
+         FROM checkpoints WHERE run_id = ? ORDER BY seq",
+    )
+    .bind(run.to_string())
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Every blob hash a checkpoint points to (for the store's consistency check).
+pub async fn blob_refs(pool: &SqlitePool) -> Result<Vec<String>> {
+    Ok(
+        sqlx::query_scalar("SELECT blob FROM checkpoints WHERE blob IS NOT NULL")
+            .fetch_all(pool)
+            .await?,
+    )
+}
+
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct DamageRow {
+    pub seq: i64,
+    pub kind: String,
+    pub detected_at: i64,
+}
+
+/// Records damage the harness recovered past; returns false when it was already known.
+pub async fn acknowledge_damage(
+    tx: &mut Tx,
+    run: RunId,
+    seq: i64,
+    kind: &str,
+    now: i64,
+) -> Result<bool> {
+    let done = sqlx::query(
+        "INSERT INTO checkpoint_damage (run_id, seq, kind, detected_at) VALUES (?, ?, ?, ?)
+         ON CONFLICT (run_id, seq) DO NOTHING",
+    )
+    .bind(run.to_string())
+    .bind(seq)
+    .bind(kind)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+pub async fn damage(pool: &SqlitePool, run: RunId) -> Result<Vec<DamageRow>> {
+    Ok(sqlx::query_as(
+        "SELECT seq, kind, detected_at FROM checkpoint_damage WHERE run_id = ? ORDER BY seq",
+    )
+    .bind(run.to_string())
+    .fetch_all(pool)
+    .await?)
+}

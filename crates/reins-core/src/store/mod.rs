@@ -1,0 +1,258 @@
+//! SQLite storage: opening (with the checks that keep a damaged or newer database untouched) and one
+//! repository module per table group. Single statements take `&SqlitePool`; composed writes take a
+//! transaction begun with `BEGIN IMMEDIATE` so concurrent processes queue instead of failing.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Sqlite, SqlitePool, Transaction};
+
+pub mod attempts;
+pub mod audit;
+pub mod checkpoints;
+pub mod intents;
+pub mod runs;
+pub mod steps;
+
+#[cfg(test)]
+mod tests;
+
+pub type Tx = Transaction<'static, Sqlite>;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{path}: not an SQLite database, so not a Reins database; nothing was changed. Move it aside or pass another --data-dir")]
+    NotADatabase { path: PathBuf },
+    #[error("{path}: the database is damaged ({detail}); nothing was changed. Restore a backup or move the file aside")]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("{path}: written by a newer Reins (schema version {found}, this one knows up to {supported}); nothing was changed. Upgrade Reins to open it")]
+    NewerSchema {
+        path: PathBuf,
+        found: i64,
+        supported: i64,
+    },
+    #[error("{path}: cannot open the database: {source}")]
+    Open { path: PathBuf, source: sqlx::Error },
+    #[error("{path}: migrating the database failed: {source}")]
+    Migrate {
+        path: PathBuf,
+        source: sqlx::migrate::MigrateError,
+    },
+    #[error("{what} not found")]
+    NotFound { what: String },
+    #[error("lost run {run}: another worker owns it now (our fence {fence} is stale), or it is no longer running")]
+    LostLease { run: String, fence: i64 },
+    #[error("run {run} changed under us (expected state version {expected}); not retrying on stale data")]
+    StaleState { run: String, expected: i64 },
+    #[error("stored data is invalid: {0}")]
+    Invalid(String),
+    #[error("database error: {0}")]
+    Sqlx(#[from] sqlx::Error),
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if missing) the database at `path` and brings its schema up to date.
+    ///
+    /// An existing file is first checked read-only: not SQLite, damaged, or from a newer schema →
+    /// an error naming the file, and not one byte of it is written.
+    pub async fn open(path: &Path) -> Result<Self> {
+        if path.exists() {
+            check_existing(path).await?;
+        }
+        let options = connect_options(path)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options)
+            .await
+            .map_err(|source| classify_open_error(path, source))?;
+        MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(Self {
+            pool,
+            path: path.to_owned(),
+        })
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A write transaction that takes the database's write lock up front.
+    pub async fn begin(&self) -> Result<Tx> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// The newest migration this build knows.
+    pub fn supported_schema() -> i64 {
+        MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+    }
+
+    /// The newest migration applied to this database.
+    pub async fn schema_version(&self) -> Result<i64> {
+        let v: Option<i64> =
+            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(v.unwrap_or(0))
+    }
+
+    /// `PRAGMA integrity_check`: "ok" or the list of problems.
+    pub async fn integrity_check(&self) -> Result<Vec<String>> {
+        Ok(sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_all(&self.pool)
+            .await?)
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn connect_options(path: &Path) -> Result<SqliteConnectOptions> {
+    let url = format!("sqlite://{}", path.display());
+    Ok(SqliteConnectOptions::from_str(&url)
+        .map_err(|source| StoreError::Open {
+            path: path.to_owned(),
+            source,
+        })?
+        .filename(path)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10)))
+}
+
+async fn check_existing(path: &Path) -> Result<()> {
+    let mut header = [0u8; 16];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut header))
+        .map_err(|e| StoreError::Open {
+            path: path.to_owned(),
+            source: sqlx::Error::Io(e),
+        })?;
+    if n == 0 {
+        return Ok(()); // an empty file is a new database
+    }
+    if n < 16 || &header != SQLITE_MAGIC {
+        return Err(StoreError::NotADatabase {
+            path: path.to_owned(),
+        });
+    }
+    // Immutable read-only: SQLite neither writes nor creates -wal/-shm beside the file. Safe
+    // because the checks below only need the main file as it is on disk right now.
+    let options = connect_options(path)?
+        .read_only(true)
+        .immutable(has_no_wal(path));
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await
+        .map_err(|source| classify_open_error(path, source))?;
+    let outcome = inspect(&pool, path).await;
+    pool.close().await;
+    outcome
+}
+
+fn has_no_wal(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(PathBuf::from(wal))
+        .map(|m| m.len() == 0)
+        .unwrap_or(true)
+}
+
+async fn inspect(pool: &SqlitePool, path: &Path) -> Result<()> {
+    let problems: Vec<String> = sqlx::query_scalar("PRAGMA quick_check")
+        .fetch_all(pool)
+        .await
+        .map_err(|source| classify_open_error(path, source))?;
+    if problems.first().map(String::as_str) != Some("ok") {
+        return Err(StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: problems.join("; "),
+        });
+    }
+    let has_migrations: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+    )
+    .fetch_one(pool)
+    .await?;
+    if has_migrations == 0 {
+        return Ok(());
+    }
+    let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
+        .fetch_one(pool)
+        .await?;
+    let supported = Store::supported_schema();
+    match found {
+        Some(found) if found > supported => Err(StoreError::NewerSchema {
+            path: path.to_owned(),
+            found,
+            supported,
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn classify_open_error(path: &Path, source: sqlx::Error) -> StoreError {
+    let code = source
+        .as_database_error()
+        .and_then(|e| e.code())
+        .map(|c| c.into_owned())
+        .unwrap_or_default();
+    // SQLITE_CORRUPT = 11, SQLITE_NOTADB = 26 (primary codes; extended codes keep them in the low byte).
+    match code.parse::<i64>().map(|c| c & 0xff) {
+        Ok(26) => StoreError::NotADatabase {
+            path: path.to_owned(),
+        },
+        Ok(11) => StoreError::Corrupt {
+            path: path.to_owned(),
+            detail: source.to_string(),
+        },
+        _ => StoreError::Open {
+            path: path.to_owned(),
+            source,
+        },
+    }
+}
+
+/// Fails with `NotFound` when a single-row statement touched nothing.
+pub(crate) fn expect_one(rows: u64, what: impl FnOnce() -> String) -> Result<()> {
+    if rows == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::NotFound { what: what() })
+    }
+}
+
+pub(crate) fn map_not_found(e: sqlx::Error, what: impl FnOnce() -> String) -> StoreError {
+    match e {
+        sqlx::Error::RowNotFound => StoreError::NotFound { what: what() },
+        other => StoreError::Sqlx(other),
+    }
+}

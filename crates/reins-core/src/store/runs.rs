@@ -1,0 +1,208 @@
+//! The `runs` table. Every state write is guarded by `state_version` and `fence`: zero rows affected
+//! means another actor moved first, and the caller must stop rather than retry on what it remembers.
+
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqlitePool};
+
+use super::{map_not_found, Result, StoreError, Tx};
+use crate::ids::RunId;
+use crate::run::RunState;
+
+#[derive(Clone, Debug)]
+pub struct RunRow {
+    pub id: RunId,
+    pub name: String,
+    pub goal: String,
+    pub workspace: String,
+    pub agent_kind: String,
+    pub agent_spec: String,
+    pub compat: String,
+    pub state: RunState,
+    pub state_version: i64,
+    pub fence: i64,
+    pub owner: Option<String>,
+    pub lease_until: Option<i64>,
+    pub last_error: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+fn from_row(row: &SqliteRow) -> Result<RunRow> {
+    let id: String = row.try_get("id")?;
+    let state: String = row.try_get("state")?;
+    Ok(RunRow {
+        id: id
+            .parse()
+            .map_err(|_| StoreError::Invalid(format!("run id {id:?}")))?,
+        name: row.try_get("name")?,
+        goal: row.try_get("goal")?,
+        workspace: row.try_get("workspace")?,
+        agent_kind: row.try_get("agent_kind")?,
+        agent_spec: row.try_get("agent_spec")?,
+        compat: row.try_get("compat")?,
+        state: RunState::parse(&state)
+            .ok_or_else(|| StoreError::Invalid(format!("run state {state:?}")))?,
+        state_version: row.try_get("state_version")?,
+        fence: row.try_get("fence")?,
+        owner: row.try_get("owner")?,
+        lease_until: row.try_get("lease_until")?,
+        last_error: row.try_get("last_error")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+pub async fn insert(tx: &mut Tx, run: &RunRow) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO runs (id, name, goal, workspace, agent_kind, agent_spec, compat, state, state_version,
+                           fence, owner, lease_until, last_error, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(run.id.to_string())
+    .bind(&run.name)
+    .bind(&run.goal)
+    .bind(&run.workspace)
+    .bind(&run.agent_kind)
+    .bind(&run.agent_spec)
+    .bind(&run.compat)
+    .bind(run.state.as_str())
+    .bind(run.state_version)
+    .bind(run.fence)
+    .bind(&run.owner)
+    .bind(run.lease_until)
+    .bind(&run.last_error)
+    .bind(run.created_at)
+    .bind(run.updated_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn get(pool: &SqlitePool, id: RunId) -> Result<RunRow> {
+    let row = sqlx::query("SELECT * FROM runs WHERE id = ?")
+        .bind(id.to_string())
+        .fetch_one(pool)
+        .await
+        .map_err(|e| map_not_found(e, || format!("run {id}")))?;
+    from_row(&row)
+}
+
+pub async fn list(pool: &SqlitePool) -> Result<Vec<RunRow>> {
+    let rows = sqlx::query("SELECT * FROM runs ORDER BY created_at DESC, id DESC")
+        .fetch_all(pool)
+        .await?;
+    rows.iter().map(from_row).collect()
+}
+
+/// Ids that start with `prefix` (a user may type the first characters of an id).
+pub async fn ids_with_prefix(pool: &SqlitePool, prefix: &str) -> Result<Vec<RunId>> {
+    let ids: Vec<String> =
+        sqlx::query_scalar("SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 10")
+            .bind(i64::try_from(prefix.len()).unwrap_or(i64::MAX))
+            .bind(prefix)
+            .fetch_all(pool)
+            .await?;
+    Ok(ids.iter().filter_map(|s| s.parse().ok()).collect())
+}
+
+/// Runs a worker may take now: queued ones, and active ones whose lease has run out.
+pub async fn runnable(pool: &SqlitePool, now: i64) -> Result<Vec<RunId>> {
+    let ids: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM runs
+         WHERE state = 'queued'
+            OR (state IN ('running', 'pause_requested') AND (lease_until IS NULL OR lease_until < ?))
+         ORDER BY created_at, id",
+    )
+    .bind(now)
+    .fetch_all(pool)
+    .await?;
+    Ok(ids.iter().filter_map(|s| s.parse().ok()).collect())
+}
+
+/// Takes ownership: moves to `to`, bumps the fence, sets owner and lease. Guarded by `state_version`.
+/// Returns the new (fence, state_version).
+pub async fn claim(
+    tx: &mut Tx,
+    id: RunId,
+    expected_version: i64,
+    to: RunState,
+    owner: &str,
+    lease_until: i64,
+    now: i64,
+) -> Result<(i64, i64)> {
+    let row: Option<(i64, i64)> = sqlx::query_as(
+        "UPDATE runs SET state = ?, state_version = state_version + 1, fence = fence + 1,
+                         owner = ?, lease_until = ?, updated_at = ?
+         WHERE id = ? AND state_version = ?
+         RETURNING fence, state_version",
+    )
+    .bind(to.as_str())
+    .bind(owner)
+    .bind(lease_until)
+    .bind(now)
+    .bind(id.to_string())
+    .bind(expected_version)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or(StoreError::StaleState {
+        run: id.to_string(),
+        expected: expected_version,
+    })
+}
+
+/// Proves we still own the run and extends the lease. Part of every transaction a worker commits.
+pub async fn renew(tx: &mut Tx, id: RunId, fence: i64, lease_until: i64, now: i64) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE runs SET lease_until = ?, updated_at = ?
+         WHERE id = ? AND fence = ? AND state IN ('running', 'pause_requested')",
+    )
+    .bind(lease_until)
+    .bind(now)
+    .bind(id.to_string())
+    .bind(fence)
+    .execute(&mut **tx)
+    .await?;
+    if done.rows_affected() == 1 {
+        Ok(())
+    } else {
+        Err(StoreError::LostLease {
+            run: id.to_string(),
+            fence,
+        })
+    }
+}
+
+/// Moves the run to `to` on behalf of the worker holding `fence`. Leaving the active states releases
+/// the lease. Returns the new state_version.
+pub async fn set_state(
+    tx: &mut Tx,
+    id: RunId,
+    fence: i64,
+    expected_version: i64,
+    to: RunState,
+    last_error: Option<&str>,
+    now: i64,
+) -> Result<i64> {
+    let keeps_lease = matches!(to, RunState::Running | RunState::PauseRequested);
+    let row: Option<i64> = sqlx::query_scalar(
+        "UPDATE runs SET state = ?, state_version = state_version + 1, last_error = ?, updated_at = ?,
+                         owner = CASE WHEN ? THEN owner ELSE NULL END,
+                         lease_until = CASE WHEN ? THEN lease_until ELSE NULL END
+         WHERE id = ? AND state_version = ? AND fence = ?
+         RETURNING state_version",
+    )
+    .bind(to.as_str())
+    .bind(last_error)
+    .bind(now)
+    .bind(keeps_lease)
+    .bind(keeps_lease)
+    .bind(id.to_string())
+    .bind(expected_version)
+    .bind(fence)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.ok_or(StoreError::StaleState {
+        run: id.to_string(),
+        expected: expected_version,
+    })
+}

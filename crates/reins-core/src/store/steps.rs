@@ -1,0 +1,89 @@
+//! The `steps` table: one row per action an agent proposed.
+
+use sqlx::{SqliteExecutor, SqlitePool};
+
+use super::{expect_one, Result, Tx};
+use crate::ids::RunId;
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepRow {
+    pub seq: i64,
+    pub kind: String,
+    pub tool: String,
+    pub action: String,
+    pub action_hash: String,
+    pub why: Option<String>,
+    pub status: String,
+    pub risk: Option<String>,
+    pub reasons: Option<String>,
+    pub preview: Option<String>,
+    pub result: Option<String>,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+}
+
+pub async fn insert(tx: &mut Tx, run: RunId, step: &StepRow) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO steps (run_id, seq, kind, tool, action, action_hash, why, status, risk, reasons,
+                            preview, result, started_at, ended_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(run.to_string())
+    .bind(step.seq)
+    .bind(&step.kind)
+    .bind(&step.tool)
+    .bind(&step.action)
+    .bind(&step.action_hash)
+    .bind(&step.why)
+    .bind(&step.status)
+    .bind(&step.risk)
+    .bind(&step.reasons)
+    .bind(&step.preview)
+    .bind(&step.result)
+    .bind(step.started_at)
+    .bind(step.ended_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn finish(
+    tx: &mut Tx,
+    run: RunId,
+    seq: i64,
+    status: &str,
+    result: &str,
+    now: i64,
+) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE steps SET status = ?, result = ?, ended_at = ? WHERE run_id = ? AND seq = ?",
+    )
+    .bind(status)
+    .bind(result)
+    .bind(now)
+    .bind(run.to_string())
+    .bind(seq)
+    .execute(&mut **tx)
+    .await?;
+    expect_one(done.rows_affected(), || format!("step {seq} of run {run}"))
+}
+
+pub async fn get<'e>(db: impl SqliteExecutor<'e>, run: RunId, seq: i64) -> Result<Option<StepRow>> {
+    Ok(
+        sqlx::query_as("SELECT * FROM steps WHERE run_id = ? AND seq = ?")
+            .bind(run.to_string())
+            .bind(seq)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<StepRow>> {
+    Ok(
+        sqlx::query_as("SELECT * FROM steps WHERE run_id = ? ORDER BY seq")
+            .bind(run.to_string())
+            .fetch_all(pool)
+            .await?,
+    )
+}

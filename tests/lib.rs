@@ -1,0 +1,1 @@
+//! Cross-crate story tests live in `tests/stories/`; this library is empty on purpose.
