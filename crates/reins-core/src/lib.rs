@@ -3,6 +3,7 @@
 //! desktop can do — this crate knows no screen, and both the `reins` CLI and the desktop app are thin
 //! faces over [`api`].
 
+pub mod agent;
 pub mod blob;
 pub mod checkpoint;
 pub mod clock;
@@ -10,6 +11,8 @@ pub mod digest;
 pub mod fault;
 pub mod ids;
 pub mod journal;
+pub mod policy;
 pub mod run;
 pub mod store;
+pub mod tools;
 pub mod workspace;

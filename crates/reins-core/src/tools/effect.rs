@@ -1,0 +1,159 @@
+//! Planning and applying file effects. A plan is computed from the files as they are now and fixes
+//! everything about the effect in advance: pre-images (stored before it runs), post-images (how a
+//! restart recognises it happened), the exact diff, and the operations.
+
+use super::{Action, ToolError};
+use crate::digest::Digest;
+use crate::journal::FileImage;
+use crate::workspace::{diff, JailError, RelPath, Workspace};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FileOp {
+    Put { path: RelPath, bytes: Vec<u8> },
+    Remove { path: RelPath },
+    Rename { from: RelPath, to: RelPath },
+}
+
+#[derive(Clone, Debug)]
+pub struct EffectPlan {
+    pub pre: Vec<FileImage>,
+    pub post: Vec<FileImage>,
+    /// Bytes of the pre-images that exist: these go to the blob store before the effect.
+    pub pre_bytes: Vec<Vec<u8>>,
+    /// Bytes of the post-images that exist (kept for rollback).
+    pub post_bytes: Vec<Vec<u8>>,
+    pub ops: Vec<FileOp>,
+    /// Unified diff of exactly what will change.
+    pub preview: String,
+    /// The text the agent gets back once the effect is confirmed.
+    pub summary: String,
+}
+
+fn image(path: &RelPath, bytes: Option<&[u8]>) -> FileImage {
+    FileImage {
+        path: path.as_str().to_owned(),
+        sha256: bytes.map(Digest::of),
+    }
+}
+
+fn failed(tool: &'static str, detail: String) -> ToolError {
+    ToolError::Failed { tool, detail }
+}
+
+/// Step 3 of the protocol: read the pre-images through the jail and fix the effect.
+pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
+    match action {
+        Action::Write { path, content } => {
+            let old = ws.image(path)?;
+            let new = content.as_bytes();
+            Ok(EffectPlan {
+                pre: vec![image(path, old.as_deref())],
+                post: vec![image(path, Some(new))],
+                preview: diff::unified(path.as_str(), old.as_deref(), Some(new)),
+                summary: format!(
+                    "{} {path} ({} bytes, sha256 {})",
+                    if old.is_some() { "replaced" } else { "created" },
+                    new.len(),
+                    Digest::of(new).short()
+                ),
+                pre_bytes: old.into_iter().collect(),
+                post_bytes: vec![new.to_vec()],
+                ops: vec![FileOp::Put {
+                    path: path.clone(),
+                    bytes: new.to_vec(),
+                }],
+            })
+        }
+        Action::Edit { path, old, new } => {
+            let before = ws
+                .image(path)?
+                .ok_or_else(|| failed("fs.edit", format!("{path}: no such file")))?;
+            let text = std::str::from_utf8(&before)
+                .map_err(|_| failed("fs.edit", format!("{path} is binary; fs.edit edits text")))?;
+            match text.matches(old.as_str()).count() {
+                1 => {}
+                0 => return Err(failed("fs.edit", format!("`old` does not occur in {path}; read the file and quote it exactly"))),
+                n => return Err(failed("fs.edit", format!("`old` occurs {n} times in {path}; include more surrounding text so it occurs exactly once"))),
+            }
+            let after = text.replacen(old.as_str(), new, 1).into_bytes();
+            Ok(EffectPlan {
+                pre: vec![image(path, Some(&before))],
+                post: vec![image(path, Some(&after))],
+                preview: diff::unified(path.as_str(), Some(&before), Some(&after)),
+                summary: format!("edited {path} (sha256 {})", Digest::of(&after).short()),
+                pre_bytes: vec![before],
+                post_bytes: vec![after.clone()],
+                ops: vec![FileOp::Put {
+                    path: path.clone(),
+                    bytes: after,
+                }],
+            })
+        }
+        Action::Delete { path } => {
+            let before = ws
+                .image(path)?
+                .ok_or_else(|| failed("fs.delete", format!("{path}: no such file")))?;
+            Ok(EffectPlan {
+                pre: vec![image(path, Some(&before))],
+                post: vec![image(path, None)],
+                preview: diff::unified(path.as_str(), Some(&before), None),
+                summary: format!(
+                    "deleted {path} ({} bytes; restorable by rollback)",
+                    before.len()
+                ),
+                pre_bytes: vec![before],
+                post_bytes: Vec::new(),
+                ops: vec![FileOp::Remove { path: path.clone() }],
+            })
+        }
+        Action::Move { from, to } => {
+            if from == to {
+                return Err(failed(
+                    "fs.move",
+                    "`from` and `to` are the same path".into(),
+                ));
+            }
+            let bytes = ws
+                .image(from)?
+                .ok_or_else(|| failed("fs.move", format!("{from}: no such file")))?;
+            if ws.image(to)?.is_some() {
+                return Err(failed(
+                    "fs.move",
+                    format!("{to} already exists; fs.move never overwrites"),
+                ));
+            }
+            Ok(EffectPlan {
+                pre: vec![image(from, Some(&bytes)), image(to, None)],
+                post: vec![image(from, None), image(to, Some(&bytes))],
+                preview: format!(
+                    "rename {from} -> {to} ({} bytes, content unchanged)\n",
+                    bytes.len()
+                ),
+                summary: format!("moved {from} to {to}"),
+                pre_bytes: vec![bytes],
+                post_bytes: Vec::new(),
+                ops: vec![FileOp::Rename {
+                    from: from.clone(),
+                    to: to.clone(),
+                }],
+            })
+        }
+        Action::Read { .. } | Action::List { .. } | Action::Search { .. } => Err(failed(
+            "fs.read",
+            "a read-only action has no effect to plan".into(),
+        )),
+    }
+}
+
+/// Step 8 of the protocol: perform the operations, each atomic.
+pub fn apply(plan: &EffectPlan, ws: &Workspace) -> Result<(), JailError> {
+    for op in &plan.ops {
+        match op {
+            FileOp::Put { path, bytes } => ws.write(path, bytes)?,
+            FileOp::Remove { path } => ws.remove(path)?,
+            FileOp::Rename { from, to } => ws.rename(from, to)?,
+        }
+        crate::fault::record_effect(&format!("{op:?}").chars().take(120).collect::<String>());
+    }
+    Ok(())
+}

@@ -1,0 +1,337 @@
+//! Built-in tools. A proposed call is parsed into a typed [`Action`] (schema, size limits and the path
+//! jail: step 1 of the protocol); a file-changing action is planned into an [`EffectPlan`] (pre- and
+//! post-images, the exact diff, the operations) before anything touches the disk.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use crate::digest::Digest;
+use crate::journal::EffectClass;
+use crate::workspace::{JailError, RelPath, Workspace};
+
+mod effect;
+mod pure;
+pub use effect::{apply, plan, EffectPlan, FileOp};
+pub use pure::run_pure;
+
+#[cfg(test)]
+mod tests;
+
+/// Largest file `fs.read` returns, and largest file `fs.search` looks into.
+pub const READ_LIMIT: u64 = 1024 * 1024;
+/// Largest content `fs.write` / `fs.edit` accept.
+pub const WRITE_LIMIT: usize = 8 * 1024 * 1024;
+/// Most entries `fs.list` returns.
+pub const LIST_LIMIT: usize = 2000;
+/// Most matching lines `fs.search` returns.
+pub const SEARCH_LIMIT: usize = 200;
+
+/// A tool call as an agent proposes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub tool: String,
+    #[serde(default)]
+    pub args: Value,
+}
+
+/// One built-in tool as agents and people see it. The list is hashed into a run's compatibility record.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub effect: EffectClass,
+    pub args: &'static str,
+    pub summary: &'static str,
+}
+
+pub const SPECS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "fs.read",
+        effect: EffectClass::Pure,
+        args: "{path}",
+        summary: "read a text file (up to 1 MiB)",
+    },
+    ToolSpec {
+        name: "fs.list",
+        effect: EffectClass::Pure,
+        args: "{path?, recursive?}",
+        summary: "list a directory",
+    },
+    ToolSpec {
+        name: "fs.search",
+        effect: EffectClass::Pure,
+        args: "{pattern, path?}",
+        summary: "search files for a regular expression",
+    },
+    ToolSpec {
+        name: "fs.write",
+        effect: EffectClass::Idempotent,
+        args: "{path, content}",
+        summary: "create or replace a file",
+    },
+    ToolSpec {
+        name: "fs.edit",
+        effect: EffectClass::AtMostOnce,
+        args: "{path, old, new}",
+        summary: "replace the one occurrence of `old` with `new`",
+    },
+    ToolSpec {
+        name: "fs.delete",
+        effect: EffectClass::Idempotent,
+        args: "{path}",
+        summary: "delete a file",
+    },
+    ToolSpec {
+        name: "fs.move",
+        effect: EffectClass::AtMostOnce,
+        args: "{from, to}",
+        summary: "move a file to a path that does not exist",
+    },
+];
+
+/// A hash of the tool list: a checkpoint made against other tools may not resume silently.
+pub fn schema_hash() -> Digest {
+    Digest::of(serde_json::to_string(SPECS).unwrap_or_default().as_bytes())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("unknown tool {0:?}; the tools are fs.read, fs.list, fs.search, fs.write, fs.edit, fs.delete, fs.move")]
+    Unknown(String),
+    #[error("{tool}: invalid arguments: {detail}")]
+    Args { tool: String, detail: String },
+    #[error("{0}")]
+    Jail(#[from] JailError),
+    /// The action is well-formed but cannot be done as asked (e.g. `old` not found).
+    #[error("{tool}: {detail}")]
+    Failed { tool: &'static str, detail: String },
+}
+
+/// A validated action: paths are jailed, sizes checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    Read {
+        path: RelPath,
+    },
+    List {
+        path: RelPath,
+        recursive: bool,
+    },
+    Search {
+        pattern: String,
+        path: RelPath,
+    },
+    Write {
+        path: RelPath,
+        content: String,
+    },
+    Edit {
+        path: RelPath,
+        old: String,
+        new: String,
+    },
+    Delete {
+        path: RelPath,
+    },
+    Move {
+        from: RelPath,
+        to: RelPath,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathArgs {
+    path: String,
+}
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    recursive: bool,
+}
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+}
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    path: String,
+    content: String,
+}
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditArgs {
+    path: String,
+    old: String,
+    new: String,
+}
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MoveArgs {
+    from: String,
+    to: String,
+}
+
+fn args<T: serde::de::DeserializeOwned>(tool: &str, value: &Value) -> Result<T, ToolError> {
+    let value = if value.is_null() {
+        json!({})
+    } else {
+        value.clone()
+    };
+    serde_json::from_value(value).map_err(|e| ToolError::Args {
+        tool: tool.to_owned(),
+        detail: e.to_string(),
+    })
+}
+
+fn limit_content(tool: &str, what: &str, s: &str) -> Result<(), ToolError> {
+    if s.len() > WRITE_LIMIT {
+        return Err(ToolError::Args {
+            tool: tool.to_owned(),
+            detail: format!(
+                "`{what}` is {} bytes, over the {WRITE_LIMIT}-byte limit",
+                s.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+impl Action {
+    /// Step 1 of the protocol: schema, limits, jail.
+    pub fn parse(call: &ToolCall, ws: &Workspace) -> Result<Self, ToolError> {
+        let t = call.tool.as_str();
+        let a = &call.args;
+        Ok(match t {
+            "fs.read" => Action::Read {
+                path: ws.resolve(&args::<PathArgs>(t, a)?.path)?,
+            },
+            "fs.list" => {
+                let l: ListArgs = args(t, a)?;
+                Action::List {
+                    path: ws.resolve(l.path.as_deref().unwrap_or("."))?,
+                    recursive: l.recursive,
+                }
+            }
+            "fs.search" => {
+                let s: SearchArgs = args(t, a)?;
+                if s.pattern.is_empty() || s.pattern.len() > 1000 {
+                    return Err(ToolError::Args {
+                        tool: t.into(),
+                        detail: "`pattern` must be 1 to 1000 characters".into(),
+                    });
+                }
+                regex::RegexBuilder::new(&s.pattern)
+                    .size_limit(1 << 20)
+                    .build()
+                    .map_err(|e| ToolError::Args {
+                        tool: t.into(),
+                        detail: format!("`pattern` is not a valid regular expression: {e}"),
+                    })?;
+                Action::Search {
+                    pattern: s.pattern,
+                    path: ws.resolve(s.path.as_deref().unwrap_or("."))?,
+                }
+            }
+            "fs.write" => {
+                let w: WriteArgs = args(t, a)?;
+                limit_content(t, "content", &w.content)?;
+                Action::Write {
+                    path: ws.resolve(&w.path)?,
+                    content: w.content,
+                }
+            }
+            "fs.edit" => {
+                let e: EditArgs = args(t, a)?;
+                if e.old.is_empty() {
+                    return Err(ToolError::Args {
+                        tool: t.into(),
+                        detail: "`old` must not be empty".into(),
+                    });
+                }
+                limit_content(t, "old", &e.old)?;
+                limit_content(t, "new", &e.new)?;
+                Action::Edit {
+                    path: ws.resolve(&e.path)?,
+                    old: e.old,
+                    new: e.new,
+                }
+            }
+            "fs.delete" => Action::Delete {
+                path: ws.resolve(&args::<PathArgs>(t, a)?.path)?,
+            },
+            "fs.move" => {
+                let m: MoveArgs = args(t, a)?;
+                Action::Move {
+                    from: ws.resolve(&m.from)?,
+                    to: ws.resolve(&m.to)?,
+                }
+            }
+            other => return Err(ToolError::Unknown(other.to_owned())),
+        })
+    }
+
+    pub fn tool(&self) -> &'static str {
+        match self {
+            Action::Read { .. } => "fs.read",
+            Action::List { .. } => "fs.list",
+            Action::Search { .. } => "fs.search",
+            Action::Write { .. } => "fs.write",
+            Action::Edit { .. } => "fs.edit",
+            Action::Delete { .. } => "fs.delete",
+            Action::Move { .. } => "fs.move",
+        }
+    }
+
+    pub fn effect_class(&self) -> EffectClass {
+        let name = self.tool();
+        SPECS
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.effect)
+            .unwrap_or(EffectClass::AtMostOnce)
+    }
+
+    /// The exact action, normalised: what a review binds to and what the journal records.
+    pub fn canonical(&self) -> Value {
+        let args = match self {
+            Action::Read { path } | Action::Delete { path } => json!({ "path": path }),
+            Action::List { path, recursive } => json!({ "path": path, "recursive": recursive }),
+            Action::Search { pattern, path } => json!({ "pattern": pattern, "path": path }),
+            Action::Write { path, content } => json!({ "path": path, "content": content }),
+            Action::Edit { path, old, new } => json!({ "path": path, "old": old, "new": new }),
+            Action::Move { from, to } => json!({ "from": from, "to": to }),
+        };
+        json!({ "tool": self.tool(), "args": args })
+    }
+
+    pub fn canonical_text(&self) -> String {
+        self.canonical().to_string()
+    }
+
+    pub fn hash(&self) -> Digest {
+        Digest::of(self.canonical_text().as_bytes())
+    }
+
+    /// The paths an effect touches (empty for pure tools).
+    pub fn touched(&self) -> Vec<&RelPath> {
+        match self {
+            Action::Write { path, .. } | Action::Edit { path, .. } | Action::Delete { path } => {
+                vec![path]
+            }
+            Action::Move { from, to } => vec![from, to],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The canonical form of a call that did not validate, so even a refused proposal is recorded exactly.
+pub fn canonical_of_raw(call: &ToolCall) -> String {
+    json!({ "tool": call.tool, "args": call.args }).to_string()
+}

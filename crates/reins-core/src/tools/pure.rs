@@ -1,0 +1,106 @@
+//! The read-only tools. Their output is what the agent sees.
+
+use std::fmt::Write as _;
+
+use super::{Action, ToolError, LIST_LIMIT, READ_LIMIT, SEARCH_LIMIT};
+use crate::workspace::{JailError, RelPath, Workspace};
+
+/// Runs a pure action; `Ok` is the text for the agent.
+pub fn run_pure(action: &Action, ws: &Workspace) -> Result<String, ToolError> {
+    match action {
+        Action::Read { path } => {
+            let bytes = ws.read(path, READ_LIMIT)?;
+            match String::from_utf8(bytes) {
+                Ok(text) => Ok(text),
+                Err(e) => Err(ToolError::Failed {
+                    tool: "fs.read",
+                    detail: format!(
+                        "{path} is binary ({} bytes); fs.read returns text only",
+                        e.as_bytes().len()
+                    ),
+                }),
+            }
+        }
+        Action::List { path, recursive } => {
+            let (entries, cut) = ws.list(path, *recursive, LIST_LIMIT)?;
+            let mut out = String::new();
+            for e in &entries {
+                match e.kind {
+                    "directory" => writeln!(out, "{}/", e.path),
+                    "file" => writeln!(out, "{}  ({} bytes)", e.path, e.size),
+                    other => writeln!(out, "{}  ({other})", e.path),
+                }
+                .ok();
+            }
+            if entries.is_empty() {
+                out.push_str("(empty directory)\n");
+            }
+            if cut {
+                writeln!(out, "… listing cut at {LIST_LIMIT} entries").ok();
+            }
+            Ok(out)
+        }
+        Action::Search { pattern, path } => search(ws, pattern, path),
+        _ => Err(ToolError::Failed {
+            tool: "fs.read",
+            detail: "not a read-only action".into(),
+        }),
+    }
+}
+
+fn search(ws: &Workspace, pattern: &str, path: &RelPath) -> Result<String, ToolError> {
+    let re = regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|e| ToolError::Args {
+            tool: "fs.search".into(),
+            detail: e.to_string(),
+        })?;
+    let (entries, cut) = ws.list(path, true, 20_000)?;
+    let mut out = String::new();
+    let mut hits = 0;
+    let mut skipped = 0;
+    'files: for e in entries.iter().filter(|e| e.kind == "file") {
+        let bytes = match ws.read(&e.path, READ_LIMIT) {
+            Ok(b) => b,
+            Err(
+                JailError::TooLarge { .. }
+                | JailError::HardLinked { .. }
+                | JailError::NotRegular { .. },
+            ) => {
+                skipped += 1;
+                continue;
+            }
+            Err(other) => return Err(other.into()),
+        };
+        if bytes.iter().take(8192).any(|b| *b == 0) {
+            continue; // binary
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        for (n, line) in text.lines().enumerate() {
+            if re.is_match(line) {
+                hits += 1;
+                if hits > SEARCH_LIMIT {
+                    writeln!(out, "… more matches; results cut at {SEARCH_LIMIT}").ok();
+                    break 'files;
+                }
+                let line: String = line.chars().take(300).collect();
+                writeln!(out, "{}:{}: {}", e.path, n + 1, line).ok();
+            }
+        }
+    }
+    if hits == 0 {
+        writeln!(out, "no matches for /{pattern}/ under {path}").ok();
+    }
+    if skipped > 0 {
+        writeln!(
+            out,
+            "({skipped} files skipped: too large, hard-linked or not regular)"
+        )
+        .ok();
+    }
+    if cut {
+        writeln!(out, "(only the first 20000 entries were searched)").ok();
+    }
+    Ok(out)
+}

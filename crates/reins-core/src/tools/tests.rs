@@ -1,0 +1,147 @@
+use std::fs;
+
+use serde_json::json;
+
+use super::*;
+
+fn ws() -> anyhow::Result<(tempfile::TempDir, Workspace)> {
+    let tmp = tempfile::tempdir()?;
+    fs::create_dir_all(tmp.path().join("config"))?;
+    fs::write(
+        tmp.path().join("config/app.conf"),
+        "level = debug\nrotate = never\n",
+    )?;
+    let ws = Workspace::open(tmp.path())?;
+    Ok((tmp, ws))
+}
+
+fn call(tool: &str, args: serde_json::Value) -> ToolCall {
+    ToolCall {
+        tool: tool.into(),
+        args,
+    }
+}
+
+#[test]
+fn unknown_tools_and_fields_are_refused() -> anyhow::Result<()> {
+    let (_t, ws) = ws()?;
+    assert!(matches!(
+        Action::parse(&call("fs.nuke", json!({})), &ws),
+        Err(ToolError::Unknown(_))
+    ));
+    let extra = call("fs.read", json!({"path": "a", "mode": "x"}));
+    assert!(
+        matches!(Action::parse(&extra, &ws), Err(ToolError::Args { .. })),
+        "unknown fields are refused"
+    );
+    let missing = call("fs.write", json!({"path": "a"}));
+    assert!(matches!(
+        Action::parse(&missing, &ws),
+        Err(ToolError::Args { .. })
+    ));
+    let escape = call("fs.write", json!({"path": "../a", "content": ""}));
+    assert!(matches!(
+        Action::parse(&escape, &ws),
+        Err(ToolError::Jail(_))
+    ));
+    Ok(())
+}
+
+#[test]
+fn canonical_form_normalises_paths_so_equal_actions_hash_equal() -> anyhow::Result<()> {
+    let (_t, ws) = ws()?;
+    let a = Action::parse(
+        &call("fs.write", json!({"path": "./config//x", "content": "1"})),
+        &ws,
+    )?;
+    let b = Action::parse(
+        &call("fs.write", json!({"content": "1", "path": "config/x"})),
+        &ws,
+    )?;
+    assert_eq!(a.hash(), b.hash());
+    assert_eq!(
+        a.canonical_text(),
+        r#"{"args":{"content":"1","path":"config/x"},"tool":"fs.write"}"#
+    );
+    Ok(())
+}
+
+#[test]
+fn edit_requires_exactly_one_occurrence() -> anyhow::Result<()> {
+    let (_t, ws) = ws()?;
+    let none = Action::parse(
+        &call(
+            "fs.edit",
+            json!({"path": "config/app.conf", "old": "nope", "new": "x"}),
+        ),
+        &ws,
+    )?;
+    assert!(matches!(plan(&none, &ws), Err(ToolError::Failed { .. })));
+    let twice = Action::parse(
+        &call(
+            "fs.edit",
+            json!({"path": "config/app.conf", "old": " = ", "new": "="}),
+        ),
+        &ws,
+    )?;
+    let err = plan(&twice, &ws)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(err.contains("occurs 2 times"), "{err}");
+    let once = Action::parse(
+        &call(
+            "fs.edit",
+            json!({"path": "config/app.conf", "old": "never", "new": "daily"}),
+        ),
+        &ws,
+    )?;
+    let p = plan(&once, &ws)?;
+    assert!(
+        p.preview.contains("-rotate = never\n+rotate = daily\n"),
+        "{}",
+        p.preview
+    );
+    apply(&p, &ws)?;
+    assert_eq!(
+        fs::read_to_string(ws.root().join("config/app.conf"))?,
+        "level = debug\nrotate = daily\n"
+    );
+    Ok(())
+}
+
+#[test]
+fn move_never_overwrites_and_images_describe_both_paths() -> anyhow::Result<()> {
+    let (_t, ws) = ws()?;
+    fs::write(ws.root().join("b"), "b")?;
+    let clash = Action::parse(
+        &call("fs.move", json!({"from": "config/app.conf", "to": "b"})),
+        &ws,
+    )?;
+    assert!(matches!(plan(&clash, &ws), Err(ToolError::Failed { .. })));
+    let mv = Action::parse(
+        &call(
+            "fs.move",
+            json!({"from": "config/app.conf", "to": "old/app.conf"}),
+        ),
+        &ws,
+    )?;
+    let p = plan(&mv, &ws)?;
+    assert_eq!(p.pre[1].sha256, None);
+    assert_eq!(p.post[0].sha256, None);
+    assert_eq!(p.pre[0].sha256, p.post[1].sha256);
+    Ok(())
+}
+
+#[test]
+fn search_finds_lines() -> anyhow::Result<()> {
+    let (_t, ws) = ws()?;
+    let s = Action::parse(&call("fs.search", json!({"pattern": "rot+ate"})), &ws)?;
+    assert_eq!(run_pure(&s, &ws)?, "config/app.conf:2: rotate = never\n");
+    let bad = call("fs.search", json!({"pattern": "(unclosed"}));
+    assert!(matches!(
+        Action::parse(&bad, &ws),
+        Err(ToolError::Args { .. })
+    ));
+    Ok(())
+}
