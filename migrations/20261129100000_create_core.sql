@@ -86,7 +86,7 @@ CREATE TABLE intents (
     status       TEXT NOT NULL,           -- pending | confirmed | business_failed | unknown | skipped
     pre_images   TEXT NOT NULL,           -- JSON [{path, sha256|null}]
     post_images  TEXT NOT NULL,
-    result       TEXT,
+    result       TEXT,                    -- pending: what the agent will be told once confirmed; settled: the outcome
     settled_by   TEXT,                    -- how a pending intent was settled after a restart
     fence        INTEGER NOT NULL,
     created_at   INTEGER NOT NULL,

@@ -1,1 +1,122 @@
-fn main() {}
+//! `reins`: run agents under the harness from a terminal. Every subcommand is a thin adapter over
+//! `reins_core::api`; this binary adds argument parsing, terminal output and exit codes only.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use reins_core::api::{Options, Reins};
+use reins_core::data_dir::DataDir;
+
+mod commands;
+mod output;
+
+/// Exit statuses, stable for scripts.
+pub mod exit {
+    pub const DONE: u8 = 0;
+    pub const RUN_FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const NEEDS_HUMAN: u8 = 3;
+}
+
+#[derive(Parser)]
+#[command(
+    name = "reins",
+    version,
+    about = "Run AI agents on your machine under a harness: durable checkpoints, crash recovery that never repeats a side effect, rollback.",
+    after_help = "Exit status: 0 done, 1 run failed (or a harness error), 2 usage or input error, 3 waiting for a human.\n\
+                  Data lives in the platform data dir (e.g. ~/.local/share/reins) unless --data-dir or REINS_DATA_DIR says otherwise."
+)]
+struct Cli {
+    /// Where the database and blob store live.
+    #[arg(long, global = true, env = "REINS_DATA_DIR", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+
+    /// Print machine-readable JSON instead of text (stable field names, camelCase).
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// How long a worker owns a run without writing before another process may take it over.
+    #[arg(
+        long,
+        global = true,
+        env = "REINS_LEASE_SECS",
+        value_name = "SECS",
+        default_value_t = 30
+    )]
+    lease_secs: u32,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a run of a plan file on a workspace folder and drive it, printing a line per step.
+    Run(commands::run::Args),
+    /// Drive every runnable run (queued, or abandoned by a crashed worker).
+    Worker(commands::worker::Args),
+    /// List runs, newest first.
+    Ps,
+    /// Show one run: state, steps, checkpoints (with checksum status), intents, recovery point.
+    Show(commands::show::Args),
+    /// Restore the files a run touched to their state at a checkpoint (undoable).
+    Rollback(commands::rollback::Args),
+    /// Check the database, blob store, checkpoints and audit chain.
+    Doctor,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::RUN_FAILED);
+        }
+    };
+    ExitCode::from(runtime.block_on(dispatch(cli)))
+}
+
+async fn dispatch(cli: Cli) -> u8 {
+    let json = cli.json;
+    let reins = match open(&cli).await {
+        Ok(r) => r,
+        Err(e) => return output::fail(&e, json),
+    };
+    let result = match cli.command {
+        Command::Run(args) => commands::run::exec(&reins, args, json).await,
+        Command::Worker(args) => commands::worker::exec(&reins, args, json).await,
+        Command::Ps => commands::ps::exec(&reins, json).await,
+        Command::Show(args) => commands::show::exec(&reins, args, json).await,
+        Command::Rollback(args) => commands::rollback::exec(&reins, args, json).await,
+        Command::Doctor => commands::doctor::exec(&reins, json).await,
+    };
+    reins.close().await;
+    match result {
+        Ok(code) => code,
+        Err(e) => output::fail(&e, json),
+    }
+}
+
+async fn open(cli: &Cli) -> reins_core::Result<Reins> {
+    let data_dir = DataDir::resolve(cli.data_dir.clone())?;
+    Reins::open(
+        data_dir,
+        Options {
+            lease_ms: i64::from(cli.lease_secs.max(1)) * 1000,
+        },
+    )
+    .await
+}

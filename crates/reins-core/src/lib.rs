@@ -4,10 +4,14 @@
 //! faces over [`api`].
 
 pub mod agent;
+pub mod api;
 pub mod blob;
 pub mod checkpoint;
 pub mod clock;
+pub mod data_dir;
 pub mod digest;
+pub mod engine;
+pub mod error;
 pub mod fault;
 pub mod ids;
 pub mod journal;
@@ -16,3 +20,5 @@ pub mod run;
 pub mod store;
 pub mod tools;
 pub mod workspace;
+
+pub use error::{Error, Result};

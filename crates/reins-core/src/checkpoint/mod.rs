@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Digest;
 
 mod recovery;
+pub mod stored;
 pub use recovery::{recovery_point, Damage, DamageKind, Health, RecoveryAnalysis};
 
 /// The checkpoint schema this build writes.

@@ -87,11 +87,17 @@ pub async fn get(pool: &SqlitePool, id: RunId) -> Result<RunRow> {
     from_row(&row)
 }
 
-pub async fn list(pool: &SqlitePool) -> Result<Vec<RunRow>> {
-    let rows = sqlx::query("SELECT * FROM runs ORDER BY created_at DESC, id DESC")
-        .fetch_all(pool)
-        .await?;
-    rows.iter().map(from_row).collect()
+/// Every run, newest first, with its number of steps.
+pub async fn list(pool: &SqlitePool) -> Result<Vec<(RunRow, i64)>> {
+    let rows = sqlx::query(
+        "SELECT r.*, (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id) AS step_count
+         FROM runs r ORDER BY r.created_at DESC, r.id DESC",
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.iter()
+        .map(|row| Ok((from_row(row)?, row.try_get("step_count")?)))
+        .collect()
 }
 
 /// Ids that start with `prefix` (a user may type the first characters of an id).

@@ -1,0 +1,170 @@
+//! `reins show RUN`
+
+use std::fmt::Write as _;
+
+use reins_core::api::{Reins, RunDetail};
+
+use crate::exit;
+use crate::output::{print_json, table, time};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The run id (or a unique prefix of it).
+    run: String,
+}
+
+pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
+    let id = reins.resolve_run(&args.run).await?;
+    let detail = reins.run_detail(id).await?;
+    if json {
+        print_json(&detail);
+    } else {
+        print!("{}", render(&detail));
+    }
+    Ok(exit::DONE)
+}
+
+fn short(hash: &str) -> String {
+    hash.chars().take(12).collect()
+}
+
+/// The action's arguments in one line, long values cut.
+fn action_line(action: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(action).unwrap_or_default();
+    let args = value.get("args").and_then(|a| a.as_object());
+    let Some(args) = args else {
+        return String::new();
+    };
+    args.iter()
+        .map(|(k, v)| {
+            let text = match v {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let one_line: String = text.replace('\n', "⏎").chars().take(40).collect();
+            let cut = if text.chars().count() > 40 { "…" } else { "" };
+            format!("{k}={one_line}{cut}")
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn render(d: &RunDetail) -> String {
+    let r = &d.run;
+    let mut s = String::new();
+    let _ = writeln!(s, "run {}  {:?}", r.id, r.name);
+    let _ = writeln!(s, "  state       {}", r.state);
+    if let Some(e) = &r.last_error {
+        let _ = writeln!(s, "  reason      {e}");
+    }
+    let _ = writeln!(s, "  goal        {}", r.goal);
+    let _ = writeln!(s, "  workspace   {}", r.workspace);
+    let _ = writeln!(s, "  agent       {}", r.agent_kind);
+    let _ = writeln!(
+        s,
+        "  created     {}   updated {}",
+        time(r.created_at),
+        time(r.updated_at)
+    );
+    let _ = writeln!(
+        s,
+        "  fence       {}   attempts {}   audit events {}",
+        r.fence,
+        d.attempts.len(),
+        d.audit_events
+    );
+    let point = d
+        .recovery
+        .point
+        .map(|p| format!("checkpoint {p}"))
+        .unwrap_or_else(|| "none (would start over)".into());
+    let _ = writeln!(s, "  recovery    {point}");
+    for dmg in &d.recovery.damage {
+        let ack = if dmg.acknowledged {
+            "recovered past"
+        } else {
+            "not yet recovered"
+        };
+        let _ = writeln!(
+            s,
+            "  DAMAGE      checkpoint {}: {} ({ack})",
+            dmg.seq,
+            dmg.kind.as_str()
+        );
+    }
+
+    let _ = writeln!(s, "\nsteps");
+    let rows: Vec<Vec<String>> = d
+        .steps
+        .iter()
+        .map(|st| {
+            vec![
+                st.seq.to_string(),
+                st.tool.clone(),
+                st.status.clone(),
+                action_line(&st.action),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        let _ = writeln!(s, "  (none)");
+    } else {
+        for line in table(&["#", "TOOL", "STATUS", "ACTION"], &rows).lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
+
+    let _ = writeln!(s, "\ncheckpoints");
+    let rows: Vec<Vec<String>> = d
+        .checkpoints
+        .iter()
+        .map(|c| {
+            vec![
+                c.seq.to_string(),
+                c.level.clone(),
+                format!("{}{}", c.size, if c.in_blob { " (blob)" } else { "" }),
+                short(&c.sha256),
+                if c.status == "ok" {
+                    "ok".into()
+                } else {
+                    format!("DAMAGED: {}", c.status)
+                },
+            ]
+        })
+        .collect();
+    for line in table(&["SEQ", "LEVEL", "BYTES", "SHA256", "CHECKSUM"], &rows).lines() {
+        let _ = writeln!(s, "  {line}");
+    }
+
+    if !d.intents.is_empty() {
+        let _ = writeln!(s, "\nintents (effect journal)");
+        let rows: Vec<Vec<String>> = d
+            .intents
+            .iter()
+            .map(|i| {
+                vec![
+                    i.step_seq.to_string(),
+                    i.tool.clone(),
+                    i.effect_class.clone(),
+                    i.status.clone(),
+                    i.settled_by.clone().unwrap_or_default(),
+                ]
+            })
+            .collect();
+        for line in table(&["STEP", "TOOL", "CLASS", "STATUS", "SETTLED BY"], &rows).lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
+
+    if !d.files.is_empty() {
+        let _ = writeln!(s, "\nfiles touched (at the recovery point)");
+        for (path, hash) in &d.files {
+            let h = hash
+                .as_ref()
+                .map(|h| short(h.as_str()))
+                .unwrap_or_else(|| "(absent)".into());
+            let _ = writeln!(s, "  {h:<12}  {path}");
+        }
+    }
+    s
+}

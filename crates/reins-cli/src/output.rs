@@ -1,0 +1,141 @@
+//! Terminal output: times, tables, errors, and the live progress printer.
+
+use std::io::Write as _;
+
+use reins_core::engine::{Observer, Progress};
+use reins_core::Error;
+
+use crate::exit;
+
+/// Unix milliseconds as UTC, to the second.
+pub fn time(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms)
+        .map(|t| t.strftime("%Y-%m-%d %H:%M:%SZ").to_string())
+        .unwrap_or_else(|_| ms.to_string())
+}
+
+pub fn print_json<T: serde::Serialize>(value: &T) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("error: cannot encode output: {e}"),
+    }
+}
+
+/// Reports an error and returns the exit status for it.
+pub fn fail(e: &Error, json: bool) -> u8 {
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({ "error": { "code": e.code(), "message": e.to_string() } })
+        );
+    } else {
+        eprintln!("error: {e}");
+    }
+    if e.is_user_error() || matches!(e.code(), "corrupt_database" | "newer_schema") {
+        exit::USAGE
+    } else {
+        exit::RUN_FAILED
+    }
+}
+
+/// Prints each progress event as it happens: a line of text, or a JSON line.
+pub struct Printer {
+    pub json: bool,
+}
+
+impl Observer for Printer {
+    fn on(&self, p: &Progress) {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            let _ = writeln!(out, "{}", serde_json::to_string(p).unwrap_or_default());
+            return;
+        }
+        let _ = match p {
+            Progress::Created {
+                run,
+                name,
+                workspace,
+            } => writeln!(out, "run {run}  {name:?}\n  workspace {workspace}"),
+            Progress::Attempt {
+                attempt,
+                fence,
+                adopted,
+                resumed_from,
+                ..
+            } => {
+                let how = match (adopted, resumed_from) {
+                    (true, Some(seq)) => {
+                        format!(", took over an abandoned run, resuming from checkpoint {seq}")
+                    }
+                    (false, Some(seq)) => format!(", resuming from checkpoint {seq}"),
+                    (true, None) => ", took over an abandoned run, starting over".into(),
+                    (false, None) => String::new(),
+                };
+                writeln!(out, "  attempt {attempt} (fence {fence}{how})")
+            }
+            Progress::Damage { seq, kind } => {
+                writeln!(
+                    out,
+                    "  ! checkpoint {seq} is damaged ({}); recovering from the one before",
+                    kind.as_str()
+                )
+            }
+            Progress::Settled { step, tool, how } => writeln!(out, "  ~ step {step} {tool}: {how}"),
+            Progress::Step {
+                seq,
+                tool,
+                status,
+                why,
+                summary,
+                checkpoint,
+                reused,
+            } => {
+                let mark = match status.as_str() {
+                    "done" => "✓",
+                    "awaiting_review" => "?",
+                    _ => "✗",
+                };
+                let reused = if *reused {
+                    " (reused from the journal)"
+                } else {
+                    ""
+                };
+                let why = why
+                    .as_ref()
+                    .map(|w| format!("\n       why: {w}"))
+                    .unwrap_or_default();
+                writeln!(out, "  {mark} #{seq} {tool:<9} {status:<8} {summary}  [checkpoint {checkpoint}]{reused}{why}")
+            }
+            Progress::Waiting { state, reason } => writeln!(out, "  … {state}: {reason}"),
+            Progress::Finished { state, summary } => writeln!(out, "{state}: {summary}"),
+        };
+    }
+}
+
+/// Pads columns to their widest cell.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut s = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                s.push_str(c);
+            } else {
+                s.push_str(&format!("{c:<w$}  ", w = widths[i]));
+            }
+        }
+        s.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(header.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        out.push_str(&line(row.clone()));
+    }
+    out
+}

@@ -1,0 +1,414 @@
+//! The transport-agnostic facade. The `reins` CLI and the desktop app's commands are one-line
+//! adapters over these functions; nothing user-facing bypasses them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::agent::script::Plan;
+use crate::blob::BlobStore;
+use crate::checkpoint::stored::{self, CheckpointSummary};
+use crate::checkpoint::Damage;
+use crate::data_dir::DataDir;
+use crate::digest::Digest;
+use crate::engine::{DriveOutcome, Engine, Observer, Progress, RollbackReport};
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+use crate::policy::PermitAll;
+use crate::run::RunState;
+use crate::store::attempts::AttemptRow;
+use crate::store::intents::IntentRow;
+use crate::store::steps::StepRow;
+use crate::store::{self, audit, checkpoints, intents, runs, Store};
+use crate::workspace::Workspace;
+
+pub use crate::engine::{Observer as RunObserver, Silent};
+
+/// Default lease: how long a worker owns a run without writing before another may take it over.
+pub const DEFAULT_LEASE_MS: i64 = 30_000;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub lease_ms: i64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            lease_ms: DEFAULT_LEASE_MS,
+        }
+    }
+}
+
+pub struct Reins {
+    engine: Engine,
+    data_dir: DataDir,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    pub id: RunId,
+    pub name: String,
+    pub state: RunState,
+    pub workspace: String,
+    pub steps: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub last_error: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunView {
+    pub id: RunId,
+    pub name: String,
+    pub goal: String,
+    pub workspace: String,
+    pub agent_kind: String,
+    pub state: RunState,
+    pub state_version: i64,
+    pub fence: i64,
+    pub owner: Option<String>,
+    pub lease_until: Option<i64>,
+    pub last_error: Option<String>,
+    pub compat: serde_json::Value,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recovery {
+    /// The checkpoint a resume would start from.
+    pub point: Option<i64>,
+    pub damage: Vec<Damage>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunDetail {
+    pub run: RunView,
+    pub attempts: Vec<AttemptRow>,
+    pub steps: Vec<StepRow>,
+    pub checkpoints: Vec<CheckpointSummary>,
+    pub intents: Vec<IntentRow>,
+    pub recovery: Recovery,
+    /// Files the run touched → sha256 at the recovery point (null: absent).
+    pub files: BTreeMap<String, Option<Digest>>,
+    pub audit_events: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DoctorReport {
+    pub healthy: bool,
+    pub data_dir: String,
+    pub database: String,
+    pub schema_version: i64,
+    pub supported_schema: i64,
+    pub integrity: Vec<String>,
+    pub blob_count: usize,
+    pub blob_bytes: u64,
+    pub corrupt_blobs: Vec<String>,
+    pub missing_blobs: Vec<String>,
+    pub leftover_temp_files: usize,
+    pub runs: usize,
+    pub damaged_checkpoints: Vec<String>,
+    /// "ok", or the seq of the first event whose hash does not chain.
+    pub audit_chain: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkSummary {
+    pub driven: usize,
+    pub finished: usize,
+    pub waiting: usize,
+    pub lost: usize,
+}
+
+impl Reins {
+    pub async fn open(data_dir: DataDir, options: Options) -> Result<Self> {
+        data_dir.ensure()?;
+        let store = Store::open(&data_dir.database()).await?;
+        let blobs = BlobStore::open(&data_dir.blobs())?;
+        let engine = Engine::new(
+            store,
+            blobs,
+            Arc::new(PermitAll),
+            options.lease_ms.max(1000),
+        );
+        Ok(Self { engine, data_dir })
+    }
+
+    pub fn data_dir(&self) -> &DataDir {
+        &self.data_dir
+    }
+
+    pub fn store(&self) -> &Store {
+        self.engine.store()
+    }
+
+    pub async fn close(&self) {
+        self.engine.store().close().await;
+    }
+
+    /// Creates a queued run from a plan file on a workspace folder.
+    pub async fn create_script_run(
+        &self,
+        plan_file: &Path,
+        workspace: &Path,
+        observer: &dyn Observer,
+    ) -> Result<RunId> {
+        let text = std::fs::read_to_string(plan_file).map_err(|e| {
+            Error::Invalid(format!("cannot read plan {}: {e}", plan_file.display()))
+        })?;
+        let plan = Plan::from_toml(&text, &plan_file.display().to_string())?;
+        let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
+        let id = self.engine.create_script_run(&plan, &ws).await?;
+        observer.on(&Progress::Created {
+            run: id,
+            name: plan.name,
+            workspace: ws.root().display().to_string(),
+        });
+        Ok(id)
+    }
+
+    pub async fn drive(&self, id: RunId, observer: &dyn Observer) -> Result<DriveOutcome> {
+        self.engine.drive(id, observer).await
+    }
+
+    /// Drives runnable runs until none is left (`once`) or forever, polling every `poll`.
+    pub async fn work(
+        &self,
+        once: bool,
+        poll: Duration,
+        observer: &dyn Observer,
+    ) -> Result<WorkSummary> {
+        let mut summary = WorkSummary::default();
+        loop {
+            let ids = self.engine.runnable().await?;
+            if ids.is_empty() {
+                if once {
+                    return Ok(summary);
+                }
+                tokio::time::sleep(poll).await;
+                continue;
+            }
+            for id in ids {
+                let outcome = match self.engine.drive(id, observer).await {
+                    Ok(o) => o,
+                    // Someone else claimed it between our look and our claim: theirs now.
+                    Err(e) if e.is_lost_ownership() || matches!(e, Error::Conflict(_)) => continue,
+                    Err(e) => return Err(e),
+                };
+                summary.driven += 1;
+                match outcome {
+                    DriveOutcome::Finished { .. } => summary.finished += 1,
+                    DriveOutcome::NeedsHuman { .. } => summary.waiting += 1,
+                    DriveOutcome::Lost { .. } => summary.lost += 1,
+                }
+            }
+        }
+    }
+
+    /// Waits until the run leaves the states that need a human; returns the state it reached.
+    pub async fn wait_for_human(&self, id: RunId, poll: Duration) -> Result<RunState> {
+        loop {
+            let state = runs::get(self.store().pool(), id).await?.state;
+            if !state.needs_human() {
+                return Ok(state);
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+
+    /// A full run id, or a unique prefix of one.
+    pub async fn resolve_run(&self, text: &str) -> Result<RunId> {
+        if let Ok(id) = text.parse::<RunId>() {
+            return Ok(id);
+        }
+        if text.len() < 4 || !text.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(Error::Invalid(format!(
+                "{text:?} is not a run id (give the full id or at least its first 4 characters)"
+            )));
+        }
+        let ids = runs::ids_with_prefix(self.store().pool(), &text.to_ascii_lowercase()).await?;
+        match ids.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(store::StoreError::NotFound {
+                what: format!("run {text}"),
+            }
+            .into()),
+            many => Err(Error::Invalid(format!(
+                "{text:?} matches {} runs; give more characters",
+                many.len()
+            ))),
+        }
+    }
+
+    pub async fn runs(&self) -> Result<Vec<RunSummary>> {
+        Ok(runs::list(self.store().pool())
+            .await?
+            .into_iter()
+            .map(|(r, steps)| RunSummary {
+                id: r.id,
+                name: r.name,
+                state: r.state,
+                workspace: r.workspace,
+                steps,
+                created_at: r.created_at,
+                updated_at: r.updated_at,
+                last_error: r.last_error,
+            })
+            .collect())
+    }
+
+    pub async fn run_detail(&self, id: RunId) -> Result<RunDetail> {
+        let pool = self.store().pool();
+        let r = runs::get(pool, id).await?;
+        let inspected = stored::inspect(self.store(), self.engine.blobs(), id).await?;
+        let analysis = stored::analyse(self.store(), id, &inspected).await?;
+        let files = analysis
+            .point
+            .and_then(|p| inspected.iter().find(|i| i.seq == p))
+            .and_then(|i| i.payload.as_ref().ok())
+            .map(|cp| cp.files.clone())
+            .unwrap_or_default();
+        Ok(RunDetail {
+            run: RunView {
+                id: r.id,
+                name: r.name,
+                goal: r.goal,
+                workspace: r.workspace,
+                agent_kind: r.agent_kind,
+                state: r.state,
+                state_version: r.state_version,
+                fence: r.fence,
+                owner: r.owner,
+                lease_until: r.lease_until,
+                last_error: r.last_error,
+                compat: serde_json::from_str(&r.compat).unwrap_or_default(),
+                created_at: r.created_at,
+                updated_at: r.updated_at,
+            },
+            attempts: store::attempts::list(pool, id).await?,
+            steps: store::steps::list(pool, id).await?,
+            checkpoints: inspected.iter().map(|i| i.summary()).collect(),
+            intents: intents::list(pool, id).await?,
+            recovery: Recovery {
+                point: analysis.point,
+                damage: analysis.damage,
+            },
+            files,
+            audit_events: audit::for_run(pool, id).await?.len(),
+        })
+    }
+
+    pub async fn rollback(&self, id: RunId, to: i64, dry_run: bool) -> Result<RollbackReport> {
+        self.engine.rollback(id, to, dry_run).await
+    }
+
+    /// Checks the database, the blob store, every run's checkpoints and the audit chain.
+    pub async fn doctor(&self) -> Result<DoctorReport> {
+        let pool = self.store().pool();
+        let blobs = self.engine.blobs();
+        let integrity = self.store().integrity_check().await?;
+        let mut corrupt = Vec::new();
+        let mut bytes = 0;
+        let listed = blobs.list()?;
+        for (digest, path) in &listed {
+            match std::fs::read(path) {
+                Ok(b) => {
+                    bytes += b.len() as u64;
+                    if &Digest::of(&b) != digest {
+                        corrupt.push(digest.to_string());
+                    }
+                }
+                Err(e) => corrupt.push(format!("{digest}: {e}")),
+            }
+        }
+        let mut referenced: Vec<Digest> = Vec::new();
+        for (pre, _post) in intents::all_images(pool).await? {
+            // Pre-images are what rollback and recovery depend on; post-images are kept lazily.
+            let images: Vec<crate::journal::FileImage> =
+                serde_json::from_str(&pre).unwrap_or_default();
+            referenced.extend(images.into_iter().filter_map(|i| i.sha256));
+        }
+        referenced.extend(
+            checkpoints::blob_refs(pool)
+                .await?
+                .iter()
+                .filter_map(|h| Digest::parse(h)),
+        );
+        referenced.sort();
+        referenced.dedup();
+        let missing: Vec<String> = referenced
+            .iter()
+            .filter(|d| !blobs.contains(d))
+            .map(|d| d.to_string())
+            .collect();
+
+        let all_runs = runs::list(pool).await?;
+        let mut damaged = Vec::new();
+        for (r, _) in &all_runs {
+            for i in stored::inspect(self.store(), blobs, r.id).await? {
+                if let Err(e) = &i.payload {
+                    damaged.push(format!("run {} checkpoint {}: {e}", r.id, i.seq));
+                }
+            }
+        }
+        let audit_chain = verify_chain(&audit::all(pool).await?);
+        let schema_version = self.store().schema_version().await?;
+        let supported_schema = Store::supported_schema();
+        let healthy = integrity == ["ok"]
+            && corrupt.is_empty()
+            && missing.is_empty()
+            && damaged.is_empty()
+            && audit_chain == "ok"
+            && schema_version == supported_schema;
+        Ok(DoctorReport {
+            healthy,
+            data_dir: self.data_dir.root().display().to_string(),
+            database: self.store().path().display().to_string(),
+            schema_version,
+            supported_schema,
+            integrity,
+            blob_count: listed.len(),
+            blob_bytes: bytes,
+            corrupt_blobs: corrupt,
+            missing_blobs: missing,
+            leftover_temp_files: blobs.leftover_temps(),
+            runs: all_runs.len(),
+            damaged_checkpoints: damaged,
+            audit_chain,
+        })
+    }
+}
+
+fn verify_chain(events: &[audit::AuditRow]) -> String {
+    let mut prev = audit::GENESIS.to_owned();
+    for (i, e) in events.iter().enumerate() {
+        let expected_seq = i64::try_from(i).unwrap_or(i64::MAX) + 1;
+        let canonical = audit::canonical(
+            e.seq,
+            e.at,
+            &e.actor,
+            &e.kind,
+            e.run_id.as_deref(),
+            &e.payload,
+        );
+        if e.seq != expected_seq
+            || e.prev_hash != prev
+            || audit::chain_hash(&prev, &canonical).as_str() != e.hash
+        {
+            return format!("broken at event {}", e.seq);
+        }
+        prev = e.hash.clone();
+    }
+    "ok".into()
+}

@@ -1,0 +1,111 @@
+//! Reading a run's stored checkpoints back, verifying each one.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::{decode, recovery_point, CheckpointV1, Health, RecoveryAnalysis};
+use crate::blob::BlobStore;
+use crate::digest::Digest;
+use crate::ids::RunId;
+use crate::store::{checkpoints, Result, Store};
+
+/// One stored checkpoint with the outcome of verifying it.
+#[derive(Clone, Debug)]
+pub struct Inspected {
+    pub seq: i64,
+    pub level: String,
+    pub size: i64,
+    pub sha256: String,
+    pub in_blob: bool,
+    pub created_at: i64,
+    pub payload: Result<CheckpointV1, String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckpointSummary {
+    pub seq: i64,
+    pub level: String,
+    pub size: i64,
+    pub sha256: String,
+    pub in_blob: bool,
+    pub created_at: i64,
+    /// "ok" or what is wrong with it.
+    pub status: String,
+}
+
+impl Inspected {
+    pub fn summary(&self) -> CheckpointSummary {
+        CheckpointSummary {
+            seq: self.seq,
+            level: self.level.clone(),
+            size: self.size,
+            sha256: self.sha256.clone(),
+            in_blob: self.in_blob,
+            created_at: self.created_at,
+            status: match &self.payload {
+                Ok(_) => "ok".into(),
+                Err(e) => e.clone(),
+            },
+        }
+    }
+}
+
+/// Loads and verifies every checkpoint of a run, oldest first.
+pub async fn inspect(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec<Inspected>> {
+    let rows = checkpoints::list(store.pool(), run).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let bytes = match (&row.payload, &row.blob) {
+                (Some(bytes), _) => Ok(bytes.clone()),
+                (None, Some(hash)) => Digest::parse(hash)
+                    .ok_or_else(|| format!("blob reference {hash:?} is not a digest"))
+                    .and_then(|d| blobs.get(&d).map_err(|e| e.to_string())),
+                (None, None) => Err("no payload".to_owned()),
+            };
+            let payload = bytes.and_then(|b| {
+                decode(row.seq, row.schema_version, &b, &row.sha256)
+                    .map(|p| p.into_current())
+                    .map_err(|e| e.to_string())
+            });
+            Inspected {
+                seq: row.seq,
+                level: row.level,
+                size: row.size,
+                sha256: row.sha256,
+                in_blob: row.blob.is_some(),
+                created_at: row.created_at,
+                payload,
+            }
+        })
+        .collect())
+}
+
+/// The recovery analysis over inspected checkpoints and the damage already acknowledged.
+pub async fn analyse(
+    store: &Store,
+    run: RunId,
+    inspected: &[Inspected],
+) -> Result<RecoveryAnalysis> {
+    let acknowledged: BTreeSet<i64> = checkpoints::damage(store.pool(), run)
+        .await?
+        .into_iter()
+        .map(|d| d.seq)
+        .collect();
+    let health: Vec<(i64, Health)> = inspected
+        .iter()
+        .map(|i| {
+            (
+                i.seq,
+                if i.payload.is_ok() {
+                    Health::Valid
+                } else {
+                    Health::Invalid
+                },
+            )
+        })
+        .collect();
+    Ok(recovery_point(&health, &acknowledged))
+}

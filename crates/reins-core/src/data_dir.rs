@@ -1,0 +1,55 @@
+//! Where Reins keeps its data: the platform data dir unless the user names another.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+
+/// The environment variable that overrides the data dir (the CLI's `--data-dir` wins over it).
+pub const DATA_DIR_ENV: &str = "REINS_DATA_DIR";
+
+#[derive(Clone, Debug)]
+pub struct DataDir {
+    root: PathBuf,
+}
+
+impl DataDir {
+    /// `explicit` if given, else the platform data dir (e.g. `~/.local/share/reins`).
+    pub fn resolve(explicit: Option<PathBuf>) -> Result<Self> {
+        let root = match explicit {
+            Some(p) => p,
+            None => directories::ProjectDirs::from("dev", "reins", "reins")
+                .map(|d| d.data_dir().to_owned())
+                .ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "no home directory to keep data in; set {DATA_DIR_ENV} or pass --data-dir"
+                    ))
+                })?,
+        };
+        Ok(Self { root })
+    }
+
+    pub fn at(root: &Path) -> Self {
+        Self {
+            root: root.to_owned(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn database(&self) -> PathBuf {
+        self.root.join("reins.db")
+    }
+
+    pub fn blobs(&self) -> PathBuf {
+        self.root.join("blobs")
+    }
+
+    pub fn ensure(&self) -> Result<()> {
+        std::fs::create_dir_all(&self.root).map_err(|source| Error::Io {
+            context: format!("creating data dir {}", self.root.display()),
+            source,
+        })
+    }
+}

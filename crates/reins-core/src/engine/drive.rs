@@ -1,0 +1,835 @@
+//! One worker's hold on one run: the agent loop and the step protocol (DESIGN §3).
+
+use crate::agent::{self, Agent, Move, Observation};
+use crate::blob::Durability;
+use crate::checkpoint::{stored, CheckpointV1, Level, Meta, ToolRecord};
+use crate::clock::now_ms;
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::fault_point;
+use crate::ids::{IntentId, RunId};
+use crate::journal::{EffectClass, FileImage, IntentStatus, Settlement};
+use crate::policy::{Decision, Verdict};
+use crate::run::RunState;
+use crate::store::{
+    attempts, audit, audit::Actor, checkpoints, intents, runs, steps, StoreError, Tx,
+};
+use crate::tools::{self, Action, EffectPlan, ToolCall};
+use crate::workspace::Workspace;
+
+use super::{DriveOutcome, Engine, Observer, Progress};
+
+pub(super) enum StartError {
+    /// The run cannot go on without a person (workspace gone, stored agent unreadable…).
+    Suspend(String),
+    Fatal(Error),
+}
+
+impl From<Error> for StartError {
+    fn from(e: Error) -> Self {
+        StartError::Fatal(e)
+    }
+}
+
+impl From<StoreError> for StartError {
+    fn from(e: StoreError) -> Self {
+        StartError::Fatal(e.into())
+    }
+}
+
+pub(super) struct Drive<'a> {
+    pub(super) e: &'a Engine,
+    pub(super) obs: &'a dyn Observer,
+    pub(super) run: RunId,
+    pub(super) ws: Workspace,
+    pub(super) agent: Box<dyn Agent>,
+    pub(super) fence: i64,
+    pub(super) version: i64,
+    pub(super) attempt: i64,
+    /// The run's context as of the last checkpoint, updated as steps complete.
+    pub(super) cp: CheckpointV1,
+}
+
+/// One step's record, before it is written.
+struct StepRecord<'s> {
+    seq: i64,
+    tool: &'s str,
+    action: &'s str,
+    action_hash: &'s str,
+    why: Option<&'s str>,
+    verdict: Option<&'s Verdict>,
+    preview: Option<&'s str>,
+}
+
+impl<'a> Drive<'a> {
+    pub(super) async fn start(
+        e: &'a Engine,
+        obs: &'a dyn Observer,
+        row: &runs::RunRow,
+        fence: i64,
+        version: i64,
+        attempt: i64,
+        adopted: bool,
+    ) -> Result<Drive<'a>, StartError> {
+        let ws = Workspace::open(std::path::Path::new(&row.workspace))
+            .map_err(|err| StartError::Suspend(format!("the workspace cannot be opened: {err}")))?;
+        let mut agent = agent::build(&row.agent_kind, &row.agent_spec).map_err(|err| {
+            StartError::Suspend(format!("the run's agent cannot be rebuilt: {err}"))
+        })?;
+
+        let inspected = stored::inspect(&e.store, &e.blobs, row.id).await?;
+        let analysis = stored::analyse(&e.store, row.id, &inspected).await?;
+        let fresh: Vec<_> = analysis
+            .damage
+            .iter()
+            .filter(|d| !d.acknowledged)
+            .cloned()
+            .collect();
+        if !fresh.is_empty() {
+            let now = now_ms();
+            let mut tx = e.store.begin().await?;
+            runs::renew(&mut tx, row.id, fence, now + e.lease_ms, now).await?;
+            for d in &fresh {
+                checkpoints::acknowledge_damage(&mut tx, row.id, d.seq, d.kind.as_str(), now)
+                    .await?;
+                audit::append(
+                    &mut tx,
+                    Actor::Harness,
+                    "checkpoint.damage_detected",
+                    Some(row.id),
+                    &serde_json::json!({ "seq": d.seq, "kind": d.kind, "recoveryPoint": analysis.point }),
+                    now,
+                )
+                .await?;
+            }
+            tx.commit().await.map_err(StoreError::from)?;
+            for d in &fresh {
+                obs.on(&Progress::Damage {
+                    seq: d.seq,
+                    kind: d.kind,
+                });
+            }
+        }
+        let cp = match analysis
+            .point
+            .and_then(|p| inspected.iter().find(|i| i.seq == p))
+        {
+            Some(found) => match &found.payload {
+                Ok(cp) => cp.clone(),
+                Err(err) => {
+                    return Err(StartError::Suspend(format!(
+                        "recovery checkpoint {} unreadable: {err}",
+                        found.seq
+                    )))
+                }
+            },
+            // Nothing usable: start over from the original input. Completed steps are still reused
+            // from the journal, so no effect runs twice.
+            None => CheckpointV1 {
+                goal: row.goal.clone(),
+                next_step: 1,
+                ..CheckpointV1::default()
+            },
+        };
+        agent.restore(&cp.agent).map_err(|err| {
+            StartError::Suspend(format!(
+                "the agent cannot resume from its checkpoint: {err}"
+            ))
+        })?;
+        let resumed_from = if adopted || cp.next_step > 1 {
+            analysis.point
+        } else {
+            None
+        };
+        obs.on(&Progress::Attempt {
+            run: row.id,
+            attempt,
+            fence,
+            adopted,
+            resumed_from,
+        });
+        Ok(Drive {
+            e,
+            obs,
+            run: row.id,
+            ws,
+            agent,
+            fence,
+            version,
+            attempt,
+            cp,
+        })
+    }
+
+    /// The agent loop.
+    pub(super) async fn run(&mut self) -> Result<DriveOutcome> {
+        if let Some(outcome) = self.settle_journal().await? {
+            return Ok(outcome);
+        }
+        if let Some(seq) = self.cp.current_step {
+            return self
+                .suspend(&format!("step {seq} is waiting for a review decision, and this build cannot take one yet"))
+                .await;
+        }
+        loop {
+            let next = match self.agent.next().await {
+                Ok(m) => m,
+                Err(err) => {
+                    return self
+                        .finish(RunState::Failed, &format!("agent error: {err}"))
+                        .await
+                }
+            };
+            match next {
+                Move::Finish { summary } => {
+                    return self.finish(RunState::Succeeded, &summary).await
+                }
+                Move::Fail { reason } => return self.finish(RunState::Failed, &reason).await,
+                Move::Call { call, why } => {
+                    if let Some(outcome) = self.step(call, why).await? {
+                        return Ok(outcome);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Begins a transaction that proves ownership and renews the lease.
+    pub(super) async fn begin(&self) -> Result<Tx> {
+        let now = now_ms();
+        let mut tx = self.e.store.begin().await?;
+        runs::renew(&mut tx, self.run, self.fence, now + self.e.lease_ms, now).await?;
+        Ok(tx)
+    }
+
+    fn snapshot(&self, note: String) -> CheckpointV1 {
+        let mut cp = self.cp.clone();
+        cp.agent = self.agent.state();
+        cp.meta = Meta {
+            attempt: self.attempt,
+            fence: self.fence,
+            written_at: now_ms(),
+            note,
+        };
+        cp
+    }
+
+    /// Steps 1–9 for one proposed call. `Some(outcome)` when the drive must stop.
+    async fn step(&mut self, call: ToolCall, why: Option<String>) -> Result<Option<DriveOutcome>> {
+        let seq = self.cp.next_step;
+        let parsed = Action::parse(&call, &self.ws);
+        let (action_text, action_hash) = match &parsed {
+            Ok(a) => (a.canonical_text(), a.hash()),
+            Err(_) => {
+                let raw = tools::canonical_of_raw(&call);
+                let hash = Digest::of(raw.as_bytes());
+                (raw, hash)
+            }
+        };
+
+        // Resuming from an earlier checkpoint: this step may already be in the journal.
+        if let Some(prev) = steps::get(self.e.store.pool(), self.run, seq).await? {
+            return self.reuse(prev, &call, action_hash.as_str()).await;
+        }
+
+        let mut rec = StepRecord {
+            seq,
+            tool: &call.tool,
+            action: &action_text,
+            action_hash: action_hash.as_str(),
+            why: why.as_deref(),
+            verdict: None,
+            preview: None,
+        };
+        // 1. Validate
+        let action = match parsed {
+            Ok(a) => a,
+            Err(err) => {
+                return self
+                    .record(&rec, "invalid", false, &err.to_string())
+                    .await
+                    .map(|_| None)
+            }
+        };
+        // 2. Classify
+        let verdict = self.e.policy.classify(&action);
+        rec.verdict = Some(&verdict);
+        if action.effect_class() == EffectClass::Pure {
+            return match verdict.decision {
+                Decision::Deny => self
+                    .record(&rec, "denied", false, &denied(&verdict))
+                    .await
+                    .map(|_| None),
+                Decision::Ask => self.park(&rec).await.map(Some),
+                Decision::Allow => {
+                    let (status, ok, out) = match tools::run_pure(&action, &self.ws) {
+                        Ok(out) => ("done", true, out),
+                        Err(err) => ("failed", false, err.to_string()),
+                    };
+                    self.record(&rec, status, ok, &out).await.map(|_| None)
+                }
+            };
+        }
+        // 3. Preview
+        let plan = match tools::plan(&action, &self.ws) {
+            Ok(p) => p,
+            Err(err) => {
+                return self
+                    .record(&rec, "failed", false, &err.to_string())
+                    .await
+                    .map(|_| None)
+            }
+        };
+        rec.preview = Some(&plan.preview);
+        match verdict.decision {
+            Decision::Deny => {
+                return self
+                    .record(&rec, "denied", false, &denied(&verdict))
+                    .await
+                    .map(|_| None)
+            }
+            Decision::Ask => return self.park(&rec).await.map(Some),
+            Decision::Allow => {}
+        }
+        // 7. Intent, durably, with the pre-images it needs.
+        for bytes in &plan.pre_bytes {
+            self.e.blobs.put(bytes, Durability::Sync)?;
+        }
+        let intent = IntentId::new();
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        steps::insert(&mut tx, self.run, &step_row(&rec, "running", None, now)).await?;
+        intents::insert(
+            &mut tx,
+            self.run,
+            &intents::IntentRow {
+                id: intent.to_string(),
+                step_seq: seq,
+                tool: action.tool().into(),
+                action: action_text.clone(),
+                action_hash: action_hash.to_string(),
+                effect_class: action.effect_class().as_str().into(),
+                status: IntentStatus::Pending.as_str().into(),
+                pre_images: images_json(&plan.pre),
+                post_images: images_json(&plan.post),
+                // What the agent will be told once confirmed; a restart that settles it tells the same.
+                result: Some(plan.summary.clone()),
+                settled_by: None,
+                fence: self.fence,
+                created_at: now,
+                settled_at: None,
+            },
+        )
+        .await?;
+        audit::append(
+            &mut tx,
+            Actor::Agent,
+            "intent.pending",
+            Some(self.run),
+            &serde_json::json!({
+                "intent": intent, "step": seq, "tool": action.tool(), "actionHash": action_hash,
+                "effectClass": action.effect_class(), "pre": plan.pre, "post": plan.post,
+                "previewSha256": Digest::of(plan.preview.as_bytes()),
+            }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        fault_point!("after_intent");
+
+        // 8. Execute
+        if let Err(err) = tools::apply(&plan, &self.ws) {
+            return self
+                .effect_failed(
+                    intent,
+                    seq,
+                    action.tool(),
+                    action_hash.as_str(),
+                    &plan,
+                    &err.to_string(),
+                )
+                .await;
+        }
+        fault_point!("after_effect");
+        for bytes in &plan.post_bytes {
+            // For rollback only; the effect itself is already recognisable by its post-image hash.
+            if let Err(err) = self.e.blobs.put(bytes, Durability::Lazy) {
+                tracing::warn!(run_id = %self.run, "post-image not kept for rollback: {err}");
+            }
+        }
+
+        // 9. Confirm
+        self.confirm(
+            intent,
+            seq,
+            action.tool(),
+            action_hash.as_str(),
+            &plan.post,
+            &plan.summary,
+            rec.why,
+        )
+        .await?;
+        fault_point!("after_confirm");
+        Ok(None)
+    }
+
+    /// Confirms an effect that happened: intent, step, checkpoint and audit in one transaction.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn confirm(
+        &mut self,
+        intent: IntentId,
+        seq: i64,
+        tool: &str,
+        action_hash: &str,
+        post: &[FileImage],
+        summary: &str,
+        why: Option<&str>,
+    ) -> Result<()> {
+        self.agent.observe(&Observation {
+            seq,
+            tool: tool.into(),
+            ok: true,
+            output: summary.into(),
+        });
+        for img in post {
+            self.cp.files.insert(img.path.clone(), img.sha256.clone());
+        }
+        self.complete(seq, tool, action_hash, "done", summary);
+        let cp = self.snapshot(format!("step {seq} {tool} confirmed"));
+        let prepared = self.e.prepare(&cp)?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        intents::settle(
+            &mut tx,
+            intent,
+            IntentStatus::Confirmed.as_str(),
+            summary,
+            None,
+            now,
+        )
+        .await?;
+        steps::finish(&mut tx, self.run, seq, "done", summary, now).await?;
+        audit::append(
+            &mut tx,
+            Actor::Harness,
+            "intent.confirmed",
+            Some(self.run),
+            &serde_json::json!({ "intent": intent, "step": seq, "post": post }),
+            now,
+        )
+        .await?;
+        let cp_seq = self
+            .e
+            .insert_checkpoint(&mut tx, self.run, Level::Step, &prepared, now)
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Step {
+            seq,
+            tool: tool.into(),
+            status: "done".into(),
+            why: why.map(str::to_owned),
+            summary: summary.into(),
+            checkpoint: cp_seq,
+            reused: false,
+        });
+        Ok(())
+    }
+
+    fn complete(&mut self, seq: i64, tool: &str, action_hash: &str, status: &str, result: &str) {
+        self.cp.completed.push(ToolRecord {
+            seq,
+            tool: tool.into(),
+            action_hash: action_hash.into(),
+            status: status.into(),
+            result_sha256: Digest::of(result.as_bytes()),
+            summary: result
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect(),
+        });
+        self.cp.next_step = seq + 1;
+        self.cp.current_step = None;
+    }
+
+    /// Records a step that ran no effect (read-only, invalid, denied, or failed before its intent),
+    /// with its checkpoint, in one transaction.
+    async fn record(
+        &mut self,
+        rec: &StepRecord<'_>,
+        status: &str,
+        ok: bool,
+        result: &str,
+    ) -> Result<()> {
+        self.agent.observe(&Observation {
+            seq: rec.seq,
+            tool: rec.tool.into(),
+            ok,
+            output: result.into(),
+        });
+        self.complete(rec.seq, rec.tool, rec.action_hash, status, result);
+        let cp = self.snapshot(format!("step {} {} {status}", rec.seq, rec.tool));
+        let prepared = self.e.prepare(&cp)?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        steps::insert(&mut tx, self.run, &step_row(rec, status, Some(result), now)).await?;
+        audit::append(
+            &mut tx,
+            Actor::Agent,
+            "step.finished",
+            Some(self.run),
+            &serde_json::json!({ "step": rec.seq, "tool": rec.tool, "status": status, "actionHash": rec.action_hash }),
+            now,
+        )
+        .await?;
+        let cp_seq = self
+            .e
+            .insert_checkpoint(&mut tx, self.run, Level::Step, &prepared, now)
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Step {
+            seq: rec.seq,
+            tool: rec.tool.into(),
+            status: status.into(),
+            why: rec.why.map(str::to_owned),
+            summary: result
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect(),
+            checkpoint: cp_seq,
+            reused: false,
+        });
+        Ok(())
+    }
+
+    /// A step already in the journal (we resumed from an earlier checkpoint): reuse its result, never
+    /// re-run it. A different proposal for a recorded step is not guessed at.
+    async fn reuse(
+        &mut self,
+        prev: steps::StepRow,
+        call: &ToolCall,
+        action_hash: &str,
+    ) -> Result<Option<DriveOutcome>> {
+        let seq = prev.seq;
+        if prev.action_hash != action_hash {
+            let reason = format!(
+                "step {seq}: the agent now proposes {} (action {}) but the journal recorded {} (action {}); not guessing which is right",
+                call.tool,
+                &action_hash[..12.min(action_hash.len())],
+                prev.tool,
+                &prev.action_hash[..12.min(prev.action_hash.len())]
+            );
+            return self.suspend(&reason).await.map(Some);
+        }
+        if !matches!(
+            prev.status.as_str(),
+            "done" | "failed" | "invalid" | "denied"
+        ) {
+            let reason = format!(
+                "step {seq} ({}) is recorded as {:?} and cannot be reused",
+                prev.tool, prev.status
+            );
+            return self.suspend(&reason).await.map(Some);
+        }
+        let result = prev.result.clone().unwrap_or_default();
+        if let Some(intent) = intents::for_step(self.e.store.pool(), self.run, seq).await? {
+            if intent.status == IntentStatus::Confirmed.as_str() {
+                for img in parse_images(&intent.post_images)? {
+                    self.cp.files.insert(img.path, img.sha256);
+                }
+            }
+        }
+        let ok = prev.status == "done";
+        self.agent.observe(&Observation {
+            seq,
+            tool: prev.tool.clone(),
+            ok,
+            output: result.clone(),
+        });
+        self.complete(seq, &prev.tool, &prev.action_hash, &prev.status, &result);
+        let cp = self.snapshot(format!("step {seq} {} reused from the journal", prev.tool));
+        let prepared = self.e.prepare(&cp)?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let cp_seq = self
+            .e
+            .insert_checkpoint(&mut tx, self.run, Level::Step, &prepared, now)
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Step {
+            seq,
+            tool: prev.tool,
+            status: prev.status,
+            why: prev.why,
+            summary: result
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(200)
+                .collect(),
+            checkpoint: cp_seq,
+            reused: true,
+        });
+        Ok(None)
+    }
+
+    /// Step 4: the policy asked for a human. Step, review checkpoint and state change commit together.
+    async fn park(&mut self, rec: &StepRecord<'_>) -> Result<DriveOutcome> {
+        self.cp.current_step = Some(rec.seq);
+        let cp = self.snapshot(format!("step {} {} awaits review", rec.seq, rec.tool));
+        let prepared = self.e.prepare(&cp)?;
+        let now = now_ms();
+        let reasons = rec
+            .verdict
+            .map(|v| v.reasons.join("; "))
+            .unwrap_or_default();
+        let mut tx = self.begin().await?;
+        steps::insert(
+            &mut tx,
+            self.run,
+            &step_row(rec, "awaiting_review", None, now),
+        )
+        .await?;
+        self.e
+            .insert_checkpoint(&mut tx, self.run, Level::Review, &prepared, now)
+            .await?;
+        audit::append(
+            &mut tx,
+            Actor::Harness,
+            "step.review_requested",
+            Some(self.run),
+            &serde_json::json!({
+                "step": rec.seq, "tool": rec.tool, "actionHash": rec.action_hash, "verdict": rec.verdict,
+                "previewSha256": rec.preview.map(|p| Digest::of(p.as_bytes())),
+            }),
+            now,
+        )
+        .await?;
+        self.version = runs::set_state(
+            &mut tx,
+            self.run,
+            self.fence,
+            self.version,
+            RunState::AwaitingApproval,
+            Some(&reasons),
+            now,
+        )
+        .await?;
+        attempts::end_open(&mut tx, self.run, "awaiting approval", now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        let reason = format!("step {} ({}) needs a review: {reasons}", rec.seq, rec.tool);
+        self.obs.on(&Progress::Waiting {
+            state: RunState::AwaitingApproval,
+            reason: reason.clone(),
+        });
+        Ok(DriveOutcome::NeedsHuman {
+            state: RunState::AwaitingApproval,
+            reason,
+        })
+    }
+
+    /// The effect returned an error. If the disk shows it did not happen, that is an ordinary failure
+    /// the agent hears about; otherwise nobody can say what happened, and a human decides.
+    async fn effect_failed(
+        &mut self,
+        intent: IntentId,
+        seq: i64,
+        tool: &str,
+        action_hash: &str,
+        plan: &EffectPlan,
+        error: &str,
+    ) -> Result<Option<DriveOutcome>> {
+        let paths: Vec<_> = plan
+            .pre
+            .iter()
+            .filter_map(|i| self.ws.resolve(&i.path).ok())
+            .collect();
+        let untouched = self
+            .ws
+            .hashes(paths.iter())
+            .map(|now| crate::journal::settle_files(&plan.pre, &plan.pre, &now) == Settlement::Done)
+            .unwrap_or(false);
+        let now = now_ms();
+        if !untouched {
+            let mut tx = self.begin().await?;
+            intents::settle(
+                &mut tx,
+                intent,
+                IntentStatus::Unknown.as_str(),
+                error,
+                Some("effect failed part-way"),
+                now,
+            )
+            .await?;
+            audit::append(
+                &mut tx,
+                Actor::Harness,
+                "intent.outcome_unknown",
+                Some(self.run),
+                &serde_json::json!({ "intent": intent, "step": seq, "error": error }),
+                now,
+            )
+            .await?;
+            tx.commit().await.map_err(StoreError::from)?;
+            let reason = format!("step {seq} ({tool}) failed part-way and the files match neither before nor after: {error}");
+            return self.suspend(&reason).await.map(Some);
+        }
+        self.agent.observe(&Observation {
+            seq,
+            tool: tool.into(),
+            ok: false,
+            output: error.into(),
+        });
+        self.complete(seq, tool, action_hash, "failed", error);
+        let cp = self.snapshot(format!("step {seq} {tool} failed"));
+        let prepared = self.e.prepare(&cp)?;
+        let mut tx = self.begin().await?;
+        intents::settle(
+            &mut tx,
+            intent,
+            IntentStatus::BusinessFailed.as_str(),
+            error,
+            None,
+            now,
+        )
+        .await?;
+        steps::finish(&mut tx, self.run, seq, "failed", error, now).await?;
+        audit::append(
+            &mut tx,
+            Actor::Harness,
+            "intent.failed",
+            Some(self.run),
+            &serde_json::json!({ "intent": intent, "step": seq, "error": error }),
+            now,
+        )
+        .await?;
+        let cp_seq = self
+            .e
+            .insert_checkpoint(&mut tx, self.run, Level::Step, &prepared, now)
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Step {
+            seq,
+            tool: tool.into(),
+            status: "failed".into(),
+            why: None,
+            summary: error.into(),
+            checkpoint: cp_seq,
+            reused: false,
+        });
+        Ok(None)
+    }
+
+    async fn finish(&mut self, state: RunState, summary: &str) -> Result<DriveOutcome> {
+        let cp = self.snapshot(format!("finished: {state}"));
+        let prepared = self.e.prepare(&cp)?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        self.e
+            .insert_checkpoint(&mut tx, self.run, Level::Task, &prepared, now)
+            .await?;
+        let last_error = (state != RunState::Succeeded).then_some(summary);
+        self.version = runs::set_state(
+            &mut tx,
+            self.run,
+            self.fence,
+            self.version,
+            state,
+            last_error,
+            now,
+        )
+        .await?;
+        attempts::end_open(&mut tx, self.run, state.as_str(), now).await?;
+        audit::append(
+            &mut tx,
+            Actor::Harness,
+            "run.finished",
+            Some(self.run),
+            &serde_json::json!({ "state": state, "summary": summary }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Finished {
+            state,
+            summary: summary.into(),
+        });
+        Ok(DriveOutcome::Finished {
+            state,
+            summary: summary.into(),
+        })
+    }
+
+    pub(super) async fn suspend(&mut self, reason: &str) -> Result<DriveOutcome> {
+        let now = now_ms();
+        let mut tx = self.e.store.begin().await?;
+        self.version = runs::set_state(
+            &mut tx,
+            self.run,
+            self.fence,
+            self.version,
+            RunState::Suspended,
+            Some(reason),
+            now,
+        )
+        .await?;
+        attempts::end_open(&mut tx, self.run, "suspended", now).await?;
+        audit::append(
+            &mut tx,
+            Actor::Harness,
+            "run.suspended",
+            Some(self.run),
+            &serde_json::json!({ "reason": reason }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Waiting {
+            state: RunState::Suspended,
+            reason: reason.into(),
+        });
+        Ok(DriveOutcome::NeedsHuman {
+            state: RunState::Suspended,
+            reason: reason.into(),
+        })
+    }
+}
+
+fn denied(verdict: &Verdict) -> String {
+    format!("denied by policy: {}", verdict.reasons.join("; "))
+}
+
+fn step_row(rec: &StepRecord<'_>, status: &str, result: Option<&str>, now: i64) -> steps::StepRow {
+    steps::StepRow {
+        seq: rec.seq,
+        kind: "tool_call".into(),
+        tool: rec.tool.into(),
+        action: rec.action.into(),
+        action_hash: rec.action_hash.into(),
+        why: rec.why.map(str::to_owned),
+        status: status.into(),
+        risk: rec.verdict.map(|v| v.risk.as_str().to_owned()),
+        reasons: rec
+            .verdict
+            .map(|v| serde_json::to_string(&v.reasons).unwrap_or_default()),
+        preview: rec.preview.map(str::to_owned),
+        result: result.map(str::to_owned),
+        started_at: now,
+        ended_at: result.map(|_| now),
+    }
+}
+
+pub(super) fn images_json(images: &[FileImage]) -> String {
+    serde_json::to_string(images).unwrap_or_else(|_| "[]".into())
+}
+
+pub(super) fn parse_images(text: &str) -> Result<Vec<FileImage>> {
+    serde_json::from_str(text)
+        .map_err(|e| Error::Store(StoreError::Invalid(format!("intent images: {e}"))))
+}

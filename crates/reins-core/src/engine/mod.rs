@@ -1,0 +1,405 @@
+//! The driver. It owns a run while its lease is live, replays the recovery point, settles the effect
+//! journal, and runs the agent's proposals through the step protocol. Every write it commits carries
+//! its fence; a write that finds the fence moved means another worker owns the run, and this one stops.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use tracing::instrument;
+
+use crate::agent::script::Plan;
+use crate::blob::BlobStore;
+use crate::checkpoint::{self, CheckpointV1, DamageKind, Level, Meta, Payload};
+use crate::clock::now_ms;
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+use crate::policy::Policy;
+use crate::run::{self, RunEvent, RunState};
+use crate::store::{attempts, audit, audit::Actor, checkpoints, runs, Store, Tx};
+use crate::workspace::Workspace;
+
+mod drive;
+mod rollback;
+mod settle;
+
+pub use rollback::{RollbackChange, RollbackReport};
+
+/// Something worth telling the person watching a run.
+#[derive(Clone, Debug, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Progress {
+    Created {
+        run: RunId,
+        name: String,
+        workspace: String,
+    },
+    Attempt {
+        run: RunId,
+        attempt: i64,
+        fence: i64,
+        adopted: bool,
+        resumed_from: Option<i64>,
+    },
+    Damage {
+        seq: i64,
+        kind: DamageKind,
+    },
+    Settled {
+        step: i64,
+        tool: String,
+        how: String,
+    },
+    Step {
+        seq: i64,
+        tool: String,
+        status: String,
+        why: Option<String>,
+        summary: String,
+        checkpoint: i64,
+        reused: bool,
+    },
+    Waiting {
+        state: RunState,
+        reason: String,
+    },
+    Finished {
+        state: RunState,
+        summary: String,
+    },
+}
+
+pub trait Observer: Send + Sync {
+    fn on(&self, progress: &Progress);
+}
+
+/// An observer that ignores everything.
+pub struct Silent;
+
+impl Observer for Silent {
+    fn on(&self, _: &Progress) {}
+}
+
+/// Where a drive left the run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum DriveOutcome {
+    Finished {
+        state: RunState,
+        summary: String,
+    },
+    NeedsHuman {
+        state: RunState,
+        reason: String,
+    },
+    /// Another worker owns the run now, or a person changed its state.
+    Lost {
+        reason: String,
+    },
+}
+
+pub struct Engine {
+    store: Store,
+    blobs: BlobStore,
+    policy: Arc<dyn Policy>,
+    worker: String,
+    lease_ms: i64,
+}
+
+/// A checkpoint's bytes, ready to insert.
+pub(crate) struct Prepared {
+    bytes: Vec<u8>,
+    sha256: String,
+    in_blob: bool,
+}
+
+impl Engine {
+    pub fn new(store: Store, blobs: BlobStore, policy: Arc<dyn Policy>, lease_ms: i64) -> Self {
+        let worker = format!(
+            "{}:{}:{}",
+            host_name(),
+            std::process::id(),
+            &uuid::Uuid::now_v7().simple().to_string()[24..]
+        );
+        Self {
+            store,
+            blobs,
+            policy,
+            worker,
+            lease_ms,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn blobs(&self) -> &BlobStore {
+        &self.blobs
+    }
+
+    pub fn worker(&self) -> &str {
+        &self.worker
+    }
+
+    /// Creates a queued run from a script plan: the run row, its first checkpoint and the audit event
+    /// commit together.
+    pub async fn create_script_run(&self, plan: &Plan, workspace: &Workspace) -> Result<RunId> {
+        let id = RunId::new();
+        let now = now_ms();
+        let compat = serde_json::json!({
+            "agentKind": crate::agent::script::KIND,
+            "agentVersion": "1",
+            "specHash": plan.hash(),
+            "toolSchemaHash": crate::tools::schema_hash(),
+            "checkpointSchema": checkpoint::SCHEMA_VERSION,
+            "policyVersion": self.policy.version(),
+        });
+        let row = runs::RunRow {
+            id,
+            name: plan.name.clone(),
+            goal: plan.goal.clone(),
+            workspace: workspace.root().to_string_lossy().into_owned(),
+            agent_kind: crate::agent::script::KIND.into(),
+            agent_spec: plan.to_json(),
+            compat: compat.to_string(),
+            state: RunState::Queued,
+            state_version: 0,
+            fence: 0,
+            owner: None,
+            lease_until: None,
+            last_error: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let first = CheckpointV1 {
+            goal: plan.goal.clone(),
+            next_step: 1,
+            meta: Meta {
+                written_at: now,
+                note: "created".into(),
+                ..Meta::default()
+            },
+            ..CheckpointV1::default()
+        };
+        let prepared = self.prepare(&first)?;
+        let mut tx = self.store.begin().await?;
+        runs::insert(&mut tx, &row).await?;
+        let seq = self
+            .insert_checkpoint(&mut tx, id, Level::Task, &prepared, now)
+            .await?;
+        audit::append(
+            &mut tx,
+            Actor::User,
+            "run.created",
+            Some(id),
+            &serde_json::json!({
+                "name": row.name, "goal": row.goal, "workspace": row.workspace,
+                "agentKind": row.agent_kind, "specHash": plan.hash(), "checkpoint": seq,
+            }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(crate::store::StoreError::from)?;
+        Ok(id)
+    }
+
+    /// Encodes a checkpoint; payloads over the inline limit go to the blob store (durably) first.
+    pub(crate) fn prepare(&self, cp: &CheckpointV1) -> Result<Prepared> {
+        let (bytes, digest) = checkpoint::encode(&Payload::V1(cp.clone()));
+        let in_blob = bytes.len() > checkpoint::INLINE_LIMIT;
+        if in_blob {
+            self.blobs.put(&bytes, crate::blob::Durability::Sync)?;
+        }
+        Ok(Prepared {
+            bytes,
+            sha256: digest.as_str().to_owned(),
+            in_blob,
+        })
+    }
+
+    pub(crate) async fn insert_checkpoint(
+        &self,
+        tx: &mut Tx,
+        run: RunId,
+        level: Level,
+        p: &Prepared,
+        now: i64,
+    ) -> Result<i64> {
+        let body = if p.in_blob {
+            checkpoints::Body::Blob(&p.sha256)
+        } else {
+            checkpoints::Body::Inline(&p.bytes)
+        };
+        let seq = checkpoints::insert(
+            tx,
+            run,
+            &checkpoints::NewCheckpoint {
+                level: level.as_str(),
+                schema_version: checkpoint::SCHEMA_VERSION,
+                body,
+                size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
+                sha256: &p.sha256,
+                created_at: now,
+            },
+        )
+        .await?;
+        audit::append(
+            tx,
+            Actor::Harness,
+            "checkpoint.written",
+            Some(run),
+            &serde_json::json!({ "seq": seq, "level": level.as_str(), "sha256": p.sha256, "size": p.bytes.len() }),
+            now,
+        )
+        .await?;
+        Ok(seq)
+    }
+
+    /// Drives one run until it finishes, needs a human, or is lost to another worker.
+    #[instrument(skip_all, fields(run_id = %id), err)]
+    pub async fn drive(&self, id: RunId, observer: &dyn Observer) -> Result<DriveOutcome> {
+        let row = runs::get(self.store.pool(), id).await?;
+        let now = now_ms();
+        if row.state.is_terminal() {
+            return Ok(DriveOutcome::Finished {
+                state: row.state,
+                summary: row.last_error.unwrap_or_default(),
+            });
+        }
+        if row.state.needs_human() {
+            return Ok(DriveOutcome::NeedsHuman {
+                state: row.state,
+                reason: row.last_error.unwrap_or_default(),
+            });
+        }
+        let adopting = matches!(row.state, RunState::Running | RunState::PauseRequested);
+        if adopting && row.lease_until.is_some_and(|until| until >= now) {
+            return Err(Error::Conflict(format!(
+                "run {id} is being driven by {} (lease for {} more seconds)",
+                row.owner.as_deref().unwrap_or("another worker"),
+                (row.lease_until.unwrap_or(now) - now) / 1000 + 1
+            )));
+        }
+        let to = if adopting {
+            row.state
+        } else {
+            run::next(row.state, RunEvent::Start).ok_or_else(|| {
+                Error::Conflict(format!("run {id} cannot start from {}", row.state))
+            })?
+        };
+
+        let mut tx = self.store.begin().await?;
+        let (fence, version) = runs::claim(
+            &mut tx,
+            id,
+            row.state_version,
+            to,
+            &self.worker,
+            now + self.lease_ms,
+            now,
+        )
+        .await?;
+        if adopting {
+            attempts::end_open(&mut tx, id, "lost: lease expired", now).await?;
+        }
+        let attempt = attempts::start(&mut tx, id, &self.worker, fence, now).await?;
+        audit::append(
+            &mut tx,
+            Actor::Harness,
+            if adopting { "attempt.adopted" } else { "attempt.started" },
+            Some(id),
+            &serde_json::json!({ "attempt": attempt, "fence": fence, "worker": self.worker, "previousOwner": row.owner }),
+            now,
+        )
+        .await?;
+        if !adopting {
+            audit::append(
+                &mut tx,
+                Actor::Harness,
+                "run.state_changed",
+                Some(id),
+                &serde_json::json!({ "from": row.state, "to": to }),
+                now,
+            )
+            .await?;
+        }
+        tx.commit().await.map_err(crate::store::StoreError::from)?;
+
+        let mut drive = match drive::Drive::start(
+            self, observer, &row, fence, version, attempt, adopting,
+        )
+        .await
+        {
+            Ok(d) => d,
+            Err(drive::StartError::Suspend(reason)) => {
+                return self.suspend_owned(id, fence, version, &reason).await;
+            }
+            Err(drive::StartError::Fatal(e)) => return Err(e),
+        };
+        match drive.run().await {
+            Ok(outcome) => Ok(outcome),
+            Err(e) if e.is_lost_ownership() => Ok(DriveOutcome::Lost {
+                reason: e.to_string(),
+            }),
+            Err(e) => {
+                // A harness failure (disk, database, blob store): hand the run to a human, keep the reason.
+                let reason = format!("harness error: {e}");
+                tracing::error!(run_id = %id, "{reason}");
+                match drive.suspend(&reason).await {
+                    Ok(outcome) => Ok(outcome),
+                    Err(_) => Err(e),
+                }
+            }
+        }
+    }
+
+    async fn suspend_owned(
+        &self,
+        id: RunId,
+        fence: i64,
+        version: i64,
+        reason: &str,
+    ) -> Result<DriveOutcome> {
+        let now = now_ms();
+        let mut tx = self.store.begin().await?;
+        runs::set_state(
+            &mut tx,
+            id,
+            fence,
+            version,
+            RunState::Suspended,
+            Some(reason),
+            now,
+        )
+        .await?;
+        attempts::end_open(&mut tx, id, "suspended", now).await?;
+        audit::append(
+            &mut tx,
+            Actor::Harness,
+            "run.suspended",
+            Some(id),
+            &serde_json::json!({ "reason": reason }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(crate::store::StoreError::from)?;
+        Ok(DriveOutcome::NeedsHuman {
+            state: RunState::Suspended,
+            reason: reason.to_owned(),
+        })
+    }
+
+    /// Runs a worker may take now.
+    pub async fn runnable(&self) -> Result<Vec<RunId>> {
+        Ok(runs::runnable(self.store.pool(), now_ms()).await?)
+    }
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_owned())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}

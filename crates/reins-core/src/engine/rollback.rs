@@ -1,0 +1,226 @@
+//! Rollback: restore the files a run touched to their state at a checkpoint, from the pre-image blobs.
+//! The current state is saved first (a `snapshot` checkpoint), so the rollback itself can be undone by
+//! rolling back to that snapshot.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::blob::Durability;
+use crate::checkpoint::{stored, CheckpointV1, Level, Meta};
+use crate::clock::now_ms;
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+use crate::run::RunState;
+use crate::store::{audit, audit::Actor, intents, runs, StoreError};
+use crate::workspace::{diff, RelPath, Workspace};
+
+use super::drive::parse_images;
+use super::Engine;
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RollbackChange {
+    pub path: String,
+    pub from: Option<Digest>,
+    pub to: Option<Digest>,
+    pub diff: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RollbackReport {
+    pub run: RunId,
+    pub to: i64,
+    pub dry_run: bool,
+    pub changes: Vec<RollbackChange>,
+    /// The checkpoint holding the state from before the rollback (roll back to it to undo).
+    pub snapshot: Option<i64>,
+    /// The checkpoint recording the restored state.
+    pub checkpoint: Option<i64>,
+}
+
+impl Engine {
+    pub async fn rollback(&self, run: RunId, to: i64, dry_run: bool) -> Result<RollbackReport> {
+        let row = runs::get(self.store.pool(), run).await?;
+        if matches!(
+            row.state,
+            RunState::Running | RunState::PauseRequested | RunState::Queued
+        ) {
+            return Err(Error::Conflict(format!(
+                "run {run} is {}; roll back a run only when it is finished, paused, suspended or awaiting approval",
+                row.state
+            )));
+        }
+        let ws = Workspace::open(std::path::Path::new(&row.workspace))?;
+        let inspected = stored::inspect(&self.store, &self.blobs, run).await?;
+        let target = inspected.iter().find(|i| i.seq == to).ok_or_else(|| {
+            Error::Invalid(format!(
+                "run {run} has no checkpoint {to}; see `reins show {run}`"
+            ))
+        })?;
+        let target: &CheckpointV1 = target.payload.as_ref().map_err(|e| {
+            Error::Invalid(format!("checkpoint {to} is damaged ({e}); choose another"))
+        })?;
+        let analysis = stored::analyse(&self.store, run, &inspected).await?;
+        let latest = analysis
+            .point
+            .and_then(|p| inspected.iter().find(|i| i.seq == p))
+            .and_then(|i| i.payload.as_ref().ok())
+            .cloned()
+            .unwrap_or_else(|| target.clone());
+
+        // Every path the run touched, and its state before the run first touched it.
+        let mut before_run: BTreeMap<String, Option<Digest>> = BTreeMap::new();
+        for intent in intents::list(self.store.pool(), run).await? {
+            for img in parse_images(&intent.pre_images)? {
+                before_run.entry(img.path).or_insert(img.sha256);
+            }
+        }
+        let mut paths: Vec<String> = before_run.keys().cloned().collect();
+        for i in inspected.iter().filter_map(|i| i.payload.as_ref().ok()) {
+            paths.extend(i.files.keys().cloned());
+        }
+        paths.sort();
+        paths.dedup();
+
+        let mut changes = Vec::new();
+        let mut current_state = BTreeMap::new();
+        let mut wanted_bytes: Vec<(RelPath, Option<Vec<u8>>)> = Vec::new();
+        let mut missing = Vec::new();
+        for path in &paths {
+            let wanted = match target.files.get(path) {
+                Some(h) => h.clone(),
+                None => match before_run.get(path) {
+                    Some(h) => h.clone(),
+                    None => continue,
+                },
+            };
+            let rel = ws.resolve(path)?;
+            let current = ws.image(&rel)?;
+            let current_hash = current.as_deref().map(Digest::of);
+            current_state.insert(path.clone(), current_hash.clone());
+            if current_hash == wanted {
+                continue;
+            }
+            let bytes = match &wanted {
+                None => None,
+                Some(h) => match self.blobs.get(h) {
+                    Ok(b) => Some(b),
+                    Err(e) => {
+                        missing.push(format!("{path} ({e})"));
+                        continue;
+                    }
+                },
+            };
+            changes.push(RollbackChange {
+                path: path.clone(),
+                from: current_hash,
+                to: wanted,
+                diff: diff::unified(path, current.as_deref(), bytes.as_deref()),
+            });
+            wanted_bytes.push((rel, bytes));
+        }
+        if !missing.is_empty() {
+            return Err(Error::Invalid(format!(
+                "cannot restore checkpoint {to}: content not in the blob store for {}; nothing was changed",
+                missing.join(", ")
+            )));
+        }
+        let mut report = RollbackReport {
+            run,
+            to,
+            dry_run,
+            changes,
+            snapshot: None,
+            checkpoint: None,
+        };
+        if dry_run || report.changes.is_empty() {
+            return Ok(report);
+        }
+
+        // Save the current state so the rollback can be undone.
+        for (rel, _) in &wanted_bytes {
+            if let Some(bytes) = ws.image(rel)? {
+                self.blobs.put(&bytes, Durability::Sync)?;
+            }
+        }
+        let mut snapshot = latest.clone();
+        snapshot.files.extend(current_state);
+        snapshot.meta = Meta {
+            written_at: now_ms(),
+            note: format!("before rollback to {to}"),
+            ..latest.meta.clone()
+        };
+        report.snapshot = Some(
+            self.write_unowned(
+                run,
+                Level::Snapshot,
+                &snapshot,
+                "rollback.snapshot",
+                serde_json::json!({ "to": to }),
+            )
+            .await?,
+        );
+
+        for (rel, bytes) in &wanted_bytes {
+            match bytes {
+                Some(b) => ws.write(rel, b)?,
+                None => {
+                    if ws.image(rel)?.is_some() {
+                        ws.remove(rel)?;
+                    }
+                }
+            }
+        }
+        let mut restored = latest;
+        for c in &report.changes {
+            restored.files.insert(c.path.clone(), c.to.clone());
+        }
+        restored.meta = Meta {
+            written_at: now_ms(),
+            note: format!("rolled back to {to}"),
+            ..restored.meta
+        };
+        let payload = serde_json::json!({
+            "to": to, "snapshot": report.snapshot,
+            "paths": report.changes.iter().map(|c| &c.path).collect::<Vec<_>>(),
+        });
+        report.checkpoint = Some(
+            self.write_unowned(
+                run,
+                Level::Rollback,
+                &restored,
+                "rollback.performed",
+                payload,
+            )
+            .await?,
+        );
+        Ok(report)
+    }
+
+    /// A checkpoint written on a person's behalf while no worker owns the run.
+    async fn write_unowned(
+        &self,
+        run: RunId,
+        level: Level,
+        cp: &CheckpointV1,
+        kind: &str,
+        payload: serde_json::Value,
+    ) -> Result<i64> {
+        let prepared = self.prepare(cp)?;
+        let now = now_ms();
+        let mut tx = self.store.begin().await?;
+        let seq = self
+            .insert_checkpoint(&mut tx, run, level, &prepared, now)
+            .await?;
+        let mut payload = payload;
+        if let Some(obj) = payload.as_object_mut() {
+            obj.insert("checkpoint".into(), seq.into());
+        }
+        audit::append(&mut tx, Actor::User, kind, Some(run), &payload, now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(seq)
+    }
+}

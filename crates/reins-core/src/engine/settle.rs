@@ -1,0 +1,144 @@
+//! Settling the effect journal after a restart: every intent left pending by a crash is resolved
+//! before the agent proposes anything. File effects settle deterministically from the disk; anything
+//! that cannot be known suspends the run for a human. Nothing is re-run on a guess.
+
+use crate::clock::now_ms;
+use crate::error::Result;
+use crate::ids::IntentId;
+use crate::journal::{settle_files, EffectClass, IntentStatus, Settlement};
+use crate::store::{audit, audit::Actor, intents, steps, StoreError};
+use crate::tools::{self, Action, ToolCall};
+
+use super::drive::{parse_images, Drive};
+use super::{DriveOutcome, Progress};
+
+impl Drive<'_> {
+    /// `Some(outcome)` when an intent could not be settled and the run now waits for a human.
+    pub(super) async fn settle_journal(&mut self) -> Result<Option<DriveOutcome>> {
+        for intent in intents::pending(self.e.store.pool(), self.run).await? {
+            let id: IntentId = intent
+                .id
+                .parse()
+                .map_err(|_| StoreError::Invalid(format!("intent id {:?}", intent.id)))?;
+            let (status, how) = self.settle_one(&intent).await?;
+            self.obs.on(&Progress::Settled {
+                step: intent.step_seq,
+                tool: intent.tool.clone(),
+                how: how.clone(),
+            });
+            if status != IntentStatus::Confirmed {
+                let now = now_ms();
+                let mut tx = self.begin().await?;
+                intents::settle(&mut tx, id, status.as_str(), &how, Some(&how), now).await?;
+                audit::append(
+                    &mut tx,
+                    Actor::Harness,
+                    "intent.outcome_unknown",
+                    Some(self.run),
+                    &serde_json::json!({ "intent": id, "step": intent.step_seq, "tool": intent.tool, "why": how }),
+                    now,
+                )
+                .await?;
+                tx.commit().await.map_err(StoreError::from)?;
+                let reason = format!(
+                    "step {} ({}): outcome unknown after a restart: {how}",
+                    intent.step_seq, intent.tool
+                );
+                return self.suspend(&reason).await.map(Some);
+            }
+        }
+        Ok(None)
+    }
+
+    /// Settles one pending intent. Returns Confirmed when it was settled (and recorded), or Unknown
+    /// with the reason a human must decide.
+    async fn settle_one(&mut self, intent: &intents::IntentRow) -> Result<(IntentStatus, String)> {
+        let unknown = |why: String| Ok((IntentStatus::Unknown, why));
+        let call: ToolCall = match serde_json::from_str(&intent.action) {
+            Ok(c) => c,
+            Err(e) => return unknown(format!("the recorded action cannot be read: {e}")),
+        };
+        let action = match Action::parse(&call, &self.ws) {
+            Ok(a) => a,
+            Err(e) => return unknown(format!("the recorded action no longer validates: {e}")),
+        };
+        if action.effect_class() == EffectClass::Pure || action.touched().is_empty() {
+            return unknown("not a file effect; its outcome cannot be read from the disk".into());
+        }
+        let pre = parse_images(&intent.pre_images)?;
+        let post = parse_images(&intent.post_images)?;
+        let current = match self.ws.hashes(action.touched()) {
+            Ok(c) => c,
+            Err(e) => return unknown(format!("the files cannot be read: {e}")),
+        };
+        let id: IntentId = intent
+            .id
+            .parse()
+            .map_err(|_| StoreError::Invalid(format!("intent id {:?}", intent.id)))?;
+        match settle_files(&pre, &post, &current) {
+            Settlement::Done => {
+                let how = "recovered: the files already held the post-image, so the effect had run; confirmed without running it again";
+                self.confirm_recovered(id, intent, how).await?;
+                Ok((IntentStatus::Confirmed, how.into()))
+            }
+            Settlement::NotDone => {
+                let plan = match tools::plan(&action, &self.ws) {
+                    Ok(p) => p,
+                    Err(e) => return unknown(format!("the effect cannot be planned again: {e}")),
+                };
+                if plan.pre != pre || plan.post != post {
+                    return unknown("re-planning the effect gives different images than the journal recorded".into());
+                }
+                for bytes in &plan.pre_bytes {
+                    self.e.blobs.put(bytes, crate::blob::Durability::Sync)?;
+                }
+                if let Err(e) = tools::apply(&plan, &self.ws) {
+                    return unknown(format!("running the effect after the restart failed: {e}"));
+                }
+                let how = "recovered: the files still held the pre-image, so the effect had not run; ran it once";
+                self.confirm_recovered(id, intent, how).await?;
+                Ok((IntentStatus::Confirmed, how.into()))
+            }
+            Settlement::Diverged => unknown(
+                "the files match neither the state before the effect nor the state after it; something else changed them".into(),
+            ),
+        }
+    }
+
+    /// Records a settled effect: intent and step. The agent hears of it when it proposes the step
+    /// again and the journal's result is reused.
+    async fn confirm_recovered(
+        &mut self,
+        id: IntentId,
+        intent: &intents::IntentRow,
+        how: &str,
+    ) -> Result<()> {
+        let summary = intent
+            .result
+            .clone()
+            .unwrap_or_else(|| format!("{} confirmed", intent.tool));
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        intents::settle(
+            &mut tx,
+            id,
+            IntentStatus::Confirmed.as_str(),
+            &summary,
+            Some(how),
+            now,
+        )
+        .await?;
+        steps::finish(&mut tx, self.run, intent.step_seq, "done", &summary, now).await?;
+        audit::append(
+            &mut tx,
+            Actor::Harness,
+            "intent.confirmed",
+            Some(self.run),
+            &serde_json::json!({ "intent": id, "step": intent.step_seq, "settledBy": how }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,74 @@
+//! The crate's error: each module's typed error rolled up, plus a stable `code` for transports.
+
+use crate::agent::AgentError;
+use crate::blob::BlobError;
+use crate::checkpoint::CheckpointError;
+use crate::store::StoreError;
+use crate::tools::ToolError;
+use crate::workspace::JailError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Blob(#[from] BlobError),
+    #[error(transparent)]
+    Jail(#[from] JailError),
+    #[error(transparent)]
+    Tool(#[from] ToolError),
+    #[error(transparent)]
+    Agent(#[from] AgentError),
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    /// The caller asked for something malformed.
+    #[error("{0}")]
+    Invalid(String),
+    /// The request is well-formed but the run is not in a state that allows it.
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A stable code for the CLI's exit status and the desktop app's `{code, message}`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Store(StoreError::NotFound { .. }) => "not_found",
+            Error::Store(StoreError::NotADatabase { .. } | StoreError::Corrupt { .. }) => {
+                "corrupt_database"
+            }
+            Error::Store(StoreError::NewerSchema { .. }) => "newer_schema",
+            Error::Store(StoreError::LostLease { .. } | StoreError::StaleState { .. }) => {
+                "conflict"
+            }
+            Error::Store(_) => "storage",
+            Error::Blob(_) => "blob_store",
+            Error::Jail(_) | Error::Tool(_) | Error::Agent(_) | Error::Invalid(_) => {
+                "invalid_input"
+            }
+            Error::Checkpoint(_) => "checkpoint",
+            Error::Conflict(_) => "conflict",
+            Error::Io { .. } => "io",
+        }
+    }
+
+    /// True for errors caused by what the user typed or gave (exit status 2 in the CLI).
+    pub fn is_user_error(&self) -> bool {
+        matches!(self.code(), "invalid_input" | "not_found" | "conflict")
+    }
+
+    /// Another worker took the run, or someone else changed its state: stop driving it.
+    pub fn is_lost_ownership(&self) -> bool {
+        matches!(
+            self,
+            Error::Store(StoreError::LostLease { .. } | StoreError::StaleState { .. })
+        )
+    }
+}
