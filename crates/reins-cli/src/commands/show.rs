@@ -35,7 +35,11 @@ fn action_line(action: &str) -> String {
     let Some(args) = args else {
         return String::new();
     };
-    args.iter()
+    // Paths first: they say what a step touched.
+    let mut fields: Vec<(&String, &serde_json::Value)> = args.iter().collect();
+    fields.sort_by_key(|(k, _)| !matches!(k.as_str(), "path" | "from" | "to"));
+    fields
+        .into_iter()
         .map(|(k, v)| {
             let text = match v {
                 serde_json::Value::String(s) => s.clone(),

@@ -262,11 +262,16 @@ impl<'a> Drive<'a> {
                     .map(|_| None),
                 Decision::Ask => self.park(&rec).await.map(Some),
                 Decision::Allow => {
-                    let (status, ok, out) = match tools::run_pure(&action, &self.ws) {
-                        Ok(out) => ("done", true, out),
-                        Err(err) => ("failed", false, err.to_string()),
+                    let (status, ok, out, summary) = match tools::run_pure(&action, &self.ws) {
+                        Ok(out) => {
+                            let summary = tools::describe(&action, &out);
+                            ("done", true, out, summary)
+                        }
+                        Err(err) => ("failed", false, err.to_string(), err.to_string()),
                     };
-                    self.record(&rec, status, ok, &out).await.map(|_| None)
+                    self.record_with_summary(&rec, status, ok, &out, &summary)
+                        .await
+                        .map(|_| None)
                 }
             };
         }
@@ -394,7 +399,7 @@ impl<'a> Drive<'a> {
         for img in post {
             self.cp.files.insert(img.path.clone(), img.sha256.clone());
         }
-        self.complete(seq, tool, action_hash, "done", summary);
+        self.complete(seq, tool, action_hash, "done", summary, summary);
         let cp = self.snapshot(format!("step {seq} {tool} confirmed"));
         let prepared = self.e.prepare(&cp)?;
         let now = now_ms();
@@ -435,20 +440,22 @@ impl<'a> Drive<'a> {
         Ok(())
     }
 
-    fn complete(&mut self, seq: i64, tool: &str, action_hash: &str, status: &str, result: &str) {
+    fn complete(
+        &mut self,
+        seq: i64,
+        tool: &str,
+        action_hash: &str,
+        status: &str,
+        result: &str,
+        summary: &str,
+    ) {
         self.cp.completed.push(ToolRecord {
             seq,
             tool: tool.into(),
             action_hash: action_hash.into(),
             status: status.into(),
             result_sha256: Digest::of(result.as_bytes()),
-            summary: result
-                .lines()
-                .next()
-                .unwrap_or("")
-                .chars()
-                .take(200)
-                .collect(),
+            summary: one_line(summary),
         });
         self.cp.next_step = seq + 1;
         self.cp.current_step = None;
@@ -463,13 +470,25 @@ impl<'a> Drive<'a> {
         ok: bool,
         result: &str,
     ) -> Result<()> {
+        self.record_with_summary(rec, status, ok, result, result)
+            .await
+    }
+
+    async fn record_with_summary(
+        &mut self,
+        rec: &StepRecord<'_>,
+        status: &str,
+        ok: bool,
+        result: &str,
+        summary: &str,
+    ) -> Result<()> {
         self.agent.observe(&Observation {
             seq: rec.seq,
             tool: rec.tool.into(),
             ok,
             output: result.into(),
         });
-        self.complete(rec.seq, rec.tool, rec.action_hash, status, result);
+        self.complete(rec.seq, rec.tool, rec.action_hash, status, result, summary);
         let cp = self.snapshot(format!("step {} {} {status}", rec.seq, rec.tool));
         let prepared = self.e.prepare(&cp)?;
         let now = now_ms();
@@ -494,13 +513,7 @@ impl<'a> Drive<'a> {
             tool: rec.tool.into(),
             status: status.into(),
             why: rec.why.map(str::to_owned),
-            summary: result
-                .lines()
-                .next()
-                .unwrap_or("")
-                .chars()
-                .take(200)
-                .collect(),
+            summary: one_line(summary),
             checkpoint: cp_seq,
             reused: false,
         });
@@ -551,7 +564,18 @@ impl<'a> Drive<'a> {
             ok,
             output: result.clone(),
         });
-        self.complete(seq, &prev.tool, &prev.action_hash, &prev.status, &result);
+        let summary = match Action::parse(call, &self.ws) {
+            Ok(a) if ok && a.effect_class() == EffectClass::Pure => tools::describe(&a, &result),
+            _ => one_line(&result),
+        };
+        self.complete(
+            seq,
+            &prev.tool,
+            &prev.action_hash,
+            &prev.status,
+            &result,
+            &summary,
+        );
         let cp = self.snapshot(format!("step {seq} {} reused from the journal", prev.tool));
         let prepared = self.e.prepare(&cp)?;
         let now = now_ms();
@@ -566,13 +590,7 @@ impl<'a> Drive<'a> {
             tool: prev.tool,
             status: prev.status,
             why: prev.why,
-            summary: result
-                .lines()
-                .next()
-                .unwrap_or("")
-                .chars()
-                .take(200)
-                .collect(),
+            summary,
             checkpoint: cp_seq,
             reused: true,
         });
@@ -686,7 +704,7 @@ impl<'a> Drive<'a> {
             ok: false,
             output: error.into(),
         });
-        self.complete(seq, tool, action_hash, "failed", error);
+        self.complete(seq, tool, action_hash, "failed", error, error);
         let cp = self.snapshot(format!("step {seq} {tool} failed"));
         let prepared = self.e.prepare(&cp)?;
         let mut tx = self.begin().await?;
@@ -799,6 +817,16 @@ impl<'a> Drive<'a> {
             reason: reason.into(),
         })
     }
+}
+
+/// The first line, at most 200 characters.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
 }
 
 fn denied(verdict: &Verdict) -> String {

@@ -1,1 +1,353 @@
+//! Repository tests on a real SQLite file.
 
+use super::*;
+use crate::ids::RunId;
+use crate::run::RunState;
+
+async fn fresh() -> anyhow::Result<(tempfile::TempDir, Store)> {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(&dir.path().join("reins.db")).await?;
+    Ok((dir, store))
+}
+
+fn run_row(id: RunId) -> runs::RunRow {
+    runs::RunRow {
+        id,
+        name: "n".into(),
+        goal: "g".into(),
+        workspace: "/w".into(),
+        agent_kind: "script".into(),
+        agent_spec: "{}".into(),
+        compat: "{}".into(),
+        state: RunState::Queued,
+        state_version: 0,
+        fence: 0,
+        owner: None,
+        lease_until: None,
+        last_error: None,
+        created_at: 1,
+        updated_at: 1,
+    }
+}
+
+async fn insert_run(store: &Store) -> anyhow::Result<RunId> {
+    let id = RunId::new();
+    let mut tx = store.begin().await?;
+    runs::insert(&mut tx, &run_row(id)).await?;
+    tx.commit().await?;
+    Ok(id)
+}
+
+#[tokio::test]
+async fn opens_with_wal_foreign_keys_and_full_sync() -> anyhow::Result<()> {
+    let (_d, store) = fresh().await?;
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(store.pool())
+        .await?;
+    let fk: i64 = sqlx::query_scalar("PRAGMA foreign_keys")
+        .fetch_one(store.pool())
+        .await?;
+    let sync: i64 = sqlx::query_scalar("PRAGMA synchronous")
+        .fetch_one(store.pool())
+        .await?;
+    assert_eq!(
+        (mode.as_str(), fk, sync),
+        ("wal", 1, 2),
+        "WAL, foreign keys on, synchronous=FULL"
+    );
+    assert_eq!(store.schema_version().await?, Store::supported_schema());
+    Ok(())
+}
+
+#[tokio::test]
+async fn reopening_keeps_data() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("reins.db");
+    let store = Store::open(&path).await?;
+    let id = insert_run(&store).await?;
+    store.close().await;
+    let again = Store::open(&path).await?;
+    assert_eq!(runs::get(again.pool(), id).await?.name, "n");
+    Ok(())
+}
+
+#[tokio::test]
+async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Result<()> {
+    let (_d, store) = fresh().await?;
+    let id = insert_run(&store).await?;
+    let mut tx = store.begin().await?;
+    let (fence, version) = runs::claim(&mut tx, id, 0, RunState::Running, "w1", 100, 1).await?;
+    tx.commit().await?;
+    assert_eq!((fence, version), (1, 1));
+
+    let mut tx = store.begin().await?;
+    let stale = runs::claim(&mut tx, id, 0, RunState::Running, "w2", 100, 1).await;
+    assert!(
+        matches!(stale, Err(StoreError::StaleState { .. })),
+        "a claim on an old state_version must fail"
+    );
+    drop(tx);
+
+    let mut tx = store.begin().await?;
+    let (fence2, _) = runs::claim(&mut tx, id, 1, RunState::Running, "w2", 200, 2).await?;
+    tx.commit().await?;
+    assert_eq!(fence2, 2, "taking over increments the fence");
+
+    // The first worker is stale now: its lease renewal and its state writes must fail.
+    let mut tx = store.begin().await?;
+    assert!(matches!(
+        runs::renew(&mut tx, id, fence, 300, 3).await,
+        Err(StoreError::LostLease { .. })
+    ));
+    assert!(
+        runs::set_state(&mut tx, id, fence, 2, RunState::Succeeded, None, 3)
+            .await
+            .is_err()
+    );
+    drop(tx);
+    let row = runs::get(store.pool(), id).await?;
+    assert_eq!(
+        (row.state, row.owner.as_deref(), row.fence),
+        (RunState::Running, Some("w2"), 2)
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn leaving_the_active_states_releases_the_lease() -> anyhow::Result<()> {
+    let (_d, store) = fresh().await?;
+    let id = insert_run(&store).await?;
+    let mut tx = store.begin().await?;
+    let (fence, version) = runs::claim(&mut tx, id, 0, RunState::Running, "w1", 100, 1).await?;
+    runs::set_state(
+        &mut tx,
+        id,
+        fence,
+        version,
+        RunState::Suspended,
+        Some("why"),
+        2,
+    )
+    .await?;
+    tx.commit().await?;
+    let row = runs::get(store.pool(), id).await?;
+    assert_eq!(
+        (row.owner, row.lease_until, row.last_error.as_deref()),
+        (None, None, Some("why"))
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn runnable_lists_queued_and_expired_leases_only() -> anyhow::Result<()> {
+    let (_d, store) = fresh().await?;
+    let queued = insert_run(&store).await?;
+    let live = insert_run(&store).await?;
+    let expired = insert_run(&store).await?;
+    let mut tx = store.begin().await?;
+    runs::claim(&mut tx, live, 0, RunState::Running, "w", 10_000, 1).await?;
+    runs::claim(&mut tx, expired, 0, RunState::Running, "w", 500, 1).await?;
+    tx.commit().await?;
+    let ids = runs::runnable(store.pool(), 1_000).await?;
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&queued) && ids.contains(&expired) && !ids.contains(&live));
+    Ok(())
+}
+
+#[tokio::test]
+async fn checkpoint_seq_is_a_per_run_logical_clock() -> anyhow::Result<()> {
+    let (_d, store) = fresh().await?;
+    let a = insert_run(&store).await?;
+    let b = insert_run(&store).await?;
+    let cp = |sha: &'static str| checkpoints::NewCheckpoint {
+        level: "step",
+        schema_version: 1,
+        body: checkpoints::Body::Inline(b"{}"),
+        size: 2,
+        sha256: sha,
+        created_at: 1,
+    };
+    let mut tx = store.begin().await?;
+    let s1 = checkpoints::insert(&mut tx, a, &cp("x")).await?;
+    let s2 = checkpoints::insert(&mut tx, a, &cp("y")).await?;
+    let t1 = checkpoints::insert(&mut tx, b, &cp("z")).await?;
+    tx.commit().await?;
+    assert_eq!((s1, s2, t1), (1, 2, 1));
+    let dup = sqlx::query("INSERT INTO checkpoints (run_id, seq, level, schema_version, payload, size, sha256, created_at) VALUES (?, 2, 'step', 1, x'00', 1, 's', 1)")
+        .bind(a.to_string())
+        .execute(store.pool())
+        .await;
+    assert!(dup.is_err(), "UNIQUE(run_id, seq) must hold");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_intent_settles_once() -> anyhow::Result<()> {
+    let (_d, store) = fresh().await?;
+    let run = insert_run(&store).await?;
+    let intent = crate::ids::IntentId::new();
+    let mut tx = store.begin().await?;
+    steps::insert(
+        &mut tx,
+        run,
+        &steps::StepRow {
+            seq: 1,
+            kind: "tool_call".into(),
+            tool: "fs.write".into(),
+            action: "{}".into(),
+            action_hash: "h".into(),
+            why: None,
+            status: "running".into(),
+            risk: None,
+            reasons: None,
+            preview: None,
+            result: None,
+            started_at: 1,
+            ended_at: None,
+        },
+    )
+    .await?;
+    intents::insert(
+        &mut tx,
+        run,
+        &intents::IntentRow {
+            id: intent.to_string(),
+            step_seq: 1,
+            tool: "fs.write".into(),
+            action: "{}".into(),
+            action_hash: "h".into(),
+            effect_class: "idempotent".into(),
+            status: "pending".into(),
+            pre_images: "[]".into(),
+            post_images: "[]".into(),
+            result: None,
+            settled_by: None,
+            fence: 1,
+            created_at: 1,
+            settled_at: None,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    assert_eq!(intents::pending(store.pool(), run).await?.len(), 1);
+    let mut tx = store.begin().await?;
+    intents::settle(&mut tx, intent, "confirmed", "ok", None, 2).await?;
+    assert!(
+        intents::settle(&mut tx, intent, "confirmed", "again", None, 3)
+            .await
+            .is_err()
+    );
+    tx.commit().await?;
+    assert!(intents::pending(store.pool(), run).await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn audit_events_chain() -> anyhow::Result<()> {
+    let (_d, store) = fresh().await?;
+    let mut tx = store.begin().await?;
+    audit::append(
+        &mut tx,
+        audit::Actor::User,
+        "a",
+        None,
+        &serde_json::json!({"x": 1}),
+        1,
+    )
+    .await?;
+    audit::append(
+        &mut tx,
+        audit::Actor::Harness,
+        "b",
+        None,
+        &serde_json::json!({}),
+        2,
+    )
+    .await?;
+    tx.commit().await?;
+    let events = audit::all(store.pool()).await?;
+    assert_eq!(events[0].prev_hash, audit::GENESIS);
+    assert_eq!(
+        events[1].prev_hash, events[0].hash,
+        "each event names the hash before it"
+    );
+    Ok(())
+}
+
+fn assert_untouched(path: &std::path::Path, before: &[u8]) -> anyhow::Result<()> {
+    assert_eq!(
+        std::fs::read(path)?,
+        before,
+        "the file must not change by a single byte"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_sqlite_is_refused_untouched() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("reins.db");
+    let bytes = b"these are my notes, not a database\n".repeat(100);
+    std::fs::write(&path, &bytes)?;
+    let err = Store::open(&path).await.err();
+    assert!(
+        matches!(err, Some(StoreError::NotADatabase { .. })),
+        "{err:?}"
+    );
+    let text = err.map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        text.contains(&path.display().to_string()),
+        "the error names the file: {text}"
+    );
+    assert_untouched(&path, &bytes)
+}
+
+#[tokio::test]
+async fn a_damaged_database_is_refused_untouched() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("reins.db");
+    let store = Store::open(&path).await?;
+    for _ in 0..50 {
+        insert_run(&store).await?;
+    }
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(store.pool())
+        .await?;
+    store.close().await;
+    let mut bytes = std::fs::read(&path)?;
+    // Keep the header valid; scribble over the pages after it.
+    for b in bytes.iter_mut().skip(4096).take(4096) {
+        *b = 0xA5;
+    }
+    std::fs::write(&path, &bytes)?;
+    let err = Store::open(&path).await.err();
+    assert!(matches!(err, Some(StoreError::Corrupt { .. })), "{err:?}");
+    assert_untouched(&path, &bytes)
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_schema_is_refused_untouched() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("reins.db");
+    let store = Store::open(&path).await?;
+    sqlx::query("INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) VALUES (99991231000000, 'from the future', 1, x'00', 0)")
+        .execute(store.pool())
+        .await?;
+    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+        .execute(store.pool())
+        .await?;
+    store.close().await;
+    let bytes = std::fs::read(&path)?;
+    let err = Store::open(&path).await.err();
+    assert!(
+        matches!(
+            err,
+            Some(StoreError::NewerSchema {
+                found: 99991231000000,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert_untouched(&path, &bytes)
+}

@@ -12,7 +12,7 @@ use crate::workspace::{JailError, RelPath, Workspace};
 mod effect;
 mod pure;
 pub use effect::{apply, plan, EffectPlan, FileOp};
-pub use pure::run_pure;
+pub use pure::{describe, run_pure};
 
 #[cfg(test)]
 mod tests;

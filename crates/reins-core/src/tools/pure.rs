@@ -48,6 +48,34 @@ pub fn run_pure(action: &Action, ws: &Workspace) -> Result<String, ToolError> {
     }
 }
 
+/// One line for people: what a read-only step found (the agent gets the full output).
+pub fn describe(action: &Action, output: &str) -> String {
+    match action {
+        Action::Read { path } => format!(
+            "read {path} ({} lines, {} bytes)",
+            output.lines().count(),
+            output.len()
+        ),
+        Action::List { path, .. } => format!(
+            "listed {path} ({} entries)",
+            output
+                .lines()
+                .filter(|l| !l.starts_with('(') && !l.starts_with('…'))
+                .count()
+        ),
+        Action::Search { pattern, path } => {
+            let hits = output
+                .lines()
+                .filter(|l| {
+                    !l.starts_with('(') && !l.starts_with('…') && !l.starts_with("no matches")
+                })
+                .count();
+            format!("searched {path} for /{pattern}/: {hits} matching lines")
+        }
+        other => other.tool().to_owned(),
+    }
+}
+
 fn search(ws: &Workspace, pattern: &str, path: &RelPath) -> Result<String, ToolError> {
     let re = regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)

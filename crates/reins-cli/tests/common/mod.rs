@@ -1,0 +1,105 @@
+//! Running the real `reins` binary against a private data dir and a copy of the example workspace.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
+}
+
+pub struct Cli {
+    pub tmp: tempfile::TempDir,
+}
+
+impl Cli {
+    pub fn new() -> anyhow::Result<Self> {
+        let tmp = tempfile::tempdir()?;
+        copy_dir(
+            &repo_root().join("examples/ops-workspace"),
+            &tmp.path().join("ws"),
+        )?;
+        Ok(Self { tmp })
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        self.tmp.path().join("ws")
+    }
+
+    pub fn data(&self) -> PathBuf {
+        self.tmp.path().join("data")
+    }
+
+    pub fn plan(name: &str) -> PathBuf {
+        repo_root().join("examples/plans").join(name)
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_reins"));
+        c.env("REINS_DATA_DIR", self.data())
+            .env_remove("REINS_FAULT")
+            .env_remove("REINS_LEASE_SECS");
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> anyhow::Result<Output> {
+        Ok(self.cmd().args(args).output()?)
+    }
+
+    pub fn run_plan(&self, plan: &str) -> anyhow::Result<Output> {
+        let plan = Self::plan(plan);
+        let ws = self.ws();
+        Ok(self
+            .cmd()
+            .args(["run", "--plan"])
+            .arg(&plan)
+            .arg("--workspace")
+            .arg(&ws)
+            .output()?)
+    }
+
+    pub fn json(&self, args: &[&str]) -> anyhow::Result<serde_json::Value> {
+        let out = self.run(&[args, &["--json"]].concat())?;
+        anyhow::ensure!(
+            out.status.success(),
+            "reins {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(serde_json::from_slice(&out.stdout)?)
+    }
+
+    pub fn read(&self, rel: &str) -> anyhow::Result<String> {
+        Ok(std::fs::read_to_string(self.ws().join(rel))?)
+    }
+
+    /// The id of the only run.
+    pub fn only_run(&self) -> anyhow::Result<String> {
+        let runs = self.json(&["ps"])?;
+        let list = runs.as_array().cloned().unwrap_or_default();
+        anyhow::ensure!(list.len() == 1, "expected one run, got {}", list.len());
+        Ok(list[0]["id"].as_str().unwrap_or_default().to_owned())
+    }
+}
+
+pub fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
