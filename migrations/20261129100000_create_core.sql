@@ -76,7 +76,7 @@ CREATE TABLE checkpoint_damage (
 );
 
 CREATE TABLE intents (
-    id           TEXT PRIMARY KEY NOT NULL,
+    id           TEXT NOT NULL,           -- UUIDv7, for people and the audit log
     run_id       TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
     step_seq     INTEGER NOT NULL,
     tool         TEXT NOT NULL,
@@ -91,9 +91,17 @@ CREATE TABLE intents (
     fence        INTEGER NOT NULL,
     created_at   INTEGER NOT NULL,
     settled_at   INTEGER,
+    PRIMARY KEY (run_id, step_seq),       -- one effect per step; the key also serves lookups by run
     FOREIGN KEY (run_id, step_seq) REFERENCES steps (run_id, seq)
+) WITHOUT ROWID;
+
+-- Small content-addressed blobs (pre-images up to 1 MiB), written in the same transaction as the
+-- intent that needs them. Larger blobs live as files under the data dir's blobs/ folder.
+CREATE TABLE blobs (
+    sha256 TEXT PRIMARY KEY NOT NULL,
+    size   INTEGER NOT NULL,
+    bytes  BLOB NOT NULL
 );
-CREATE INDEX intents_by_run ON intents (run_id, status);
 
 CREATE TABLE audit_events (
     seq       INTEGER PRIMARY KEY NOT NULL,

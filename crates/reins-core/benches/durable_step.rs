@@ -1,1 +1,386 @@
-fn main() {}
+//! Benchmark: the cost of durability.
+//!
+//! Reins: a script run of N `fs.write` steps; each step is validate → preview → intent (FULL commit)
+//! → atomic file write → confirm + checkpoint + audit (FULL commit). Per-step latency is the time
+//! between consecutive step events.
+//!
+//! Baseline, in the same process on the same disk, right after: per step, two FULL commits on a raw
+//! SQLite database (same pragmas) carrying the same number of bytes Reins committed in each of that
+//! step's two transactions (read back from what Reins stored), around the same atomic file write
+//! (temp + fsync + rename + directory fsync). The ratio is what the harness's structure costs
+//! (several tables and indexes, statements, hashing, the jail) over the least a journaled write can do.
+//! A stricter line compares with a baseline that writes only the intent row and the checkpoint.
+//!
+//! Also: checkpoint load + verify throughput (read rows, SHA-256, decode), in MB/s.
+//!
+//! `cargo bench -p reins-core --bench durable_step [-- STEPS ROUNDS]` (defaults 200 steps, 3 rounds).
+//! `DURABLE_STEP_ONLY=reins` skips the baselines (to profile one side with strace or perf).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reins_core::agent::script::{Expect, Plan, PlanStep};
+use reins_core::blob::BlobStore;
+use reins_core::checkpoint::stored;
+use reins_core::engine::{Engine, Observer, Progress};
+use reins_core::ids::RunId;
+use reins_core::policy::PermitAll;
+use reins_core::store::Store;
+use reins_core::workspace::Workspace;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+struct Stopwatch(Mutex<Vec<Instant>>);
+
+impl Observer for Stopwatch {
+    fn on(&self, p: &Progress) {
+        if matches!(p, Progress::Step { .. }) {
+            self.0.lock().unwrap().push(Instant::now());
+        }
+    }
+}
+
+fn content(i: usize) -> String {
+    format!(
+        "# generated config {i}\n{}",
+        "key = value # padding to a realistic config size\n".repeat(20)
+    )
+}
+
+fn plan(steps: usize, overwrite: bool) -> Plan {
+    Plan {
+        name: "bench".into(),
+        goal: "measure".into(),
+        steps: (0..steps)
+            .map(|i| PlanStep {
+                tool: "fs.write".into(),
+                args: serde_json::json!({
+                    "path": if overwrite { format!("conf/{}.conf", i % 10) } else { format!("conf/{i}.conf") },
+                    "content": content(i),
+                }),
+                why: Some("benchmark".into()),
+                expect: Expect::Ok,
+                expect_output: None,
+            })
+            .collect(),
+    }
+}
+
+/// Payload bytes of one step's two commits.
+struct Sizes {
+    /// Everything Reins committed in each transaction.
+    commit1: usize,
+    commit2: usize,
+    /// The intent row alone and the checkpoint alone (the stricter baseline).
+    intent_only: usize,
+    checkpoint_only: usize,
+}
+
+struct ReinsRound {
+    latencies: Vec<Duration>,
+    total: Duration,
+    sizes: Vec<Sizes>,
+    engine: Engine,
+    run: RunId,
+}
+
+async fn reins_round(dir: &Path, steps: usize, overwrite: bool) -> ReinsRound {
+    let ws_dir = dir.join("ws");
+    std::fs::create_dir_all(&ws_dir).unwrap();
+    let store = Store::open(&dir.join("reins.db")).await.unwrap();
+    let blobs = BlobStore::open(&dir.join("blobs")).unwrap();
+    let engine = Engine::new(store, blobs, Arc::new(PermitAll), 30_000);
+    let ws = Workspace::open(&ws_dir).unwrap();
+    let run = engine
+        .create_script_run(&plan(steps, overwrite), &ws)
+        .await
+        .unwrap();
+    let watch = Stopwatch(Mutex::new(Vec::new()));
+    let start = Instant::now();
+    watch.0.lock().unwrap().push(start);
+    engine.drive(run, &watch).await.unwrap();
+    let total = start.elapsed();
+    let marks = watch.0.lock().unwrap().clone();
+    let latencies = marks.windows(2).map(|w| w[1] - w[0]).collect();
+    let sizes = committed_sizes(&engine, run, steps).await;
+    ReinsRound {
+        latencies,
+        total,
+        sizes,
+        engine,
+        run,
+    }
+}
+
+/// Bytes Reins committed in each of a step's two transactions, read back from what it stored.
+/// Commit 1 (intent): the step row (action, preview, reason), the intent row, its pre-images, its
+/// audit event.
+/// Commit 2 (confirm): the checkpoint, the step's and the intent's results, two audit events.
+async fn committed_sizes(engine: &Engine, run: RunId, steps: usize) -> Vec<Sizes> {
+    let pool = engine.store().pool();
+    let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
+        "SELECT LENGTH(s.action) + LENGTH(COALESCE(s.preview, '')) + LENGTH(COALESCE(s.why, '')) + LENGTH(s.action_hash),
+                LENGTH(i.id) + LENGTH(i.action) + LENGTH(i.action_hash) + LENGTH(i.pre_images) + LENGTH(i.post_images),
+                LENGTH(COALESCE(s.result, '')) + LENGTH(COALESCE(i.result, '')),
+                (SELECT c.size FROM checkpoints c WHERE c.run_id = s.run_id AND c.seq = s.seq + 1)
+         FROM steps s JOIN intents i ON i.run_id = s.run_id AND i.step_seq = s.seq
+         WHERE s.run_id = ? ORDER BY s.seq",
+    )
+    .bind(run.to_string())
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    // Pre-images committed with the intents (small blobs live in the database).
+    let blob_bytes: i64 = sqlx::query_scalar("SELECT COALESCE(SUM(size), 0) FROM blobs")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    let pre_images = blob_bytes as usize / steps.max(1);
+    let mut audit = [0usize; 2];
+    for (slot, kinds) in [
+        (0, "('intent.pending')"),
+        (1, "('intent.confirmed', 'checkpoint.written')"),
+    ] {
+        // Each audit row carries its payload and two 64-character hashes.
+        let total: i64 = sqlx::query_scalar(&format!(
+            "SELECT COALESCE(SUM(LENGTH(payload) + LENGTH(kind) + 128), 0) FROM audit_events WHERE run_id = ? AND kind IN {kinds}"
+        ))
+        .bind(run.to_string())
+        .fetch_one(pool)
+        .await
+        .unwrap();
+        audit[slot] = total as usize / steps.max(1);
+    }
+    rows.iter()
+        .map(|(step, intent, results, cp)| Sizes {
+            commit1: (*step + *intent) as usize + audit[0] + pre_images,
+            commit2: (*results + *cp) as usize + audit[1],
+            intent_only: *intent as usize,
+            checkpoint_only: *cp as usize,
+        })
+        .collect()
+}
+
+fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let mut f = std::fs::File::create(&tmp).unwrap();
+    f.write_all(bytes).unwrap();
+    f.sync_all().unwrap();
+    drop(f);
+    std::fs::rename(&tmp, dir.join(name)).unwrap();
+    std::fs::File::open(dir).unwrap().sync_all().unwrap();
+}
+
+/// Two FULL commits of the given sizes around the same atomic write, per step.
+async fn baseline_round(
+    dir: &Path,
+    sizes: &[Sizes],
+    overwrite: bool,
+    same_bytes: bool,
+) -> (Vec<Duration>, Duration) {
+    let files = dir.join("files");
+    std::fs::create_dir_all(&files).unwrap();
+    let options = SqliteConnectOptions::new()
+        .filename(dir.join("raw.db"))
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Full)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(10));
+    let pool = SqlitePoolOptions::new()
+        .max_connections(4)
+        .test_before_acquire(false)
+        .connect_with(options)
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE journal (id INTEGER PRIMARY KEY, status TEXT, payload BLOB)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("CREATE TABLE snapshots (id INTEGER PRIMARY KEY, payload BLOB)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut latencies = Vec::new();
+    let start = Instant::now();
+    for (i, s) in sizes.iter().enumerate() {
+        let (first, second) = if same_bytes {
+            (s.commit1, s.commit2)
+        } else {
+            (s.intent_only, s.checkpoint_only)
+        };
+        let t = Instant::now();
+        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
+        sqlx::query("INSERT INTO journal (id, status, payload) VALUES (?, 'pending', ?)")
+            .bind(i as i64)
+            .bind(vec![b'i'; first])
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let name = if overwrite {
+            format!("{}.conf", i % 10)
+        } else {
+            format!("{i}.conf")
+        };
+        atomic_write(&files, &name, content(i).as_bytes());
+        let mut tx = pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
+        sqlx::query("UPDATE journal SET status = 'confirmed' WHERE id = ?")
+            .bind(i as i64)
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO snapshots (id, payload) VALUES (?, ?)")
+            .bind(i as i64)
+            .bind(vec![b'c'; second])
+            .execute(&mut *tx)
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        latencies.push(t.elapsed());
+    }
+    let total = start.elapsed();
+    pool.close().await;
+    (latencies, total)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let idx = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[idx.min(sorted.len() - 1)].as_secs_f64() * 1000.0
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+struct Round {
+    ours_p50: f64,
+    ours_p99: f64,
+    ours_rate: f64,
+    base_p50: f64,
+    base_p99: f64,
+    base_rate: f64,
+    strict_rate: f64,
+    load_mbps: f64,
+}
+
+async fn round(steps: usize, overwrite: bool) -> Round {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut ours = reins_round(&tmp.path().join("reins"), steps, overwrite).await;
+    let only_reins = std::env::var("DURABLE_STEP_ONLY").as_deref() == Ok("reins");
+    let (mut base, base_total, strict_total) = if only_reins {
+        (
+            vec![Duration::from_millis(1)],
+            Duration::from_millis(1),
+            Duration::from_millis(1),
+        )
+    } else {
+        let (base, base_total) = baseline_round(
+            &tmp.path().join("raw-same-bytes"),
+            &ours.sizes,
+            overwrite,
+            true,
+        )
+        .await;
+        let (_, strict_total) = baseline_round(
+            &tmp.path().join("raw-strict"),
+            &ours.sizes,
+            overwrite,
+            false,
+        )
+        .await;
+        (base, base_total, strict_total)
+    };
+    ours.latencies.sort();
+    base.sort();
+
+    // Checkpoint load + verify: every checkpoint of the run, read back, hashed and decoded.
+    let t = Instant::now();
+    let mut bytes = 0i64;
+    let mut loads = 0;
+    while t.elapsed() < Duration::from_millis(500) || loads < 3 {
+        let inspected = stored::inspect(ours.engine.store(), ours.engine.blobs(), ours.run)
+            .await
+            .unwrap();
+        assert!(inspected.iter().all(|i| i.payload.is_ok()));
+        bytes += inspected.iter().map(|i| i.size).sum::<i64>();
+        loads += 1;
+    }
+    let load_mbps = bytes as f64 / 1e6 / t.elapsed().as_secs_f64();
+    ours.engine.store().close().await;
+    Round {
+        ours_p50: percentile(&ours.latencies, 0.5),
+        ours_p99: percentile(&ours.latencies, 0.99),
+        ours_rate: steps as f64 / ours.total.as_secs_f64(),
+        base_p50: percentile(&base, 0.5),
+        base_p99: percentile(&base, 0.99),
+        base_rate: steps as f64 / base_total.as_secs_f64(),
+        strict_rate: steps as f64 / strict_total.as_secs_f64(),
+        load_mbps,
+    }
+}
+
+fn main() {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let steps = args.first().copied().unwrap_or(200).max(2);
+    let rounds = args.get(1).copied().unwrap_or(3).max(1);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    println!(
+        "durable fs.write steps: {steps} steps x {rounds} rounds; figures are medians over rounds"
+    );
+    for (label, overwrite) in [
+        ("create new files", false),
+        ("overwrite existing files (pre-image kept)", true),
+    ] {
+        let rs: Vec<Round> = (0..rounds)
+            .map(|_| rt.block_on(round(steps, overwrite)))
+            .collect();
+        let m = |f: fn(&Round) -> f64| median(rs.iter().map(f).collect());
+        let ratios: Vec<f64> = rs.iter().map(|r| r.ours_rate / r.base_rate).collect();
+        println!("\n{label}");
+        println!(
+            "  reins     {:7.1} steps/s   p50 {:6.2} ms   p99 {:6.2} ms",
+            m(|r| r.ours_rate),
+            m(|r| r.ours_p50),
+            m(|r| r.ours_p99)
+        );
+        println!(
+            "  baseline  {:7.1} steps/s   p50 {:6.2} ms   p99 {:6.2} ms   (two raw FULL commits of the same bytes + the same write)",
+            m(|r| r.base_rate),
+            m(|r| r.base_p50),
+            m(|r| r.base_p99)
+        );
+        println!(
+            "  ratio reins/baseline: {:.2}x  (rounds: {})  target >= 0.70x",
+            median(ratios.clone()),
+            ratios
+                .iter()
+                .map(|r| format!("{r:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        println!(
+            "  stricter ratio, vs raw commits of only the intent row and the checkpoint: {:.2}x",
+            m(|r| r.ours_rate / r.strict_rate)
+        );
+        println!(
+            "  p50 overhead over baseline: {:+.2} ms",
+            m(|r| r.ours_p50 - r.base_p50)
+        );
+        println!("  checkpoint load + verify: {:.1} MB/s", m(|r| r.load_mbps));
+    }
+}

@@ -334,7 +334,7 @@ impl Reins {
         }
         let mut referenced: Vec<Digest> = Vec::new();
         for (pre, _post) in intents::all_images(pool).await? {
-            // Pre-images are what rollback and recovery depend on; post-images are kept lazily.
+            // Pre-images are what rollback and recovery depend on; post-images are derived from the journal.
             let images: Vec<crate::journal::FileImage> =
                 serde_json::from_str(&pre).unwrap_or_default();
             referenced.extend(images.into_iter().filter_map(|i| i.sha256));
@@ -347,12 +347,14 @@ impl Reins {
         );
         referenced.sort();
         referenced.dedup();
-        let missing: Vec<String> = referenced
-            .iter()
-            .filter(|d| !blobs.contains(d))
-            .map(|d| d.to_string())
-            .collect();
-
+        let mut missing = Vec::new();
+        for digest in &referenced {
+            if self.engine.blob(digest).await?.is_none() {
+                missing.push(digest.to_string());
+            }
+        }
+        let (db_blobs, db_bytes, db_bad) = store::blobs::check(pool).await?;
+        corrupt.extend(db_bad);
         let all_runs = runs::list(pool).await?;
         let mut damaged = Vec::new();
         for (r, _) in &all_runs {
@@ -378,8 +380,8 @@ impl Reins {
             schema_version,
             supported_schema,
             integrity,
-            blob_count: listed.len(),
-            blob_bytes: bytes,
+            blob_count: listed.len() + db_blobs,
+            blob_bytes: bytes + db_bytes,
             corrupt_blobs: corrupt,
             missing_blobs: missing,
             leftover_temp_files: blobs.leftover_temps(),

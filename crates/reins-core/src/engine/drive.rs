@@ -1,7 +1,6 @@
 //! One worker's hold on one run: the agent loop and the step protocol (DESIGN §3).
 
 use crate::agent::{self, Agent, Move, Observation};
-use crate::blob::Durability;
 use crate::checkpoint::{stored, CheckpointV1, Level, Meta, ToolRecord};
 use crate::clock::now_ms;
 use crate::digest::Digest;
@@ -48,6 +47,10 @@ pub(super) struct Drive<'a> {
     pub(super) attempt: i64,
     /// The run's context as of the last checkpoint, updated as steps complete.
     pub(super) cp: CheckpointV1,
+    /// The highest step seq the journal held when this drive started: steps up to it are reused.
+    journal_through: i64,
+    /// When this worker last extended its lease (the claim counts).
+    lease_renewed_at: std::cell::Cell<i64>,
 }
 
 /// One step's record, before it is written.
@@ -148,7 +151,10 @@ impl<'a> Drive<'a> {
             adopted,
             resumed_from,
         });
+        let journal_through = steps::max_seq(e.store.pool(), row.id).await?;
         Ok(Drive {
+            journal_through,
+            lease_renewed_at: std::cell::Cell::new(now_ms()),
             e,
             obs,
             run: row.id,
@@ -194,12 +200,24 @@ impl<'a> Drive<'a> {
         }
     }
 
-    /// Begins a transaction that proves ownership and renews the lease.
+    /// Begins a write transaction, renewing the lease once half of it has passed. Every transaction a
+    /// drive commits appends to the audit chain as `self.owner()`, which fails unless this worker still
+    /// holds the run: that read is the fence check (see `audit::append_all`).
     pub(super) async fn begin(&self) -> Result<Tx> {
         let now = now_ms();
         let mut tx = self.e.store.begin().await?;
-        runs::renew(&mut tx, self.run, self.fence, now + self.e.lease_ms, now).await?;
+        if now - self.lease_renewed_at.get() >= self.e.lease_ms / 2 {
+            runs::renew(&mut tx, self.run, self.fence, now + self.e.lease_ms, now).await?;
+            self.lease_renewed_at.set(now);
+        }
         Ok(tx)
+    }
+
+    pub(super) fn owner(&self) -> audit::Owner {
+        audit::Owner {
+            run: self.run,
+            fence: self.fence,
+        }
     }
 
     fn snapshot(&self, note: String) -> CheckpointV1 {
@@ -228,8 +246,10 @@ impl<'a> Drive<'a> {
         };
 
         // Resuming from an earlier checkpoint: this step may already be in the journal.
-        if let Some(prev) = steps::get(self.e.store.pool(), self.run, seq).await? {
-            return self.reuse(prev, &call, action_hash.as_str()).await;
+        if seq <= self.journal_through {
+            if let Some(prev) = steps::get(self.e.store.pool(), self.run, seq).await? {
+                return self.reuse(prev, &call, action_hash.as_str()).await;
+            }
         }
 
         let mut rec = StepRecord {
@@ -296,13 +316,11 @@ impl<'a> Drive<'a> {
             Decision::Ask => return self.park(&rec).await.map(Some),
             Decision::Allow => {}
         }
-        // 7. Intent, durably, with the pre-images it needs.
-        for bytes in &plan.pre_bytes {
-            self.e.blobs.put(bytes, Durability::Sync)?;
-        }
+        // 7. Intent, durably, with the pre-images it needs (in the same transaction).
         let intent = IntentId::new();
         let now = now_ms();
         let mut tx = self.begin().await?;
+        self.e.keep_blobs(&mut tx, &plan.pre_bytes).await?;
         steps::insert(&mut tx, self.run, &step_row(&rec, "running", None, now)).await?;
         intents::insert(
             &mut tx,
@@ -326,16 +344,19 @@ impl<'a> Drive<'a> {
             },
         )
         .await?;
-        audit::append(
+        audit::append_all(
             &mut tx,
-            Actor::Agent,
-            "intent.pending",
-            Some(self.run),
-            &serde_json::json!({
-                "intent": intent, "step": seq, "tool": action.tool(), "actionHash": action_hash,
-                "effectClass": action.effect_class(), "pre": plan.pre, "post": plan.post,
-                "previewSha256": Digest::of(plan.preview.as_bytes()),
-            }),
+            Some(self.owner()),
+            &[audit::Event::new(
+                Actor::Agent,
+                "intent.pending",
+                Some(self.run),
+                serde_json::json!({
+                    "intent": intent, "step": seq, "tool": action.tool(), "actionHash": action_hash,
+                    "effectClass": action.effect_class(), "pre": plan.pre, "post": plan.post,
+                    "previewSha256": Digest::of(plan.preview.as_bytes()),
+                }),
+            )],
             now,
         )
         .await?;
@@ -356,12 +377,6 @@ impl<'a> Drive<'a> {
                 .await;
         }
         fault_point!("after_effect");
-        for bytes in &plan.post_bytes {
-            // For rollback only; the effect itself is already recognisable by its post-image hash.
-            if let Err(err) = self.e.blobs.put(bytes, Durability::Lazy) {
-                tracing::warn!(run_id = %self.run, "post-image not kept for rollback: {err}");
-            }
-        }
 
         // 9. Confirm
         self.confirm(
@@ -401,12 +416,13 @@ impl<'a> Drive<'a> {
         }
         self.complete(seq, tool, action_hash, "done", summary, summary);
         let cp = self.snapshot(format!("step {seq} {tool} confirmed"));
-        let prepared = self.e.prepare(&cp)?;
+        let prepared = self.e.prepare(&cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         intents::settle(
             &mut tx,
-            intent,
+            self.run,
+            seq,
             IntentStatus::Confirmed.as_str(),
             summary,
             None,
@@ -414,18 +430,21 @@ impl<'a> Drive<'a> {
         )
         .await?;
         steps::finish(&mut tx, self.run, seq, "done", summary, now).await?;
-        audit::append(
-            &mut tx,
-            Actor::Harness,
-            "intent.confirmed",
-            Some(self.run),
-            &serde_json::json!({ "intent": intent, "step": seq, "post": post }),
-            now,
-        )
-        .await?;
         let cp_seq = self
             .e
-            .insert_checkpoint(&mut tx, self.run, Level::Step, &prepared, now)
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                vec![audit::Event::new(
+                    Actor::Harness,
+                    "intent.confirmed",
+                    Some(self.run),
+                    serde_json::json!({ "intent": intent, "step": seq, "post": post }),
+                )],
+                Some(self.owner()),
+            )
             .await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Step {
@@ -490,22 +509,13 @@ impl<'a> Drive<'a> {
         });
         self.complete(rec.seq, rec.tool, rec.action_hash, status, result, summary);
         let cp = self.snapshot(format!("step {} {} {status}", rec.seq, rec.tool));
-        let prepared = self.e.prepare(&cp)?;
+        let prepared = self.e.prepare(&cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         steps::insert(&mut tx, self.run, &step_row(rec, status, Some(result), now)).await?;
-        audit::append(
-            &mut tx,
-            Actor::Agent,
-            "step.finished",
-            Some(self.run),
-            &serde_json::json!({ "step": rec.seq, "tool": rec.tool, "status": status, "actionHash": rec.action_hash }),
-            now,
-        )
-        .await?;
         let cp_seq = self
             .e
-            .insert_checkpoint(&mut tx, self.run, Level::Step, &prepared, now)
+            .insert_checkpoint(&mut tx, self.run, &prepared, now, vec![audit::Event::new(Actor::Agent, "step.finished", Some(self.run), serde_json::json!({ "step": rec.seq, "tool": rec.tool, "status": status, "actionHash": rec.action_hash }))], Some(self.owner()))
             .await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Step {
@@ -577,12 +587,19 @@ impl<'a> Drive<'a> {
             &summary,
         );
         let cp = self.snapshot(format!("step {seq} {} reused from the journal", prev.tool));
-        let prepared = self.e.prepare(&cp)?;
+        let prepared = self.e.prepare(&cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         let cp_seq = self
             .e
-            .insert_checkpoint(&mut tx, self.run, Level::Step, &prepared, now)
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                Vec::new(),
+                Some(self.owner()),
+            )
             .await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Step {
@@ -601,7 +618,7 @@ impl<'a> Drive<'a> {
     async fn park(&mut self, rec: &StepRecord<'_>) -> Result<DriveOutcome> {
         self.cp.current_step = Some(rec.seq);
         let cp = self.snapshot(format!("step {} {} awaits review", rec.seq, rec.tool));
-        let prepared = self.e.prepare(&cp)?;
+        let prepared = self.e.prepare(&cp, Level::Review)?;
         let now = now_ms();
         let reasons = rec
             .verdict
@@ -615,20 +632,11 @@ impl<'a> Drive<'a> {
         )
         .await?;
         self.e
-            .insert_checkpoint(&mut tx, self.run, Level::Review, &prepared, now)
-            .await?;
-        audit::append(
-            &mut tx,
-            Actor::Harness,
-            "step.review_requested",
-            Some(self.run),
-            &serde_json::json!({
+            .insert_checkpoint(&mut tx, self.run, &prepared, now, vec![audit::Event::new(Actor::Harness, "step.review_requested", Some(self.run), serde_json::json!({
                 "step": rec.seq, "tool": rec.tool, "actionHash": rec.action_hash, "verdict": rec.verdict,
                 "previewSha256": rec.preview.map(|p| Digest::of(p.as_bytes())),
-            }),
-            now,
-        )
-        .await?;
+            }))], Some(self.owner()))
+            .await?;
         self.version = runs::set_state(
             &mut tx,
             self.run,
@@ -678,19 +686,23 @@ impl<'a> Drive<'a> {
             let mut tx = self.begin().await?;
             intents::settle(
                 &mut tx,
-                intent,
+                self.run,
+                seq,
                 IntentStatus::Unknown.as_str(),
                 error,
                 Some("effect failed part-way"),
                 now,
             )
             .await?;
-            audit::append(
+            audit::append_all(
                 &mut tx,
-                Actor::Harness,
-                "intent.outcome_unknown",
-                Some(self.run),
-                &serde_json::json!({ "intent": intent, "step": seq, "error": error }),
+                Some(self.owner()),
+                &[audit::Event::new(
+                    Actor::Harness,
+                    "intent.outcome_unknown",
+                    Some(self.run),
+                    serde_json::json!({ "intent": intent, "step": seq, "error": error }),
+                )],
                 now,
             )
             .await?;
@@ -706,11 +718,12 @@ impl<'a> Drive<'a> {
         });
         self.complete(seq, tool, action_hash, "failed", error, error);
         let cp = self.snapshot(format!("step {seq} {tool} failed"));
-        let prepared = self.e.prepare(&cp)?;
+        let prepared = self.e.prepare(&cp, Level::Step)?;
         let mut tx = self.begin().await?;
         intents::settle(
             &mut tx,
-            intent,
+            self.run,
+            seq,
             IntentStatus::BusinessFailed.as_str(),
             error,
             None,
@@ -718,18 +731,21 @@ impl<'a> Drive<'a> {
         )
         .await?;
         steps::finish(&mut tx, self.run, seq, "failed", error, now).await?;
-        audit::append(
-            &mut tx,
-            Actor::Harness,
-            "intent.failed",
-            Some(self.run),
-            &serde_json::json!({ "intent": intent, "step": seq, "error": error }),
-            now,
-        )
-        .await?;
         let cp_seq = self
             .e
-            .insert_checkpoint(&mut tx, self.run, Level::Step, &prepared, now)
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                vec![audit::Event::new(
+                    Actor::Harness,
+                    "intent.failed",
+                    Some(self.run),
+                    serde_json::json!({ "intent": intent, "step": seq, "error": error }),
+                )],
+                Some(self.owner()),
+            )
             .await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Step {
@@ -746,11 +762,23 @@ impl<'a> Drive<'a> {
 
     async fn finish(&mut self, state: RunState, summary: &str) -> Result<DriveOutcome> {
         let cp = self.snapshot(format!("finished: {state}"));
-        let prepared = self.e.prepare(&cp)?;
+        let prepared = self.e.prepare(&cp, Level::Task)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         self.e
-            .insert_checkpoint(&mut tx, self.run, Level::Task, &prepared, now)
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                vec![audit::Event::new(
+                    Actor::Harness,
+                    "run.finished",
+                    Some(self.run),
+                    serde_json::json!({ "state": state, "summary": summary }),
+                )],
+                Some(self.owner()),
+            )
             .await?;
         let last_error = (state != RunState::Succeeded).then_some(summary);
         self.version = runs::set_state(
@@ -764,15 +792,6 @@ impl<'a> Drive<'a> {
         )
         .await?;
         attempts::end_open(&mut tx, self.run, state.as_str(), now).await?;
-        audit::append(
-            &mut tx,
-            Actor::Harness,
-            "run.finished",
-            Some(self.run),
-            &serde_json::json!({ "state": state, "summary": summary }),
-            now,
-        )
-        .await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Finished {
             state,

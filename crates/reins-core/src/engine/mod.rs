@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::policy::Policy;
 use crate::run::{self, RunEvent, RunState};
-use crate::store::{attempts, audit, audit::Actor, checkpoints, runs, Store, Tx};
+use crate::store::{self, attempts, audit, audit::Actor, checkpoints, runs, Store, Tx};
 use crate::workspace::Workspace;
 
 mod drive;
@@ -107,6 +107,7 @@ pub struct Engine {
 
 /// A checkpoint's bytes, ready to insert.
 pub(crate) struct Prepared {
+    level: Level,
     bytes: Vec<u8>,
     sha256: String,
     in_blob: bool,
@@ -181,49 +182,84 @@ impl Engine {
             },
             ..CheckpointV1::default()
         };
-        let prepared = self.prepare(&first)?;
+        let prepared = self.prepare(&first, Level::Task)?;
         let mut tx = self.store.begin().await?;
         runs::insert(&mut tx, &row).await?;
-        let seq = self
-            .insert_checkpoint(&mut tx, id, Level::Task, &prepared, now)
-            .await?;
-        audit::append(
+        self.insert_checkpoint(
             &mut tx,
-            Actor::User,
-            "run.created",
-            Some(id),
-            &serde_json::json!({
-                "name": row.name, "goal": row.goal, "workspace": row.workspace,
-                "agentKind": row.agent_kind, "specHash": plan.hash(), "checkpoint": seq,
-            }),
+            id,
+            &prepared,
             now,
+            vec![audit::Event::new(
+                Actor::User,
+                "run.created",
+                Some(id),
+                serde_json::json!({
+                    "name": row.name, "goal": row.goal, "workspace": row.workspace,
+                    "agentKind": row.agent_kind, "specHash": plan.hash(),
+                }),
+            )],
+            None,
         )
         .await?;
         tx.commit().await.map_err(crate::store::StoreError::from)?;
         Ok(id)
     }
 
+    /// Keeps blobs durably as part of `tx`: small ones inside it, large ones as fsynced files before it
+    /// commits. Either way they are durable once `tx` is.
+    pub(crate) async fn keep_blobs(&self, tx: &mut Tx, blobs: &[Vec<u8>]) -> Result<()> {
+        for bytes in blobs {
+            if bytes.len() <= store::blobs::INLINE_LIMIT {
+                store::blobs::put(tx, &crate::digest::Digest::of(bytes), bytes).await?;
+            } else {
+                self.blobs.put(bytes, crate::blob::Durability::Sync)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A blob by digest, from the database or the file store, verified. None when neither has it.
+    pub async fn blob(&self, digest: &crate::digest::Digest) -> Result<Option<Vec<u8>>> {
+        if let Some(bytes) = store::blobs::get(self.store.pool(), digest).await? {
+            if &crate::digest::Digest::of(&bytes) == digest {
+                return Ok(Some(bytes));
+            }
+        }
+        match self.blobs.get(digest) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(
+                crate::blob::BlobError::Missing { .. } | crate::blob::BlobError::Corrupt { .. },
+            ) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// Encodes a checkpoint; payloads over the inline limit go to the blob store (durably) first.
-    pub(crate) fn prepare(&self, cp: &CheckpointV1) -> Result<Prepared> {
+    pub(crate) fn prepare(&self, cp: &CheckpointV1, level: Level) -> Result<Prepared> {
         let (bytes, digest) = checkpoint::encode(&Payload::V1(cp.clone()));
         let in_blob = bytes.len() > checkpoint::INLINE_LIMIT;
         if in_blob {
             self.blobs.put(&bytes, crate::blob::Durability::Sync)?;
         }
         Ok(Prepared {
+            level,
             bytes,
             sha256: digest.as_str().to_owned(),
             in_blob,
         })
     }
 
+    /// Inserts a checkpoint and appends `events` (the change it records) plus `checkpoint.written`
+    /// to the audit chain, all inside `tx`. With an `owner`, fails unless that worker holds the run.
     pub(crate) async fn insert_checkpoint(
         &self,
         tx: &mut Tx,
         run: RunId,
-        level: Level,
         p: &Prepared,
         now: i64,
+        mut events: Vec<audit::Event>,
+        owner: Option<audit::Owner>,
     ) -> Result<i64> {
         let body = if p.in_blob {
             checkpoints::Body::Blob(&p.sha256)
@@ -234,7 +270,7 @@ impl Engine {
             tx,
             run,
             &checkpoints::NewCheckpoint {
-                level: level.as_str(),
+                level: p.level.as_str(),
                 schema_version: checkpoint::SCHEMA_VERSION,
                 body,
                 size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
@@ -243,15 +279,13 @@ impl Engine {
             },
         )
         .await?;
-        audit::append(
-            tx,
+        events.push(audit::Event::new(
             Actor::Harness,
             "checkpoint.written",
             Some(run),
-            &serde_json::json!({ "seq": seq, "level": level.as_str(), "sha256": p.sha256, "size": p.bytes.len() }),
-            now,
-        )
-        .await?;
+            serde_json::json!({ "seq": seq, "level": p.level.as_str(), "sha256": p.sha256, "size": p.bytes.len() }),
+        ));
+        audit::append_all(tx, owner, &events, now).await?;
         Ok(seq)
     }
 

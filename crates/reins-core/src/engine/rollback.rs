@@ -14,6 +14,7 @@ use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::run::RunState;
 use crate::store::{audit, audit::Actor, intents, runs, StoreError};
+use crate::tools::{self, Action, ToolCall};
 use crate::workspace::{diff, RelPath, Workspace};
 
 use super::drive::parse_images;
@@ -73,7 +74,8 @@ impl Engine {
 
         // Every path the run touched, and its state before the run first touched it.
         let mut before_run: BTreeMap<String, Option<Digest>> = BTreeMap::new();
-        for intent in intents::list(self.store.pool(), run).await? {
+        let journal = intents::list(self.store.pool(), run).await?;
+        for intent in &journal {
             for img in parse_images(&intent.pre_images)? {
                 before_run.entry(img.path).or_insert(img.sha256);
             }
@@ -106,10 +108,10 @@ impl Engine {
             }
             let bytes = match &wanted {
                 None => None,
-                Some(h) => match self.blobs.get(h) {
-                    Ok(b) => Some(b),
-                    Err(e) => {
-                        missing.push(format!("{path} ({e})"));
+                Some(h) => match self.content_at(&ws, &journal, path, h).await? {
+                    Some(b) => Some(b),
+                    None => {
+                        missing.push(path.clone());
                         continue;
                     }
                 },
@@ -124,7 +126,7 @@ impl Engine {
         }
         if !missing.is_empty() {
             return Err(Error::Invalid(format!(
-                "cannot restore checkpoint {to}: content not in the blob store for {}; nothing was changed",
+                "cannot restore checkpoint {to}: the content of {} at that point is neither in the blob store nor derivable from the journal; nothing was changed",
                 missing.join(", ")
             )));
         }
@@ -200,26 +202,72 @@ impl Engine {
         Ok(report)
     }
 
+    /// The bytes a path held when its hash was `hash`: a stored blob, or else rebuilt from a confirmed
+    /// effect in the journal that left that hash there. Verified against the hash.
+    async fn content_at(
+        &self,
+        ws: &Workspace,
+        journal: &[intents::IntentRow],
+        path: &str,
+        hash: &Digest,
+    ) -> Result<Option<Vec<u8>>> {
+        if let Some(bytes) = self.blob(hash).await? {
+            return Ok(Some(bytes));
+        }
+        for intent in journal.iter().filter(|i| i.status == "confirmed") {
+            let post = parse_images(&intent.post_images)?;
+            if !post
+                .iter()
+                .any(|img| img.path == path && img.sha256.as_ref() == Some(hash))
+            {
+                continue;
+            }
+            let Ok(call) = serde_json::from_str::<ToolCall>(&intent.action) else {
+                continue;
+            };
+            let Ok(action) = Action::parse(&call, ws) else {
+                continue;
+            };
+            let pre = parse_images(&intent.pre_images)?;
+            let mut pre_bytes = BTreeMap::new();
+            for digest in pre.iter().filter_map(|i| i.sha256.as_ref()) {
+                if let Some(bytes) = self.blob(digest).await? {
+                    pre_bytes.insert(digest.clone(), bytes);
+                }
+            }
+            if let Some(bytes) =
+                tools::post_image(&action, path, &pre, |d| pre_bytes.get(d).cloned())
+            {
+                if Digest::of(&bytes) == *hash {
+                    return Ok(Some(bytes));
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// A checkpoint written on a person's behalf while no worker owns the run.
     async fn write_unowned(
         &self,
         run: RunId,
         level: Level,
         cp: &CheckpointV1,
-        kind: &str,
+        kind: &'static str,
         payload: serde_json::Value,
     ) -> Result<i64> {
-        let prepared = self.prepare(cp)?;
+        let prepared = self.prepare(cp, level)?;
         let now = now_ms();
         let mut tx = self.store.begin().await?;
         let seq = self
-            .insert_checkpoint(&mut tx, run, level, &prepared, now)
+            .insert_checkpoint(
+                &mut tx,
+                run,
+                &prepared,
+                now,
+                vec![audit::Event::new(Actor::User, kind, Some(run), payload)],
+                None,
+            )
             .await?;
-        let mut payload = payload;
-        if let Some(obj) = payload.as_object_mut() {
-            obj.insert("checkpoint".into(), seq.into());
-        }
-        audit::append(&mut tx, Actor::User, kind, Some(run), &payload, now).await?;
         tx.commit().await.map_err(StoreError::from)?;
         Ok(seq)
     }

@@ -29,15 +29,17 @@ impl Drive<'_> {
             if status != IntentStatus::Confirmed {
                 let now = now_ms();
                 let mut tx = self.begin().await?;
-                intents::settle(&mut tx, id, status.as_str(), &how, Some(&how), now).await?;
-                audit::append(
+                intents::settle(
                     &mut tx,
-                    Actor::Harness,
-                    "intent.outcome_unknown",
-                    Some(self.run),
-                    &serde_json::json!({ "intent": id, "step": intent.step_seq, "tool": intent.tool, "why": how }),
+                    self.run,
+                    intent.step_seq,
+                    status.as_str(),
+                    &how,
+                    Some(&how),
                     now,
                 )
+                .await?;
+                audit::append_all(&mut tx, Some(self.owner()), &[audit::Event::new(Actor::Harness, "intent.outcome_unknown", Some(self.run), serde_json::json!({ "intent": id, "step": intent.step_seq, "tool": intent.tool, "why": how }))], now)
                 .await?;
                 tx.commit().await.map_err(StoreError::from)?;
                 let reason = format!(
@@ -89,9 +91,7 @@ impl Drive<'_> {
                 if plan.pre != pre || plan.post != post {
                     return unknown("re-planning the effect gives different images than the journal recorded".into());
                 }
-                for bytes in &plan.pre_bytes {
-                    self.e.blobs.put(bytes, crate::blob::Durability::Sync)?;
-                }
+                // The pre-images committed with the intent; nothing to store again.
                 if let Err(e) = tools::apply(&plan, &self.ws) {
                     return unknown(format!("running the effect after the restart failed: {e}"));
                 }
@@ -121,7 +121,8 @@ impl Drive<'_> {
         let mut tx = self.begin().await?;
         intents::settle(
             &mut tx,
-            id,
+            self.run,
+            intent.step_seq,
             IntentStatus::Confirmed.as_str(),
             &summary,
             Some(how),
@@ -129,12 +130,15 @@ impl Drive<'_> {
         )
         .await?;
         steps::finish(&mut tx, self.run, intent.step_seq, "done", &summary, now).await?;
-        audit::append(
+        audit::append_all(
             &mut tx,
-            Actor::Harness,
-            "intent.confirmed",
-            Some(self.run),
-            &serde_json::json!({ "intent": id, "step": intent.step_seq, "settledBy": how }),
+            Some(self.owner()),
+            &[audit::Event::new(
+                Actor::Harness,
+                "intent.confirmed",
+                Some(self.run),
+                serde_json::json!({ "intent": id, "step": intent.step_seq, "settledBy": how }),
+            )],
             now,
         )
         .await?;

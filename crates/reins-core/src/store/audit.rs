@@ -4,7 +4,7 @@
 use serde::Serialize;
 use sqlx::SqlitePool;
 
-use super::{Result, Tx};
+use super::{Result, StoreError, Tx};
 use crate::digest::Digest;
 use crate::ids::RunId;
 
@@ -80,42 +80,140 @@ pub fn chain_hash(prev_hash: &str, canonical_event: &str) -> Digest {
     Digest::of(&bytes)
 }
 
+/// One event to append.
+#[derive(Clone, Debug)]
+pub struct Event {
+    pub actor: Actor,
+    pub kind: &'static str,
+    pub run: Option<RunId>,
+    pub payload: serde_json::Value,
+}
+
+impl Event {
+    pub fn new(
+        actor: Actor,
+        kind: &'static str,
+        run: Option<RunId>,
+        payload: serde_json::Value,
+    ) -> Self {
+        Self {
+            actor,
+            kind,
+            run,
+            payload,
+        }
+    }
+}
+
+/// The worker a transaction is committed for: appending fails unless it still owns the run.
+#[derive(Clone, Copy, Debug)]
+pub struct Owner {
+    pub run: RunId,
+    pub fence: i64,
+}
+
 /// Appends one event to the chain inside `tx`; returns its seq.
 pub async fn append(
     tx: &mut Tx,
     actor: Actor,
-    kind: &str,
+    kind: &'static str,
     run: Option<RunId>,
     payload: &serde_json::Value,
     now: i64,
 ) -> Result<i64> {
-    let last: Option<(i64, String)> =
-        sqlx::query_as("SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(&mut **tx)
-            .await?;
-    let (seq, prev_hash) = match last {
-        Some((seq, hash)) => (seq + 1, hash),
-        None => (1, GENESIS.to_owned()),
-    };
-    let run_id = run.map(|r| r.to_string());
-    let payload = payload.to_string();
-    let hash = chain_hash(
-        &prev_hash,
-        &canonical(seq, now, actor.as_str(), kind, run_id.as_deref(), &payload),
-    );
-    sqlx::query(
-        "INSERT INTO audit_events (seq, at, actor, kind, run_id, payload, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    append_all(
+        tx,
+        None,
+        &[Event::new(actor, kind, run, payload.clone())],
+        now,
     )
-    .bind(seq)
-    .bind(now)
-    .bind(actor.as_str())
-    .bind(kind)
-    .bind(run_id)
-    .bind(payload)
-    .bind(prev_hash)
-    .bind(hash.as_str())
-    .execute(&mut **tx)
-    .await?;
+    .await
+}
+
+/// Appends events in order inside `tx` and returns the last seq. Reads the chain's head once; with an
+/// `owner`, the same statement proves the worker still holds the run (inside `BEGIN IMMEDIATE` nobody
+/// can move the fence before this transaction commits), so a worker's transaction pays one read for both.
+pub async fn append_all(
+    tx: &mut Tx,
+    owner: Option<Owner>,
+    events: &[Event],
+    now: i64,
+) -> Result<i64> {
+    let (owned, last_seq, last_hash): (i64, Option<i64>, Option<String>) = match owner {
+        Some(o) => {
+            sqlx::query_as(
+                "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ? AND fence = ? AND state IN ('running', 'pause_requested')),
+                        (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1),
+                        (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1)",
+            )
+            .bind(o.run.to_string())
+            .bind(o.fence)
+            .fetch_one(&mut **tx)
+            .await?
+        }
+        None => {
+            sqlx::query_as(
+                "SELECT 1, (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1),
+                           (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1)",
+            )
+            .fetch_one(&mut **tx)
+            .await?
+        }
+    };
+    if let (0, Some(o)) = (owned, owner) {
+        return Err(StoreError::LostLease {
+            run: o.run.to_string(),
+            fence: o.fence,
+        });
+    }
+    let mut seq = last_seq.unwrap_or(0);
+    let mut prev_hash = last_hash.unwrap_or_else(|| GENESIS.to_owned());
+    if events.is_empty() {
+        return Ok(seq);
+    }
+    let mut rows = Vec::with_capacity(events.len());
+    for event in events {
+        seq += 1;
+        let run_id = event.run.map(|r| r.to_string());
+        let payload = event.payload.to_string();
+        let hash = chain_hash(
+            &prev_hash,
+            &canonical(
+                seq,
+                now,
+                event.actor.as_str(),
+                event.kind,
+                run_id.as_deref(),
+                &payload,
+            ),
+        );
+        rows.push((
+            seq,
+            event,
+            run_id,
+            payload,
+            std::mem::replace(&mut prev_hash, hash.to_string()),
+        ));
+    }
+    let mut insert = sqlx::QueryBuilder::new(
+        "INSERT INTO audit_events (seq, at, actor, kind, run_id, payload, prev_hash, hash) ",
+    );
+    let mut hashes = rows
+        .iter()
+        .map(|r| r.4.clone())
+        .skip(1)
+        .chain(std::iter::once(prev_hash.clone()));
+    insert.push_values(rows.iter(), |mut b, (seq, event, run_id, payload, prev)| {
+        b.push_bind(*seq)
+            .push_bind(now)
+            .push_bind(event.actor.as_str())
+            .push_bind(event.kind)
+            .push_bind(run_id.clone())
+            .push_bind(payload.clone())
+            .push_bind(prev.clone())
+            .push_bind(hashes.next().unwrap_or_default());
+    });
+    insert.build().execute(&mut **tx).await?;
     Ok(seq)
 }
 

@@ -5,7 +5,7 @@
 use sqlx::{SqliteExecutor, SqlitePool};
 
 use super::{Result, StoreError, Tx};
-use crate::ids::{IntentId, RunId};
+use crate::ids::RunId;
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -52,10 +52,11 @@ pub async fn insert(tx: &mut Tx, run: RunId, intent: &IntentRow) -> Result<()> {
     Ok(())
 }
 
-/// Settles a pending intent. Fails if it was already settled: an effect is settled once.
+/// Settles the pending intent of a step. Fails if it was already settled: an effect is settled once.
 pub async fn settle(
     tx: &mut Tx,
-    id: IntentId,
+    run: RunId,
+    step_seq: i64,
     status: &str,
     result: &str,
     settled_by: Option<&str>,
@@ -63,27 +64,28 @@ pub async fn settle(
 ) -> Result<()> {
     let done = sqlx::query(
         "UPDATE intents SET status = ?, result = ?, settled_by = ?, settled_at = ?
-         WHERE id = ? AND status = 'pending'",
+         WHERE run_id = ? AND step_seq = ? AND status = 'pending'",
     )
     .bind(status)
     .bind(result)
     .bind(settled_by)
     .bind(now)
-    .bind(id.to_string())
+    .bind(run.to_string())
+    .bind(step_seq)
     .execute(&mut **tx)
     .await?;
     if done.rows_affected() == 1 {
         Ok(())
     } else {
         Err(StoreError::Invalid(format!(
-            "intent {id} is not pending; an intent is settled once"
+            "the intent of step {step_seq} of run {run} is not pending; an intent is settled once"
         )))
     }
 }
 
 pub async fn pending<'e>(db: impl SqliteExecutor<'e>, run: RunId) -> Result<Vec<IntentRow>> {
     Ok(sqlx::query_as(
-        "SELECT * FROM intents WHERE run_id = ? AND status = 'pending' ORDER BY created_at, id",
+        "SELECT * FROM intents WHERE run_id = ? AND status = 'pending' ORDER BY step_seq",
     )
     .bind(run.to_string())
     .fetch_all(db)
@@ -95,18 +97,18 @@ pub async fn for_step<'e>(
     run: RunId,
     seq: i64,
 ) -> Result<Option<IntentRow>> {
-    Ok(sqlx::query_as(
-        "SELECT * FROM intents WHERE run_id = ? AND step_seq = ? ORDER BY created_at DESC LIMIT 1",
+    Ok(
+        sqlx::query_as("SELECT * FROM intents WHERE run_id = ? AND step_seq = ?")
+            .bind(run.to_string())
+            .bind(seq)
+            .fetch_optional(db)
+            .await?,
     )
-    .bind(run.to_string())
-    .bind(seq)
-    .fetch_optional(db)
-    .await?)
 }
 
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<IntentRow>> {
     Ok(
-        sqlx::query_as("SELECT * FROM intents WHERE run_id = ? ORDER BY created_at, id")
+        sqlx::query_as("SELECT * FROM intents WHERE run_id = ? ORDER BY step_seq")
             .bind(run.to_string())
             .fetch_all(pool)
             .await?,

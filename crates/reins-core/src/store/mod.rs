@@ -12,6 +12,7 @@ use sqlx::{Sqlite, SqlitePool, Transaction};
 
 pub mod attempts;
 pub mod audit;
+pub mod blobs;
 pub mod checkpoints;
 pub mod intents;
 pub mod runs;
@@ -80,6 +81,8 @@ impl Store {
             .synchronous(SqliteSynchronous::Full);
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
+            // A local file needs no liveness ping before each use: that ping is a round trip per transaction.
+            .test_before_acquire(false)
             .connect_with(options)
             .await
             .map_err(|source| classify_open_error(path, source))?;

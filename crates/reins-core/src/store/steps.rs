@@ -79,6 +79,15 @@ pub async fn get<'e>(db: impl SqliteExecutor<'e>, run: RunId, seq: i64) -> Resul
     )
 }
 
+/// The highest step seq recorded for the run (0 when none).
+pub async fn max_seq(pool: &SqlitePool, run: RunId) -> Result<i64> {
+    let max: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM steps WHERE run_id = ?")
+        .bind(run.to_string())
+        .fetch_one(pool)
+        .await?;
+    Ok(max.unwrap_or(0))
+}
+
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<StepRow>> {
     Ok(
         sqlx::query_as("SELECT * FROM steps WHERE run_id = ? ORDER BY seq")

@@ -231,9 +231,9 @@ async fn an_intent_settles_once() -> anyhow::Result<()> {
     tx.commit().await?;
     assert_eq!(intents::pending(store.pool(), run).await?.len(), 1);
     let mut tx = store.begin().await?;
-    intents::settle(&mut tx, intent, "confirmed", "ok", None, 2).await?;
+    intents::settle(&mut tx, run, 1, "confirmed", "ok", None, 2).await?;
     assert!(
-        intents::settle(&mut tx, intent, "confirmed", "again", None, 3)
+        intents::settle(&mut tx, run, 1, "confirmed", "again", None, 3)
             .await
             .is_err()
     );
@@ -350,4 +350,51 @@ async fn a_database_from_a_newer_schema_is_refused_untouched() -> anyhow::Result
         "{err:?}"
     );
     assert_untouched(&path, &bytes)
+}
+
+#[tokio::test]
+async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
+) -> anyhow::Result<()> {
+    let (_d, store) = fresh().await?;
+    let id = insert_run(&store).await?;
+    let mut tx = store.begin().await?;
+    let (fence, _) = runs::claim(&mut tx, id, 0, RunState::Running, "w1", 100, 1).await?;
+    tx.commit().await?;
+    let mut tx = store.begin().await?;
+    runs::claim(&mut tx, id, 1, RunState::Running, "w2", 200, 2).await?;
+    tx.commit().await?;
+
+    let event = audit::Event::new(audit::Actor::Harness, "x", Some(id), serde_json::json!({}));
+    let mut tx = store.begin().await?;
+    let stale = audit::append_all(
+        &mut tx,
+        Some(audit::Owner { run: id, fence }),
+        std::slice::from_ref(&event),
+        3,
+    )
+    .await;
+    assert!(
+        matches!(stale, Err(StoreError::LostLease { .. })),
+        "the old fence must be refused: {stale:?}"
+    );
+    drop(tx);
+    let mut tx = store.begin().await?;
+    audit::append_all(
+        &mut tx,
+        Some(audit::Owner {
+            run: id,
+            fence: fence + 1,
+        }),
+        &[event.clone(), event],
+        3,
+    )
+    .await?;
+    tx.commit().await?;
+    let events = audit::all(store.pool()).await?;
+    assert_eq!(events.len(), 2, "only the current owner's events exist");
+    assert_eq!(
+        events[1].prev_hash, events[0].hash,
+        "a batch is chained like single appends"
+    );
+    Ok(())
 }

@@ -20,8 +20,6 @@ pub struct EffectPlan {
     pub post: Vec<FileImage>,
     /// Bytes of the pre-images that exist: these go to the blob store before the effect.
     pub pre_bytes: Vec<Vec<u8>>,
-    /// Bytes of the post-images that exist (kept for rollback).
-    pub post_bytes: Vec<Vec<u8>>,
     pub ops: Vec<FileOp>,
     /// Unified diff of exactly what will change.
     pub preview: String,
@@ -57,7 +55,6 @@ pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
                     Digest::of(new).short()
                 ),
                 pre_bytes: old.into_iter().collect(),
-                post_bytes: vec![new.to_vec()],
                 ops: vec![FileOp::Put {
                     path: path.clone(),
                     bytes: new.to_vec(),
@@ -82,7 +79,6 @@ pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
                 preview: diff::unified(path.as_str(), Some(&before), Some(&after)),
                 summary: format!("edited {path} (sha256 {})", Digest::of(&after).short()),
                 pre_bytes: vec![before],
-                post_bytes: vec![after.clone()],
                 ops: vec![FileOp::Put {
                     path: path.clone(),
                     bytes: after,
@@ -102,7 +98,6 @@ pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
                     before.len()
                 ),
                 pre_bytes: vec![before],
-                post_bytes: Vec::new(),
                 ops: vec![FileOp::Remove { path: path.clone() }],
             })
         }
@@ -131,7 +126,6 @@ pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
                 ),
                 summary: format!("moved {from} to {to}"),
                 pre_bytes: vec![bytes],
-                post_bytes: Vec::new(),
                 ops: vec![FileOp::Rename {
                     from: from.clone(),
                     to: to.clone(),
@@ -142,6 +136,34 @@ pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
             "fs.read",
             "a read-only action has no effect to plan".into(),
         )),
+    }
+}
+
+/// Rebuilds the bytes an effect left at `path` from the action and its pre-images, so post-images
+/// never need storing: rollback derives them from the journal. `pre_bytes` fetches a pre-image.
+pub fn post_image(
+    action: &Action,
+    path: &str,
+    pre: &[FileImage],
+    pre_bytes: impl Fn(&Digest) -> Option<Vec<u8>>,
+) -> Option<Vec<u8>> {
+    let pre_of = |p: &str| {
+        pre.iter()
+            .find(|i| i.path == p)?
+            .sha256
+            .as_ref()
+            .and_then(&pre_bytes)
+    };
+    match action {
+        Action::Write { path: p, content } if p.as_str() == path => {
+            Some(content.as_bytes().to_vec())
+        }
+        Action::Edit { path: p, old, new } if p.as_str() == path => {
+            let text = String::from_utf8(pre_of(path)?).ok()?;
+            Some(text.replacen(old.as_str(), new, 1).into_bytes())
+        }
+        Action::Move { from, to } if to.as_str() == path => pre_of(from.as_str()),
+        _ => None,
     }
 }
 

@@ -11,7 +11,7 @@ use crate::workspace::{JailError, RelPath, Workspace};
 
 mod effect;
 mod pure;
-pub use effect::{apply, plan, EffectPlan, FileOp};
+pub use effect::{apply, plan, post_image, EffectPlan, FileOp};
 pub use pure::{describe, run_pure};
 
 #[cfg(test)]

@@ -1,0 +1,47 @@
+//! The `blobs` table: small content-addressed blobs stored inside the database, so a pre-image
+//! commits in the same transaction as the intent that needs it (no extra fsync, no window where one
+//! exists without the other). Larger blobs go to the file store (`crate::blob`).
+
+use sqlx::SqlitePool;
+
+use super::{Result, Tx};
+use crate::digest::Digest;
+
+/// Blobs up to this size are kept in the database.
+pub const INLINE_LIMIT: usize = 1024 * 1024;
+
+pub async fn put(tx: &mut Tx, digest: &Digest, bytes: &[u8]) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO blobs (sha256, size, bytes) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING",
+    )
+    .bind(digest.as_str())
+    .bind(i64::try_from(bytes.len()).unwrap_or(i64::MAX))
+    .bind(bytes)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// The bytes, if stored here. The caller verifies them against the digest.
+pub async fn get(pool: &SqlitePool, digest: &Digest) -> Result<Option<Vec<u8>>> {
+    Ok(
+        sqlx::query_scalar("SELECT bytes FROM blobs WHERE sha256 = ?")
+            .bind(digest.as_str())
+            .fetch_optional(pool)
+            .await?,
+    )
+}
+
+/// (count, total bytes, digests whose bytes do not match their name).
+pub async fn check(pool: &SqlitePool) -> Result<(usize, u64, Vec<String>)> {
+    let rows: Vec<(String, Vec<u8>)> = sqlx::query_as("SELECT sha256, bytes FROM blobs")
+        .fetch_all(pool)
+        .await?;
+    let bytes = rows.iter().map(|(_, b)| b.len() as u64).sum();
+    let bad = rows
+        .iter()
+        .filter(|(name, b)| Digest::of(b).as_str() != name)
+        .map(|(name, _)| name.clone())
+        .collect();
+    Ok((rows.len(), bytes, bad))
+}
