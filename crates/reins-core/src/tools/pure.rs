@@ -70,7 +70,10 @@ pub fn describe(action: &Action, output: &str) -> String {
                     !l.starts_with('(') && !l.starts_with('…') && !l.starts_with("no matches")
                 })
                 .count();
-            format!("searched {path} for /{pattern}/: {hits} matching lines")
+            format!(
+                "searched {path} for /{pattern}/: {hits} matching line{}",
+                if hits == 1 { "" } else { "s" }
+            )
         }
         other => other.tool().to_owned(),
     }
