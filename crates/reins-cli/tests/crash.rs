@@ -144,3 +144,56 @@ fn crash_after_confirm_loses_nothing_and_repeats_nothing() -> anyhow::Result<()>
     assert_eq!(cli.json(&["show", &id])?["run"]["state"], "succeeded");
     Ok(())
 }
+
+#[test]
+fn files_changed_by_hand_after_a_crash_suspend_the_run_instead_of_guessing() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let effects = cli.tmp.path().join("effects.log");
+    let crashed = cli
+        .cmd()
+        .args(["run", "--plan"])
+        .arg(Cli::plan("tidy-configs.toml"))
+        .arg("--workspace")
+        .arg(cli.ws())
+        .env("REINS_FAULT", "after_intent")
+        .env("REINS_LEASE_SECS", "1")
+        .env("REINS_EFFECT_LOG", &effects)
+        .output()?;
+    assert_eq!(crashed.status.code(), None, "{}", text(&crashed));
+    // The pending effect is "move config/nginx.conf.bak to archive/". Someone deletes the file by
+    // hand: the disk now matches neither the state before the move nor the state after it.
+    std::fs::remove_file(cli.ws().join("config/nginx.conf.bak"))?;
+    std::thread::sleep(Duration::from_millis(1200));
+
+    let worker = cli
+        .cmd()
+        .args(["worker", "--once"])
+        .env("REINS_EFFECT_LOG", &effects)
+        .output()?;
+    assert_eq!(worker.status.code(), Some(0), "{}", text(&worker));
+    assert!(
+        text(&worker).contains("outcome unknown"),
+        "{}",
+        text(&worker)
+    );
+    assert!(!effects.exists(), "no effect may run on a guess");
+    assert!(
+        cli.ws().join("tmp/render-cache.tmp").exists(),
+        "later steps did not run"
+    );
+
+    let id = cli.only_run()?;
+    let show = cli.json(&["show", &id])?;
+    assert_eq!(show["run"]["state"], "suspended");
+    assert!(
+        show["run"]["lastError"]
+            .as_str()
+            .unwrap_or("")
+            .contains("match neither"),
+        "{show}"
+    );
+    assert_eq!(show["intents"][0]["status"], "unknown");
+    let human = cli.run(&["show", &id])?;
+    assert!(text(&human).contains("suspended"), "{}", text(&human));
+    Ok(())
+}

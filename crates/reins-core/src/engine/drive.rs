@@ -49,6 +49,8 @@ pub(super) struct Drive<'a> {
     pub(super) cp: CheckpointV1,
     /// The highest step seq the journal held when this drive started: steps up to it are reused.
     journal_through: i64,
+    /// Proves ownership in every transaction and remembers the audit chain's head (see `audit::Owner`).
+    owner: audit::Owner,
     /// When this worker last extended its lease (the claim counts).
     lease_renewed_at: std::cell::Cell<i64>,
 }
@@ -153,6 +155,7 @@ impl<'a> Drive<'a> {
         });
         let journal_through = steps::max_seq(e.store.pool(), row.id).await?;
         Ok(Drive {
+            owner: audit::Owner::new(row.id, fence),
             journal_through,
             lease_renewed_at: std::cell::Cell::new(now_ms()),
             e,
@@ -213,11 +216,8 @@ impl<'a> Drive<'a> {
         Ok(tx)
     }
 
-    pub(super) fn owner(&self) -> audit::Owner {
-        audit::Owner {
-            run: self.run,
-            fence: self.fence,
-        }
+    pub(super) fn owner(&self) -> &audit::Owner {
+        &self.owner
     }
 
     fn snapshot(&self, note: String) -> CheckpointV1 {

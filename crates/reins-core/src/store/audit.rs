@@ -105,11 +105,33 @@ impl Event {
     }
 }
 
-/// The worker a transaction is committed for: appending fails unless it still owns the run.
-#[derive(Clone, Copy, Debug)]
+/// The worker a transaction is committed for: appending fails unless it still owns the run. It also
+/// remembers the chain head its last append produced, so the next append can skip reading it.
+#[derive(Debug)]
 pub struct Owner {
     pub run: RunId,
     pub fence: i64,
+    head: std::sync::Mutex<Option<(i64, String)>>,
+}
+
+impl Owner {
+    pub fn new(run: RunId, fence: i64) -> Self {
+        Self {
+            run,
+            fence,
+            head: std::sync::Mutex::new(None),
+        }
+    }
+
+    fn remembered(&self) -> Option<(i64, String)> {
+        self.head.lock().ok().and_then(|h| h.clone())
+    }
+
+    fn remember(&self, head: Option<(i64, String)>) {
+        if let Ok(mut h) = self.head.lock() {
+            *h = head;
+        }
+    }
 }
 
 /// Appends one event to the chain inside `tx`; returns its seq.
@@ -130,15 +152,98 @@ pub async fn append(
     .await
 }
 
-/// Appends events in order inside `tx` and returns the last seq. Reads the chain's head once; with an
-/// `owner`, the same statement proves the worker still holds the run (inside `BEGIN IMMEDIATE` nobody
-/// can move the fence before this transaction commits), so a worker's transaction pays one read for both.
+struct Row {
+    seq: i64,
+    actor: &'static str,
+    kind: &'static str,
+    run_id: Option<String>,
+    payload: String,
+    prev_hash: String,
+    hash: String,
+}
+
+/// Chains `events` after (seq, hash).
+fn chain(mut seq: i64, mut prev_hash: String, events: &[Event], now: i64) -> Vec<Row> {
+    events
+        .iter()
+        .map(|event| {
+            seq += 1;
+            let run_id = event.run.map(|r| r.to_string());
+            let payload = event.payload.to_string();
+            let hash = chain_hash(
+                &prev_hash,
+                &canonical(
+                    seq,
+                    now,
+                    event.actor.as_str(),
+                    event.kind,
+                    run_id.as_deref(),
+                    &payload,
+                ),
+            )
+            .to_string();
+            let prev = std::mem::replace(&mut prev_hash, hash.clone());
+            Row {
+                seq,
+                actor: event.actor.as_str(),
+                kind: event.kind,
+                run_id,
+                payload,
+                prev_hash: prev,
+                hash,
+            }
+        })
+        .collect()
+}
+
+/// Appends events in order inside `tx` and returns the last seq.
+///
+/// With an `owner`, the append also proves that worker still holds the run (inside `BEGIN IMMEDIATE`
+/// nobody can move the fence before this transaction commits), so it doubles as the fence check.
+/// When the owner remembers the head it last wrote, one guarded INSERT does it all; if that inserts
+/// nothing (someone else appended since, or the run was lost), the head is read and checked anew.
 pub async fn append_all(
     tx: &mut Tx,
-    owner: Option<Owner>,
+    owner: Option<&Owner>,
     events: &[Event],
     now: i64,
 ) -> Result<i64> {
+    if events.is_empty() {
+        return Err(StoreError::Invalid(
+            "an audit append needs at least one event".into(),
+        ));
+    }
+    if let Some((o, (seq, hash))) = owner.and_then(|o| o.remembered().map(|h| (o, h))) {
+        let rows = chain(seq, hash.clone(), events, now);
+        let mut insert = sqlx::QueryBuilder::new(
+            "INSERT INTO audit_events (seq, at, actor, kind, run_id, payload, prev_hash, hash)
+             SELECT column1, column2, column3, column4, column5, column6, column7, column8 FROM (",
+        );
+        insert.push_values(rows.iter(), |mut b, r| {
+            b.push_bind(r.seq)
+                .push_bind(now)
+                .push_bind(r.actor)
+                .push_bind(r.kind)
+                .push_bind(r.run_id.clone())
+                .push_bind(r.payload.clone())
+                .push_bind(r.prev_hash.clone())
+                .push_bind(r.hash.clone());
+        });
+        insert
+            .push(") WHERE (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1) IS ")
+            .push_bind(hash)
+            .push(" AND EXISTS (SELECT 1 FROM runs WHERE id = ")
+            .push_bind(o.run.to_string())
+            .push(" AND fence = ")
+            .push_bind(o.fence)
+            .push(" AND state IN ('running', 'pause_requested'))");
+        let done = insert.build().execute(&mut **tx).await?;
+        if done.rows_affected() == rows.len() as u64 {
+            let last = rows.last().map(|r| (r.seq, r.hash.clone()));
+            o.remember(last.clone());
+            return Ok(last.map(|(seq, _)| seq).unwrap_or(seq));
+        }
+    }
     let (owned, last_seq, last_hash): (i64, Option<i64>, Option<String>) = match owner {
         Some(o) => {
             sqlx::query_as(
@@ -161,60 +266,37 @@ pub async fn append_all(
         }
     };
     if let (0, Some(o)) = (owned, owner) {
+        o.remember(None);
         return Err(StoreError::LostLease {
             run: o.run.to_string(),
             fence: o.fence,
         });
     }
-    let mut seq = last_seq.unwrap_or(0);
-    let mut prev_hash = last_hash.unwrap_or_else(|| GENESIS.to_owned());
-    if events.is_empty() {
-        return Ok(seq);
-    }
-    let mut rows = Vec::with_capacity(events.len());
-    for event in events {
-        seq += 1;
-        let run_id = event.run.map(|r| r.to_string());
-        let payload = event.payload.to_string();
-        let hash = chain_hash(
-            &prev_hash,
-            &canonical(
-                seq,
-                now,
-                event.actor.as_str(),
-                event.kind,
-                run_id.as_deref(),
-                &payload,
-            ),
-        );
-        rows.push((
-            seq,
-            event,
-            run_id,
-            payload,
-            std::mem::replace(&mut prev_hash, hash.to_string()),
-        ));
-    }
+    let rows = chain(
+        last_seq.unwrap_or(0),
+        last_hash.unwrap_or_else(|| GENESIS.to_owned()),
+        events,
+        now,
+    );
     let mut insert = sqlx::QueryBuilder::new(
         "INSERT INTO audit_events (seq, at, actor, kind, run_id, payload, prev_hash, hash) ",
     );
-    let mut hashes = rows
-        .iter()
-        .map(|r| r.4.clone())
-        .skip(1)
-        .chain(std::iter::once(prev_hash.clone()));
-    insert.push_values(rows.iter(), |mut b, (seq, event, run_id, payload, prev)| {
-        b.push_bind(*seq)
+    insert.push_values(rows.iter(), |mut b, r| {
+        b.push_bind(r.seq)
             .push_bind(now)
-            .push_bind(event.actor.as_str())
-            .push_bind(event.kind)
-            .push_bind(run_id.clone())
-            .push_bind(payload.clone())
-            .push_bind(prev.clone())
-            .push_bind(hashes.next().unwrap_or_default());
+            .push_bind(r.actor)
+            .push_bind(r.kind)
+            .push_bind(r.run_id.clone())
+            .push_bind(r.payload.clone())
+            .push_bind(r.prev_hash.clone())
+            .push_bind(r.hash.clone());
     });
     insert.build().execute(&mut **tx).await?;
-    Ok(seq)
+    let last = rows.last().map(|r| (r.seq, r.hash.clone()));
+    if let Some(o) = owner {
+        o.remember(last.clone());
+    }
+    Ok(last.map(|(seq, _)| seq).unwrap_or(0))
 }
 
 pub async fn for_run(pool: &SqlitePool, run: RunId) -> Result<Vec<AuditRow>> {

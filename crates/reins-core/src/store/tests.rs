@@ -360,41 +360,71 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
     let mut tx = store.begin().await?;
     let (fence, _) = runs::claim(&mut tx, id, 0, RunState::Running, "w1", 100, 1).await?;
     tx.commit().await?;
+    let old = audit::Owner::new(id, fence);
+    let event = audit::Event::new(audit::Actor::Harness, "x", Some(id), serde_json::json!({}));
+
+    // w1 appends while it owns the run, and so remembers the head.
+    let mut tx = store.begin().await?;
+    audit::append_all(&mut tx, Some(&old), std::slice::from_ref(&event), 2).await?;
+    tx.commit().await?;
+
+    // w2 takes over.
     let mut tx = store.begin().await?;
     runs::claim(&mut tx, id, 1, RunState::Running, "w2", 200, 2).await?;
     tx.commit().await?;
 
-    let event = audit::Event::new(audit::Actor::Harness, "x", Some(id), serde_json::json!({}));
     let mut tx = store.begin().await?;
-    let stale = audit::append_all(
-        &mut tx,
-        Some(audit::Owner { run: id, fence }),
-        std::slice::from_ref(&event),
-        3,
-    )
-    .await;
+    let stale = audit::append_all(&mut tx, Some(&old), std::slice::from_ref(&event), 3).await;
     assert!(
         matches!(stale, Err(StoreError::LostLease { .. })),
         "the old fence must be refused: {stale:?}"
     );
     drop(tx);
-    let mut tx = store.begin().await?;
-    audit::append_all(
-        &mut tx,
-        Some(audit::Owner {
-            run: id,
-            fence: fence + 1,
-        }),
-        &[event.clone(), event],
-        3,
-    )
-    .await?;
-    tx.commit().await?;
+
+    let new = audit::Owner::new(id, fence + 1);
+    for round in 0..3 {
+        let mut tx = store.begin().await?;
+        audit::append_all(&mut tx, Some(&new), &[event.clone(), event.clone()], 3).await?;
+        tx.commit().await?;
+        if round == 1 {
+            // Someone else appends in between: w2's remembered head is stale and must not be trusted.
+            let mut tx = store.begin().await?;
+            audit::append(
+                &mut tx,
+                audit::Actor::User,
+                "y",
+                None,
+                &serde_json::json!({}),
+                4,
+            )
+            .await?;
+            tx.commit().await?;
+        }
+    }
     let events = audit::all(store.pool()).await?;
-    assert_eq!(events.len(), 2, "only the current owner's events exist");
     assert_eq!(
-        events[1].prev_hash, events[0].hash,
-        "a batch is chained like single appends"
+        events.len(),
+        1 + 6 + 1,
+        "w1's one event, w2's six, the other writer's one"
     );
+    let mut prev = audit::GENESIS.to_owned();
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e.seq, i as i64 + 1, "seqs are contiguous");
+        assert_eq!(
+            e.prev_hash, prev,
+            "event {} chains to the one before",
+            e.seq
+        );
+        let canon = audit::canonical(
+            e.seq,
+            e.at,
+            &e.actor,
+            &e.kind,
+            e.run_id.as_deref(),
+            &e.payload,
+        );
+        assert_eq!(audit::chain_hash(&prev, &canon).as_str(), e.hash);
+        prev = e.hash.clone();
+    }
     Ok(())
 }
