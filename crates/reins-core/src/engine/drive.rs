@@ -694,6 +694,7 @@ impl<'a> Drive<'a> {
                 now,
             )
             .await?;
+            steps::finish(&mut tx, self.run, seq, "unknown", error, now).await?;
             audit::append_all(
                 &mut tx,
                 Some(self.owner()),

@@ -39,6 +39,7 @@ impl Drive<'_> {
                     now,
                 )
                 .await?;
+                steps::finish(&mut tx, self.run, intent.step_seq, "unknown", &how, now).await?;
                 audit::append_all(&mut tx, Some(self.owner()), &[audit::Event::new(Actor::Harness, "intent.outcome_unknown", Some(self.run), serde_json::json!({ "intent": id, "step": intent.step_seq, "tool": intent.tool, "why": how }))], now)
                 .await?;
                 tx.commit().await.map_err(StoreError::from)?;

@@ -10,10 +10,15 @@ use super::JailError;
 
 pub const MAX_PATH_BYTES: usize = 4096;
 
-/// A normalised relative path; the empty path is the workspace root.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(transparent)]
+/// A normalised relative path; the empty path is the workspace root (shown and serialised as ".").
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RelPath(String);
+
+impl Serialize for RelPath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(if self.0.is_empty() { "." } else { &self.0 })
+    }
+}
 
 impl RelPath {
     pub fn parse(raw: &str) -> Result<Self, JailError> {
