@@ -193,7 +193,10 @@ fn files_changed_by_hand_after_a_crash_suspend_the_run_instead_of_guessing() -> 
         "{show}"
     );
     assert_eq!(show["intents"][0]["status"], "unknown");
-    assert_eq!(show["steps"][1]["status"], "unknown", "the step says so too");
+    assert_eq!(
+        show["steps"][1]["status"], "unknown",
+        "the step says so too"
+    );
     let human = cli.run(&["show", &id])?;
     assert!(text(&human).contains("suspended"), "{}", text(&human));
     Ok(())

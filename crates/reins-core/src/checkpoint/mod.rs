@@ -113,10 +113,17 @@ pub enum CheckpointError {
     NewerSchema { seq: i64, found: i64, known: i64 },
 }
 
+/// The current version, borrowed: serialises exactly like `Payload::V1` without copying the payload.
+#[derive(Serialize)]
+#[serde(tag = "version", content = "data")]
+enum PayloadRef<'a> {
+    V1(&'a CheckpointV1),
+}
+
 /// Canonical bytes: serde_json with struct fields in declaration order and maps sorted (BTreeMap,
 /// and serde_json's own map is sorted), so equal payloads always give equal bytes and hashes.
-pub fn encode(payload: &Payload) -> (Vec<u8>, Digest) {
-    let bytes = serde_json::to_vec(payload).unwrap_or_default();
+pub fn encode(cp: &CheckpointV1) -> (Vec<u8>, Digest) {
+    let bytes = serde_json::to_vec(&PayloadRef::V1(cp)).unwrap_or_default();
     let digest = Digest::of(&bytes);
     (bytes, digest)
 }
@@ -165,14 +172,20 @@ mod tests {
         let mut files = BTreeMap::new();
         files.insert("b.txt".to_owned(), Some(Digest::of(b"b")));
         files.insert("a.txt".to_owned(), None);
-        let p = Payload::V1(CheckpointV1 {
+        let cp = CheckpointV1 {
             goal: "g".into(),
             files,
             next_step: 3,
             ..Default::default()
-        });
-        let (bytes, digest) = encode(&p);
-        assert_eq!(encode(&p.clone()).1, digest, "same payload, same hash");
+        };
+        let (bytes, digest) = encode(&cp);
+        assert_eq!(encode(&cp.clone()).1, digest, "same payload, same hash");
+        let p = Payload::V1(cp);
+        assert_eq!(
+            serde_json::to_vec(&p).ok(),
+            Some(bytes.clone()),
+            "borrowed and owned encodings agree"
+        );
         let text = String::from_utf8_lossy(&bytes);
         assert!(
             text.starts_with(r#"{"version":"V1","data":{"goal":"g""#),

@@ -220,16 +220,15 @@ impl<'a> Drive<'a> {
         &self.owner
     }
 
-    fn snapshot(&self, note: String) -> CheckpointV1 {
-        let mut cp = self.cp.clone();
-        cp.agent = self.agent.state();
-        cp.meta = Meta {
+    /// Brings the context up to date for the checkpoint about to be written: agent state and metadata.
+    fn stamp(&mut self, note: String) {
+        self.cp.agent = self.agent.state();
+        self.cp.meta = Meta {
             attempt: self.attempt,
             fence: self.fence,
             written_at: now_ms(),
             note,
         };
-        cp
     }
 
     /// Steps 1–9 for one proposed call. `Some(outcome)` when the drive must stop.
@@ -415,8 +414,8 @@ impl<'a> Drive<'a> {
             self.cp.files.insert(img.path.clone(), img.sha256.clone());
         }
         self.complete(seq, tool, action_hash, "done", summary, summary);
-        let cp = self.snapshot(format!("step {seq} {tool} confirmed"));
-        let prepared = self.e.prepare(&cp, Level::Step)?;
+        self.stamp(format!("step {seq} {tool} confirmed"));
+        let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         intents::settle(
@@ -508,8 +507,8 @@ impl<'a> Drive<'a> {
             output: result.into(),
         });
         self.complete(rec.seq, rec.tool, rec.action_hash, status, result, summary);
-        let cp = self.snapshot(format!("step {} {} {status}", rec.seq, rec.tool));
-        let prepared = self.e.prepare(&cp, Level::Step)?;
+        self.stamp(format!("step {} {} {status}", rec.seq, rec.tool));
+        let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         steps::insert(&mut tx, self.run, &step_row(rec, status, Some(result), now)).await?;
@@ -586,8 +585,8 @@ impl<'a> Drive<'a> {
             &result,
             &summary,
         );
-        let cp = self.snapshot(format!("step {seq} {} reused from the journal", prev.tool));
-        let prepared = self.e.prepare(&cp, Level::Step)?;
+        self.stamp(format!("step {seq} {} reused from the journal", prev.tool));
+        let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         let cp_seq = self
@@ -617,8 +616,8 @@ impl<'a> Drive<'a> {
     /// Step 4: the policy asked for a human. Step, review checkpoint and state change commit together.
     async fn park(&mut self, rec: &StepRecord<'_>) -> Result<DriveOutcome> {
         self.cp.current_step = Some(rec.seq);
-        let cp = self.snapshot(format!("step {} {} awaits review", rec.seq, rec.tool));
-        let prepared = self.e.prepare(&cp, Level::Review)?;
+        self.stamp(format!("step {} {} awaits review", rec.seq, rec.tool));
+        let prepared = self.e.prepare(&self.cp, Level::Review)?;
         let now = now_ms();
         let reasons = rec
             .verdict
@@ -718,8 +717,8 @@ impl<'a> Drive<'a> {
             output: error.into(),
         });
         self.complete(seq, tool, action_hash, "failed", error, error);
-        let cp = self.snapshot(format!("step {seq} {tool} failed"));
-        let prepared = self.e.prepare(&cp, Level::Step)?;
+        self.stamp(format!("step {seq} {tool} failed"));
+        let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let mut tx = self.begin().await?;
         intents::settle(
             &mut tx,
@@ -762,8 +761,8 @@ impl<'a> Drive<'a> {
     }
 
     async fn finish(&mut self, state: RunState, summary: &str) -> Result<DriveOutcome> {
-        let cp = self.snapshot(format!("finished: {state}"));
-        let prepared = self.e.prepare(&cp, Level::Task)?;
+        self.stamp(format!("finished: {state}"));
+        let prepared = self.e.prepare(&self.cp, Level::Task)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         self.e

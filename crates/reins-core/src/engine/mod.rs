@@ -9,7 +9,7 @@ use tracing::instrument;
 
 use crate::agent::script::Plan;
 use crate::blob::BlobStore;
-use crate::checkpoint::{self, CheckpointV1, DamageKind, Level, Meta, Payload};
+use crate::checkpoint::{self, CheckpointV1, DamageKind, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
@@ -237,7 +237,7 @@ impl Engine {
 
     /// Encodes a checkpoint; payloads over the inline limit go to the blob store (durably) first.
     pub(crate) fn prepare(&self, cp: &CheckpointV1, level: Level) -> Result<Prepared> {
-        let (bytes, digest) = checkpoint::encode(&Payload::V1(cp.clone()));
+        let (bytes, digest) = checkpoint::encode(cp);
         let in_blob = bytes.len() > checkpoint::INLINE_LIMIT;
         if in_blob {
             self.blobs.put(&bytes, crate::blob::Durability::Sync)?;
