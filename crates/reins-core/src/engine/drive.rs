@@ -320,10 +320,11 @@ impl<'a> Drive<'a> {
         let now = now_ms();
         let mut tx = self.begin().await?;
         self.e.keep_blobs(&mut tx, &plan.pre_bytes).await?;
-        steps::insert(&mut tx, self.run, &step_row(&rec, "running", None, now)).await?;
-        intents::insert(
+        let step = step_row(&rec, "running", None, now);
+        intents::insert_with_step(
             &mut tx,
             self.run,
+            &step,
             &intents::IntentRow {
                 id: intent.to_string(),
                 step_seq: seq,
@@ -418,17 +419,17 @@ impl<'a> Drive<'a> {
         let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
-        intents::settle(
+        intents::settle_with_step(
             &mut tx,
             self.run,
             seq,
             IntentStatus::Confirmed.as_str(),
+            "done",
             summary,
             None,
             now,
         )
         .await?;
-        steps::finish(&mut tx, self.run, seq, "done", summary, now).await?;
         let cp_seq = self
             .e
             .insert_checkpoint(
@@ -683,17 +684,17 @@ impl<'a> Drive<'a> {
         let now = now_ms();
         if !untouched {
             let mut tx = self.begin().await?;
-            intents::settle(
+            intents::settle_with_step(
                 &mut tx,
                 self.run,
                 seq,
                 IntentStatus::Unknown.as_str(),
+                "unknown",
                 error,
                 Some("effect failed part-way"),
                 now,
             )
             .await?;
-            steps::finish(&mut tx, self.run, seq, "unknown", error, now).await?;
             audit::append_all(
                 &mut tx,
                 Some(self.owner()),
@@ -720,17 +721,17 @@ impl<'a> Drive<'a> {
         self.stamp(format!("step {seq} {tool} failed"));
         let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let mut tx = self.begin().await?;
-        intents::settle(
+        intents::settle_with_step(
             &mut tx,
             self.run,
             seq,
             IntentStatus::BusinessFailed.as_str(),
+            "failed",
             error,
             None,
             now,
         )
         .await?;
-        steps::finish(&mut tx, self.run, seq, "failed", error, now).await?;
         let cp_seq = self
             .e
             .insert_checkpoint(

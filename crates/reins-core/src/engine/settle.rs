@@ -6,7 +6,7 @@ use crate::clock::now_ms;
 use crate::error::Result;
 use crate::ids::IntentId;
 use crate::journal::{settle_files, EffectClass, IntentStatus, Settlement};
-use crate::store::{audit, audit::Actor, intents, steps, StoreError};
+use crate::store::{audit, audit::Actor, intents, StoreError};
 use crate::tools::{self, Action, ToolCall};
 
 use super::drive::{parse_images, Drive};
@@ -29,17 +29,17 @@ impl Drive<'_> {
             if status != IntentStatus::Confirmed {
                 let now = now_ms();
                 let mut tx = self.begin().await?;
-                intents::settle(
+                intents::settle_with_step(
                     &mut tx,
                     self.run,
                     intent.step_seq,
                     status.as_str(),
+                    "unknown",
                     &how,
                     Some(&how),
                     now,
                 )
                 .await?;
-                steps::finish(&mut tx, self.run, intent.step_seq, "unknown", &how, now).await?;
                 audit::append_all(&mut tx, Some(self.owner()), &[audit::Event::new(Actor::Harness, "intent.outcome_unknown", Some(self.run), serde_json::json!({ "intent": id, "step": intent.step_seq, "tool": intent.tool, "why": how }))], now)
                 .await?;
                 tx.commit().await.map_err(StoreError::from)?;
@@ -120,17 +120,17 @@ impl Drive<'_> {
             .unwrap_or_else(|| format!("{} confirmed", intent.tool));
         let now = now_ms();
         let mut tx = self.begin().await?;
-        intents::settle(
+        intents::settle_with_step(
             &mut tx,
             self.run,
             intent.step_seq,
             IntentStatus::Confirmed.as_str(),
+            "done",
             &summary,
             Some(how),
             now,
         )
         .await?;
-        steps::finish(&mut tx, self.run, intent.step_seq, "done", &summary, now).await?;
         audit::append_all(
             &mut tx,
             Some(self.owner()),

@@ -4,7 +4,7 @@
 
 use sqlx::{SqliteExecutor, SqlitePool};
 
-use super::{Result, StoreError, Tx};
+use super::{steps, Result, StoreError, Tx};
 use crate::ids::RunId;
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
@@ -26,29 +26,66 @@ pub struct IntentRow {
     pub settled_at: Option<i64>,
 }
 
+const INSERT: &str =
+    "INSERT INTO intents (id, run_id, step_seq, tool, action, action_hash, effect_class, status,
+                          pre_images, post_images, result, settled_by, fence, created_at, settled_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+const SETTLE: &str = "UPDATE intents SET status = ?, result = ?, settled_by = ?, settled_at = ?
+     WHERE run_id = ? AND step_seq = ? AND status = 'pending'";
+
+fn bind_insert<'q>(q: steps::Query<'q>, run: RunId, intent: &'q IntentRow) -> steps::Query<'q> {
+    q.bind(&intent.id)
+        .bind(run.to_string())
+        .bind(intent.step_seq)
+        .bind(&intent.tool)
+        .bind(&intent.action)
+        .bind(&intent.action_hash)
+        .bind(&intent.effect_class)
+        .bind(&intent.status)
+        .bind(&intent.pre_images)
+        .bind(&intent.post_images)
+        .bind(&intent.result)
+        .bind(&intent.settled_by)
+        .bind(intent.fence)
+        .bind(intent.created_at)
+        .bind(intent.settled_at)
+}
+
+fn bind_settle<'q>(
+    q: steps::Query<'q>,
+    run: RunId,
+    step_seq: i64,
+    status: &'q str,
+    result: &'q str,
+    settled_by: Option<&'q str>,
+    now: i64,
+) -> steps::Query<'q> {
+    q.bind(status)
+        .bind(result)
+        .bind(settled_by)
+        .bind(now)
+        .bind(run.to_string())
+        .bind(step_seq)
+}
+
 pub async fn insert(tx: &mut Tx, run: RunId, intent: &IntentRow) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO intents (id, run_id, step_seq, tool, action, action_hash, effect_class, status,
-                              pre_images, post_images, result, settled_by, fence, created_at, settled_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(&intent.id)
-    .bind(run.to_string())
-    .bind(intent.step_seq)
-    .bind(&intent.tool)
-    .bind(&intent.action)
-    .bind(&intent.action_hash)
-    .bind(&intent.effect_class)
-    .bind(&intent.status)
-    .bind(&intent.pre_images)
-    .bind(&intent.post_images)
-    .bind(&intent.result)
-    .bind(&intent.settled_by)
-    .bind(intent.fence)
-    .bind(intent.created_at)
-    .bind(intent.settled_at)
-    .execute(&mut **tx)
-    .await?;
+    bind_insert(sqlx::query(INSERT), run, intent)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Records a step and the intent of its effect in one round trip.
+pub async fn insert_with_step(
+    tx: &mut Tx,
+    run: RunId,
+    step: &steps::StepRow,
+    intent: &IntentRow,
+) -> Result<()> {
+    let sql = format!("{};\n{INSERT}", steps::INSERT);
+    let q = steps::bind_insert(sqlx::query(&sql), run, step);
+    bind_insert(q, run, intent).execute(&mut **tx).await?;
     Ok(())
 }
 
@@ -62,19 +99,47 @@ pub async fn settle(
     settled_by: Option<&str>,
     now: i64,
 ) -> Result<()> {
-    let done = sqlx::query(
-        "UPDATE intents SET status = ?, result = ?, settled_by = ?, settled_at = ?
-         WHERE run_id = ? AND step_seq = ? AND status = 'pending'",
+    let done = bind_settle(
+        sqlx::query(SETTLE),
+        run,
+        step_seq,
+        status,
+        result,
+        settled_by,
+        now,
     )
-    .bind(status)
-    .bind(result)
-    .bind(settled_by)
-    .bind(now)
-    .bind(run.to_string())
-    .bind(step_seq)
     .execute(&mut **tx)
     .await?;
-    if done.rows_affected() == 1 {
+    settled_once(done.rows_affected(), 1, run, step_seq)
+}
+
+/// Settles the pending intent of a step and finishes the step with `step_status`, in one round trip.
+/// If the intent is not pending, neither row changes and this fails.
+#[allow(clippy::too_many_arguments)]
+pub async fn settle_with_step(
+    tx: &mut Tx,
+    run: RunId,
+    step_seq: i64,
+    status: &str,
+    step_status: &str,
+    result: &str,
+    settled_by: Option<&str>,
+    now: i64,
+) -> Result<()> {
+    // The step first, and only while its intent is pending; then the intent.
+    let sql = format!(
+        "{} AND EXISTS (SELECT 1 FROM intents i WHERE i.run_id = steps.run_id AND i.step_seq = steps.seq AND i.status = 'pending');\n{SETTLE}",
+        steps::FINISH
+    );
+    let q = steps::bind_finish(sqlx::query(&sql), run, step_seq, step_status, result, now);
+    let done = bind_settle(q, run, step_seq, status, result, settled_by, now)
+        .execute(&mut **tx)
+        .await?;
+    settled_once(done.rows_affected(), 2, run, step_seq)
+}
+
+fn settled_once(rows: u64, expected: u64, run: RunId, step_seq: i64) -> Result<()> {
+    if rows == expected {
         Ok(())
     } else {
         Err(StoreError::Invalid(format!(

@@ -23,28 +23,54 @@ pub struct StepRow {
     pub ended_at: Option<i64>,
 }
 
+pub(crate) const INSERT: &str =
+    "INSERT INTO steps (run_id, seq, kind, tool, action, action_hash, why, status, risk, reasons,
+                        preview, result, started_at, ended_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+
+pub(crate) const FINISH: &str =
+    "UPDATE steps SET status = ?, result = ?, ended_at = ? WHERE run_id = ? AND seq = ?";
+
+pub(crate) type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>;
+
+/// Binds a step's columns in `INSERT` order.
+pub(crate) fn bind_insert<'q>(q: Query<'q>, run: RunId, step: &'q StepRow) -> Query<'q> {
+    q.bind(run.to_string())
+        .bind(step.seq)
+        .bind(&step.kind)
+        .bind(&step.tool)
+        .bind(&step.action)
+        .bind(&step.action_hash)
+        .bind(&step.why)
+        .bind(&step.status)
+        .bind(&step.risk)
+        .bind(&step.reasons)
+        .bind(&step.preview)
+        .bind(&step.result)
+        .bind(step.started_at)
+        .bind(step.ended_at)
+}
+
+/// Binds `FINISH`'s parameters.
+pub(crate) fn bind_finish<'q>(
+    q: Query<'q>,
+    run: RunId,
+    seq: i64,
+    status: &'q str,
+    result: &'q str,
+    now: i64,
+) -> Query<'q> {
+    q.bind(status)
+        .bind(result)
+        .bind(now)
+        .bind(run.to_string())
+        .bind(seq)
+}
+
 pub async fn insert(tx: &mut Tx, run: RunId, step: &StepRow) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO steps (run_id, seq, kind, tool, action, action_hash, why, status, risk, reasons,
-                            preview, result, started_at, ended_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(run.to_string())
-    .bind(step.seq)
-    .bind(&step.kind)
-    .bind(&step.tool)
-    .bind(&step.action)
-    .bind(&step.action_hash)
-    .bind(&step.why)
-    .bind(&step.status)
-    .bind(&step.risk)
-    .bind(&step.reasons)
-    .bind(&step.preview)
-    .bind(&step.result)
-    .bind(step.started_at)
-    .bind(step.ended_at)
-    .execute(&mut **tx)
-    .await?;
+    bind_insert(sqlx::query(INSERT), run, step)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
 }
 
@@ -56,16 +82,9 @@ pub async fn finish(
     result: &str,
     now: i64,
 ) -> Result<()> {
-    let done = sqlx::query(
-        "UPDATE steps SET status = ?, result = ?, ended_at = ? WHERE run_id = ? AND seq = ?",
-    )
-    .bind(status)
-    .bind(result)
-    .bind(now)
-    .bind(run.to_string())
-    .bind(seq)
-    .execute(&mut **tx)
-    .await?;
+    let done = bind_finish(sqlx::query(FINISH), run, seq, status, result, now)
+        .execute(&mut **tx)
+        .await?;
     expect_one(done.rows_affected(), || format!("step {seq} of run {run}"))
 }
 

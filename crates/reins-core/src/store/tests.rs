@@ -231,7 +231,13 @@ async fn an_intent_settles_once() -> anyhow::Result<()> {
     tx.commit().await?;
     assert_eq!(intents::pending(store.pool(), run).await?.len(), 1);
     let mut tx = store.begin().await?;
-    intents::settle(&mut tx, run, 1, "confirmed", "ok", None, 2).await?;
+    intents::settle_with_step(&mut tx, run, 1, "confirmed", "done", "ok", None, 2).await?;
+    assert!(
+        intents::settle_with_step(&mut tx, run, 1, "confirmed", "done", "again", None, 3)
+            .await
+            .is_err(),
+        "settling the intent and its step together still settles the intent once"
+    );
     assert!(
         intents::settle(&mut tx, run, 1, "confirmed", "again", None, 3)
             .await
