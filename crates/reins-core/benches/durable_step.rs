@@ -13,7 +13,7 @@
 //!
 //! Also: checkpoint load + verify throughput (read rows, SHA-256, decode), in MB/s.
 //!
-//! `cargo bench -p reins-core --bench durable_step [-- STEPS ROUNDS]` (defaults 200 steps, 3 rounds).
+//! `cargo bench -p reins-core --bench durable_step [-- STEPS ROUNDS]` (defaults 200 steps, 4 rounds).
 //! `DURABLE_STEP_ONLY=reins` skips the baselines (to profile one side with strace or perf).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -271,32 +271,58 @@ struct Round {
     load_mbps: f64,
 }
 
-async fn round(steps: usize, overwrite: bool) -> Round {
+async fn round(steps: usize, overwrite: bool, baseline_first: bool) -> Round {
     let tmp = tempfile::tempdir().unwrap();
-    let mut ours = reins_round(&tmp.path().join("reins"), steps, overwrite).await;
     let only_reins = std::env::var("DURABLE_STEP_ONLY").as_deref() == Ok("reins");
-    let (mut base, base_total, strict_total) = if only_reins {
-        (
-            vec![Duration::from_millis(1)],
-            Duration::from_millis(1),
-            Duration::from_millis(1),
-        )
+    // The baselines need the sizes Reins committed, so a baseline-first round sizes itself from a
+    // short warm-up run of Reins; either way the two measured sides run back to back, and the order
+    // alternates between rounds so slow drift on a shared machine does not favour one side.
+    let sizing = if baseline_first && !only_reins {
+        Some(reins_round(&tmp.path().join("sizing"), steps, overwrite).await)
     } else {
-        let (base, base_total) = baseline_round(
-            &tmp.path().join("raw-same-bytes"),
-            &ours.sizes,
-            overwrite,
-            true,
-        )
-        .await;
-        let (_, strict_total) = baseline_round(
-            &tmp.path().join("raw-strict"),
-            &ours.sizes,
-            overwrite,
-            false,
-        )
-        .await;
-        (base, base_total, strict_total)
+        None
+    };
+    let baselines = |sizes: &[Sizes]| {
+        let (a, b) = (
+            tmp.path().join("raw-same-bytes"),
+            tmp.path().join("raw-strict"),
+        );
+        let sizes: Vec<Sizes> = sizes
+            .iter()
+            .map(|s| Sizes {
+                commit1: s.commit1,
+                commit2: s.commit2,
+                intent_only: s.intent_only,
+                checkpoint_only: s.checkpoint_only,
+            })
+            .collect();
+        async move {
+            if only_reins {
+                return (
+                    vec![Duration::from_millis(1)],
+                    Duration::from_millis(1),
+                    Duration::from_millis(1),
+                );
+            }
+            let (base, base_total) = baseline_round(&a, &sizes, overwrite, true).await;
+            let (_, strict_total) = baseline_round(&b, &sizes, overwrite, false).await;
+            (base, base_total, strict_total)
+        }
+    };
+    let (mut ours, (mut base, base_total, strict_total)) = match sizing {
+        Some(sizing) => {
+            let measured = baselines(&sizing.sizes).await;
+            sizing.engine.store().close().await;
+            (
+                reins_round(&tmp.path().join("reins"), steps, overwrite).await,
+                measured,
+            )
+        }
+        None => {
+            let ours = reins_round(&tmp.path().join("reins"), steps, overwrite).await;
+            let measured = baselines(&ours.sizes).await;
+            (ours, measured)
+        }
     };
     ours.latencies.sort();
     base.sort();
@@ -333,7 +359,7 @@ fn main() {
         .filter_map(|a| a.parse().ok())
         .collect();
     let steps = args.first().copied().unwrap_or(200).max(2);
-    let rounds = args.get(1).copied().unwrap_or(3).max(1);
+    let rounds = args.get(1).copied().unwrap_or(4).max(1);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -347,7 +373,7 @@ fn main() {
         ("overwrite existing files (pre-image kept)", true),
     ] {
         let rs: Vec<Round> = (0..rounds)
-            .map(|_| rt.block_on(round(steps, overwrite)))
+            .map(|i| rt.block_on(round(steps, overwrite, i % 2 == 1)))
             .collect();
         let m = |f: fn(&Round) -> f64| median(rs.iter().map(f).collect());
         let ratios: Vec<f64> = rs.iter().map(|r| r.ours_rate / r.base_rate).collect();

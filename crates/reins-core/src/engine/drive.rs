@@ -316,10 +316,10 @@ impl<'a> Drive<'a> {
             Decision::Allow => {}
         }
         // 7. Intent, durably, with the pre-images it needs (in the same transaction).
+        let small_pre_images = self.e.stage_blobs(&plan.pre_bytes)?;
         let intent = IntentId::new();
         let now = now_ms();
         let mut tx = self.begin().await?;
-        self.e.keep_blobs(&mut tx, &plan.pre_bytes).await?;
         let step = step_row(&rec, "running", None, now);
         intents::insert_with_step(
             &mut tx,
@@ -342,6 +342,7 @@ impl<'a> Drive<'a> {
                 created_at: now,
                 settled_at: None,
             },
+            &small_pre_images,
         )
         .await?;
         audit::append_all(

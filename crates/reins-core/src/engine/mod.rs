@@ -206,17 +206,19 @@ impl Engine {
         Ok(id)
     }
 
-    /// Keeps blobs durably as part of `tx`: small ones inside it, large ones as fsynced files before it
-    /// commits. Either way they are durable once `tx` is.
-    pub(crate) async fn keep_blobs(&self, tx: &mut Tx, blobs: &[Vec<u8>]) -> Result<()> {
+    /// Splits blobs an intent needs by size: large ones are written to the file store now (fsynced,
+    /// before the intent commits); the small ones are returned to be committed inside the intent's own
+    /// transaction. Either way they are durable once the intent is.
+    pub(crate) fn stage_blobs<'b>(&self, blobs: &'b [Vec<u8>]) -> Result<Vec<&'b [u8]>> {
+        let mut small = Vec::new();
         for bytes in blobs {
             if bytes.len() <= store::blobs::INLINE_LIMIT {
-                store::blobs::put(tx, &crate::digest::Digest::of(bytes), bytes).await?;
+                small.push(bytes.as_slice());
             } else {
                 self.blobs.put(bytes, crate::blob::Durability::Sync)?;
             }
         }
-        Ok(())
+        Ok(small)
     }
 
     /// A blob by digest, from the database or the file store, verified. None when neither has it.

@@ -4,22 +4,23 @@
 
 use sqlx::SqlitePool;
 
-use super::{Result, Tx};
+use super::Result;
 use crate::digest::Digest;
 
 /// Blobs up to this size are kept in the database.
 pub const INLINE_LIMIT: usize = 1024 * 1024;
 
-pub async fn put(tx: &mut Tx, digest: &Digest, bytes: &[u8]) -> Result<()> {
-    sqlx::query(
-        "INSERT INTO blobs (sha256, size, bytes) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING",
-    )
-    .bind(digest.as_str())
-    .bind(i64::try_from(bytes.len()).unwrap_or(i64::MAX))
-    .bind(bytes)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
+pub(crate) const INSERT: &str =
+    "INSERT INTO blobs (sha256, size, bytes) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING";
+
+pub(crate) fn bind_insert<'q>(
+    q: super::steps::Query<'q>,
+    digest: &Digest,
+    bytes: &'q [u8],
+) -> super::steps::Query<'q> {
+    q.bind(digest.as_str().to_owned())
+        .bind(i64::try_from(bytes.len()).unwrap_or(i64::MAX))
+        .bind(bytes)
 }
 
 /// The bytes, if stored here. The caller verifies them against the digest.

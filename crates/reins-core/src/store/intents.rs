@@ -4,7 +4,8 @@
 
 use sqlx::{SqliteExecutor, SqlitePool};
 
-use super::{steps, Result, StoreError, Tx};
+use super::{blobs, steps, Result, StoreError, Tx};
+use crate::digest::Digest;
 use crate::ids::RunId;
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
@@ -76,16 +77,29 @@ pub async fn insert(tx: &mut Tx, run: RunId, intent: &IntentRow) -> Result<()> {
     Ok(())
 }
 
-/// Records a step and the intent of its effect in one round trip.
+/// Records a step, the intent of its effect and the pre-images it needs (small ones, kept in the
+/// database) in one round trip.
 pub async fn insert_with_step(
     tx: &mut Tx,
     run: RunId,
     step: &steps::StepRow,
     intent: &IntentRow,
+    pre_images: &[&[u8]],
 ) -> Result<()> {
-    let sql = format!("{};\n{INSERT}", steps::INSERT);
-    let q = steps::bind_insert(sqlx::query(&sql), run, step);
-    bind_insert(q, run, intent).execute(&mut **tx).await?;
+    let mut sql = format!("{};\n{INSERT}", steps::INSERT);
+    for _ in pre_images {
+        sql.push_str(";\n");
+        sql.push_str(blobs::INSERT);
+    }
+    let mut q = bind_insert(
+        steps::bind_insert(sqlx::query(&sql), run, step),
+        run,
+        intent,
+    );
+    for bytes in pre_images {
+        q = blobs::bind_insert(q, &Digest::of(bytes), bytes);
+    }
+    q.execute(&mut **tx).await?;
     Ok(())
 }
 
