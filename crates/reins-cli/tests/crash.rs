@@ -10,12 +10,13 @@ use std::time::Duration;
 
 use common::{text, Cli};
 
-/// tidy-configs has three effects: move, delete, edit.
-fn crash_and_recover(point: &str) -> anyhow::Result<()> {
-    let cli = Cli::new()?;
-    let effects = cli.tmp.path().join("effects.log");
-    let original_runbook = cli.read("docs/RUNBOOK.md")?;
-
+/// Runs tidy-configs with the fault point armed (a 1 s lease so a restart can take over soon) and
+/// checks that the process died by a signal there.
+fn crash_at(
+    cli: &Cli,
+    point: &str,
+    effects: &std::path::Path,
+) -> anyhow::Result<std::process::Output> {
     let crashed = cli
         .cmd()
         .args(["run", "--plan"])
@@ -24,7 +25,7 @@ fn crash_and_recover(point: &str) -> anyhow::Result<()> {
         .arg(cli.ws())
         .env("REINS_FAULT", point)
         .env("REINS_LEASE_SECS", "1")
-        .env("REINS_EFFECT_LOG", &effects)
+        .env("REINS_EFFECT_LOG", effects)
         .output()?;
     assert_eq!(
         crashed.status.code(),
@@ -32,6 +33,16 @@ fn crash_and_recover(point: &str) -> anyhow::Result<()> {
         "the process must die by a signal at {point}: {}",
         text(&crashed)
     );
+    Ok(crashed)
+}
+
+/// tidy-configs has three effects: move, delete, edit.
+fn crash_and_recover(point: &str) -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let effects = cli.tmp.path().join("effects.log");
+    let original_runbook = cli.read("docs/RUNBOOK.md")?;
+
+    let crashed = crash_at(&cli, point, &effects)?;
     assert!(text(&crashed).contains(point), "{}", text(&crashed));
     let id = cli.only_run()?;
     let show = cli.json(&["show", &id])?;
@@ -116,17 +127,7 @@ fn crash_between_effect_and_confirm() -> anyhow::Result<()> {
 fn crash_after_confirm_loses_nothing_and_repeats_nothing() -> anyhow::Result<()> {
     let cli = Cli::new()?;
     let effects = cli.tmp.path().join("effects.log");
-    let crashed = cli
-        .cmd()
-        .args(["run", "--plan"])
-        .arg(Cli::plan("tidy-configs.toml"))
-        .arg("--workspace")
-        .arg(cli.ws())
-        .env("REINS_FAULT", "after_confirm")
-        .env("REINS_LEASE_SECS", "1")
-        .env("REINS_EFFECT_LOG", &effects)
-        .output()?;
-    assert_eq!(crashed.status.code(), None, "{}", text(&crashed));
+    crash_at(&cli, "after_confirm", &effects)?;
     std::thread::sleep(Duration::from_millis(1200));
     let worker = cli
         .cmd()
@@ -149,17 +150,7 @@ fn crash_after_confirm_loses_nothing_and_repeats_nothing() -> anyhow::Result<()>
 fn files_changed_by_hand_after_a_crash_suspend_the_run_instead_of_guessing() -> anyhow::Result<()> {
     let cli = Cli::new()?;
     let effects = cli.tmp.path().join("effects.log");
-    let crashed = cli
-        .cmd()
-        .args(["run", "--plan"])
-        .arg(Cli::plan("tidy-configs.toml"))
-        .arg("--workspace")
-        .arg(cli.ws())
-        .env("REINS_FAULT", "after_intent")
-        .env("REINS_LEASE_SECS", "1")
-        .env("REINS_EFFECT_LOG", &effects)
-        .output()?;
-    assert_eq!(crashed.status.code(), None, "{}", text(&crashed));
+    crash_at(&cli, "after_intent", &effects)?;
     // The pending effect is "move config/nginx.conf.bak to archive/". Someone deletes the file by
     // hand: the disk now matches neither the state before the move nor the state after it.
     std::fs::remove_file(cli.ws().join("config/nginx.conf.bak"))?;

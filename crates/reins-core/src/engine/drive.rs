@@ -55,6 +55,16 @@ pub(super) struct Drive<'a> {
     lease_renewed_at: std::cell::Cell<i64>,
 }
 
+/// An effect whose intent is being settled.
+struct EffectRecord<'s> {
+    intent: IntentId,
+    seq: i64,
+    tool: &'s str,
+    action_hash: &'s str,
+    why: Option<&'s str>,
+    post: &'s [FileImage],
+}
+
 /// One step's record, before it is written.
 struct StepRecord<'s> {
     seq: i64,
@@ -380,84 +390,130 @@ impl<'a> Drive<'a> {
         fault_point!("after_effect");
 
         // 9. Confirm
-        self.confirm(
+        let record = EffectRecord {
             intent,
             seq,
-            action.tool(),
-            action_hash.as_str(),
-            &plan.post,
-            &plan.summary,
-            rec.why,
-        )
-        .await?;
+            tool: action.tool(),
+            action_hash: action_hash.as_str(),
+            why: rec.why,
+            post: &plan.post,
+        };
+        self.settle_effect(record, Ok(&plan.summary)).await?;
         fault_point!("after_confirm");
         Ok(None)
     }
 
-    /// Confirms an effect that happened: intent, step, checkpoint and audit in one transaction.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) async fn confirm(
+    /// Records how an effect settled — `Ok(summary)` it happened, `Err(error)` it failed and the
+    /// disk shows it did not happen — with the step, the checkpoint and the audit events, in one
+    /// transaction. The agent is told first, so the checkpoint holds its state after hearing it.
+    async fn settle_effect(
         &mut self,
-        intent: IntentId,
-        seq: i64,
-        tool: &str,
-        action_hash: &str,
-        post: &[FileImage],
-        summary: &str,
-        why: Option<&str>,
+        e: EffectRecord<'_>,
+        outcome: Result<&str, &str>,
     ) -> Result<()> {
+        let (ok, text) = match outcome {
+            Ok(summary) => (true, summary),
+            Err(error) => (false, error),
+        };
         self.agent.observe(&Observation {
-            seq,
-            tool: tool.into(),
-            ok: true,
-            output: summary.into(),
+            seq: e.seq,
+            tool: e.tool.into(),
+            ok,
+            output: text.into(),
         });
-        for img in post {
-            self.cp.files.insert(img.path.clone(), img.sha256.clone());
-        }
-        self.complete(seq, tool, action_hash, "done", summary, summary);
-        self.stamp(format!("step {seq} {tool} confirmed"));
+        let (intent_status, step_status, kind, payload) = if ok {
+            for img in e.post {
+                self.cp.files.insert(img.path.clone(), img.sha256.clone());
+            }
+            let payload = serde_json::json!({ "intent": e.intent, "step": e.seq, "post": e.post });
+            (IntentStatus::Confirmed, "done", "intent.confirmed", payload)
+        } else {
+            let payload = serde_json::json!({ "intent": e.intent, "step": e.seq, "error": text });
+            (
+                IntentStatus::BusinessFailed,
+                "failed",
+                "intent.failed",
+                payload,
+            )
+        };
+        self.complete(e.seq, e.tool, e.action_hash, step_status, text, text);
+        self.stamp(format!("step {} {} {step_status}", e.seq, e.tool));
         let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
         intents::settle_with_step(
             &mut tx,
             self.run,
-            seq,
-            IntentStatus::Confirmed.as_str(),
-            "done",
-            summary,
+            e.seq,
+            intent_status.as_str(),
+            step_status,
+            text,
             None,
             now,
         )
         .await?;
-        let cp_seq = self
+        let events = vec![audit::Event::new(
+            Actor::Harness,
+            kind,
+            Some(self.run),
+            payload,
+        )];
+        let checkpoint = self
             .e
             .insert_checkpoint(
                 &mut tx,
                 self.run,
                 &prepared,
                 now,
-                vec![audit::Event::new(
-                    Actor::Harness,
-                    "intent.confirmed",
-                    Some(self.run),
-                    serde_json::json!({ "intent": intent, "step": seq, "post": post }),
-                )],
+                events,
                 Some(self.owner()),
             )
             .await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Step {
-            seq,
-            tool: tool.into(),
-            status: "done".into(),
-            why: why.map(str::to_owned),
-            summary: summary.into(),
-            checkpoint: cp_seq,
+            seq: e.seq,
+            tool: e.tool.into(),
+            status: step_status.into(),
+            why: e.why.map(str::to_owned),
+            summary: one_line(text),
+            checkpoint,
             reused: false,
         });
         Ok(())
+    }
+
+    /// Nobody can say whether an effect happened: the intent and its step are marked unknown, and
+    /// the run waits for a human. Never guessed, never re-run.
+    pub(super) async fn outcome_unknown(
+        &mut self,
+        intent: IntentId,
+        seq: i64,
+        tool: &str,
+        why: &str,
+    ) -> Result<DriveOutcome> {
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        intents::settle_with_step(
+            &mut tx,
+            self.run,
+            seq,
+            IntentStatus::Unknown.as_str(),
+            "unknown",
+            why,
+            Some(why),
+            now,
+        )
+        .await?;
+        let event = audit::Event::new(
+            Actor::Harness,
+            "intent.outcome_unknown",
+            Some(self.run),
+            serde_json::json!({ "intent": intent, "step": seq, "tool": tool, "why": why }),
+        );
+        audit::append_all(&mut tx, Some(self.owner()), &[event], now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.suspend(&format!("step {seq} ({tool}): outcome unknown: {why}"))
+            .await
     }
 
     fn complete(
@@ -682,83 +738,24 @@ impl<'a> Drive<'a> {
             .hashes(paths.iter())
             .map(|now| crate::journal::settle_files(&plan.pre, &plan.pre, &now) == Settlement::Done)
             .unwrap_or(false);
-        let now = now_ms();
         if !untouched {
-            let mut tx = self.begin().await?;
-            intents::settle_with_step(
-                &mut tx,
-                self.run,
-                seq,
-                IntentStatus::Unknown.as_str(),
-                "unknown",
-                error,
-                Some("effect failed part-way"),
-                now,
-            )
-            .await?;
-            audit::append_all(
-                &mut tx,
-                Some(self.owner()),
-                &[audit::Event::new(
-                    Actor::Harness,
-                    "intent.outcome_unknown",
-                    Some(self.run),
-                    serde_json::json!({ "intent": intent, "step": seq, "error": error }),
-                )],
-                now,
-            )
-            .await?;
-            tx.commit().await.map_err(StoreError::from)?;
-            let reason = format!("step {seq} ({tool}) failed part-way and the files match neither before nor after: {error}");
-            return self.suspend(&reason).await.map(Some);
+            let why = format!(
+                "the effect failed part-way and the files match neither before nor after: {error}"
+            );
+            return self
+                .outcome_unknown(intent, seq, tool, &why)
+                .await
+                .map(Some);
         }
-        self.agent.observe(&Observation {
+        let record = EffectRecord {
+            intent,
             seq,
-            tool: tool.into(),
-            ok: false,
-            output: error.into(),
-        });
-        self.complete(seq, tool, action_hash, "failed", error, error);
-        self.stamp(format!("step {seq} {tool} failed"));
-        let prepared = self.e.prepare(&self.cp, Level::Step)?;
-        let mut tx = self.begin().await?;
-        intents::settle_with_step(
-            &mut tx,
-            self.run,
-            seq,
-            IntentStatus::BusinessFailed.as_str(),
-            "failed",
-            error,
-            None,
-            now,
-        )
-        .await?;
-        let cp_seq = self
-            .e
-            .insert_checkpoint(
-                &mut tx,
-                self.run,
-                &prepared,
-                now,
-                vec![audit::Event::new(
-                    Actor::Harness,
-                    "intent.failed",
-                    Some(self.run),
-                    serde_json::json!({ "intent": intent, "step": seq, "error": error }),
-                )],
-                Some(self.owner()),
-            )
-            .await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        self.obs.on(&Progress::Step {
-            seq,
-            tool: tool.into(),
-            status: "failed".into(),
+            tool,
+            action_hash,
             why: None,
-            summary: error.into(),
-            checkpoint: cp_seq,
-            reused: false,
-        });
+            post: &[],
+        };
+        self.settle_effect(record, Err(error)).await?;
         Ok(None)
     }
 

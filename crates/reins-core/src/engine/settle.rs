@@ -27,27 +27,11 @@ impl Drive<'_> {
                 how: how.clone(),
             });
             if status != IntentStatus::Confirmed {
-                let now = now_ms();
-                let mut tx = self.begin().await?;
-                intents::settle_with_step(
-                    &mut tx,
-                    self.run,
-                    intent.step_seq,
-                    status.as_str(),
-                    "unknown",
-                    &how,
-                    Some(&how),
-                    now,
-                )
-                .await?;
-                audit::append_all(&mut tx, Some(self.owner()), &[audit::Event::new(Actor::Harness, "intent.outcome_unknown", Some(self.run), serde_json::json!({ "intent": id, "step": intent.step_seq, "tool": intent.tool, "why": how }))], now)
-                .await?;
-                tx.commit().await.map_err(StoreError::from)?;
-                let reason = format!(
-                    "step {} ({}): outcome unknown after a restart: {how}",
-                    intent.step_seq, intent.tool
-                );
-                return self.suspend(&reason).await.map(Some);
+                let why = format!("after a restart: {how}");
+                return self
+                    .outcome_unknown(id, intent.step_seq, &intent.tool, &why)
+                    .await
+                    .map(Some);
             }
         }
         Ok(None)

@@ -196,6 +196,19 @@ fn chain(mut seq: i64, mut prev_hash: String, events: &[Event], now: i64) -> Vec
         .collect()
 }
 
+fn push_rows(q: &mut sqlx::QueryBuilder<'_, sqlx::Sqlite>, rows: &[Row], now: i64) {
+    q.push_values(rows.iter(), |mut b, r| {
+        b.push_bind(r.seq)
+            .push_bind(now)
+            .push_bind(r.actor)
+            .push_bind(r.kind)
+            .push_bind(r.run_id.clone())
+            .push_bind(r.payload.clone())
+            .push_bind(r.prev_hash.clone())
+            .push_bind(r.hash.clone());
+    });
+}
+
 /// Appends events in order inside `tx` and returns the last seq.
 ///
 /// With an `owner`, the append also proves that worker still holds the run (inside `BEGIN IMMEDIATE`
@@ -219,16 +232,7 @@ pub async fn append_all(
             "INSERT INTO audit_events (seq, at, actor, kind, run_id, payload, prev_hash, hash)
              SELECT column1, column2, column3, column4, column5, column6, column7, column8 FROM (",
         );
-        insert.push_values(rows.iter(), |mut b, r| {
-            b.push_bind(r.seq)
-                .push_bind(now)
-                .push_bind(r.actor)
-                .push_bind(r.kind)
-                .push_bind(r.run_id.clone())
-                .push_bind(r.payload.clone())
-                .push_bind(r.prev_hash.clone())
-                .push_bind(r.hash.clone());
-        });
+        push_rows(&mut insert, &rows, now);
         insert
             .push(") WHERE (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1) IS ")
             .push_bind(hash)
@@ -281,16 +285,7 @@ pub async fn append_all(
     let mut insert = sqlx::QueryBuilder::new(
         "INSERT INTO audit_events (seq, at, actor, kind, run_id, payload, prev_hash, hash) ",
     );
-    insert.push_values(rows.iter(), |mut b, r| {
-        b.push_bind(r.seq)
-            .push_bind(now)
-            .push_bind(r.actor)
-            .push_bind(r.kind)
-            .push_bind(r.run_id.clone())
-            .push_bind(r.payload.clone())
-            .push_bind(r.prev_hash.clone())
-            .push_bind(r.hash.clone());
-    });
+    push_rows(&mut insert, &rows, now);
     insert.build().execute(&mut **tx).await?;
     let last = rows.last().map(|r| (r.seq, r.hash.clone()));
     if let Some(o) = owner {
