@@ -182,3 +182,32 @@ fn a_foreign_database_file_is_named_and_left_alone() -> anyhow::Result<()> {
     assert_eq!(std::fs::read(&db)?, b"not a database");
     Ok(())
 }
+
+#[test]
+fn run_json_is_one_camel_case_event_per_line() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let out = cli
+        .cmd()
+        .args(["run", "--json", "--plan"])
+        .arg(Cli::plan("tidy-configs.toml"))
+        .arg("--workspace")
+        .arg(cli.ws())
+        .output()?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let events: Vec<serde_json::Value> = String::from_utf8(out.stdout)?
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()?;
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["created", "attempt", "step", "step", "step", "step", "finished"]
+    );
+    assert!(
+        events[1].get("resumedFrom").is_some(),
+        "fields are camelCase: {}",
+        events[1]
+    );
+    assert_eq!(events[6]["state"], "succeeded");
+    Ok(())
+}

@@ -26,7 +26,11 @@ pub use rollback::{RollbackChange, RollbackReport};
 
 /// Something worth telling the person watching a run.
 #[derive(Clone, Debug, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
+#[serde(
+    tag = "event",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum Progress {
     Created {
         run: RunId,
@@ -81,7 +85,11 @@ impl Observer for Silent {
 
 /// Where a drive left the run.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "snake_case")]
+#[serde(
+    tag = "outcome",
+    rename_all = "snake_case",
+    rename_all_fields = "camelCase"
+)]
 pub enum DriveOutcome {
     Finished {
         state: RunState,
