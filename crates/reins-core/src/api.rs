@@ -200,27 +200,29 @@ impl Reins {
                 continue;
             }
             for id in ids {
-                let outcome = match self.engine.drive(id, observer).await {
-                    Ok(o) => o,
-                    // Someone else claimed it between our look and our claim: theirs now.
-                    Err(e) if e.is_lost_ownership() || matches!(e, Error::Conflict(_)) => continue,
-                    Err(e) => return Err(e),
-                };
-                summary.driven += 1;
+                let outcome = self.engine.drive(id, observer).await?;
                 match outcome {
+                    // Claimed by someone else between our look and our claim, or no longer runnable.
+                    DriveOutcome::Skipped { .. } => continue,
                     DriveOutcome::Finished { .. } => summary.finished += 1,
                     DriveOutcome::NeedsHuman { .. } => summary.waiting += 1,
                     DriveOutcome::Lost { .. } => summary.lost += 1,
                 }
+                summary.driven += 1;
             }
         }
     }
 
-    /// Waits until the run leaves the states that need a human; returns the state it reached.
-    pub async fn wait_for_human(&self, id: RunId, poll: Duration) -> Result<RunState> {
+    /// Polls the run until `done(state)` holds; returns that state.
+    pub async fn wait_until(
+        &self,
+        id: RunId,
+        poll: Duration,
+        done: fn(RunState) -> bool,
+    ) -> Result<RunState> {
         loop {
             let state = runs::get(self.store().pool(), id).await?.state;
-            if !state.needs_human() {
+            if done(state) {
                 return Ok(state);
             }
             tokio::time::sleep(poll).await;

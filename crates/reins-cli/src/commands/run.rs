@@ -28,38 +28,45 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
     let id = reins
         .create_script_run(&args.plan, &args.workspace, &printer)
         .await?;
+    let poll = Duration::from_millis(500);
     loop {
-        match reins.drive(id, &printer).await? {
-            DriveOutcome::Finished {
-                state: RunState::Succeeded,
-                ..
-            } => return Ok(exit::DONE),
-            DriveOutcome::Finished { .. } => return Ok(exit::RUN_FAILED),
-            DriveOutcome::Lost { reason } => {
-                eprintln!(
-                    "another worker took over run {id}: {reason}\nfollow it with: reins show {id}"
-                );
-                return Ok(exit::NEEDS_HUMAN);
+        let waiting = match reins.drive(id, &printer).await? {
+            DriveOutcome::Finished { state, .. } => return Ok(exit_for(state)),
+            DriveOutcome::Skipped { state, .. } if state.is_terminal() => {
+                return Ok(exit_for(state))
             }
-            DriveOutcome::NeedsHuman { .. } if args.no_wait => {
+            DriveOutcome::NeedsHuman { state, .. } => state,
+            DriveOutcome::Skipped { state, .. } if state.needs_human() => state,
+            DriveOutcome::Lost { reason } | DriveOutcome::Skipped { reason, .. } => {
+                // Another worker drives it (a `reins worker`, the desktop app): follow it.
                 if !json {
-                    println!("run {id} is waiting for a human; see: reins show {id}");
+                    println!("  another worker is driving this run ({reason}); following it");
                 }
-                return Ok(exit::NEEDS_HUMAN);
+                reins
+                    .wait_until(id, poll, |s| {
+                        !matches!(s, RunState::Running | RunState::PauseRequested)
+                    })
+                    .await?;
+                continue;
             }
-            DriveOutcome::NeedsHuman { .. } => {
-                if !json {
-                    println!("  waiting for a human (Ctrl-C detaches; the run stays safe in the database)");
-                }
-                let state = reins.wait_for_human(id, Duration::from_millis(500)).await?;
-                if state.is_terminal() {
-                    return Ok(if state == RunState::Succeeded {
-                        exit::DONE
-                    } else {
-                        exit::RUN_FAILED
-                    });
-                }
+        };
+        if args.no_wait {
+            if !json {
+                println!("run {id} is {waiting} and needs a human; see: reins show {id}");
             }
+            return Ok(exit::NEEDS_HUMAN);
         }
+        if !json {
+            println!("  waiting for a human (Ctrl-C detaches; the run stays safe in the database)");
+        }
+        reins.wait_until(id, poll, |s| !s.needs_human()).await?;
+    }
+}
+
+fn exit_for(state: RunState) -> u8 {
+    if state == RunState::Succeeded {
+        exit::DONE
+    } else {
+        exit::RUN_FAILED
     }
 }

@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::policy::Policy;
 use crate::run::{self, RunEvent, RunState};
-use crate::store::{self, attempts, audit, audit::Actor, checkpoints, runs, Store, Tx};
+use crate::store::{self, attempts, audit, audit::Actor, checkpoints, runs, Store, StoreError, Tx};
 use crate::workspace::Workspace;
 
 mod drive;
@@ -101,6 +101,11 @@ pub enum DriveOutcome {
     },
     /// Another worker owns the run now, or a person changed its state.
     Lost {
+        reason: String,
+    },
+    /// Not claimed: the run is finished, waits for a human, or another worker holds it.
+    Skipped {
+        state: RunState,
         reason: String,
     },
 }
@@ -304,25 +309,10 @@ impl Engine {
     pub async fn drive(&self, id: RunId, observer: &dyn Observer) -> Result<DriveOutcome> {
         let row = runs::get(self.store.pool(), id).await?;
         let now = now_ms();
-        if row.state.is_terminal() {
-            return Ok(DriveOutcome::Finished {
-                state: row.state,
-                summary: row.last_error.unwrap_or_default(),
-            });
-        }
-        if row.state.needs_human() {
-            return Ok(DriveOutcome::NeedsHuman {
-                state: row.state,
-                reason: row.last_error.unwrap_or_default(),
-            });
-        }
         let adopting = matches!(row.state, RunState::Running | RunState::PauseRequested);
-        if adopting && row.lease_until.is_some_and(|until| until >= now) {
-            return Err(Error::Conflict(format!(
-                "run {id} is being driven by {} (lease for {} more seconds)",
-                row.owner.as_deref().unwrap_or("another worker"),
-                (row.lease_until.unwrap_or(now) - now) / 1000 + 1
-            )));
+        let lease_live = adopting && row.lease_until.is_some_and(|until| until >= now);
+        if row.state.is_terminal() || row.state.needs_human() || lease_live {
+            return Ok(skipped(&row, now));
         }
         let to = if adopting {
             row.state
@@ -333,7 +323,7 @@ impl Engine {
         };
 
         let mut tx = self.store.begin().await?;
-        let (fence, version) = runs::claim(
+        let claimed = runs::claim(
             &mut tx,
             id,
             row.state_version,
@@ -342,7 +332,16 @@ impl Engine {
             now + self.lease_ms,
             now,
         )
-        .await?;
+        .await;
+        let (fence, version) = match claimed {
+            Ok(claimed) => claimed,
+            // Someone else moved first: another worker claimed it, or a person changed it.
+            Err(StoreError::StaleState { .. }) => {
+                drop(tx);
+                return Ok(skipped(&runs::get(self.store.pool(), id).await?, now_ms()));
+            }
+            Err(e) => return Err(e.into()),
+        };
         if adopting {
             attempts::end_open(&mut tx, id, "lost: lease expired", now).await?;
         }
@@ -436,6 +435,23 @@ impl Engine {
     /// Runs a worker may take now.
     pub async fn runnable(&self) -> Result<Vec<RunId>> {
         Ok(runs::runnable(self.store.pool(), now_ms()).await?)
+    }
+}
+
+/// Why a run was not claimed, for a caller that asked to drive it.
+fn skipped(row: &runs::RunRow, now: i64) -> DriveOutcome {
+    let reason = match (&row.owner, row.lease_until) {
+        (Some(owner), Some(until)) if until >= now && !row.state.is_terminal() => {
+            format!(
+                "driven by {owner} (lease for {} more seconds)",
+                (until - now) / 1000 + 1
+            )
+        }
+        _ => row.last_error.clone().unwrap_or_default(),
+    };
+    DriveOutcome::Skipped {
+        state: row.state,
+        reason,
     }
 }
 

@@ -125,8 +125,9 @@ pub async fn runnable(pool: &SqlitePool, now: i64) -> Result<Vec<RunId>> {
     Ok(ids.iter().filter_map(|s| s.parse().ok()).collect())
 }
 
-/// Takes ownership: moves to `to`, bumps the fence, sets owner and lease. Guarded by `state_version`.
-/// Returns the new (fence, state_version).
+/// Takes ownership: moves to `to`, bumps the fence, sets owner and lease. Guarded by `state_version`
+/// and by claimability at this instant (queued, or its lease has run out), so a lease renewed since
+/// the caller looked is never taken. Returns the new (fence, state_version).
 pub async fn claim(
     tx: &mut Tx,
     id: RunId,
@@ -140,6 +141,7 @@ pub async fn claim(
         "UPDATE runs SET state = ?, state_version = state_version + 1, fence = fence + 1,
                          owner = ?, lease_until = ?, updated_at = ?
          WHERE id = ? AND state_version = ?
+           AND (state = 'queued' OR lease_until IS NULL OR lease_until < ?)
          RETURNING fence, state_version",
     )
     .bind(to.as_str())
@@ -148,6 +150,7 @@ pub async fn claim(
     .bind(now)
     .bind(id.to_string())
     .bind(expected_version)
+    .bind(now)
     .fetch_optional(&mut **tx)
     .await?;
     row.ok_or(StoreError::StaleState {

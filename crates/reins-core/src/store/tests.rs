@@ -88,8 +88,17 @@ async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Resu
     );
     drop(tx);
 
+    // While w1's lease (until 100) is live, nobody may take the run.
     let mut tx = store.begin().await?;
-    let (fence2, _) = runs::claim(&mut tx, id, 1, RunState::Running, "w2", 200, 2).await?;
+    let live = runs::claim(&mut tx, id, 1, RunState::Running, "w2", 300, 50).await;
+    assert!(
+        matches!(live, Err(StoreError::StaleState { .. })),
+        "a live lease is never taken over"
+    );
+    drop(tx);
+
+    let mut tx = store.begin().await?;
+    let (fence2, _) = runs::claim(&mut tx, id, 1, RunState::Running, "w2", 300, 150).await?;
     tx.commit().await?;
     assert_eq!(fence2, 2, "taking over increments the fence");
 
@@ -376,7 +385,7 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
 
     // w2 takes over.
     let mut tx = store.begin().await?;
-    runs::claim(&mut tx, id, 1, RunState::Running, "w2", 200, 2).await?;
+    runs::claim(&mut tx, id, 1, RunState::Running, "w2", 300, 150).await?;
     tx.commit().await?;
 
     let mut tx = store.begin().await?;
