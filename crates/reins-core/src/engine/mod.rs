@@ -21,6 +21,7 @@ use crate::workspace::Workspace;
 mod drive;
 mod rollback;
 mod settle;
+mod step;
 
 pub use rollback::{RollbackChange, RollbackReport};
 
@@ -465,67 +466,4 @@ fn host_name() -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::checkpoint::stored;
-    use crate::policy::PermitAll;
-
-    #[tokio::test]
-    async fn a_checkpoint_over_one_mib_goes_to_the_blob_store_and_verifies() -> anyhow::Result<()> {
-        let dir = tempfile::tempdir()?;
-        let store = Store::open(&dir.path().join("reins.db")).await?;
-        let blobs = BlobStore::open(&dir.path().join("blobs"))?;
-        let engine = Engine::new(store, blobs, Arc::new(PermitAll), 30_000);
-        let ws = Workspace::open(dir.path())?;
-        let plan = Plan {
-            name: "n".into(),
-            goal: "g".into(),
-            steps: Vec::new(),
-        };
-        let run = engine.create_script_run(&plan, &ws).await?;
-
-        let big = CheckpointV1 {
-            goal: "g".into(),
-            agent: serde_json::Value::String("x".repeat(checkpoint::INLINE_LIMIT + 10)),
-            ..CheckpointV1::default()
-        };
-        let prepared = engine.prepare(&big, Level::Step)?;
-        assert!(prepared.in_blob, "over the inline limit");
-        let mut tx = engine.store.begin().await?;
-        let seq = engine
-            .insert_checkpoint(&mut tx, run, &prepared, now_ms(), Vec::new(), None)
-            .await?;
-        tx.commit().await?;
-
-        let inspected = stored::inspect(&engine.store, &engine.blobs, run).await?;
-        let row = inspected
-            .iter()
-            .find(|i| i.seq == seq)
-            .ok_or_else(|| anyhow::anyhow!("no row"))?;
-        assert!(row.in_blob);
-        assert_eq!(
-            row.payload.as_ref().ok().map(|p| p.agent.clone()),
-            Some(big.agent.clone())
-        );
-        let inline: Option<Vec<u8>> =
-            sqlx::query_scalar("SELECT payload FROM checkpoints WHERE run_id = ? AND seq = ?")
-                .bind(run.to_string())
-                .bind(seq)
-                .fetch_one(engine.store.pool())
-                .await?;
-        assert!(inline.is_none(), "the row keeps only the hash");
-
-        // Damage the blob: the checkpoint must read as invalid, not as data.
-        let digest =
-            crate::digest::Digest::parse(&row.sha256).ok_or_else(|| anyhow::anyhow!("digest"))?;
-        let path = dir
-            .path()
-            .join("blobs")
-            .join(&digest.as_str()[..2])
-            .join(&digest.as_str()[2..]);
-        std::fs::write(&path, b"garbage")?;
-        let again = stored::inspect(&engine.store, &engine.blobs, run).await?;
-        assert!(again.iter().any(|i| i.seq == seq && i.payload.is_err()));
-        Ok(())
-    }
-}
+mod tests;

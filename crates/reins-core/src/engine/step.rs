@@ -1,0 +1,598 @@
+//! The step protocol (DESIGN §3) for one proposed call: validate → classify → preview → durable
+//! intent → effect → confirm, plus the paths off it: reuse from the journal, review, failure, and an
+//! outcome nobody can know.
+
+use crate::agent::Observation;
+use crate::checkpoint::{Level, ToolRecord};
+use crate::clock::now_ms;
+use crate::digest::Digest;
+use crate::error::Result;
+use crate::fault_point;
+use crate::ids::IntentId;
+use crate::journal::{EffectClass, FileImage, IntentStatus, Settlement};
+use crate::policy::{Decision, Verdict};
+use crate::run::RunState;
+use crate::store::{attempts, audit, audit::Actor, intents, runs, steps, StoreError};
+use crate::tools::{self, Action, EffectPlan, ToolCall};
+
+use super::drive::{images_json, parse_images, Drive};
+use super::{DriveOutcome, Progress};
+
+/// An effect whose intent is being settled.
+struct EffectRecord<'s> {
+    intent: IntentId,
+    seq: i64,
+    tool: &'s str,
+    action_hash: &'s str,
+    why: Option<&'s str>,
+    post: &'s [FileImage],
+}
+
+/// One step's record, before it is written.
+struct StepRecord<'s> {
+    seq: i64,
+    tool: &'s str,
+    action: &'s str,
+    action_hash: &'s str,
+    why: Option<&'s str>,
+    verdict: Option<&'s Verdict>,
+    preview: Option<&'s str>,
+}
+
+impl Drive<'_> {
+    /// Steps 1–9 for one proposed call. `Some(outcome)` when the drive must stop.
+    pub(super) async fn step(
+        &mut self,
+        call: ToolCall,
+        why: Option<String>,
+    ) -> Result<Option<DriveOutcome>> {
+        let seq = self.cp.next_step;
+        let parsed = Action::parse(&call, &self.ws);
+        let (action_text, action_hash) = match &parsed {
+            Ok(a) => (a.canonical_text(), a.hash()),
+            Err(_) => {
+                let raw = tools::canonical_of_raw(&call);
+                let hash = Digest::of(raw.as_bytes());
+                (raw, hash)
+            }
+        };
+
+        // Resuming from an earlier checkpoint: this step may already be in the journal.
+        if seq <= self.journal_through {
+            if let Some(prev) = steps::get(self.e.store.pool(), self.run, seq).await? {
+                return self.reuse(prev, &call, action_hash.as_str()).await;
+            }
+        }
+
+        let mut rec = StepRecord {
+            seq,
+            tool: &call.tool,
+            action: &action_text,
+            action_hash: action_hash.as_str(),
+            why: why.as_deref(),
+            verdict: None,
+            preview: None,
+        };
+        // 1. Validate
+        let action = match parsed {
+            Ok(a) => a,
+            Err(err) => {
+                return self
+                    .record(&rec, "invalid", false, &err.to_string())
+                    .await
+                    .map(|_| None)
+            }
+        };
+        // 2. Classify
+        let verdict = self.e.policy.classify(&action);
+        rec.verdict = Some(&verdict);
+        if action.effect_class() == EffectClass::Pure {
+            return match verdict.decision {
+                Decision::Deny => self
+                    .record(&rec, "denied", false, &denied(&verdict))
+                    .await
+                    .map(|_| None),
+                Decision::Ask => self.park(&rec).await.map(Some),
+                Decision::Allow => {
+                    let (status, ok, out, summary) = match tools::run_pure(&action, &self.ws) {
+                        Ok(out) => {
+                            let summary = tools::describe(&action, &out);
+                            ("done", true, out, summary)
+                        }
+                        Err(err) => ("failed", false, err.to_string(), err.to_string()),
+                    };
+                    self.record_with_summary(&rec, status, ok, &out, &summary)
+                        .await
+                        .map(|_| None)
+                }
+            };
+        }
+        // 3. Preview
+        let plan = match tools::plan(&action, &self.ws) {
+            Ok(p) => p,
+            Err(err) => {
+                return self
+                    .record(&rec, "failed", false, &err.to_string())
+                    .await
+                    .map(|_| None)
+            }
+        };
+        rec.preview = Some(&plan.preview);
+        match verdict.decision {
+            Decision::Deny => {
+                return self
+                    .record(&rec, "denied", false, &denied(&verdict))
+                    .await
+                    .map(|_| None)
+            }
+            Decision::Ask => return self.park(&rec).await.map(Some),
+            Decision::Allow => {}
+        }
+        // 7. Intent, durably, with the pre-images it needs (in the same transaction).
+        let small_pre_images = self.e.stage_blobs(&plan.pre_bytes)?;
+        let intent = IntentId::new();
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let step = step_row(&rec, "running", None, now);
+        intents::insert_with_step(
+            &mut tx,
+            self.run,
+            &step,
+            &intents::IntentRow {
+                id: intent.to_string(),
+                step_seq: seq,
+                tool: action.tool().into(),
+                action: action_text.clone(),
+                action_hash: action_hash.to_string(),
+                effect_class: action.effect_class().as_str().into(),
+                status: IntentStatus::Pending.as_str().into(),
+                pre_images: images_json(&plan.pre),
+                post_images: images_json(&plan.post),
+                // What the agent will be told once confirmed; a restart that settles it tells the same.
+                result: Some(plan.summary.clone()),
+                settled_by: None,
+                fence: self.fence,
+                created_at: now,
+                settled_at: None,
+            },
+            &small_pre_images,
+        )
+        .await?;
+        audit::append_all(
+            &mut tx,
+            Some(self.owner()),
+            &[audit::Event::new(
+                Actor::Agent,
+                "intent.pending",
+                Some(self.run),
+                serde_json::json!({
+                    "intent": intent, "step": seq, "tool": action.tool(), "actionHash": action_hash,
+                    "effectClass": action.effect_class(), "pre": plan.pre, "post": plan.post,
+                    "previewSha256": Digest::of(plan.preview.as_bytes()),
+                }),
+            )],
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        fault_point!("after_intent");
+
+        // 8. Execute
+        if let Err(err) = tools::apply(&plan, &self.ws) {
+            return self
+                .effect_failed(
+                    intent,
+                    seq,
+                    action.tool(),
+                    action_hash.as_str(),
+                    &plan,
+                    &err.to_string(),
+                )
+                .await;
+        }
+        fault_point!("after_effect");
+
+        // 9. Confirm
+        let record = EffectRecord {
+            intent,
+            seq,
+            tool: action.tool(),
+            action_hash: action_hash.as_str(),
+            why: rec.why,
+            post: &plan.post,
+        };
+        self.settle_effect(record, Ok(&plan.summary)).await?;
+        fault_point!("after_confirm");
+        Ok(None)
+    }
+
+    /// Records how an effect settled — `Ok(summary)` it happened, `Err(error)` it failed and the
+    /// disk shows it did not happen — with the step, the checkpoint and the audit events, in one
+    /// transaction. The agent is told first, so the checkpoint holds its state after hearing it.
+    async fn settle_effect(
+        &mut self,
+        e: EffectRecord<'_>,
+        outcome: Result<&str, &str>,
+    ) -> Result<()> {
+        let (ok, text) = match outcome {
+            Ok(summary) => (true, summary),
+            Err(error) => (false, error),
+        };
+        self.agent.observe(&Observation {
+            seq: e.seq,
+            tool: e.tool.into(),
+            ok,
+            output: text.into(),
+        });
+        let (intent_status, step_status, kind, payload) = if ok {
+            for img in e.post {
+                self.cp.files.insert(img.path.clone(), img.sha256.clone());
+            }
+            let payload = serde_json::json!({ "intent": e.intent, "step": e.seq, "post": e.post });
+            (IntentStatus::Confirmed, "done", "intent.confirmed", payload)
+        } else {
+            let payload = serde_json::json!({ "intent": e.intent, "step": e.seq, "error": text });
+            (
+                IntentStatus::BusinessFailed,
+                "failed",
+                "intent.failed",
+                payload,
+            )
+        };
+        self.complete(e.seq, e.tool, e.action_hash, step_status, text, text);
+        self.stamp(format!("step {} {} {step_status}", e.seq, e.tool));
+        let prepared = self.e.prepare(&self.cp, Level::Step)?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        intents::settle_with_step(
+            &mut tx,
+            self.run,
+            e.seq,
+            intent_status.as_str(),
+            step_status,
+            text,
+            None,
+            now,
+        )
+        .await?;
+        let events = vec![audit::Event::new(
+            Actor::Harness,
+            kind,
+            Some(self.run),
+            payload,
+        )];
+        let checkpoint = self
+            .e
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                events,
+                Some(self.owner()),
+            )
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Step {
+            seq: e.seq,
+            tool: e.tool.into(),
+            status: step_status.into(),
+            why: e.why.map(str::to_owned),
+            summary: one_line(text),
+            checkpoint,
+            reused: false,
+        });
+        Ok(())
+    }
+
+    /// Nobody can say whether an effect happened: the intent and its step are marked unknown, and
+    /// the run waits for a human. Never guessed, never re-run.
+    pub(super) async fn outcome_unknown(
+        &mut self,
+        intent: IntentId,
+        seq: i64,
+        tool: &str,
+        why: &str,
+    ) -> Result<DriveOutcome> {
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        intents::settle_with_step(
+            &mut tx,
+            self.run,
+            seq,
+            IntentStatus::Unknown.as_str(),
+            "unknown",
+            why,
+            Some(why),
+            now,
+        )
+        .await?;
+        let event = audit::Event::new(
+            Actor::Harness,
+            "intent.outcome_unknown",
+            Some(self.run),
+            serde_json::json!({ "intent": intent, "step": seq, "tool": tool, "why": why }),
+        );
+        audit::append_all(&mut tx, Some(self.owner()), &[event], now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.suspend(&format!("step {seq} ({tool}): outcome unknown: {why}"))
+            .await
+    }
+
+    pub(super) fn complete(
+        &mut self,
+        seq: i64,
+        tool: &str,
+        action_hash: &str,
+        status: &str,
+        result: &str,
+        summary: &str,
+    ) {
+        self.cp.completed.push(ToolRecord {
+            seq,
+            tool: tool.into(),
+            action_hash: action_hash.into(),
+            status: status.into(),
+            result_sha256: Digest::of(result.as_bytes()),
+            summary: one_line(summary),
+        });
+        self.cp.next_step = seq + 1;
+        self.cp.current_step = None;
+    }
+
+    /// Records a step that ran no effect (read-only, invalid, denied, or failed before its intent),
+    /// with its checkpoint, in one transaction.
+    async fn record(
+        &mut self,
+        rec: &StepRecord<'_>,
+        status: &str,
+        ok: bool,
+        result: &str,
+    ) -> Result<()> {
+        self.record_with_summary(rec, status, ok, result, result)
+            .await
+    }
+
+    async fn record_with_summary(
+        &mut self,
+        rec: &StepRecord<'_>,
+        status: &str,
+        ok: bool,
+        result: &str,
+        summary: &str,
+    ) -> Result<()> {
+        self.agent.observe(&Observation {
+            seq: rec.seq,
+            tool: rec.tool.into(),
+            ok,
+            output: result.into(),
+        });
+        self.complete(rec.seq, rec.tool, rec.action_hash, status, result, summary);
+        self.stamp(format!("step {} {} {status}", rec.seq, rec.tool));
+        let prepared = self.e.prepare(&self.cp, Level::Step)?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        steps::insert(&mut tx, self.run, &step_row(rec, status, Some(result), now)).await?;
+        let cp_seq = self
+            .e
+            .insert_checkpoint(&mut tx, self.run, &prepared, now, vec![audit::Event::new(Actor::Agent, "step.finished", Some(self.run), serde_json::json!({ "step": rec.seq, "tool": rec.tool, "status": status, "actionHash": rec.action_hash }))], Some(self.owner()))
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Step {
+            seq: rec.seq,
+            tool: rec.tool.into(),
+            status: status.into(),
+            why: rec.why.map(str::to_owned),
+            summary: one_line(summary),
+            checkpoint: cp_seq,
+            reused: false,
+        });
+        Ok(())
+    }
+
+    /// A step already in the journal (we resumed from an earlier checkpoint): reuse its result, never
+    /// re-run it. A different proposal for a recorded step is not guessed at.
+    async fn reuse(
+        &mut self,
+        prev: steps::StepRow,
+        call: &ToolCall,
+        action_hash: &str,
+    ) -> Result<Option<DriveOutcome>> {
+        let seq = prev.seq;
+        if prev.action_hash != action_hash {
+            let reason = format!(
+                "step {seq}: the agent now proposes {} (action {}) but the journal recorded {} (action {}); not guessing which is right",
+                call.tool,
+                &action_hash[..12.min(action_hash.len())],
+                prev.tool,
+                &prev.action_hash[..12.min(prev.action_hash.len())]
+            );
+            return self.suspend(&reason).await.map(Some);
+        }
+        if !matches!(
+            prev.status.as_str(),
+            "done" | "failed" | "invalid" | "denied"
+        ) {
+            let reason = format!(
+                "step {seq} ({}) is recorded as {:?} and cannot be reused",
+                prev.tool, prev.status
+            );
+            return self.suspend(&reason).await.map(Some);
+        }
+        let result = prev.result.clone().unwrap_or_default();
+        if let Some(intent) = intents::for_step(self.e.store.pool(), self.run, seq).await? {
+            if intent.status == IntentStatus::Confirmed.as_str() {
+                for img in parse_images(&intent.post_images)? {
+                    self.cp.files.insert(img.path, img.sha256);
+                }
+            }
+        }
+        let ok = prev.status == "done";
+        self.agent.observe(&Observation {
+            seq,
+            tool: prev.tool.clone(),
+            ok,
+            output: result.clone(),
+        });
+        let summary = match Action::parse(call, &self.ws) {
+            Ok(a) if ok && a.effect_class() == EffectClass::Pure => tools::describe(&a, &result),
+            _ => one_line(&result),
+        };
+        self.complete(
+            seq,
+            &prev.tool,
+            &prev.action_hash,
+            &prev.status,
+            &result,
+            &summary,
+        );
+        self.stamp(format!("step {seq} {} reused from the journal", prev.tool));
+        let prepared = self.e.prepare(&self.cp, Level::Step)?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let cp_seq = self
+            .e
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                Vec::new(),
+                Some(self.owner()),
+            )
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Step {
+            seq,
+            tool: prev.tool,
+            status: prev.status,
+            why: prev.why,
+            summary,
+            checkpoint: cp_seq,
+            reused: true,
+        });
+        Ok(None)
+    }
+
+    /// Step 4: the policy asked for a human. Step, review checkpoint and state change commit together.
+    async fn park(&mut self, rec: &StepRecord<'_>) -> Result<DriveOutcome> {
+        self.cp.current_step = Some(rec.seq);
+        self.stamp(format!("step {} {} awaits review", rec.seq, rec.tool));
+        let prepared = self.e.prepare(&self.cp, Level::Review)?;
+        let now = now_ms();
+        let reasons = rec
+            .verdict
+            .map(|v| v.reasons.join("; "))
+            .unwrap_or_default();
+        let mut tx = self.begin().await?;
+        steps::insert(
+            &mut tx,
+            self.run,
+            &step_row(rec, "awaiting_review", None, now),
+        )
+        .await?;
+        self.e
+            .insert_checkpoint(&mut tx, self.run, &prepared, now, vec![audit::Event::new(Actor::Harness, "step.review_requested", Some(self.run), serde_json::json!({
+                "step": rec.seq, "tool": rec.tool, "actionHash": rec.action_hash, "verdict": rec.verdict,
+                "previewSha256": rec.preview.map(|p| Digest::of(p.as_bytes())),
+            }))], Some(self.owner()))
+            .await?;
+        self.version = runs::set_state(
+            &mut tx,
+            self.run,
+            self.fence,
+            self.version,
+            RunState::AwaitingApproval,
+            Some(&reasons),
+            now,
+        )
+        .await?;
+        attempts::end_open(&mut tx, self.run, "awaiting approval", now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        let reason = format!("step {} ({}) needs a review: {reasons}", rec.seq, rec.tool);
+        self.obs.on(&Progress::Waiting {
+            state: RunState::AwaitingApproval,
+            reason: reason.clone(),
+        });
+        Ok(DriveOutcome::NeedsHuman {
+            state: RunState::AwaitingApproval,
+            reason,
+        })
+    }
+
+    /// The effect returned an error. If the disk shows it did not happen, that is an ordinary failure
+    /// the agent hears about; otherwise nobody can say what happened, and a human decides.
+    async fn effect_failed(
+        &mut self,
+        intent: IntentId,
+        seq: i64,
+        tool: &str,
+        action_hash: &str,
+        plan: &EffectPlan,
+        error: &str,
+    ) -> Result<Option<DriveOutcome>> {
+        let paths: Vec<_> = plan
+            .pre
+            .iter()
+            .filter_map(|i| self.ws.resolve(&i.path).ok())
+            .collect();
+        let untouched = self
+            .ws
+            .hashes(paths.iter())
+            .map(|now| crate::journal::settle_files(&plan.pre, &plan.pre, &now) == Settlement::Done)
+            .unwrap_or(false);
+        if !untouched {
+            let why = format!(
+                "the effect failed part-way and the files match neither before nor after: {error}"
+            );
+            return self
+                .outcome_unknown(intent, seq, tool, &why)
+                .await
+                .map(Some);
+        }
+        let record = EffectRecord {
+            intent,
+            seq,
+            tool,
+            action_hash,
+            why: None,
+            post: &[],
+        };
+        self.settle_effect(record, Err(error)).await?;
+        Ok(None)
+    }
+}
+
+/// The first line, at most 200 characters.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
+}
+
+fn denied(verdict: &Verdict) -> String {
+    format!("denied by policy: {}", verdict.reasons.join("; "))
+}
+
+fn step_row(rec: &StepRecord<'_>, status: &str, result: Option<&str>, now: i64) -> steps::StepRow {
+    steps::StepRow {
+        seq: rec.seq,
+        kind: "tool_call".into(),
+        tool: rec.tool.into(),
+        action: rec.action.into(),
+        action_hash: rec.action_hash.into(),
+        why: rec.why.map(str::to_owned),
+        status: status.into(),
+        risk: rec.verdict.map(|v| v.risk.as_str().to_owned()),
+        reasons: rec
+            .verdict
+            .map(|v| serde_json::to_string(&v.reasons).unwrap_or_default()),
+        preview: rec.preview.map(str::to_owned),
+        result: result.map(str::to_owned),
+        started_at: now,
+        ended_at: result.map(|_| now),
+    }
+}
