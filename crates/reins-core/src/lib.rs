@@ -19,6 +19,7 @@ pub mod policy;
 pub mod run;
 pub mod store;
 pub mod tools;
+pub mod worker;
 pub mod workspace;
 
 pub use error::{Error, Result};

@@ -129,12 +129,7 @@ pub(crate) struct Prepared {
 
 impl Engine {
     pub fn new(store: Store, blobs: BlobStore, policy: Arc<dyn Policy>, lease_ms: i64) -> Self {
-        let worker = format!(
-            "{}:{}:{}",
-            host_name(),
-            std::process::id(),
-            &uuid::Uuid::now_v7().simple().to_string()[24..]
-        );
+        let worker = crate::worker::WorkerId::current().to_string();
         Self {
             store,
             blobs,
@@ -311,7 +306,10 @@ impl Engine {
         let row = runs::get(self.store.pool(), id).await?;
         let now = now_ms();
         let adopting = matches!(row.state, RunState::Running | RunState::PauseRequested);
-        let lease_live = adopting && row.lease_until.is_some_and(|until| until >= now);
+        // A holder on this machine whose process is gone (crashed, killed) is not waited for.
+        let holder_gone = adopting && row.owner.as_deref().is_some_and(crate::worker::is_gone);
+        let lease_live =
+            adopting && !holder_gone && row.lease_until.is_some_and(|until| until >= now);
         if row.state.is_terminal() || row.state.needs_human() || lease_live {
             return Ok(skipped(&row, now));
         }
@@ -327,11 +325,14 @@ impl Engine {
         let claimed = runs::claim(
             &mut tx,
             id,
-            row.state_version,
-            to,
-            &self.worker,
-            now + self.lease_ms,
-            now,
+            &runs::Claim {
+                expected_version: row.state_version,
+                to,
+                owner: &self.worker,
+                lease_until: now + self.lease_ms,
+                now,
+                gone_owner: row.owner.as_deref().filter(|_| holder_gone),
+            },
         )
         .await;
         let (fence, version) = match claimed {
@@ -352,7 +353,7 @@ impl Engine {
             Actor::Harness,
             if adopting { "attempt.adopted" } else { "attempt.started" },
             Some(id),
-            &serde_json::json!({ "attempt": attempt, "fence": fence, "worker": self.worker, "previousOwner": row.owner }),
+            &serde_json::json!({ "attempt": attempt, "fence": fence, "worker": self.worker, "previousOwner": row.owner, "previousOwnerGone": holder_gone }),
             now,
         )
         .await?;
@@ -435,7 +436,13 @@ impl Engine {
 
     /// Runs a worker may take now.
     pub async fn runnable(&self) -> Result<Vec<RunId>> {
-        Ok(runs::runnable(self.store.pool(), now_ms()).await?)
+        let pool = self.store.pool();
+        let gone: Vec<String> = runs::active_owners(pool)
+            .await?
+            .into_iter()
+            .filter(|owner| crate::worker::is_gone(owner))
+            .collect();
+        Ok(runs::runnable(pool, now_ms(), &gone).await?)
     }
 }
 
@@ -454,15 +461,6 @@ fn skipped(row: &runs::RunRow, now: i64) -> DriveOutcome {
         state: row.state,
         reason,
     }
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|s| s.trim().to_owned())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".into())
 }
 
 #[cfg(test)]

@@ -111,51 +111,68 @@ pub async fn ids_with_prefix(pool: &SqlitePool, prefix: &str) -> Result<Vec<RunI
     Ok(ids.iter().filter_map(|s| s.parse().ok()).collect())
 }
 
-/// Runs a worker may take now: queued ones, and active ones whose lease has run out.
-pub async fn runnable(pool: &SqlitePool, now: i64) -> Result<Vec<RunId>> {
-    let ids: Vec<String> = sqlx::query_scalar(
+/// Holders of active runs (to learn which of them are gone).
+pub async fn active_owners(pool: &SqlitePool) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT DISTINCT owner FROM runs WHERE state IN ('running', 'pause_requested') AND owner IS NOT NULL",
+    )
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Runs a worker may take now: queued ones, and active ones whose lease has run out or whose holder
+/// is one of `gone_owners` (processes known to have died).
+pub async fn runnable(pool: &SqlitePool, now: i64, gone_owners: &[String]) -> Result<Vec<RunId>> {
+    let mut q = sqlx::QueryBuilder::new(
         "SELECT id FROM runs
          WHERE state = 'queued'
-            OR (state IN ('running', 'pause_requested') AND (lease_until IS NULL OR lease_until < ?))
-         ORDER BY created_at, id",
-    )
-    .bind(now)
-    .fetch_all(pool)
-    .await?;
+            OR (state IN ('running', 'pause_requested') AND (lease_until IS NULL OR lease_until < ",
+    );
+    q.push_bind(now);
+    for owner in gone_owners {
+        q.push(" OR owner = ").push_bind(owner);
+    }
+    q.push(")) ORDER BY created_at, id");
+    let ids: Vec<String> = q.build_query_scalar().fetch_all(pool).await?;
     Ok(ids.iter().filter_map(|s| s.parse().ok()).collect())
 }
 
 /// Takes ownership: moves to `to`, bumps the fence, sets owner and lease. Guarded by `state_version`
-/// and by claimability at this instant (queued, or its lease has run out), so a lease renewed since
-/// the caller looked is never taken. Returns the new (fence, state_version).
-pub async fn claim(
-    tx: &mut Tx,
-    id: RunId,
-    expected_version: i64,
-    to: RunState,
-    owner: &str,
-    lease_until: i64,
-    now: i64,
-) -> Result<(i64, i64)> {
+/// and by claimability at this instant (queued, its lease has run out, or it is still held by
+/// `gone_owner`, a holder known to have died), so a lease renewed since the caller looked is never
+/// taken. Returns the new (fence, state_version).
+/// What a claim asks for.
+pub struct Claim<'a> {
+    pub expected_version: i64,
+    pub to: RunState,
+    pub owner: &'a str,
+    pub lease_until: i64,
+    pub now: i64,
+    /// A holder known to have died, whose live lease need not be waited for.
+    pub gone_owner: Option<&'a str>,
+}
+
+pub async fn claim(tx: &mut Tx, id: RunId, c: &Claim<'_>) -> Result<(i64, i64)> {
     let row: Option<(i64, i64)> = sqlx::query_as(
         "UPDATE runs SET state = ?, state_version = state_version + 1, fence = fence + 1,
                          owner = ?, lease_until = ?, updated_at = ?
          WHERE id = ? AND state_version = ?
-           AND (state = 'queued' OR lease_until IS NULL OR lease_until < ?)
+           AND (state = 'queued' OR lease_until IS NULL OR lease_until < ? OR owner = ?)
          RETURNING fence, state_version",
     )
-    .bind(to.as_str())
-    .bind(owner)
-    .bind(lease_until)
-    .bind(now)
+    .bind(c.to.as_str())
+    .bind(c.owner)
+    .bind(c.lease_until)
+    .bind(c.now)
     .bind(id.to_string())
-    .bind(expected_version)
-    .bind(now)
+    .bind(c.expected_version)
+    .bind(c.now)
+    .bind(c.gone_owner)
     .fetch_optional(&mut **tx)
     .await?;
     row.ok_or(StoreError::StaleState {
         run: id.to_string(),
-        expected: expected_version,
+        expected: c.expected_version,
     })
 }
 

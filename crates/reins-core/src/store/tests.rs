@@ -76,21 +76,77 @@ async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Resu
     let (_d, store) = fresh().await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
-    let (fence, version) = runs::claim(&mut tx, id, 0, RunState::Running, "w1", 100, 1).await?;
+    let (fence, version) = runs::claim(
+        &mut tx,
+        id,
+        &runs::Claim {
+            expected_version: 0,
+            to: RunState::Running,
+            owner: "w1",
+            lease_until: 100,
+            now: 1,
+            gone_owner: None,
+        },
+    )
+    .await?;
     tx.commit().await?;
     assert_eq!((fence, version), (1, 1));
 
     let mut tx = store.begin().await?;
-    let stale = runs::claim(&mut tx, id, 0, RunState::Running, "w2", 100, 1).await;
+    let stale = runs::claim(
+        &mut tx,
+        id,
+        &runs::Claim {
+            expected_version: 0,
+            to: RunState::Running,
+            owner: "w2",
+            lease_until: 100,
+            now: 1,
+            gone_owner: None,
+        },
+    )
+    .await;
     assert!(
         matches!(stale, Err(StoreError::StaleState { .. })),
         "a claim on an old state_version must fail"
     );
     drop(tx);
 
-    // While w1's lease (until 100) is live, nobody may take the run.
+    // While w1's lease (until 100) is live, nobody may take the run, unless w1 is known to be gone.
     let mut tx = store.begin().await?;
-    let live = runs::claim(&mut tx, id, 1, RunState::Running, "w2", 300, 50).await;
+    let not_the_holder = runs::claim(
+        &mut tx,
+        id,
+        &runs::Claim {
+            expected_version: 1,
+            to: RunState::Running,
+            owner: "w2",
+            lease_until: 300,
+            now: 50,
+            gone_owner: Some("w9"),
+        },
+    )
+    .await;
+    assert!(
+        matches!(not_the_holder, Err(StoreError::StaleState { .. })),
+        "only the named dead holder's run"
+    );
+    drop(tx);
+
+    let mut tx = store.begin().await?;
+    let live = runs::claim(
+        &mut tx,
+        id,
+        &runs::Claim {
+            expected_version: 1,
+            to: RunState::Running,
+            owner: "w2",
+            lease_until: 300,
+            now: 50,
+            gone_owner: None,
+        },
+    )
+    .await;
     assert!(
         matches!(live, Err(StoreError::StaleState { .. })),
         "a live lease is never taken over"
@@ -98,7 +154,19 @@ async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Resu
     drop(tx);
 
     let mut tx = store.begin().await?;
-    let (fence2, _) = runs::claim(&mut tx, id, 1, RunState::Running, "w2", 300, 150).await?;
+    let (fence2, _) = runs::claim(
+        &mut tx,
+        id,
+        &runs::Claim {
+            expected_version: 1,
+            to: RunState::Running,
+            owner: "w2",
+            lease_until: 300,
+            now: 150,
+            gone_owner: None,
+        },
+    )
+    .await?;
     tx.commit().await?;
     assert_eq!(fence2, 2, "taking over increments the fence");
 
@@ -127,7 +195,19 @@ async fn leaving_the_active_states_releases_the_lease() -> anyhow::Result<()> {
     let (_d, store) = fresh().await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
-    let (fence, version) = runs::claim(&mut tx, id, 0, RunState::Running, "w1", 100, 1).await?;
+    let (fence, version) = runs::claim(
+        &mut tx,
+        id,
+        &runs::Claim {
+            expected_version: 0,
+            to: RunState::Running,
+            owner: "w1",
+            lease_until: 100,
+            now: 1,
+            gone_owner: None,
+        },
+    )
+    .await?;
     runs::set_state(
         &mut tx,
         id,
@@ -148,18 +228,62 @@ async fn leaving_the_active_states_releases_the_lease() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn runnable_lists_queued_and_expired_leases_only() -> anyhow::Result<()> {
+async fn runnable_lists_queued_runs_expired_leases_and_gone_holders() -> anyhow::Result<()> {
     let (_d, store) = fresh().await?;
     let queued = insert_run(&store).await?;
     let live = insert_run(&store).await?;
     let expired = insert_run(&store).await?;
     let mut tx = store.begin().await?;
-    runs::claim(&mut tx, live, 0, RunState::Running, "w", 10_000, 1).await?;
-    runs::claim(&mut tx, expired, 0, RunState::Running, "w", 500, 1).await?;
+    runs::claim(
+        &mut tx,
+        live,
+        &runs::Claim {
+            expected_version: 0,
+            to: RunState::Running,
+            owner: "w-live",
+            lease_until: 10_000,
+            now: 1,
+            gone_owner: None,
+        },
+    )
+    .await?;
+    runs::claim(
+        &mut tx,
+        expired,
+        &runs::Claim {
+            expected_version: 0,
+            to: RunState::Running,
+            owner: "w",
+            lease_until: 500,
+            now: 1,
+            gone_owner: None,
+        },
+    )
+    .await?;
     tx.commit().await?;
-    let ids = runs::runnable(store.pool(), 1_000).await?;
+    let ids = runs::runnable(store.pool(), 1_000, &[]).await?;
     assert_eq!(ids.len(), 2);
     assert!(ids.contains(&queued) && ids.contains(&expired) && !ids.contains(&live));
+
+    // A holder known to be gone is not waited for, lease or not.
+    let ids = runs::runnable(store.pool(), 1_000, &["w-live".to_owned()]).await?;
+    assert_eq!(ids.len(), 3);
+    let mut tx = store.begin().await?;
+    let (fence, _) = runs::claim(
+        &mut tx,
+        live,
+        &runs::Claim {
+            expected_version: 1,
+            to: RunState::Running,
+            owner: "w2",
+            lease_until: 20_000,
+            now: 1_000,
+            gone_owner: Some("w-live"),
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    assert_eq!(fence, 2);
     Ok(())
 }
 
@@ -373,7 +497,19 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
     let (_d, store) = fresh().await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
-    let (fence, _) = runs::claim(&mut tx, id, 0, RunState::Running, "w1", 100, 1).await?;
+    let (fence, _) = runs::claim(
+        &mut tx,
+        id,
+        &runs::Claim {
+            expected_version: 0,
+            to: RunState::Running,
+            owner: "w1",
+            lease_until: 100,
+            now: 1,
+            gone_owner: None,
+        },
+    )
+    .await?;
     tx.commit().await?;
     let old = audit::Owner::new(id, fence);
     let event = audit::Event::new(audit::Actor::Harness, "x", Some(id), serde_json::json!({}));
@@ -385,7 +521,19 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
 
     // w2 takes over.
     let mut tx = store.begin().await?;
-    runs::claim(&mut tx, id, 1, RunState::Running, "w2", 300, 150).await?;
+    runs::claim(
+        &mut tx,
+        id,
+        &runs::Claim {
+            expected_version: 1,
+            to: RunState::Running,
+            owner: "w2",
+            lease_until: 300,
+            now: 150,
+            gone_owner: None,
+        },
+    )
+    .await?;
     tx.commit().await?;
 
     let mut tx = store.begin().await?;
