@@ -5,20 +5,18 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-pub use reins_tests::{copy_dir, repo_root};
+pub use reins_tests::repo_root;
 
 pub struct Cli {
     pub tmp: tempfile::TempDir,
 }
 
 impl Cli {
+    /// A temp dir with `ws/` (a copy of examples/ops-workspace) and room for `data/`.
     pub fn new() -> anyhow::Result<Self> {
-        let tmp = tempfile::tempdir()?;
-        copy_dir(
-            &repo_root().join("examples/ops-workspace"),
-            &tmp.path().join("ws"),
-        )?;
-        Ok(Self { tmp })
+        Ok(Self {
+            tmp: reins_tests::Sandbox::new()?.tmp,
+        })
     }
 
     pub fn ws(&self) -> PathBuf {

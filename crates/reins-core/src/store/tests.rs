@@ -30,6 +30,18 @@ fn run_row(id: RunId) -> runs::RunRow {
     }
 }
 
+/// A claim that moves the run to running for `owner`.
+fn running(owner: &str, expected_version: i64, lease_until: i64, now: i64) -> runs::Claim<'_> {
+    runs::Claim {
+        expected_version,
+        to: RunState::Running,
+        owner,
+        lease_until,
+        now,
+        gone_owner: None,
+    }
+}
+
 async fn insert_run(store: &Store) -> anyhow::Result<RunId> {
     let id = RunId::new();
     let mut tx = store.begin().await?;
@@ -76,36 +88,12 @@ async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Resu
     let (_d, store) = fresh().await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
-    let (fence, version) = runs::claim(
-        &mut tx,
-        id,
-        &runs::Claim {
-            expected_version: 0,
-            to: RunState::Running,
-            owner: "w1",
-            lease_until: 100,
-            now: 1,
-            gone_owner: None,
-        },
-    )
-    .await?;
+    let (fence, version) = runs::claim(&mut tx, id, &running("w1", 0, 100, 1)).await?;
     tx.commit().await?;
     assert_eq!((fence, version), (1, 1));
 
     let mut tx = store.begin().await?;
-    let stale = runs::claim(
-        &mut tx,
-        id,
-        &runs::Claim {
-            expected_version: 0,
-            to: RunState::Running,
-            owner: "w2",
-            lease_until: 100,
-            now: 1,
-            gone_owner: None,
-        },
-    )
-    .await;
+    let stale = runs::claim(&mut tx, id, &running("w2", 0, 100, 1)).await;
     assert!(
         matches!(stale, Err(StoreError::StaleState { .. })),
         "a claim on an old state_version must fail"
@@ -118,12 +106,8 @@ async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Resu
         &mut tx,
         id,
         &runs::Claim {
-            expected_version: 1,
-            to: RunState::Running,
-            owner: "w2",
-            lease_until: 300,
-            now: 50,
             gone_owner: Some("w9"),
+            ..running("w2", 1, 300, 50)
         },
     )
     .await;
@@ -134,19 +118,7 @@ async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Resu
     drop(tx);
 
     let mut tx = store.begin().await?;
-    let live = runs::claim(
-        &mut tx,
-        id,
-        &runs::Claim {
-            expected_version: 1,
-            to: RunState::Running,
-            owner: "w2",
-            lease_until: 300,
-            now: 50,
-            gone_owner: None,
-        },
-    )
-    .await;
+    let live = runs::claim(&mut tx, id, &running("w2", 1, 300, 50)).await;
     assert!(
         matches!(live, Err(StoreError::StaleState { .. })),
         "a live lease is never taken over"
@@ -154,19 +126,7 @@ async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Resu
     drop(tx);
 
     let mut tx = store.begin().await?;
-    let (fence2, _) = runs::claim(
-        &mut tx,
-        id,
-        &runs::Claim {
-            expected_version: 1,
-            to: RunState::Running,
-            owner: "w2",
-            lease_until: 300,
-            now: 150,
-            gone_owner: None,
-        },
-    )
-    .await?;
+    let (fence2, _) = runs::claim(&mut tx, id, &running("w2", 1, 300, 150)).await?;
     tx.commit().await?;
     assert_eq!(fence2, 2, "taking over increments the fence");
 
@@ -195,19 +155,7 @@ async fn leaving_the_active_states_releases_the_lease() -> anyhow::Result<()> {
     let (_d, store) = fresh().await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
-    let (fence, version) = runs::claim(
-        &mut tx,
-        id,
-        &runs::Claim {
-            expected_version: 0,
-            to: RunState::Running,
-            owner: "w1",
-            lease_until: 100,
-            now: 1,
-            gone_owner: None,
-        },
-    )
-    .await?;
+    let (fence, version) = runs::claim(&mut tx, id, &running("w1", 0, 100, 1)).await?;
     runs::set_state(
         &mut tx,
         id,
@@ -234,32 +182,8 @@ async fn runnable_lists_queued_runs_expired_leases_and_gone_holders() -> anyhow:
     let live = insert_run(&store).await?;
     let expired = insert_run(&store).await?;
     let mut tx = store.begin().await?;
-    runs::claim(
-        &mut tx,
-        live,
-        &runs::Claim {
-            expected_version: 0,
-            to: RunState::Running,
-            owner: "w-live",
-            lease_until: 10_000,
-            now: 1,
-            gone_owner: None,
-        },
-    )
-    .await?;
-    runs::claim(
-        &mut tx,
-        expired,
-        &runs::Claim {
-            expected_version: 0,
-            to: RunState::Running,
-            owner: "w",
-            lease_until: 500,
-            now: 1,
-            gone_owner: None,
-        },
-    )
-    .await?;
+    runs::claim(&mut tx, live, &running("w-live", 0, 10_000, 1)).await?;
+    runs::claim(&mut tx, expired, &running("w", 0, 500, 1)).await?;
     tx.commit().await?;
     let ids = runs::runnable(store.pool(), 1_000, &[]).await?;
     assert_eq!(ids.len(), 2);
@@ -273,12 +197,8 @@ async fn runnable_lists_queued_runs_expired_leases_and_gone_holders() -> anyhow:
         &mut tx,
         live,
         &runs::Claim {
-            expected_version: 1,
-            to: RunState::Running,
-            owner: "w2",
-            lease_until: 20_000,
-            now: 1_000,
             gone_owner: Some("w-live"),
+            ..running("w2", 1, 20_000, 1_000)
         },
     )
     .await?;
@@ -497,19 +417,7 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
     let (_d, store) = fresh().await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
-    let (fence, _) = runs::claim(
-        &mut tx,
-        id,
-        &runs::Claim {
-            expected_version: 0,
-            to: RunState::Running,
-            owner: "w1",
-            lease_until: 100,
-            now: 1,
-            gone_owner: None,
-        },
-    )
-    .await?;
+    let (fence, _) = runs::claim(&mut tx, id, &running("w1", 0, 100, 1)).await?;
     tx.commit().await?;
     let old = audit::Owner::new(id, fence);
     let event = audit::Event::new(audit::Actor::Harness, "x", Some(id), serde_json::json!({}));
@@ -521,19 +429,7 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
 
     // w2 takes over.
     let mut tx = store.begin().await?;
-    runs::claim(
-        &mut tx,
-        id,
-        &runs::Claim {
-            expected_version: 1,
-            to: RunState::Running,
-            owner: "w2",
-            lease_until: 300,
-            now: 150,
-            gone_owner: None,
-        },
-    )
-    .await?;
+    runs::claim(&mut tx, id, &running("w2", 1, 300, 150)).await?;
     tx.commit().await?;
 
     let mut tx = store.begin().await?;
