@@ -52,6 +52,12 @@ fn fix_logrotate_end_to_end() -> anyhow::Result<()> {
     assert_eq!(intents.len(), 2, "two effects, two intents");
     assert!(intents.iter().all(|i| i["status"] == "confirmed"));
 
+    let human = text(&cli.run(&["show", &id])?);
+    assert!(
+        human.contains("why: rotate daily and keep 7 files"),
+        "show gives each step's reason: {human}"
+    );
+
     let doctor = cli.run(&["doctor"])?;
     assert_eq!(doctor.status.code(), Some(0), "{}", text(&doctor));
     Ok(())

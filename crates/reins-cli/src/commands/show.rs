@@ -113,8 +113,17 @@ fn render(d: &RunDetail) -> String {
     if rows.is_empty() {
         let _ = writeln!(s, "  (none)");
     } else {
-        for line in table(&["#", "TOOL", "STATUS", "ACTION"], &rows).lines() {
+        let rendered = table(&["#", "TOOL", "STATUS", "ACTION"], &rows);
+        let mut lines = rendered.lines();
+        if let Some(header) = lines.next() {
+            let _ = writeln!(s, "  {header}");
+        }
+        // Each step's line, then the agent's stated reason for it: what a reviewer sees.
+        for (line, step) in lines.zip(&d.steps) {
             let _ = writeln!(s, "  {line}");
+            if let Some(why) = &step.why {
+                let _ = writeln!(s, "       why: {why}");
+            }
         }
     }
 
