@@ -366,7 +366,10 @@ impl Reins {
                 }
             }
         }
-        let audit_chain = verify_chain(&audit::all(pool).await?);
+        let audit_chain = match audit::first_broken(&audit::all(pool).await?) {
+            None => "ok".to_owned(),
+            Some(seq) => format!("broken at event {seq}"),
+        };
         let schema_version = self.store().schema_version().await?;
         let supported_schema = Store::supported_schema();
         let healthy = integrity == ["ok"]
@@ -392,27 +395,4 @@ impl Reins {
             audit_chain,
         })
     }
-}
-
-fn verify_chain(events: &[audit::AuditRow]) -> String {
-    let mut prev = audit::GENESIS.to_owned();
-    for (i, e) in events.iter().enumerate() {
-        let expected_seq = i64::try_from(i).unwrap_or(i64::MAX) + 1;
-        let canonical = audit::canonical(
-            e.seq,
-            e.at,
-            &e.actor,
-            &e.kind,
-            e.run_id.as_deref(),
-            &e.payload,
-        );
-        if e.seq != expected_seq
-            || e.prev_hash != prev
-            || audit::chain_hash(&prev, &canonical).as_str() != e.hash
-        {
-            return format!("broken at event {}", e.seq);
-        }
-        prev = e.hash.clone();
-    }
-    "ok".into()
 }

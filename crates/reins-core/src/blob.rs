@@ -1,6 +1,6 @@
 //! Content-addressed blob store: `<root>/<aa>/<rest of sha256>`. Pre-images for rollback, large
-//! checkpoint payloads. Writes are atomic (temp + rename); `Durability::Sync` also fsyncs the file
-//! and its directory before returning, so an intent may point at the blob.
+//! checkpoint payloads. Writes are atomic (temp + rename) and durable: the file and its directory are
+//! fsynced before `put` returns, so a row may point at the blob.
 
 use std::fs;
 use std::io::Write as _;
@@ -19,14 +19,6 @@ pub enum BlobError {
         path: PathBuf,
         source: std::io::Error,
     },
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Durability {
-    /// fsync file and directory before returning: the blob survives power loss.
-    Sync,
-    /// Atomic but not fsynced: survives a process crash, may be lost with the machine.
-    Lazy,
 }
 
 #[derive(Clone, Debug)]
@@ -58,16 +50,10 @@ impl BlobStore {
         self.root.join(&hex[..2]).join(&hex[2..])
     }
 
-    pub fn put(&self, bytes: &[u8], durability: Durability) -> Result<Digest, BlobError> {
+    pub fn put(&self, bytes: &[u8]) -> Result<Digest, BlobError> {
         let digest = Digest::of(bytes);
         let target = self.path_of(&digest);
         if target.exists() {
-            if durability == Durability::Sync {
-                // It may have been written lazily before: make it durable now.
-                fs::File::open(&target)
-                    .and_then(|f| f.sync_all())
-                    .map_err(io(&target))?;
-            }
             return Ok(digest);
         }
         let dir = target.parent().unwrap_or(&self.root).to_owned();
@@ -78,16 +64,12 @@ impl BlobStore {
                 .join(format!("{}.{}", digest.as_str(), uuid::Uuid::now_v7()));
         let mut file = fs::File::create(&tmp).map_err(io(&tmp))?;
         file.write_all(bytes).map_err(io(&tmp))?;
-        if durability == Durability::Sync {
-            file.sync_all().map_err(io(&tmp))?;
-        }
+        file.sync_all().map_err(io(&tmp))?;
         drop(file);
         fs::rename(&tmp, &target).map_err(io(&target))?;
-        if durability == Durability::Sync {
-            fs::File::open(&dir)
-                .and_then(|d| d.sync_all())
-                .map_err(io(&dir))?;
-        }
+        fs::File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io(&dir))?;
         Ok(digest)
     }
 
@@ -155,8 +137,8 @@ mod tests {
     fn put_get_verifies_and_dedups() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let store = BlobStore::open(dir.path())?;
-        let a = store.put(b"hello", Durability::Sync)?;
-        let b = store.put(b"hello", Durability::Lazy)?;
+        let a = store.put(b"hello")?;
+        let b = store.put(b"hello")?;
         assert_eq!(a, b);
         assert_eq!(store.get(&a)?, b"hello");
         assert_eq!(store.list()?.len(), 1, "same bytes are stored once");

@@ -224,7 +224,7 @@ impl Engine {
             if bytes.len() <= store::blobs::INLINE_LIMIT {
                 small.push(bytes.as_slice());
             } else {
-                self.blobs.put(bytes, crate::blob::Durability::Sync)?;
+                self.blobs.put(bytes)?;
             }
         }
         Ok(small)
@@ -251,7 +251,7 @@ impl Engine {
         let (bytes, digest) = checkpoint::encode(cp);
         let in_blob = bytes.len() > checkpoint::INLINE_LIMIT;
         if in_blob {
-            self.blobs.put(&bytes, crate::blob::Durability::Sync)?;
+            self.blobs.put(&bytes)?;
         }
         Ok(Prepared {
             level,

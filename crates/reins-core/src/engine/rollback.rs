@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::blob::Durability;
 use crate::checkpoint::{stored, CheckpointV1, Level, Meta};
 use crate::clock::now_ms;
 use crate::digest::Digest;
@@ -145,7 +144,7 @@ impl Engine {
         // Save the current state so the rollback can be undone.
         for (rel, _) in &wanted_bytes {
             if let Some(bytes) = ws.image(rel)? {
-                self.blobs.put(&bytes, Durability::Sync)?;
+                self.blobs.put(&bytes)?;
             }
         }
         let mut snapshot = latest.clone();

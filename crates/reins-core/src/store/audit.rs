@@ -294,6 +294,31 @@ pub async fn append_all(
     Ok(last.map(|(seq, _)| seq).unwrap_or(0))
 }
 
+/// Walks the chain in seq order; the seq of the first event that does not chain (a gap, a wrong
+/// `prev_hash`, or a hash its own fields do not give), or None when every event does.
+pub fn first_broken(events: &[AuditRow]) -> Option<i64> {
+    let mut prev = GENESIS.to_owned();
+    for (i, e) in events.iter().enumerate() {
+        let expected_seq = i64::try_from(i).unwrap_or(i64::MAX) + 1;
+        let canon = canonical(
+            e.seq,
+            e.at,
+            &e.actor,
+            &e.kind,
+            e.run_id.as_deref(),
+            &e.payload,
+        );
+        if e.seq != expected_seq
+            || e.prev_hash != prev
+            || chain_hash(&prev, &canon).as_str() != e.hash
+        {
+            return Some(e.seq);
+        }
+        prev = e.hash.clone();
+    }
+    None
+}
+
 pub async fn for_run(pool: &SqlitePool, run: RunId) -> Result<Vec<AuditRow>> {
     Ok(
         sqlx::query_as("SELECT * FROM audit_events WHERE run_id = ? ORDER BY seq")

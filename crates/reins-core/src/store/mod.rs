@@ -244,15 +244,6 @@ fn classify_open_error(path: &Path, source: sqlx::Error) -> StoreError {
     }
 }
 
-/// Fails with `NotFound` when a single-row statement touched nothing.
-pub(crate) fn expect_one(rows: u64, what: impl FnOnce() -> String) -> Result<()> {
-    if rows == 1 {
-        Ok(())
-    } else {
-        Err(StoreError::NotFound { what: what() })
-    }
-}
-
 pub(crate) fn map_not_found(e: sqlx::Error, what: impl FnOnce() -> String) -> StoreError {
     match e {
         sqlx::Error::RowNotFound => StoreError::NotFound { what: what() },

@@ -2,7 +2,7 @@
 
 use sqlx::{SqliteExecutor, SqlitePool};
 
-use super::{expect_one, Result, Tx};
+use super::{Result, Tx};
 use crate::ids::RunId;
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
@@ -72,20 +72,6 @@ pub async fn insert(tx: &mut Tx, run: RunId, step: &StepRow) -> Result<()> {
         .execute(&mut **tx)
         .await?;
     Ok(())
-}
-
-pub async fn finish(
-    tx: &mut Tx,
-    run: RunId,
-    seq: i64,
-    status: &str,
-    result: &str,
-    now: i64,
-) -> Result<()> {
-    let done = bind_finish(sqlx::query(FINISH), run, seq, status, result, now)
-        .execute(&mut **tx)
-        .await?;
-    expect_one(done.rows_affected(), || format!("step {seq} of run {run}"))
 }
 
 pub async fn get<'e>(db: impl SqliteExecutor<'e>, run: RunId, seq: i64) -> Result<Option<StepRow>> {
