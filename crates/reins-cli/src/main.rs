@@ -10,6 +10,7 @@ use reins_core::data_dir::DataDir;
 
 mod commands;
 mod output;
+mod signals;
 
 /// Exit statuses, stable for scripts.
 pub mod exit {
@@ -60,6 +61,12 @@ enum Command {
     Ps,
     /// Show one run: state, steps, checkpoints (with checksum status), intents, recovery point.
     Show(commands::show::Args),
+    /// Pause a run: it stops at its next safe point, after writing and verifying a checkpoint.
+    Pause(commands::control::PauseArgs),
+    /// Resume a paused or suspended run (or withdraw a pause not yet reached).
+    Resume(commands::control::ResumeArgs),
+    /// Cancel a run for good. Its files stay as they are; `reins rollback` can restore them.
+    Cancel(commands::control::CancelArgs),
     /// Restore the files a run touched to their state at a checkpoint (undoable).
     Rollback(commands::rollback::Args),
     /// Check the database, blob store, checkpoints and audit chain.
@@ -100,6 +107,9 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Worker(args) => commands::worker::exec(&reins, args, json).await,
         Command::Ps => commands::ps::exec(&reins, json).await,
         Command::Show(args) => commands::show::exec(&reins, args, json).await,
+        Command::Pause(args) => commands::control::pause(&reins, args, json).await,
+        Command::Resume(args) => commands::control::resume(&reins, args, json).await,
+        Command::Cancel(args) => commands::control::cancel(&reins, args, json).await,
         Command::Rollback(args) => commands::rollback::exec(&reins, args, json).await,
         Command::Doctor => commands::doctor::exec(&reins, json).await,
     };

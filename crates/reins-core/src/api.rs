@@ -14,7 +14,9 @@ use crate::checkpoint::stored::{self, CheckpointSummary};
 use crate::checkpoint::Damage;
 use crate::data_dir::DataDir;
 use crate::digest::Digest;
-use crate::engine::{DriveOutcome, Engine, Observer, Progress, RollbackReport};
+use crate::engine::{
+    Control, DriveOutcome, Engine, Observer, Progress, ResumeMode, RollbackReport,
+};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::policy::PermitAll;
@@ -100,6 +102,8 @@ pub struct RunDetail {
     /// Files the run touched → sha256 at the recovery point (null: absent).
     pub files: BTreeMap<String, Option<Digest>>,
     pub audit_events: usize,
+    /// The run's audit events, oldest first.
+    pub audit: Vec<audit::AuditRow>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -128,6 +132,8 @@ pub struct WorkSummary {
     pub driven: usize,
     pub finished: usize,
     pub waiting: usize,
+    /// Paused at a safe point, by a person or because this worker was asked to drain.
+    pub paused: usize,
     pub lost: usize,
 }
 
@@ -191,26 +197,73 @@ impl Reins {
     ) -> Result<WorkSummary> {
         let mut summary = WorkSummary::default();
         loop {
+            if self.engine.draining() {
+                return Ok(summary);
+            }
             let ids = self.engine.runnable().await?;
             if ids.is_empty() {
                 if once {
                     return Ok(summary);
                 }
-                tokio::time::sleep(poll).await;
+                self.sleep_unless_draining(poll).await;
                 continue;
             }
             for id in ids {
+                if self.engine.draining() {
+                    return Ok(summary);
+                }
                 let outcome = self.engine.drive(id, observer).await?;
                 match outcome {
                     // Claimed by someone else between our look and our claim, or no longer runnable.
                     DriveOutcome::Skipped { .. } => continue,
                     DriveOutcome::Finished { .. } => summary.finished += 1,
+                    DriveOutcome::NeedsHuman {
+                        state: RunState::Paused,
+                        ..
+                    } => summary.paused += 1,
                     DriveOutcome::NeedsHuman { .. } => summary.waiting += 1,
                     DriveOutcome::Lost { .. } => summary.lost += 1,
                 }
                 summary.driven += 1;
             }
         }
+    }
+
+    /// Sleeps for `total`, waking early when a drain is requested.
+    async fn sleep_unless_draining(&self, total: Duration) {
+        let step = Duration::from_millis(50);
+        let mut slept = Duration::ZERO;
+        while slept < total && !self.engine.draining() {
+            tokio::time::sleep(step.min(total - slept)).await;
+            slept += step;
+        }
+    }
+
+    /// The flag that drains this process's worker: runs it drives pause at their next safe point
+    /// (checkpoint written and verified first), and nothing new is claimed. For signal handlers.
+    pub fn drain_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.engine.drain_flag()
+    }
+
+    pub fn draining(&self) -> bool {
+        self.engine.draining()
+    }
+
+    /// Pauses a run: at once when no worker drives it, else at its next safe point.
+    pub async fn pause(&self, id: RunId) -> Result<Control> {
+        self.engine.pause(id).await
+    }
+
+    pub async fn resume(&self, id: RunId, mode: ResumeMode) -> Result<Control> {
+        self.engine.resume(id, mode).await
+    }
+
+    pub async fn cancel(&self, id: RunId, reason: Option<&str>) -> Result<Control> {
+        self.engine.cancel(id, reason).await
+    }
+
+    pub async fn run_state(&self, id: RunId) -> Result<RunState> {
+        Ok(runs::get(self.store().pool(), id).await?.state)
     }
 
     /// Polls the run until `done(state)` holds; returns that state.
@@ -273,6 +326,7 @@ impl Reins {
     pub async fn run_detail(&self, id: RunId) -> Result<RunDetail> {
         let pool = self.store().pool();
         let r = runs::get(pool, id).await?;
+        let events = audit::for_run(pool, id).await?;
         let inspected = stored::inspect(self.store(), self.engine.blobs(), id).await?;
         let analysis = stored::analyse(self.store(), id, &inspected).await?;
         let files = analysis
@@ -307,7 +361,8 @@ impl Reins {
                 damage: analysis.damage,
             },
             files,
-            audit_events: audit::for_run(pool, id).await?.len(),
+            audit_events: events.len(),
+            audit: events,
         })
     }
 

@@ -45,9 +45,11 @@ impl Error {
                 "corrupt_database"
             }
             Error::Store(StoreError::NewerSchema { .. }) => "newer_schema",
-            Error::Store(StoreError::LostLease { .. } | StoreError::StaleState { .. }) => {
-                "conflict"
-            }
+            Error::Store(
+                StoreError::LostLease { .. }
+                | StoreError::StaleState { .. }
+                | StoreError::Illegal { .. },
+            ) => "conflict",
             Error::Store(_) => "storage",
             Error::Blob(_) => "blob_store",
             Error::Jail(_) | Error::Tool(_) | Error::Agent(_) | Error::Invalid(_) => {

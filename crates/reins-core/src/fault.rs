@@ -41,3 +41,20 @@ pub fn record_effect(_what: &str) {
         }
     }
 }
+
+/// When set (fault-injection builds only), each effect sleeps this many milliseconds just before it
+/// runs: long enough for a test to freeze, kill or pause the worker in the middle of a step.
+pub const DELAY_ENV: &str = "REINS_FAULT_DELAY_MS";
+
+/// Sleeps `REINS_FAULT_DELAY_MS` (fault-injection builds only).
+pub async fn delay() {
+    #[cfg(feature = "fault-injection")]
+    {
+        if let Some(ms) = std::env::var(DELAY_ENV)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+        }
+    }
+}

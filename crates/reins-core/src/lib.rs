@@ -8,6 +8,7 @@ pub mod api;
 pub mod blob;
 pub mod checkpoint;
 pub mod clock;
+pub mod compat;
 pub mod data_dir;
 pub mod digest;
 pub mod engine;

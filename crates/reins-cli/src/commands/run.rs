@@ -29,24 +29,35 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
         .create_script_run(&args.plan, &args.workspace, &printer)
         .await?;
     let poll = Duration::from_millis(500);
+    crate::signals::drain_on_signal(reins.drain_flag());
     loop {
         let waiting = match reins.drive(id, &printer).await? {
             DriveOutcome::Finished { state, .. } => return Ok(exit_for(state)),
             DriveOutcome::Skipped { state, .. } if state.is_terminal() => {
                 return Ok(exit_for(state))
             }
+            DriveOutcome::NeedsHuman {
+                state: RunState::Paused,
+                reason,
+            } => {
+                if !json {
+                    println!("run {id} is paused ({reason})");
+                }
+                return Ok(exit::NEEDS_HUMAN);
+            }
             DriveOutcome::NeedsHuman { state, .. } => state,
             DriveOutcome::Skipped { state, .. } if state.needs_human() => state,
+            DriveOutcome::Lost { .. } | DriveOutcome::Skipped { .. } if reins.draining() => {
+                return Ok(detached(id, json));
+            }
             DriveOutcome::Lost { reason } | DriveOutcome::Skipped { reason, .. } => {
                 // Another worker drives it (a `reins worker`, the desktop app): follow it.
                 if !json {
                     println!("  another worker is driving this run ({reason}); following it");
                 }
-                reins
-                    .wait_until(id, poll, |s| {
-                        !matches!(s, RunState::Running | RunState::PauseRequested)
-                    })
-                    .await?;
+                if !follow(reins, id, poll, |s| !s.is_active()).await? {
+                    return Ok(detached(id, json));
+                }
                 continue;
             }
         };
@@ -59,8 +70,35 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
         if !json {
             println!("  waiting for a human (Ctrl-C detaches; the run stays safe in the database)");
         }
-        reins.wait_until(id, poll, |s| !s.needs_human()).await?;
+        if !follow(reins, id, poll, |s| !s.needs_human()).await? {
+            return Ok(detached(id, json));
+        }
     }
+}
+
+/// Waits until `done(state)`; false when the user asked to stop waiting (Ctrl-C, SIGTERM).
+async fn follow(
+    reins: &Reins,
+    id: reins_core::ids::RunId,
+    poll: Duration,
+    done: fn(RunState) -> bool,
+) -> reins_core::Result<bool> {
+    loop {
+        if done(reins.run_state(id).await?) {
+            return Ok(true);
+        }
+        if reins.draining() {
+            return Ok(false);
+        }
+        tokio::time::sleep(poll.min(Duration::from_millis(100))).await;
+    }
+}
+
+fn detached(id: reins_core::ids::RunId, json: bool) -> u8 {
+    if !json {
+        println!("detached from run {id}; it stays safe in the database (see: reins show {id})");
+    }
+    exit::NEEDS_HUMAN
 }
 
 fn exit_for(state: RunState) -> u8 {

@@ -19,24 +19,20 @@ pub struct Args {
 
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
     let printer = Printer { json };
-    let work = reins.work(
-        args.once,
-        Duration::from_millis(args.poll_ms.max(50)),
-        &printer,
-    );
-    let summary = tokio::select! {
-        summary = work => summary?,
-        _ = tokio::signal::ctrl_c() => {
-            eprintln!("stopping: runs in flight resume from their last checkpoint on the next start");
-            return Ok(exit::DONE);
-        }
-    };
+    crate::signals::drain_on_signal(reins.drain_flag());
+    let summary = reins
+        .work(
+            args.once,
+            Duration::from_millis(args.poll_ms.max(50)),
+            &printer,
+        )
+        .await?;
     if json {
         print_json(&summary);
     } else {
         println!(
-            "worker: drove {} run(s): {} finished, {} waiting for a human, {} taken by another worker",
-            summary.driven, summary.finished, summary.waiting, summary.lost
+            "worker: drove {} run(s): {} finished, {} waiting for a human, {} paused, {} taken by another worker",
+            summary.driven, summary.finished, summary.waiting, summary.paused, summary.lost
         );
     }
     Ok(exit::DONE)

@@ -36,7 +36,7 @@ pub struct Observation {
 }
 
 #[async_trait]
-pub trait Agent: Send {
+pub trait Agent: Send + Sync {
     fn kind(&self) -> &'static str;
     fn version(&self) -> &'static str;
     async fn next(&mut self) -> Result<Move, AgentError>;

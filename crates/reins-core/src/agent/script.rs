@@ -23,7 +23,7 @@ use crate::digest::Digest;
 use crate::tools::ToolCall;
 
 pub const KIND: &str = "script";
-const VERSION: &str = "1";
+pub const VERSION: &str = "1";
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

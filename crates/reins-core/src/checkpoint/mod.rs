@@ -62,11 +62,15 @@ impl Payload {
     }
 }
 
+/// How many of the latest completed steps a checkpoint carries (the journal has them all).
+pub const RECENT_STEPS: usize = 32;
+
 /// What a run needs to continue from here.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CheckpointV1 {
     // Execution context
     pub goal: String,
+    /// The latest completed steps, at most `RECENT_STEPS` (the journal has every one).
     pub completed: Vec<ToolRecord>,
     /// The step in flight when this checkpoint was written (a review waits on it), if any.
     pub current_step: Option<i64>,

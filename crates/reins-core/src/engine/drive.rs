@@ -6,9 +6,11 @@ use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::journal::FileImage;
-use crate::run::RunState;
+use crate::run::{RunEvent, RunState};
 use crate::store::{attempts, audit, audit::Actor, checkpoints, runs, steps, StoreError, Tx};
 use crate::workspace::Workspace;
+
+use super::heartbeat::Heartbeat;
 
 use super::{DriveOutcome, Engine, Observer, Progress};
 
@@ -37,7 +39,6 @@ pub(super) struct Drive<'a> {
     pub(super) ws: Workspace,
     pub(super) agent: Box<dyn Agent>,
     pub(super) fence: i64,
-    pub(super) version: i64,
     pub(super) attempt: i64,
     /// The run's context as of the last checkpoint, updated as steps complete.
     pub(super) cp: CheckpointV1,
@@ -45,8 +46,8 @@ pub(super) struct Drive<'a> {
     pub(super) journal_through: i64,
     /// Proves ownership in every transaction and remembers the audit chain's head (see `audit::Owner`).
     owner: audit::Owner,
-    /// When this worker last extended its lease (the claim counts).
-    lease_renewed_at: std::cell::Cell<i64>,
+    /// Keeps the lease alive in the background and reports what it sees.
+    heartbeat: Heartbeat,
 }
 
 impl<'a> Drive<'a> {
@@ -55,7 +56,7 @@ impl<'a> Drive<'a> {
         obs: &'a dyn Observer,
         row: &runs::RunRow,
         fence: i64,
-        version: i64,
+        claimed_until: i64,
         attempt: i64,
         adopted: bool,
     ) -> Result<Drive<'a>, StartError> {
@@ -65,6 +66,17 @@ impl<'a> Drive<'a> {
             StartError::Suspend(format!("the run's agent cannot be rebuilt: {err}"))
         })?;
 
+        let mismatches = crate::compat::Compat::parse(&row.compat).mismatches(
+            &crate::compat::Compat::current(agent.kind(), agent.version(), &row.agent_spec),
+        );
+        if !mismatches.is_empty() {
+            return Err(StartError::Suspend(format!(
+                "incompatible with this build: {}. `reins resume {} --force` resumes anyway; `reins resume {} --start-over` starts again from the original input",
+                crate::compat::describe(&mismatches),
+                row.id,
+                row.id
+            )));
+        }
         let inspected = stored::inspect(&e.store, &e.blobs, row.id).await?;
         let analysis = stored::analyse(&e.store, row.id, &inspected).await?;
         let fresh: Vec<_> = analysis
@@ -137,17 +149,24 @@ impl<'a> Drive<'a> {
             resumed_from,
         });
         let journal_through = steps::max_seq(e.store.pool(), row.id).await?;
+        let owner = audit::Owner::new(row.id, fence);
+        owner.saw_pause(row.state == RunState::PauseRequested);
         Ok(Drive {
-            owner: audit::Owner::new(row.id, fence),
+            owner,
             journal_through,
-            lease_renewed_at: std::cell::Cell::new(now_ms()),
+            heartbeat: Heartbeat::start(
+                e.store.pool().clone(),
+                row.id,
+                fence,
+                e.lease_ms,
+                claimed_until,
+            ),
             e,
             obs,
             run: row.id,
             ws,
             agent,
             fence,
-            version,
             attempt,
             cp,
         })
@@ -164,6 +183,9 @@ impl<'a> Drive<'a> {
                 .await;
         }
         loop {
+            if let Some(outcome) = self.safe_point().await? {
+                return Ok(outcome);
+            }
             let next = match self.agent.next().await {
                 Ok(m) => m,
                 Err(err) => {
@@ -186,17 +208,131 @@ impl<'a> Drive<'a> {
         }
     }
 
-    /// Begins a write transaction, renewing the lease once half of it has passed. Every transaction a
-    /// drive commits appends to the audit chain as `self.owner()`, which fails unless this worker still
-    /// holds the run: that read is the fence check (see `audit::append_all`).
+    /// Begins a write transaction, renewing the lease when less than half of it is left (the
+    /// heartbeat normally keeps it longer). Every transaction a drive commits appends to the audit
+    /// chain as `self.owner()`, which fails unless this worker still holds the run: that read is the
+    /// fence check (see `audit::append_all`).
     pub(super) async fn begin(&self) -> Result<Tx> {
         let now = now_ms();
         let mut tx = self.e.store.begin().await?;
-        if now - self.lease_renewed_at.get() >= self.e.lease_ms / 2 {
+        let watch = self.heartbeat.watch();
+        if watch.until() - now < self.e.lease_ms / 2 {
             runs::renew(&mut tx, self.run, self.fence, now + self.e.lease_ms, now).await?;
-            self.lease_renewed_at.set(now);
+            watch.renewed(now + self.e.lease_ms);
         }
         Ok(tx)
+    }
+
+    /// Whether this worker may still start an effect: it has not lost the run, and enough of its
+    /// lease is left that nobody can take the run over before the effect has begun. A worker frozen
+    /// past this point (stopped, swapped out) finds it false when it wakes, and runs nothing.
+    pub(super) fn may_run_effect(&self) -> bool {
+        let watch = self.heartbeat.watch();
+        !watch.lost() && watch.until() - now_ms() > self.e.lease_ms / 4
+    }
+
+    /// Between steps: stop here when the run was lost, a person asked to pause, or the worker drains.
+    async fn safe_point(&mut self) -> Result<Option<DriveOutcome>> {
+        if self.heartbeat.watch().lost() {
+            return Ok(Some(DriveOutcome::Lost {
+                reason: "another worker owns the run now, or it is no longer running".into(),
+            }));
+        }
+        let draining = self.e.draining();
+        if draining || self.owner.pause_requested() || self.heartbeat.watch().pause_requested() {
+            return self.pause_here(draining).await.map(Some);
+        }
+        Ok(None)
+    }
+
+    /// Writes a checkpoint, reads it back and verifies it, and only then marks the run paused.
+    async fn pause_here(&mut self, draining: bool) -> Result<DriveOutcome> {
+        let reason = if draining {
+            "the worker is shutting down (drain); `reins resume` continues the run"
+        } else {
+            "paused on request; `reins resume` continues the run"
+        };
+        self.stamp(format!("paused: {reason}"));
+        let prepared = self.e.prepare(&self.cp, Level::Task)?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let seq = self
+            .e
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                Vec::new(),
+                Some(self.owner()),
+            )
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.e.verify_checkpoint(self.run, seq).await?;
+
+        let now = now_ms();
+        let mut tx = self.e.store.begin().await?;
+        let mut events = Vec::new();
+        match runs::advance(
+            &mut tx,
+            self.run,
+            Some(self.fence),
+            RunEvent::ReachSafePoint,
+            Some(reason),
+            now,
+        )
+        .await
+        {
+            Ok(_) => {}
+            // Nobody asked: the worker itself pauses the run because it is shutting down.
+            Err(StoreError::Illegal {
+                from: RunState::Running,
+                ..
+            }) => {
+                runs::advance(
+                    &mut tx,
+                    self.run,
+                    Some(self.fence),
+                    RunEvent::RequestPause,
+                    None,
+                    now,
+                )
+                .await?;
+                runs::advance(
+                    &mut tx,
+                    self.run,
+                    Some(self.fence),
+                    RunEvent::ReachSafePoint,
+                    Some(reason),
+                    now,
+                )
+                .await?;
+                events.push(audit::Event::new(
+                    Actor::System,
+                    "run.pause_requested",
+                    Some(self.run),
+                    serde_json::json!({ "by": "worker drain", "worker": self.e.worker }),
+                ));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        attempts::end_open(&mut tx, self.run, "paused", now).await?;
+        events.push(audit::Event::new(
+            Actor::Harness,
+            "run.paused",
+            Some(self.run),
+            serde_json::json!({ "checkpoint": seq, "verified": true, "reason": reason }),
+        ));
+        audit::append_all(&mut tx, None, &events, now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Waiting {
+            state: RunState::Paused,
+            reason: reason.into(),
+        });
+        Ok(DriveOutcome::NeedsHuman {
+            state: RunState::Paused,
+            reason: reason.into(),
+        })
     }
 
     pub(super) fn owner(&self) -> &audit::Owner {
@@ -235,16 +371,12 @@ impl<'a> Drive<'a> {
             )
             .await?;
         let last_error = (state != RunState::Succeeded).then_some(summary);
-        self.version = runs::set_state(
-            &mut tx,
-            self.run,
-            self.fence,
-            self.version,
-            state,
-            last_error,
-            now,
-        )
-        .await?;
+        let event = if state == RunState::Succeeded {
+            RunEvent::Succeed
+        } else {
+            RunEvent::Fail
+        };
+        runs::advance(&mut tx, self.run, Some(self.fence), event, last_error, now).await?;
         attempts::end_open(&mut tx, self.run, state.as_str(), now).await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Finished {
@@ -260,12 +392,11 @@ impl<'a> Drive<'a> {
     pub(super) async fn suspend(&mut self, reason: &str) -> Result<DriveOutcome> {
         let now = now_ms();
         let mut tx = self.e.store.begin().await?;
-        self.version = runs::set_state(
+        runs::advance(
             &mut tx,
             self.run,
-            self.fence,
-            self.version,
-            RunState::Suspended,
+            Some(self.fence),
+            RunEvent::Suspend,
             Some(reason),
             now,
         )

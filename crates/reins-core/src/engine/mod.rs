@@ -2,6 +2,7 @@
 //! journal, and runs the agent's proposals through the step protocol. Every write it commits carries
 //! its fence; a write that finds the fence moved means another worker owns the run, and this one stops.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -18,11 +19,14 @@ use crate::run::{self, RunEvent, RunState};
 use crate::store::{self, attempts, audit, audit::Actor, checkpoints, runs, Store, StoreError, Tx};
 use crate::workspace::Workspace;
 
+mod control;
 mod drive;
+mod heartbeat;
 mod rollback;
 mod settle;
 mod step;
 
+pub use control::{Control, ResumeMode};
 pub use rollback::{RollbackChange, RollbackReport};
 
 /// Something worth telling the person watching a run.
@@ -117,6 +121,8 @@ pub struct Engine {
     policy: Arc<dyn Policy>,
     worker: String,
     lease_ms: i64,
+    /// Set when the worker should stop taking work and pause what it drives at the next safe point.
+    drain: Arc<AtomicBool>,
 }
 
 /// A checkpoint's bytes, ready to insert.
@@ -136,7 +142,42 @@ impl Engine {
             policy,
             worker,
             lease_ms,
+            drain: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Asks this engine to drain: every run it drives pauses at its next safe point, and no new run
+    /// is claimed. Safe to call from a signal handler task.
+    pub fn drain_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.drain)
+    }
+
+    pub fn draining(&self) -> bool {
+        self.drain.load(Ordering::Relaxed)
+    }
+
+    /// Reads a checkpoint back and verifies its checksum and payload.
+    pub async fn verify_checkpoint(&self, run: RunId, seq: i64) -> Result<CheckpointV1> {
+        let row = checkpoints::get(self.store.pool(), run, seq).await?;
+        let bytes = match (row.payload, row.blob) {
+            (Some(bytes), _) => bytes,
+            (None, Some(hash)) => {
+                let digest = crate::digest::Digest::parse(&hash).ok_or_else(|| {
+                    Error::Checkpoint(checkpoint::CheckpointError::Decode {
+                        seq,
+                        detail: format!("blob reference {hash:?} is not a digest"),
+                    })
+                })?;
+                self.blobs.get(&digest)?
+            }
+            (None, None) => {
+                return Err(Error::Checkpoint(checkpoint::CheckpointError::Decode {
+                    seq,
+                    detail: "no payload".into(),
+                }))
+            }
+        };
+        Ok(checkpoint::decode(seq, row.schema_version, &bytes, &row.sha256)?.into_current())
     }
 
     pub fn store(&self) -> &Store {
@@ -156,22 +197,20 @@ impl Engine {
     pub async fn create_script_run(&self, plan: &Plan, workspace: &Workspace) -> Result<RunId> {
         let id = RunId::new();
         let now = now_ms();
-        let compat = serde_json::json!({
-            "agentKind": crate::agent::script::KIND,
-            "agentVersion": "1",
-            "specHash": plan.hash(),
-            "toolSchemaHash": crate::tools::schema_hash(),
-            "checkpointSchema": checkpoint::SCHEMA_VERSION,
-            "policyVersion": self.policy.version(),
-        });
+        let spec = plan.to_json();
+        let compat = crate::compat::Compat::current(
+            crate::agent::script::KIND,
+            crate::agent::script::VERSION,
+            &spec,
+        );
         let row = runs::RunRow {
             id,
             name: plan.name.clone(),
             goal: plan.goal.clone(),
             workspace: workspace.root().to_string_lossy().into_owned(),
             agent_kind: crate::agent::script::KIND.into(),
-            agent_spec: plan.to_json(),
-            compat: compat.to_string(),
+            agent_spec: spec,
+            compat: compat.to_json(),
             state: RunState::Queued,
             state_version: 0,
             fence: 0,
@@ -310,7 +349,7 @@ impl Engine {
         let holder_gone = adopting && row.owner.as_deref().is_some_and(crate::worker::is_gone);
         let lease_live =
             adopting && !holder_gone && row.lease_until.is_some_and(|until| until >= now);
-        if row.state.is_terminal() || row.state.needs_human() || lease_live {
+        if row.state.is_terminal() || row.state.needs_human() || lease_live || self.draining() {
             return Ok(skipped(&row, now));
         }
         let to = if adopting {
@@ -335,7 +374,7 @@ impl Engine {
             },
         )
         .await;
-        let (fence, version) = match claimed {
+        let (fence, _version) = match claimed {
             Ok(claimed) => claimed,
             // Someone else moved first: another worker claimed it, or a person changed it.
             Err(StoreError::StaleState { .. }) => {
@@ -371,13 +410,19 @@ impl Engine {
         tx.commit().await.map_err(crate::store::StoreError::from)?;
 
         let mut drive = match drive::Drive::start(
-            self, observer, &row, fence, version, attempt, adopting,
+            self,
+            observer,
+            &row,
+            fence,
+            now + self.lease_ms,
+            attempt,
+            adopting,
         )
         .await
         {
             Ok(d) => d,
             Err(drive::StartError::Suspend(reason)) => {
-                return self.suspend_owned(id, fence, version, &reason).await;
+                return self.suspend_owned(id, fence, &reason).await;
             }
             Err(drive::StartError::Fatal(e)) => return Err(e),
         };
@@ -398,21 +443,14 @@ impl Engine {
         }
     }
 
-    async fn suspend_owned(
-        &self,
-        id: RunId,
-        fence: i64,
-        version: i64,
-        reason: &str,
-    ) -> Result<DriveOutcome> {
+    async fn suspend_owned(&self, id: RunId, fence: i64, reason: &str) -> Result<DriveOutcome> {
         let now = now_ms();
         let mut tx = self.store.begin().await?;
-        runs::set_state(
+        runs::advance(
             &mut tx,
             id,
-            fence,
-            version,
-            RunState::Suspended,
+            Some(fence),
+            RunEvent::Suspend,
             Some(reason),
             now,
         )

@@ -11,7 +11,7 @@ use crate::fault_point;
 use crate::ids::IntentId;
 use crate::journal::{EffectClass, FileImage, IntentStatus, Settlement};
 use crate::policy::{Decision, Verdict};
-use crate::run::RunState;
+use crate::run::{RunEvent, RunState};
 use crate::store::{attempts, audit, audit::Actor, intents, runs, steps, StoreError};
 use crate::tools::{self, Action, EffectPlan, ToolCall};
 
@@ -176,8 +176,17 @@ impl Drive<'_> {
         .await?;
         tx.commit().await.map_err(StoreError::from)?;
         fault_point!("after_intent");
+        crate::fault::delay().await;
 
-        // 8. Execute
+        // 8. Execute, unless the run may have been taken over meanwhile: then the intent stays
+        // pending and whoever owns the run settles it (the disk says whether it happened).
+        if !self.may_run_effect() {
+            return Ok(Some(DriveOutcome::Lost {
+                reason: format!(
+                    "step {seq}: the lease ran short before the effect; not running it"
+                ),
+            }));
+        }
         if let Err(err) = tools::apply(&plan, &self.ws) {
             return self
                 .effect_failed(
@@ -336,6 +345,14 @@ impl Drive<'_> {
             result_sha256: Digest::of(result.as_bytes()),
             summary: one_line(summary),
         });
+        // The journal holds every step; a checkpoint keeps only the recent ones, so its size and the
+        // time to verify it do not grow with the run.
+        let excess = self
+            .cp
+            .completed
+            .len()
+            .saturating_sub(crate::checkpoint::RECENT_STEPS);
+        self.cp.completed.drain(..excess);
         self.cp.next_step = seq + 1;
         self.cp.current_step = None;
     }
@@ -497,12 +514,11 @@ impl Drive<'_> {
                 "previewSha256": rec.preview.map(|p| Digest::of(p.as_bytes())),
             }))], Some(self.owner()))
             .await?;
-        self.version = runs::set_state(
+        runs::advance(
             &mut tx,
             self.run,
-            self.fence,
-            self.version,
-            RunState::AwaitingApproval,
+            Some(self.fence),
+            RunEvent::AwaitApproval,
             Some(&reasons),
             now,
         )

@@ -61,6 +61,11 @@ impl RunState {
         )
     }
 
+    /// Owned by a worker that is driving it.
+    pub fn is_active(self) -> bool {
+        matches!(self, RunState::Running | RunState::PauseRequested)
+    }
+
     /// Waiting for a person to act (approve, answer, resolve, resume).
     pub fn needs_human(self) -> bool {
         matches!(
@@ -112,6 +117,24 @@ impl RunEvent {
     ];
 }
 
+impl RunEvent {
+    /// What the event does, for "run X is paused; it cannot start".
+    pub fn verb(self) -> &'static str {
+        match self {
+            RunEvent::Start => "start",
+            RunEvent::AwaitApproval => "wait for a review",
+            RunEvent::Decide => "take a review decision",
+            RunEvent::RequestPause => "be paused",
+            RunEvent::ReachSafePoint => "reach a safe point",
+            RunEvent::Resume => "be resumed",
+            RunEvent::Suspend => "be suspended",
+            RunEvent::Succeed => "succeed",
+            RunEvent::Fail => "fail",
+            RunEvent::Cancel => "be cancelled",
+        }
+    }
+}
+
 use RunEvent as E;
 use RunState as S;
 
@@ -119,6 +142,8 @@ use RunState as S;
 const TABLE: &[(RunState, RunEvent, RunState)] = &[
     (S::Queued, E::Start, S::Running),
     (S::Queued, E::Cancel, S::Cancelled),
+    // A queued run is at a safe point already: nothing runs, nothing to wait for.
+    (S::Queued, E::RequestPause, S::Paused),
     (S::Running, E::AwaitApproval, S::AwaitingApproval),
     (S::Running, E::RequestPause, S::PauseRequested),
     (S::Running, E::Suspend, S::Suspended),
@@ -131,6 +156,10 @@ const TABLE: &[(RunState, RunEvent, RunState)] = &[
     (S::AwaitingApproval, E::Suspend, S::Suspended),
     (S::AwaitingApproval, E::Cancel, S::Cancelled),
     (S::PauseRequested, E::ReachSafePoint, S::Paused),
+    // The step the worker was finishing needs a review: waiting for it is the safe point.
+    (S::PauseRequested, E::AwaitApproval, S::AwaitingApproval),
+    // The person withdraws the pause before the worker reached a safe point: it just goes on.
+    (S::PauseRequested, E::Resume, S::Running),
     (S::PauseRequested, E::Suspend, S::Suspended),
     (S::PauseRequested, E::Succeed, S::Succeeded),
     (S::PauseRequested, E::Fail, S::Failed),

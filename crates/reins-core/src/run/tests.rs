@@ -9,6 +9,7 @@ use RunState as S;
 #[rstest]
 #[case(S::Queued, E::Start, S::Running)]
 #[case(S::Queued, E::Cancel, S::Cancelled)]
+#[case(S::Queued, E::RequestPause, S::Paused)]
 #[case(S::Running, E::AwaitApproval, S::AwaitingApproval)]
 #[case(S::Running, E::RequestPause, S::PauseRequested)]
 #[case(S::Running, E::Suspend, S::Suspended)]
@@ -20,6 +21,8 @@ use RunState as S;
 #[case(S::AwaitingApproval, E::Suspend, S::Suspended)]
 #[case(S::AwaitingApproval, E::Cancel, S::Cancelled)]
 #[case(S::PauseRequested, E::ReachSafePoint, S::Paused)]
+#[case(S::PauseRequested, E::AwaitApproval, S::AwaitingApproval)]
+#[case(S::PauseRequested, E::Resume, S::Running)]
 #[case(S::PauseRequested, E::Suspend, S::Suspended)]
 #[case(S::PauseRequested, E::Succeed, S::Succeeded)]
 #[case(S::PauseRequested, E::Fail, S::Failed)]
@@ -40,6 +43,7 @@ fn legal(#[case] from: RunState, #[case] event: RunEvent, #[case] to: RunState) 
 const LEGAL: &[(RunState, RunEvent)] = &[
     (S::Queued, E::Start),
     (S::Queued, E::Cancel),
+    (S::Queued, E::RequestPause),
     (S::Running, E::AwaitApproval),
     (S::Running, E::RequestPause),
     (S::Running, E::Suspend),
@@ -51,6 +55,8 @@ const LEGAL: &[(RunState, RunEvent)] = &[
     (S::AwaitingApproval, E::Suspend),
     (S::AwaitingApproval, E::Cancel),
     (S::PauseRequested, E::ReachSafePoint),
+    (S::PauseRequested, E::AwaitApproval),
+    (S::PauseRequested, E::Resume),
     (S::PauseRequested, E::Suspend),
     (S::PauseRequested, E::Succeed),
     (S::PauseRequested, E::Fail),

@@ -112,6 +112,8 @@ pub struct Owner {
     pub run: RunId,
     pub fence: i64,
     head: std::sync::Mutex<Option<(i64, String)>>,
+    /// Set when an append saw that a person asked the run to pause.
+    pause_requested: std::sync::atomic::AtomicBool,
 }
 
 impl Owner {
@@ -120,7 +122,19 @@ impl Owner {
             run,
             fence,
             head: std::sync::Mutex::new(None),
+            pause_requested: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Whether a pause was requested, as last seen by this owner's appends (or told by `saw_pause`).
+    pub fn pause_requested(&self) -> bool {
+        self.pause_requested
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn saw_pause(&self, requested: bool) {
+        self.pause_requested
+            .store(requested, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn remembered(&self) -> Option<(i64, String)> {
@@ -240,7 +254,9 @@ pub async fn append_all(
             .push_bind(o.run.to_string())
             .push(" AND fence = ")
             .push_bind(o.fence)
-            .push(" AND state IN ('running', 'pause_requested'))");
+            // Only while plainly running: a pause request sends the append down the slow path,
+            // which notices it.
+            .push(" AND state = 'running')");
         let done = insert.build().execute(&mut **tx).await?;
         if done.rows_affected() == rows.len() as u64 {
             let last = rows.last().map(|r| (r.seq, r.hash.clone()));
@@ -248,10 +264,10 @@ pub async fn append_all(
             return Ok(last.map(|(seq, _)| seq).unwrap_or(seq));
         }
     }
-    let (owned, last_seq, last_hash): (i64, Option<i64>, Option<String>) = match owner {
+    let (state, last_seq, last_hash): (Option<String>, Option<i64>, Option<String>) = match owner {
         Some(o) => {
             sqlx::query_as(
-                "SELECT EXISTS (SELECT 1 FROM runs WHERE id = ? AND fence = ? AND state IN ('running', 'pause_requested')),
+                "SELECT (SELECT state FROM runs WHERE id = ? AND fence = ?),
                         (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1),
                         (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1)",
             )
@@ -262,19 +278,25 @@ pub async fn append_all(
         }
         None => {
             sqlx::query_as(
-                "SELECT 1, (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1),
+                "SELECT 'running', (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1),
                            (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1)",
             )
             .fetch_one(&mut **tx)
             .await?
         }
     };
-    if let (0, Some(o)) = (owned, owner) {
-        o.remember(None);
-        return Err(StoreError::LostLease {
-            run: o.run.to_string(),
-            fence: o.fence,
-        });
+    if let Some(o) = owner {
+        match state.as_deref() {
+            Some("running") => {}
+            Some("pause_requested") => o.saw_pause(true),
+            _ => {
+                o.remember(None);
+                return Err(StoreError::LostLease {
+                    run: o.run.to_string(),
+                    fence: o.fence,
+                });
+            }
+        }
     }
     let rows = chain(
         last_seq.unwrap_or(0),

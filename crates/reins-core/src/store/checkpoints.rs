@@ -57,6 +57,18 @@ pub async fn insert(tx: &mut Tx, run: RunId, cp: &NewCheckpoint<'_>) -> Result<i
     Ok(seq)
 }
 
+pub async fn get(pool: &SqlitePool, run: RunId, seq: i64) -> Result<CheckpointRow> {
+    sqlx::query_as(
+        "SELECT seq, level, schema_version, payload, blob, size, sha256, created_at
+         FROM checkpoints WHERE run_id = ? AND seq = ?",
+    )
+    .bind(run.to_string())
+    .bind(seq)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| super::map_not_found(e, || format!("checkpoint {seq} of run {run}")))
+}
+
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<CheckpointRow>> {
     Ok(sqlx::query_as(
         "SELECT seq, level, schema_version, payload, blob, size, sha256, created_at

@@ -52,6 +52,12 @@ pub enum StoreError {
     LostLease { run: String, fence: i64 },
     #[error("run {run} changed under us (expected state version {expected}); not retrying on stale data")]
     StaleState { run: String, expected: i64 },
+    #[error("run {run} is {from}; it cannot {}", event.verb())]
+    Illegal {
+        run: String,
+        from: crate::run::RunState,
+        event: crate::run::RunEvent,
+    },
     #[error("stored data is invalid: {0}")]
     Invalid(String),
     #[error("database error: {0}")]

@@ -6,7 +6,7 @@ use sqlx::{Row, SqlitePool};
 
 use super::{map_not_found, Result, StoreError, Tx};
 use crate::ids::RunId;
-use crate::run::RunState;
+use crate::run::{self, RunEvent, RunState};
 
 #[derive(Clone, Debug)]
 pub struct RunRow {
@@ -120,6 +120,49 @@ pub async fn active_owners(pool: &SqlitePool) -> Result<Vec<String>> {
     .await?)
 }
 
+/// The heartbeat: extends the lease of the worker holding `fence` outside any transaction. Returns
+/// the run's state, or None when that worker no longer holds it.
+pub async fn heartbeat(
+    pool: &SqlitePool,
+    id: RunId,
+    fence: i64,
+    lease_until: i64,
+    now: i64,
+) -> Result<Option<RunState>> {
+    let state: Option<String> = sqlx::query_scalar(
+        "UPDATE runs SET lease_until = MAX(COALESCE(lease_until, 0), ?), updated_at = ?
+         WHERE id = ? AND fence = ? AND state IN ('running', 'pause_requested')
+         RETURNING state",
+    )
+    .bind(lease_until)
+    .bind(now)
+    .bind(id.to_string())
+    .bind(fence)
+    .fetch_optional(pool)
+    .await?;
+    Ok(state.as_deref().and_then(RunState::parse))
+}
+
+/// Records that the run now counts as compatible with this build (a person resumed it anyway).
+pub async fn set_compat(tx: &mut Tx, id: RunId, compat: &str) -> Result<()> {
+    sqlx::query("UPDATE runs SET compat = ? WHERE id = ?")
+        .bind(compat)
+        .bind(id.to_string())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Moves the fence on, so whatever worker held the run can write nothing more for it.
+pub async fn bump_fence(tx: &mut Tx, id: RunId) -> Result<i64> {
+    Ok(
+        sqlx::query_scalar("UPDATE runs SET fence = fence + 1 WHERE id = ? RETURNING fence")
+            .bind(id.to_string())
+            .fetch_one(&mut **tx)
+            .await?,
+    )
+}
+
 /// Runs a worker may take now: queued ones, and active ones whose lease has run out or whose holder
 /// is one of `gone_owners` (processes known to have died).
 pub async fn runnable(pool: &SqlitePool, now: i64, gone_owners: &[String]) -> Result<Vec<RunId>> {
@@ -198,23 +241,47 @@ pub async fn renew(tx: &mut Tx, id: RunId, fence: i64, lease_until: i64, now: i6
     }
 }
 
-/// Moves the run to `to` on behalf of the worker holding `fence`. Leaving the active states releases
-/// the lease. Returns the new state_version.
-pub async fn set_state(
+/// Applies `event` to the run inside `tx`, by the run lifecycle table. With `fence`, on behalf of the
+/// worker holding it: fails with `LostLease` unless that worker still owns the active run. Without,
+/// on behalf of a person. Leaving the active states releases the lease. Returns (from, to,
+/// new state_version).
+pub async fn advance(
     tx: &mut Tx,
     id: RunId,
-    fence: i64,
-    expected_version: i64,
-    to: RunState,
+    fence: Option<i64>,
+    event: RunEvent,
     last_error: Option<&str>,
     now: i64,
-) -> Result<i64> {
-    let keeps_lease = matches!(to, RunState::Running | RunState::PauseRequested);
-    let row: Option<i64> = sqlx::query_scalar(
+) -> Result<(RunState, RunState, i64)> {
+    let row: Option<(String, i64, i64)> =
+        sqlx::query_as("SELECT state, state_version, fence FROM runs WHERE id = ?")
+            .bind(id.to_string())
+            .fetch_optional(&mut **tx)
+            .await?;
+    let (state, version, current_fence) = row.ok_or_else(|| StoreError::NotFound {
+        what: format!("run {id}"),
+    })?;
+    let from = RunState::parse(&state)
+        .ok_or_else(|| StoreError::Invalid(format!("run state {state:?}")))?;
+    if let Some(fence) = fence {
+        if fence != current_fence || !from.is_active() {
+            return Err(StoreError::LostLease {
+                run: id.to_string(),
+                fence,
+            });
+        }
+    }
+    let to = run::next(from, event).ok_or(StoreError::Illegal {
+        run: id.to_string(),
+        from,
+        event,
+    })?;
+    let keeps_lease = to.is_active();
+    let version: i64 = sqlx::query_scalar(
         "UPDATE runs SET state = ?, state_version = state_version + 1, last_error = ?, updated_at = ?,
                          owner = CASE WHEN ? THEN owner ELSE NULL END,
                          lease_until = CASE WHEN ? THEN lease_until ELSE NULL END
-         WHERE id = ? AND state_version = ? AND fence = ?
+         WHERE id = ? AND state_version = ?
          RETURNING state_version",
     )
     .bind(to.as_str())
@@ -223,12 +290,12 @@ pub async fn set_state(
     .bind(keeps_lease)
     .bind(keeps_lease)
     .bind(id.to_string())
-    .bind(expected_version)
-    .bind(fence)
+    .bind(version)
     .fetch_optional(&mut **tx)
-    .await?;
-    row.ok_or(StoreError::StaleState {
+    .await?
+    .ok_or(StoreError::StaleState {
         run: id.to_string(),
-        expected: expected_version,
-    })
+        expected: version,
+    })?;
+    Ok((from, to, version))
 }

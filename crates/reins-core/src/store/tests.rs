@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::ids::RunId;
-use crate::run::RunState;
+use crate::run::{RunEvent, RunState};
 
 async fn fresh() -> anyhow::Result<(tempfile::TempDir, Store)> {
     let dir = tempfile::tempdir()?;
@@ -136,11 +136,10 @@ async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Resu
         runs::renew(&mut tx, id, fence, 300, 3).await,
         Err(StoreError::LostLease { .. })
     ));
-    assert!(
-        runs::set_state(&mut tx, id, fence, 2, RunState::Succeeded, None, 3)
-            .await
-            .is_err()
-    );
+    assert!(matches!(
+        runs::advance(&mut tx, id, Some(fence), RunEvent::Succeed, None, 3).await,
+        Err(StoreError::LostLease { .. })
+    ));
     drop(tx);
     let row = runs::get(store.pool(), id).await?;
     assert_eq!(
@@ -155,17 +154,8 @@ async fn leaving_the_active_states_releases_the_lease() -> anyhow::Result<()> {
     let (_d, store) = fresh().await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
-    let (fence, version) = runs::claim(&mut tx, id, &running("w1", 0, 100, 1)).await?;
-    runs::set_state(
-        &mut tx,
-        id,
-        fence,
-        version,
-        RunState::Suspended,
-        Some("why"),
-        2,
-    )
-    .await?;
+    let (fence, _) = runs::claim(&mut tx, id, &running("w1", 0, 100, 1)).await?;
+    runs::advance(&mut tx, id, Some(fence), RunEvent::Suspend, Some("why"), 2).await?;
     tx.commit().await?;
     let row = runs::get(store.pool(), id).await?;
     assert_eq!(

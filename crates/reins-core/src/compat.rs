@@ -1,0 +1,169 @@
+//! Whether a run can be resumed by this build: the agent, its input, the tool schemas and the
+//! checkpoint schema must be the ones the run was started with. A mismatch is not guessed past: the
+//! run is suspended with the reason, and a person resumes anyway (`--force`) or starts over.
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Digest;
+
+/// What a run was created with, as stored in `runs.compat`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Compat {
+    pub agent_kind: String,
+    pub agent_version: String,
+    /// SHA-256 of the agent's stored input (the plan or the prompt).
+    pub spec_hash: String,
+    pub tool_schema_hash: String,
+    pub checkpoint_schema: i64,
+    /// Model, base URL and sampling settings of an LLM agent; absent for script agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_config_hash: Option<String>,
+}
+
+/// One field that differs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mismatch {
+    pub field: &'static str,
+    pub stored: String,
+    pub current: String,
+}
+
+impl Compat {
+    /// This build's values for an agent of `kind`/`version` started from `spec`.
+    pub fn current(kind: &str, version: &str, spec: &str) -> Self {
+        Self {
+            agent_kind: kind.to_owned(),
+            agent_version: version.to_owned(),
+            spec_hash: Digest::of(spec.as_bytes()).to_string(),
+            tool_schema_hash: crate::tools::schema_hash().to_string(),
+            checkpoint_schema: crate::checkpoint::SCHEMA_VERSION,
+            model_config_hash: None,
+        }
+    }
+
+    /// Reads the stored JSON; unreadable text compares as all-empty (so every field mismatches).
+    pub fn parse(text: &str) -> Self {
+        serde_json::from_str(text).unwrap_or_default()
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// The fields where `self` (stored) and `current` differ.
+    pub fn mismatches(&self, current: &Compat) -> Vec<Mismatch> {
+        let pairs: [(&'static str, String, String); 6] = [
+            (
+                "agentKind",
+                self.agent_kind.clone(),
+                current.agent_kind.clone(),
+            ),
+            (
+                "agentVersion",
+                self.agent_version.clone(),
+                current.agent_version.clone(),
+            ),
+            (
+                "specHash",
+                self.spec_hash.clone(),
+                current.spec_hash.clone(),
+            ),
+            (
+                "toolSchemaHash",
+                self.tool_schema_hash.clone(),
+                current.tool_schema_hash.clone(),
+            ),
+            (
+                "checkpointSchema",
+                self.checkpoint_schema.to_string(),
+                current.checkpoint_schema.to_string(),
+            ),
+            (
+                "modelConfigHash",
+                self.model_config_hash.clone().unwrap_or_default(),
+                current.model_config_hash.clone().unwrap_or_default(),
+            ),
+        ];
+        pairs
+            .into_iter()
+            .filter(|(_, a, b)| a != b)
+            .map(|(field, stored, current)| Mismatch {
+                field,
+                stored,
+                current,
+            })
+            .collect()
+    }
+}
+
+/// "the tool schemas changed (stored 1a2b3c…, this build 4d5e6f…)" for people.
+pub fn describe(mismatches: &[Mismatch]) -> String {
+    let short = |s: &str| s.chars().take(12).collect::<String>();
+    mismatches
+        .iter()
+        .map(|m| {
+            let what = match m.field {
+                "agentKind" => "the agent kind",
+                "agentVersion" => "the agent version",
+                "specHash" => "the run's input (plan or prompt)",
+                "toolSchemaHash" => "the tool schemas",
+                "checkpointSchema" => "the checkpoint schema",
+                "modelConfigHash" => "the model configuration",
+                other => other,
+            };
+            format!(
+                "{what} changed (run has {}, this build {})",
+                short(&m.stored),
+                short(&m.current)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_build_same_input_is_compatible() {
+        let a = Compat::current("script", "1", "{\"steps\":[]}");
+        assert!(a.mismatches(&a.clone()).is_empty());
+    }
+
+    #[test]
+    fn a_changed_tool_schema_and_input_are_both_named() {
+        let current = Compat::current("script", "1", "{}");
+        let stored = Compat {
+            tool_schema_hash: "0".repeat(64),
+            spec_hash: "f".repeat(64),
+            ..current.clone()
+        };
+        let found: Vec<_> = stored
+            .mismatches(&current)
+            .into_iter()
+            .map(|m| m.field)
+            .collect();
+        assert_eq!(found, ["specHash", "toolSchemaHash"]);
+        let text = describe(&stored.mismatches(&current));
+        assert!(text.contains("the tool schemas changed"), "{text}");
+    }
+
+    #[test]
+    fn unreadable_stored_compat_mismatches_everything_that_matters() {
+        let current = Compat::current("script", "1", "{}");
+        assert_eq!(Compat::parse("not json").mismatches(&current).len(), 5);
+    }
+
+    #[test]
+    fn older_rows_with_extra_fields_still_parse() {
+        let current = Compat::current("script", "1", "{}");
+        let mut v = serde_json::to_value(&current).unwrap_or_default();
+        v["policyVersion"] = "x".into();
+        assert!(Compat::parse(&v.to_string())
+            .mismatches(&current)
+            .is_empty());
+    }
+}

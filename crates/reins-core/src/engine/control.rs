@@ -1,0 +1,225 @@
+//! What a person does to a run: pause, resume (also past an incompatibility, or from the start), and
+//! cancel. Each is one guarded transaction with its audit event; a worker holding the run learns of
+//! it at its next write.
+
+use serde::Serialize;
+
+use crate::agent;
+use crate::clock::now_ms;
+use crate::compat::Compat;
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+use crate::run::{RunEvent, RunState};
+use crate::store::{attempts, audit, audit::Actor, runs, StoreError};
+use crate::workspace::Workspace;
+
+use super::Engine;
+
+/// How to resume.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResumeMode {
+    /// Go on from the recovery point.
+    Continue,
+    /// Go on even though the run was started by an incompatible build (recorded in the audit log).
+    Force,
+    /// Leave this run cancelled and start a new one from the same original input and workspace.
+    StartOver,
+}
+
+/// What a control action did.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Control {
+    pub run: RunId,
+    pub from: RunState,
+    pub to: RunState,
+    /// The new run, when started over.
+    pub new_run: Option<RunId>,
+    pub message: String,
+}
+
+impl Engine {
+    /// Pause: a run nobody drives (queued, waiting for review, or held by a worker that died or
+    /// whose lease ran out) is paused at once; a running one is asked to stop at its next safe point.
+    pub async fn pause(&self, id: RunId) -> Result<Control> {
+        let row = runs::get(self.store.pool(), id).await?;
+        let now = now_ms();
+        let unattended = row.state.is_active()
+            && (row.lease_until.is_none_or(|until| until < now)
+                || row.owner.as_deref().is_some_and(crate::worker::is_gone));
+        let mut tx = self.store.begin().await?;
+        let (from, to) = if unattended {
+            let (from, _, _) =
+                runs::advance(&mut tx, id, None, RunEvent::RequestPause, None, now).await?;
+            let reason = "paused while no live worker held it";
+            runs::advance(
+                &mut tx,
+                id,
+                None,
+                RunEvent::ReachSafePoint,
+                Some(reason),
+                now,
+            )
+            .await?;
+            // Whatever the old holder still believes, it can no longer write for this run.
+            runs::bump_fence(&mut tx, id).await?;
+            attempts::end_open(&mut tx, id, "lost: paused while no worker held it", now).await?;
+            (from, RunState::Paused)
+        } else {
+            let (from, to, _) = runs::advance(&mut tx, id, None, RunEvent::RequestPause, None, now)
+                .await
+                .map_err(|e| refine(e, &row.state))?;
+            (from, to)
+        };
+        let kind = if to == RunState::Paused {
+            "run.paused"
+        } else {
+            "run.pause_requested"
+        };
+        audit::append(
+            &mut tx,
+            Actor::User,
+            kind,
+            Some(id),
+            &serde_json::json!({ "from": from, "to": to }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        let message = if to == RunState::Paused {
+            format!("run {id} is paused")
+        } else {
+            format!("pause requested: run {id} stops at its next safe point")
+        };
+        Ok(Control {
+            run: id,
+            from,
+            to,
+            new_run: None,
+            message,
+        })
+    }
+
+    pub async fn resume(&self, id: RunId, mode: ResumeMode) -> Result<Control> {
+        if mode == ResumeMode::StartOver {
+            return self.start_over(id).await;
+        }
+        let row = runs::get(self.store.pool(), id).await?;
+        let now = now_ms();
+        let mut tx = self.store.begin().await?;
+        let (from, to, _) = runs::advance(&mut tx, id, None, RunEvent::Resume, None, now)
+            .await
+            .map_err(|e| refine(e, &row.state))?;
+        let mut events = vec![audit::Event::new(
+            Actor::User,
+            "run.resumed",
+            Some(id),
+            serde_json::json!({ "from": from, "to": to, "force": mode == ResumeMode::Force }),
+        )];
+        if mode == ResumeMode::Force {
+            let agent = agent::build(&row.agent_kind, &row.agent_spec)
+                .map_err(|e| Error::Conflict(format!("run {id} cannot be resumed: {e}")))?;
+            let current = Compat::current(agent.kind(), agent.version(), &row.agent_spec);
+            let mismatches = Compat::parse(&row.compat).mismatches(&current);
+            if !mismatches.is_empty() {
+                runs::set_compat(&mut tx, id, &current.to_json()).await?;
+                events.push(audit::Event::new(
+                    Actor::User,
+                    "run.compat_overridden",
+                    Some(id),
+                    serde_json::json!({ "mismatches": mismatches }),
+                ));
+            }
+        }
+        audit::append_all(&mut tx, None, &events, now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(Control {
+            run: id,
+            from,
+            to,
+            new_run: None,
+            message: if from == RunState::PauseRequested {
+                format!("pause withdrawn: run {id} goes on")
+            } else {
+                format!("run {id} is queued; a worker picks it up")
+            },
+        })
+    }
+
+    pub async fn cancel(&self, id: RunId, reason: Option<&str>) -> Result<Control> {
+        let row = runs::get(self.store.pool(), id).await?;
+        let now = now_ms();
+        let reason = reason.unwrap_or("cancelled by the user");
+        let mut tx = self.store.begin().await?;
+        let (from, to, _) = runs::advance(&mut tx, id, None, RunEvent::Cancel, Some(reason), now)
+            .await
+            .map_err(|e| refine(e, &row.state))?;
+        attempts::end_open(&mut tx, id, "cancelled", now).await?;
+        audit::append(
+            &mut tx,
+            Actor::User,
+            "run.cancelled",
+            Some(id),
+            &serde_json::json!({ "from": from, "reason": reason }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(Control {
+            run: id,
+            from,
+            to,
+            new_run: None,
+            message: format!("run {id} is cancelled"),
+        })
+    }
+
+    /// A new run from the original input; the old one is cancelled, pointing at it.
+    async fn start_over(&self, id: RunId) -> Result<Control> {
+        let row = runs::get(self.store.pool(), id).await?;
+        if row.state.is_active() {
+            return Err(Error::Conflict(format!(
+                "run {id} is {}; pause or cancel it before starting over",
+                row.state
+            )));
+        }
+        let plan = match row.agent_kind.as_str() {
+            agent::script::KIND => agent::script::Plan::from_json(&row.agent_spec)?,
+            other => {
+                return Err(Error::Conflict(format!(
+                    "run {id}: cannot start over an agent of kind {other:?}"
+                )))
+            }
+        };
+        let ws = Workspace::open(std::path::Path::new(&row.workspace))
+            .map_err(|e| Error::Invalid(e.to_string()))?;
+        let new_run = self.create_script_run(&plan, &ws).await?;
+        let from = row.state;
+        if !from.is_terminal() {
+            self.cancel(id, Some(&format!("started over as run {new_run}")))
+                .await?;
+        }
+        Ok(Control {
+            run: id,
+            from,
+            to: if from.is_terminal() {
+                from
+            } else {
+                RunState::Cancelled
+            },
+            new_run: Some(new_run),
+            message: format!("started over as run {new_run} from the original input"),
+        })
+    }
+}
+
+/// "run X is succeeded; it cannot be paused" is exact but unfriendly for the common cases.
+fn refine(e: StoreError, state: &RunState) -> Error {
+    match e {
+        StoreError::Illegal { run, event, .. } if state.is_terminal() => Error::Conflict(format!(
+            "run {run} already ended ({state}); it cannot {}",
+            event.verb()
+        )),
+        other => other.into(),
+    }
+}
