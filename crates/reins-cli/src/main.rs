@@ -65,6 +65,9 @@ enum Command {
     Pause(commands::control::PauseArgs),
     /// Resume a paused or suspended run (or withdraw a pause not yet reached).
     Resume(commands::control::ResumeArgs),
+    /// Decide an effect whose outcome is unknown (after a crash or a part-way failure): --done,
+    /// --retry or --skip. Never decided automatically.
+    Resolve(commands::control::ResolveArgs),
     /// Cancel a run for good. Its files stay as they are; `reins rollback` can restore them.
     Cancel(commands::control::CancelArgs),
     /// Restore the files a run touched to their state at a checkpoint (undoable).
@@ -109,6 +112,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Show(args) => commands::show::exec(&reins, args, json).await,
         Command::Pause(args) => commands::control::pause(&reins, args, json).await,
         Command::Resume(args) => commands::control::resume(&reins, args, json).await,
+        Command::Resolve(args) => commands::control::resolve(&reins, args, json).await,
         Command::Cancel(args) => commands::control::cancel(&reins, args, json).await,
         Command::Rollback(args) => commands::rollback::exec(&reins, args, json).await,
         Command::Doctor => commands::doctor::exec(&reins, json).await,

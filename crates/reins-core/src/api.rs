@@ -258,6 +258,16 @@ impl Reins {
         self.engine.resume(id, mode).await
     }
 
+    /// A person's decision on an effect whose outcome is unknown.
+    pub async fn resolve(
+        &self,
+        intent: &str,
+        resolution: crate::engine::Resolution,
+        note: Option<&str>,
+    ) -> Result<crate::engine::Resolved> {
+        self.engine.resolve(intent, resolution, note).await
+    }
+
     pub async fn cancel(&self, id: RunId, reason: Option<&str>) -> Result<Control> {
         self.engine.cancel(id, reason).await
     }

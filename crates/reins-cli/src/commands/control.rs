@@ -107,3 +107,42 @@ fn report(control: &Control, json: bool) {
         println!("{}", control.message);
     }
 }
+
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("decision").required(true).args(["done", "retry", "skip"])))]
+pub struct ResolveArgs {
+    /// The intent id (or its first characters), as `reins show RUN` lists it.
+    intent: String,
+    /// The effect happened: the agent gets the result it would have got.
+    #[arg(long)]
+    done: bool,
+    /// Run the effect again when the run resumes.
+    #[arg(long)]
+    retry: bool,
+    /// Do not run it: the agent is told it was skipped.
+    #[arg(long)]
+    skip: bool,
+    /// What you checked, for the record (audit log).
+    #[arg(long, value_name = "TEXT")]
+    note: Option<String>,
+}
+
+pub async fn resolve(reins: &Reins, args: ResolveArgs, json: bool) -> reins_core::Result<u8> {
+    use reins_core::engine::Resolution;
+    let resolution = if args.done {
+        Resolution::Done
+    } else if args.retry {
+        Resolution::Retry
+    } else {
+        Resolution::Skip
+    };
+    let resolved = reins
+        .resolve(&args.intent, resolution, args.note.as_deref())
+        .await?;
+    if json {
+        print_json(&resolved);
+    } else {
+        println!("{}", resolved.message);
+    }
+    Ok(exit::DONE)
+}

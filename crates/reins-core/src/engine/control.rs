@@ -223,3 +223,173 @@ fn refine(e: StoreError, state: &RunState) -> Error {
         other => other.into(),
     }
 }
+
+/// What a person decided about an effect whose outcome nobody could know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resolution {
+    /// It happened: the agent is told the result it would have got.
+    Done,
+    /// Run it again: the step is proposed and executed afresh (new pre-images, new intent).
+    Retry,
+    /// Do not run it: the agent is told it was skipped.
+    Skip,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resolved {
+    pub intent: String,
+    pub run: RunId,
+    pub step: i64,
+    pub tool: String,
+    pub resolution: Resolution,
+    /// The run was waiting only on this decision and is queued again.
+    pub resumed: bool,
+    pub message: String,
+}
+
+impl Engine {
+    /// Records a person's decision on an unsettled intent (unknown, or pending on a run no worker
+    /// drives), and resumes the run when nothing else is left undecided.
+    pub async fn resolve(
+        &self,
+        intent_prefix: &str,
+        resolution: Resolution,
+        note: Option<&str>,
+    ) -> Result<Resolved> {
+        let prefix = intent_prefix.trim().to_ascii_lowercase();
+        if prefix.len() < 4 {
+            return Err(Error::Invalid(format!(
+                "{intent_prefix:?} is not an intent id (give at least its first 4 characters; `reins show RUN` lists them)"
+            )));
+        }
+        let found = crate::store::intents::find(self.store.pool(), &prefix).await?;
+        let (run_text, intent) = match found.as_slice() {
+            [one] => one.clone(),
+            [] => {
+                return Err(StoreError::NotFound {
+                    what: format!("intent {intent_prefix}"),
+                }
+                .into())
+            }
+            many => {
+                return Err(Error::Invalid(format!(
+                    "{intent_prefix:?} matches {} intents; give more characters",
+                    many.len()
+                )))
+            }
+        };
+        let run: RunId = run_text
+            .parse()
+            .map_err(|_| StoreError::Invalid(format!("run id {run_text:?}")))?;
+        let row = runs::get(self.store.pool(), run).await?;
+        if !matches!(intent.status.as_str(), "unknown" | "pending") {
+            return Err(Error::Conflict(format!(
+                "intent {} (step {} {}) is already {}; nothing to decide",
+                intent.id, intent.step_seq, intent.tool, intent.status
+            )));
+        }
+        if row.state.is_active() || row.state.is_terminal() {
+            return Err(Error::Conflict(format!(
+                "run {run} is {}; an effect is decided while its run waits (suspended or paused)",
+                row.state
+            )));
+        }
+        let now = now_ms();
+        let who = match note {
+            Some(n) => format!("a person: {n}"),
+            None => "a person".to_owned(),
+        };
+        let mut tx = self.store.begin().await?;
+        match resolution {
+            Resolution::Done => {
+                let result = intent
+                    .result
+                    .clone()
+                    .unwrap_or_else(|| format!("{} done", intent.tool));
+                crate::store::intents::settle_by_person(
+                    &mut tx,
+                    run,
+                    intent.step_seq,
+                    crate::journal::IntentStatus::Confirmed.as_str(),
+                    "done",
+                    &result,
+                    &format!("marked done by {who}"),
+                    now,
+                )
+                .await?;
+            }
+            Resolution::Skip => {
+                let result = format!(
+                    "skipped by {who}: the effect's outcome was unknown and it was not run again"
+                );
+                crate::store::intents::settle_by_person(
+                    &mut tx,
+                    run,
+                    intent.step_seq,
+                    crate::journal::IntentStatus::Skipped.as_str(),
+                    "skipped",
+                    &result,
+                    &result,
+                    now,
+                )
+                .await?;
+            }
+            Resolution::Retry => {
+                crate::store::intents::forget_for_retry(&mut tx, run, intent.step_seq).await?;
+            }
+        }
+        let others = sqlx::query_scalar::<_, i64>(
+            "SELECT COUNT(*) FROM intents WHERE run_id = ? AND status IN ('pending', 'unknown')",
+        )
+        .bind(run.to_string())
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(StoreError::from)?;
+        let resume = others == 0 && row.state == RunState::Suspended;
+        let mut events = vec![audit::Event::new(
+            Actor::User,
+            "intent.resolved",
+            Some(run),
+            serde_json::json!({
+                "intent": intent.id, "step": intent.step_seq, "tool": intent.tool,
+                "actionHash": intent.action_hash, "previousStatus": intent.status,
+                "resolution": resolution, "note": note,
+                "pre": intent.pre_images, "post": intent.post_images,
+            }),
+        )];
+        if resume {
+            runs::advance(&mut tx, run, None, RunEvent::Resume, None, now).await?;
+            events.push(audit::Event::new(
+                Actor::User,
+                "run.resumed",
+                Some(run),
+                serde_json::json!({ "from": row.state, "to": RunState::Queued, "after": "intent.resolved" }),
+            ));
+        }
+        audit::append_all(&mut tx, None, &events, now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        let what = match resolution {
+            Resolution::Done => "marked done; the agent gets its recorded result",
+            Resolution::Retry => "will run again when the run resumes",
+            Resolution::Skip => "skipped; the agent is told it did not run",
+        };
+        let tail = if resume {
+            format!("; run {run} is queued again")
+        } else if others > 0 {
+            format!("; {others} more effect(s) of run {run} still need a decision")
+        } else {
+            format!("; `reins resume {run}` continues the run")
+        };
+        Ok(Resolved {
+            intent: intent.id.clone(),
+            run,
+            step: intent.step_seq,
+            tool: intent.tool.clone(),
+            resolution,
+            resumed: resume,
+            message: format!("step {} ({}) {what}{tail}", intent.step_seq, intent.tool),
+        })
+    }
+}

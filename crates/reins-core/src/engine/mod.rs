@@ -26,7 +26,7 @@ mod rollback;
 mod settle;
 mod step;
 
-pub use control::{Control, ResumeMode};
+pub use control::{Control, Resolution, Resolved, ResumeMode};
 pub use rollback::{RollbackChange, RollbackReport};
 
 /// Something worth telling the person watching a run.

@@ -324,8 +324,10 @@ impl Drive<'_> {
         );
         audit::append_all(&mut tx, Some(self.owner()), &[event], now).await?;
         tx.commit().await.map_err(StoreError::from)?;
-        self.suspend(&format!("step {seq} ({tool}): outcome unknown: {why}"))
-            .await
+        self.suspend(&format!(
+            "step {seq} ({tool}): outcome unknown: {why}. Decide with `reins resolve {intent} --done | --retry | --skip`"
+        ))
+        .await
     }
 
     pub(super) fn complete(
@@ -428,10 +430,17 @@ impl Drive<'_> {
         }
         if !matches!(
             prev.status.as_str(),
-            "done" | "failed" | "invalid" | "denied"
+            "done" | "failed" | "invalid" | "denied" | "skipped"
         ) {
+            let hint = match intents::for_step(self.e.store.pool(), self.run, seq).await? {
+                Some(i) if matches!(i.status.as_str(), "unknown" | "pending") => format!(
+                    "; decide with `reins resolve {} --done | --retry | --skip`",
+                    i.id
+                ),
+                _ => String::new(),
+            };
             let reason = format!(
-                "step {seq} ({}) is recorded as {:?} and cannot be reused",
+                "step {seq} ({}) is recorded as {:?} and cannot be reused{hint}",
                 prev.tool, prev.status
             );
             return self.suspend(&reason).await.map(Some);

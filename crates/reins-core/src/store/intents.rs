@@ -202,3 +202,91 @@ pub async fn all_images(pool: &SqlitePool) -> Result<Vec<(String, String)>> {
             .await?,
     )
 }
+
+/// Intents whose id starts with `prefix`, with their run (a person types the first characters).
+pub async fn find(pool: &SqlitePool, prefix: &str) -> Result<Vec<(String, IntentRow)>> {
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT run_id, id FROM intents WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 10",
+    )
+    .bind(i64::try_from(prefix.len()).unwrap_or(i64::MAX))
+    .bind(prefix)
+    .fetch_all(pool)
+    .await?;
+    let mut found = Vec::new();
+    for (run, id) in rows {
+        let row: IntentRow = sqlx::query_as("SELECT * FROM intents WHERE id = ?")
+            .bind(&id)
+            .fetch_one(pool)
+            .await?;
+        found.push((run, row));
+    }
+    Ok(found)
+}
+
+/// A person settles an intent nobody could (pending on a stopped run, or unknown), and the step
+/// with it. Fails unless the intent is still pending or unknown.
+#[allow(clippy::too_many_arguments)]
+pub async fn settle_by_person(
+    tx: &mut Tx,
+    run: RunId,
+    step_seq: i64,
+    status: &str,
+    step_status: &str,
+    result: &str,
+    settled_by: &str,
+    now: i64,
+) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE intents SET status = ?, result = ?, settled_by = ?, settled_at = ?
+         WHERE run_id = ? AND step_seq = ? AND status IN ('pending', 'unknown')",
+    )
+    .bind(status)
+    .bind(result)
+    .bind(settled_by)
+    .bind(now)
+    .bind(run.to_string())
+    .bind(step_seq)
+    .execute(&mut **tx)
+    .await?;
+    settled_once(done.rows_affected(), 1, run, step_seq)?;
+    sqlx::query(
+        "UPDATE steps SET status = ?, result = ?, ended_at = ? WHERE run_id = ? AND seq = ?",
+    )
+    .bind(step_status)
+    .bind(result)
+    .bind(now)
+    .bind(run.to_string())
+    .bind(step_seq)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Removes an unsettled intent and its step so the step is proposed and run again from scratch.
+/// The audit event recording the decision keeps everything the rows held.
+pub async fn forget_for_retry(tx: &mut Tx, run: RunId, step_seq: i64) -> Result<()> {
+    let done = sqlx::query(
+        "DELETE FROM intents WHERE run_id = ? AND step_seq = ? AND status IN ('pending', 'unknown')",
+    )
+    .bind(run.to_string())
+    .bind(step_seq)
+    .execute(&mut **tx)
+    .await?;
+    settled_once(done.rows_affected(), 1, run, step_seq)?;
+    sqlx::query("DELETE FROM steps WHERE run_id = ? AND seq = ?")
+        .bind(run.to_string())
+        .bind(step_seq)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Intents of the run nobody has settled: unknown ones, and pending ones.
+pub async fn unsettled(pool: &SqlitePool, run: RunId) -> Result<Vec<IntentRow>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM intents WHERE run_id = ? AND status IN ('pending', 'unknown') ORDER BY step_seq",
+    )
+    .bind(run.to_string())
+    .fetch_all(pool)
+    .await?)
+}

@@ -78,6 +78,10 @@ impl Store {
     /// An existing file is first checked read-only: not SQLite, damaged, or from a newer schema →
     /// an error naming the file, and not one byte of it is written.
     pub async fn open(path: &Path) -> Result<Self> {
+        // Processes opening the same data dir at once (the app and a CLI, two workers) take turns
+        // for the checks and the migration: a database half-way through being created must not be
+        // read as damaged, nor two migrations race. Released when `_opening` drops.
+        let _opening = open_lock(path)?;
         if path.exists() {
             check_existing(path).await?;
         }
@@ -142,6 +146,24 @@ impl Store {
     pub async fn close(&self) {
         self.pool.close().await;
     }
+}
+
+/// An exclusive advisory lock on `<database>.open-lock`, held while opening.
+fn open_lock(path: &Path) -> Result<std::fs::File> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".open-lock");
+    let io = |e: std::io::Error| StoreError::Open {
+        path: path.to_owned(),
+        source: sqlx::Error::Io(e),
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(name))
+        .map_err(io)?;
+    file.lock().map_err(io)?;
+    Ok(file)
 }
 
 fn connect_options(path: &Path) -> Result<SqliteConnectOptions> {
