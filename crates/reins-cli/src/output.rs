@@ -80,6 +80,7 @@ impl Observer for Printer {
                     kind.as_str()
                 )
             }
+            Progress::Recovered { text, .. } => writeln!(out, "  recovery: {text}"),
             Progress::Settled { step, tool, how } => writeln!(out, "  ~ step {step} {tool}: {how}"),
             Progress::Step {
                 seq,

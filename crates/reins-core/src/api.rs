@@ -102,6 +102,8 @@ pub struct RunDetail {
     /// Files the run touched → sha256 at the recovery point (null: absent).
     pub files: BTreeMap<String, Option<Digest>>,
     pub audit_events: usize,
+    /// What the latest resumed attempt was told: steps done, settled effects, outside changes.
+    pub recovery_summary: Option<crate::resume::RecoverySummary>,
     /// The run's audit events, oldest first.
     pub audit: Vec<audit::AuditRow>,
 }
@@ -337,6 +339,7 @@ impl Reins {
         let pool = self.store().pool();
         let r = runs::get(pool, id).await?;
         let events = audit::for_run(pool, id).await?;
+        let attempts = store::attempts::list(pool, id).await?;
         let inspected = stored::inspect(self.store(), self.engine.blobs(), id).await?;
         let analysis = stored::analyse(self.store(), id, &inspected).await?;
         let files = analysis
@@ -362,7 +365,12 @@ impl Reins {
                 created_at: r.created_at,
                 updated_at: r.updated_at,
             },
-            attempts: store::attempts::list(pool, id).await?,
+            recovery_summary: attempts
+                .iter()
+                .rev()
+                .find_map(|a| a.recovery.as_deref())
+                .and_then(|text| serde_json::from_str(text).ok()),
+            attempts,
             steps: store::steps::list(pool, id).await?,
             checkpoints: inspected.iter().map(|i| i.summary()).collect(),
             intents: intents::list(pool, id).await?,

@@ -32,6 +32,24 @@ impl Digest {
     }
 }
 
+/// Incremental SHA-256, for content read in pieces.
+#[derive(Default)]
+pub struct Hasher(Sha256);
+
+impl Hasher {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> Digest {
+        Digest(hex::encode(self.0.finalize()))
+    }
+}
+
 impl fmt::Display for Digest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -17,6 +17,7 @@ pub mod fault;
 pub mod ids;
 pub mod journal;
 pub mod policy;
+pub mod resume;
 pub mod run;
 pub mod store;
 pub mod tools;

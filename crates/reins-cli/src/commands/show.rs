@@ -169,6 +169,46 @@ fn render(d: &RunDetail) -> String {
         }
     }
 
+    let undecided: Vec<_> = d
+        .intents
+        .iter()
+        .filter(|i| matches!(i.status.as_str(), "unknown" | "pending") && !r.state.is_active())
+        .collect();
+    if !undecided.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nneeds your decision (the outcome of these effects is not known)"
+        );
+        for i in undecided {
+            let _ = writeln!(
+                s,
+                "  step {} {}: reins resolve {} --done | --retry | --skip",
+                i.step_seq, i.tool, i.id
+            );
+        }
+    }
+
+    if let Some(rs) = &d.recovery_summary {
+        let _ = writeln!(s, "\nrecovery (attempt {})", rs.attempt);
+        let _ = writeln!(s, "  {}", rs.text);
+        if !rs.changed_outside.is_empty() {
+            let _ = writeln!(s, "  changed outside the run:");
+            for c in &rs.changed_outside {
+                let h = c
+                    .sha256
+                    .as_ref()
+                    .map(|h| short(h.as_str()))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "    {:<8}  {h:<12}  {}",
+                    format!("{:?}", c.kind).to_lowercase(),
+                    c.path
+                );
+            }
+        }
+    }
+
     if !d.files.is_empty() {
         let _ = writeln!(s, "\nfiles touched (at the recovery point)");
         for (path, hash) in &d.files {

@@ -44,6 +44,9 @@ pub trait Agent: Send + Sync {
     fn observe(&mut self, observation: &Observation);
     fn state(&self) -> serde_json::Value;
     fn restore(&mut self, state: &serde_json::Value) -> Result<(), AgentError>;
+    /// Told once when a run resumes, before the agent proposes anything: what was done, what was
+    /// settled and what changed meanwhile. An LLM agent puts it in its context.
+    fn recovered(&mut self, _summary: &crate::resume::RecoverySummary) {}
 }
 
 /// Builds the agent a run was created with, from its stored kind and spec.

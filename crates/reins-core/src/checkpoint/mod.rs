@@ -80,6 +80,10 @@ pub struct CheckpointV1 {
     pub agent: serde_json::Value,
     // Environment: every file the run touched → its sha256 after this checkpoint (None: absent).
     pub files: BTreeMap<String, Option<Digest>>,
+    /// The blob holding the workspace fingerprint taken when the current attempt began: the
+    /// baseline for telling what changed outside the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<Digest>,
     pub meta: Meta,
 }
 

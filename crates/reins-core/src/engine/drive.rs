@@ -48,6 +48,12 @@ pub(super) struct Drive<'a> {
     owner: audit::Owner,
     /// Keeps the lease alive in the background and reports what it sees.
     heartbeat: Heartbeat,
+    /// The checkpoint this attempt resumed from.
+    pub(super) resumed_from: Option<i64>,
+    /// Why the run had stopped before this attempt (for the recovery summary).
+    pub(super) stopped_because: Option<String>,
+    /// Effects the previous attempt left unsettled, and how they were settled.
+    pub(super) settled: Vec<crate::resume::SettledEffect>,
 }
 
 impl<'a> Drive<'a> {
@@ -149,6 +155,22 @@ impl<'a> Drive<'a> {
             resumed_from,
         });
         let journal_through = steps::max_seq(e.store.pool(), row.id).await?;
+        // The previous attempt's outcome says why the run stopped (a resume clears the run's reason).
+        let previous_outcome = attempts::list(e.store.pool(), row.id)
+            .await?
+            .into_iter()
+            .rev()
+            .nth(1)
+            .and_then(|a| a.outcome);
+        let stopped_because = match (&row.last_error, previous_outcome) {
+            (Some(e), _) => Some(e.clone()),
+            (None, Some(outcome)) if outcome.starts_with("lost") => {
+                Some("its worker stopped (crashed, killed or frozen) mid-run".into())
+            }
+            (None, Some(outcome)) => Some(outcome),
+            (None, None) => None,
+        };
+        let settled = settled_by_person(e, row.id).await?;
         let owner = audit::Owner::new(row.id, fence);
         owner.saw_pause(row.state == RunState::PauseRequested);
         Ok(Drive {
@@ -161,6 +183,9 @@ impl<'a> Drive<'a> {
                 e.lease_ms,
                 claimed_until,
             ),
+            resumed_from,
+            stopped_because,
+            settled,
             e,
             obs,
             run: row.id,
@@ -177,6 +202,7 @@ impl<'a> Drive<'a> {
         if let Some(outcome) = self.settle_journal().await? {
             return Ok(outcome);
         }
+        self.orient().await?;
         if let Some(seq) = self.cp.current_step {
             return self
                 .suspend(&format!("step {seq} is waiting for a review decision, and this build cannot take one yet"))
@@ -316,7 +342,7 @@ impl<'a> Drive<'a> {
             }
             Err(e) => return Err(e.into()),
         }
-        attempts::end_open(&mut tx, self.run, "paused", now).await?;
+        attempts::end_open(&mut tx, self.run, &format!("paused: {reason}"), now).await?;
         events.push(audit::Event::new(
             Actor::Harness,
             "run.paused",
@@ -401,7 +427,7 @@ impl<'a> Drive<'a> {
             now,
         )
         .await?;
-        attempts::end_open(&mut tx, self.run, "suspended", now).await?;
+        attempts::end_open(&mut tx, self.run, &format!("suspended: {reason}"), now).await?;
         audit::append(
             &mut tx,
             Actor::Harness,
@@ -421,6 +447,33 @@ impl<'a> Drive<'a> {
             reason: reason.into(),
         })
     }
+}
+
+/// Effects a person decided since the run's previous attempt began (`reins resolve`).
+async fn settled_by_person(
+    e: &Engine,
+    run: crate::ids::RunId,
+) -> Result<Vec<crate::resume::SettledEffect>> {
+    let attempts = attempts::list(e.store.pool(), run).await?;
+    let since = match attempts.iter().rev().nth(1) {
+        Some(previous) => previous.started_at,
+        None => return Ok(Vec::new()),
+    };
+    Ok(crate::store::intents::list(e.store.pool(), run)
+        .await?
+        .into_iter()
+        .filter(|i| i.settled_at.is_some_and(|t| t >= since))
+        .filter_map(|i| {
+            let how = i.settled_by.clone()?;
+            how.contains("a person")
+                .then_some(crate::resume::SettledEffect {
+                    step: i.step_seq,
+                    tool: i.tool,
+                    status: i.status,
+                    how,
+                })
+        })
+        .collect())
 }
 
 pub(super) fn images_json(images: &[FileImage]) -> String {

@@ -22,6 +22,7 @@ use crate::workspace::Workspace;
 mod control;
 mod drive;
 mod heartbeat;
+mod recover;
 mod rollback;
 mod settle;
 mod step;
@@ -52,6 +53,11 @@ pub enum Progress {
     Damage {
         seq: i64,
         kind: DamageKind,
+    },
+    Recovered {
+        attempt: i64,
+        changed_outside: usize,
+        text: String,
     },
     Settled {
         step: i64,
@@ -455,7 +461,7 @@ impl Engine {
             now,
         )
         .await?;
-        attempts::end_open(&mut tx, id, "suspended", now).await?;
+        attempts::end_open(&mut tx, id, &format!("suspended: {reason}"), now).await?;
         audit::append(
             &mut tx,
             Actor::Harness,

@@ -21,6 +21,12 @@ impl Drive<'_> {
                 .parse()
                 .map_err(|_| StoreError::Invalid(format!("intent id {:?}", intent.id)))?;
             let (status, how) = self.settle_one(&intent).await?;
+            self.settled.push(crate::resume::SettledEffect {
+                step: intent.step_seq,
+                tool: intent.tool.clone(),
+                status: status.as_str().into(),
+                how: how.clone(),
+            });
             self.obs.on(&Progress::Settled {
                 step: intent.step_seq,
                 tool: intent.tool.clone(),

@@ -14,6 +14,8 @@ pub struct AttemptRow {
     pub started_at: i64,
     pub ended_at: Option<i64>,
     pub outcome: Option<String>,
+    /// The recovery summary this attempt gave its agent (JSON), when it resumed the run.
+    pub recovery: Option<String>,
 }
 
 /// Records a new attempt and returns its number (1, 2, …).
@@ -46,8 +48,18 @@ pub async fn end_open(tx: &mut Tx, run: RunId, outcome: &str, now: i64) -> Resul
 }
 
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<AttemptRow>> {
-    Ok(sqlx::query_as("SELECT n, worker, fence, started_at, ended_at, outcome FROM attempts WHERE run_id = ? ORDER BY n")
+    Ok(sqlx::query_as("SELECT n, worker, fence, started_at, ended_at, outcome, recovery FROM attempts WHERE run_id = ? ORDER BY n")
         .bind(run.to_string())
         .fetch_all(pool)
         .await?)
+}
+
+pub async fn set_recovery(tx: &mut Tx, run: RunId, n: i64, summary: &str) -> Result<()> {
+    sqlx::query("UPDATE attempts SET recovery = ? WHERE run_id = ? AND n = ?")
+        .bind(summary)
+        .bind(run.to_string())
+        .bind(n)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }

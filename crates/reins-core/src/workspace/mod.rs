@@ -17,6 +17,7 @@ use serde::Serialize;
 use crate::digest::Digest;
 
 pub mod diff;
+pub mod fingerprint;
 mod path;
 pub use path::RelPath;
 

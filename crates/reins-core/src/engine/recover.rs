@@ -1,0 +1,135 @@
+//! Orienting a resumed run: fingerprint the workspace, work out what changed outside the run, and
+//! give the agent (and the record) a recovery summary before it proposes anything.
+
+use std::collections::BTreeMap;
+
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::journal::IntentStatus;
+use crate::resume::RecoverySummary;
+use crate::store::{attempts, audit, audit::Actor, intents, StoreError};
+use crate::workspace::fingerprint::{self, Change, ChangeKind, Fingerprint};
+
+use super::drive::{parse_images, Drive};
+use super::Progress;
+
+impl Drive<'_> {
+    /// Runs once per attempt, after the journal is settled.
+    pub(super) async fn orient(&mut self) -> Result<()> {
+        let changed_outside = self.observe_workspace().await?;
+        let resuming = self.attempt > 1 || self.cp.next_step > 1 || !self.settled.is_empty();
+        if !resuming {
+            return Ok(());
+        }
+        let recent = self.cp.completed.len().saturating_sub(5);
+        let summary = RecoverySummary {
+            attempt: self.attempt,
+            resumed_from: self.resumed_from,
+            steps_done: self.cp.next_step - 1,
+            current_step: self.cp.current_step,
+            next_step: self.cp.next_step,
+            recent_steps: self.cp.completed[recent..].to_vec(),
+            files: self.known_files().await?,
+            last_error: self.stopped_because.clone(),
+            settled: self.settled.clone(),
+            changed_outside,
+            text: String::new(),
+        }
+        .with_text();
+        self.agent.recovered(&summary);
+        let json = serde_json::to_value(&summary).unwrap_or_default();
+        let now = crate::clock::now_ms();
+        let mut tx = self.begin().await?;
+        attempts::set_recovery(&mut tx, self.run, self.attempt, &json.to_string()).await?;
+        audit::append_all(
+            &mut tx,
+            Some(self.owner()),
+            &[audit::Event::new(
+                Actor::Harness,
+                "run.recovered",
+                Some(self.run),
+                json,
+            )],
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Recovered {
+            attempt: self.attempt,
+            changed_outside: summary.changed_outside.len(),
+            text: summary.text,
+        });
+        Ok(())
+    }
+
+    /// Files the run has touched and their content as it left them: the checkpoint's map plus
+    /// effects confirmed after that checkpoint (settled on restart or by a person).
+    async fn known_files(&self) -> Result<BTreeMap<String, Option<Digest>>> {
+        let mut known = self.cp.files.clone();
+        for intent in intents::list(self.e.store.pool(), self.run).await? {
+            if intent.step_seq >= self.cp.next_step
+                && intent.status == IntentStatus::Confirmed.as_str()
+            {
+                for img in parse_images(&intent.post_images)? {
+                    known.insert(img.path, img.sha256);
+                }
+            }
+        }
+        Ok(known)
+    }
+
+    /// Takes this attempt's fingerprint (the baseline for the next resume) and returns what changed
+    /// since the previous one that this run did not do.
+    async fn observe_workspace(&mut self) -> Result<Vec<Change>> {
+        let previous = match &self.cp.workspace {
+            Some(d) => self
+                .e
+                .blob(d)
+                .await?
+                .and_then(|bytes| Fingerprint::from_bytes(&bytes)),
+            None => None,
+        };
+        let root = self.ws.root().to_path_buf();
+        let base = previous.clone().unwrap_or_default();
+        let scanned = tokio::task::spawn_blocking(move || fingerprint::scan(&root, &base))
+            .await
+            .map_err(|e| Error::Io {
+                context: "fingerprinting the workspace".into(),
+                source: std::io::Error::other(e.to_string()),
+            })?
+            .map_err(|source| Error::Io {
+                context: format!("fingerprinting {}", self.ws.root().display()),
+                source,
+            })?;
+        let (now, _) = scanned;
+        self.cp.workspace = Some(self.e.blobs.put(&now.to_bytes())?);
+        let Some(old) = previous else {
+            return Ok(Vec::new());
+        };
+        let known = self.known_files().await?;
+        Ok(fingerprint::diff(&old, &now)
+            .into_iter()
+            .filter_map(|mut c| match known.get(&c.path) {
+                None => Some(c),
+                // The run's own doing: the content is what the run left there.
+                Some(expected)
+                    if c.kind != ChangeKind::Removed
+                        && c.sha256.is_some()
+                        && &c.sha256 == expected =>
+                {
+                    None
+                }
+                Some(None) if c.kind == ChangeKind::Removed => None,
+                // Against what the run left, not against the older baseline.
+                Some(expected) => {
+                    c.kind = match (expected, c.kind) {
+                        (_, ChangeKind::Removed) => ChangeKind::Removed,
+                        (Some(_), _) => ChangeKind::Modified,
+                        (None, _) => ChangeKind::Added,
+                    };
+                    Some(c)
+                }
+            })
+            .collect())
+    }
+}
