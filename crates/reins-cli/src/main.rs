@@ -47,6 +47,27 @@ struct Cli {
     )]
     lease_secs: u32,
 
+    /// How many retries a run may use (transient failures and workers lost under it) before it
+    /// waits for a person.
+    #[arg(
+        long,
+        global = true,
+        env = "REINS_RETRY_MAX",
+        value_name = "N",
+        default_value_t = 10
+    )]
+    retry_max: u32,
+
+    /// Retries stop this long after a run's first one.
+    #[arg(
+        long,
+        global = true,
+        env = "REINS_RETRY_WINDOW_SECS",
+        value_name = "SECS",
+        default_value_t = 3600
+    )]
+    retry_window_secs: u32,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -130,6 +151,11 @@ async fn open(cli: &Cli) -> reins_core::Result<Reins> {
         data_dir,
         Options {
             lease_ms: i64::from(cli.lease_secs.max(1)) * 1000,
+            retry: reins_core::failure::RetryBudget {
+                max_retries: cli.retry_max,
+                window_ms: i64::from(cli.retry_window_secs) * 1000,
+                ..Default::default()
+            },
         },
     )
     .await

@@ -35,12 +35,14 @@ pub const DEFAULT_LEASE_MS: i64 = 30_000;
 #[derive(Clone, Debug)]
 pub struct Options {
     pub lease_ms: i64,
+    pub retry: crate::failure::RetryBudget,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Self {
             lease_ms: DEFAULT_LEASE_MS,
+            retry: crate::failure::RetryBudget::default(),
         }
     }
 }
@@ -95,6 +97,8 @@ pub struct Recovery {
 pub struct RunDetail {
     pub run: RunView,
     pub attempts: Vec<AttemptRow>,
+    /// Retries the run used from its budget (transient failures, lost workers).
+    pub retries: Vec<store::retries::RetryRow>,
     pub steps: Vec<StepRow>,
     pub checkpoints: Vec<CheckpointSummary>,
     pub intents: Vec<IntentRow>,
@@ -136,6 +140,8 @@ pub struct WorkSummary {
     pub waiting: usize,
     /// Paused at a safe point, by a person or because this worker was asked to drain.
     pub paused: usize,
+    /// Let go after a transient failure, to be retried after a backoff.
+    pub retrying: usize,
     pub lost: usize,
 }
 
@@ -149,7 +155,8 @@ impl Reins {
             blobs,
             Arc::new(PermitAll),
             options.lease_ms.max(1000),
-        );
+        )
+        .with_retry_budget(options.retry);
         Ok(Self { engine, data_dir })
     }
 
@@ -205,7 +212,16 @@ impl Reins {
             let ids = self.engine.runnable().await?;
             if ids.is_empty() {
                 if once {
-                    return Ok(summary);
+                    // A run waiting out a retry backoff is still this worker's work.
+                    match runs::next_retry_at(self.store().pool()).await? {
+                        Some(at) => {
+                            let wait = (at - crate::clock::now_ms()).clamp(10, 60_000);
+                            self.sleep_unless_draining(Duration::from_millis(wait.unsigned_abs()))
+                                .await;
+                            continue;
+                        }
+                        None => return Ok(summary),
+                    }
                 }
                 self.sleep_unless_draining(poll).await;
                 continue;
@@ -224,6 +240,7 @@ impl Reins {
                         ..
                     } => summary.paused += 1,
                     DriveOutcome::NeedsHuman { .. } => summary.waiting += 1,
+                    DriveOutcome::Retrying { .. } => summary.retrying += 1,
                     DriveOutcome::Lost { .. } => summary.lost += 1,
                 }
                 summary.driven += 1;
@@ -371,6 +388,7 @@ impl Reins {
                 .find_map(|a| a.recovery.as_deref())
                 .and_then(|text| serde_json::from_str(text).ok()),
             attempts,
+            retries: store::retries::list(pool, id).await?,
             steps: store::steps::list(pool, id).await?,
             checkpoints: inspected.iter().map(|i| i.summary()).collect(),
             intents: intents::list(pool, id).await?,

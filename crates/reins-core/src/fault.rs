@@ -58,3 +58,39 @@ pub async fn delay() {
         }
     }
 }
+
+/// When set (fault-injection builds only) to `POINT:KIND[:TIMES]`, `fault_error!(POINT)` returns an
+/// error of KIND (`enospc`, `eio`, `busy`) the first TIMES times it is reached in this process
+/// (always, without TIMES).
+pub const ERROR_ENV: &str = "REINS_FAULT_ERROR";
+
+#[cfg(feature = "fault-injection")]
+static ERRORS_RAISED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// The error armed for `point`, if any (always None without the fault-injection feature).
+pub fn error_at(_point: &str) -> Option<std::io::Error> {
+    #[cfg(feature = "fault-injection")]
+    {
+        use std::sync::atomic::Ordering;
+        let spec = std::env::var(ERROR_ENV).ok()?;
+        let mut parts = spec.split(':');
+        if parts.next()? != _point {
+            return None;
+        }
+        let errno = match parts.next()? {
+            "enospc" => libc::ENOSPC,
+            "eio" => libc::EIO,
+            "busy" => libc::EBUSY,
+            _ => return None,
+        };
+        if let Some(times) = parts.next().and_then(|t| t.parse::<u32>().ok()) {
+            if ERRORS_RAISED.fetch_add(1, Ordering::Relaxed) >= times {
+                return None;
+            }
+        }
+        eprintln!("reins: fault point {_point}: raising errno {errno}");
+        return Some(std::io::Error::from_raw_os_error(errno));
+    }
+    #[allow(unreachable_code)]
+    None
+}

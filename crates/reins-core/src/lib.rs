@@ -13,6 +13,7 @@ pub mod data_dir;
 pub mod digest;
 pub mod engine;
 pub mod error;
+pub mod failure;
 pub mod fault;
 pub mod ids;
 pub mod journal;

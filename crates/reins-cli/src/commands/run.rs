@@ -46,6 +46,19 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
                 return Ok(exit::NEEDS_HUMAN);
             }
             DriveOutcome::NeedsHuman { state, .. } => state,
+            DriveOutcome::Retrying { at, .. } => {
+                let wait = (at - reins_core::clock::now_ms()).max(0).unsigned_abs();
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                continue;
+            }
+            DriveOutcome::Skipped {
+                state: RunState::Queued,
+                ..
+            } => {
+                // Waiting out a retry backoff, or claimed and released by someone else.
+                tokio::time::sleep(poll).await;
+                continue;
+            }
             DriveOutcome::Skipped { state, .. } if state.needs_human() => state,
             DriveOutcome::Lost { .. } | DriveOutcome::Skipped { .. } if reins.draining() => {
                 return Ok(detached(id, json));

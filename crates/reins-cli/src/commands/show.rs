@@ -188,6 +188,26 @@ fn render(d: &RunDetail) -> String {
         }
     }
 
+    if !d.retries.is_empty() {
+        let _ = writeln!(s, "\nretries (budget used)");
+        let rows: Vec<Vec<String>> = d
+            .retries
+            .iter()
+            .map(|r| {
+                vec![
+                    r.n.to_string(),
+                    time(r.at),
+                    r.class.clone(),
+                    format!("{:.1}s", r.delay_ms as f64 / 1000.0),
+                    r.error.chars().take(100).collect(),
+                ]
+            })
+            .collect();
+        for line in table(&["#", "AT", "CLASS", "BACKOFF", "ERROR"], &rows).lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
+
     if let Some(rs) = &d.recovery_summary {
         let _ = writeln!(s, "\nrecovery (attempt {})", rs.attempt);
         let _ = writeln!(s, "  {}", rs.text);

@@ -31,8 +31,8 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
         print_json(&summary);
     } else {
         println!(
-            "worker: drove {} run(s): {} finished, {} waiting for a human, {} paused, {} taken by another worker",
-            summary.driven, summary.finished, summary.waiting, summary.paused, summary.lost
+            "worker: drove {} run(s): {} finished, {} waiting for a human, {} paused, {} retried after a transient error, {} taken by another worker",
+            summary.driven, summary.finished, summary.waiting, summary.paused, summary.retrying, summary.lost
         );
     }
     Ok(exit::DONE)

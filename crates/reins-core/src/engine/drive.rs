@@ -415,6 +415,75 @@ impl<'a> Drive<'a> {
         })
     }
 
+    /// A transient failure: record a retry, let the run go, and have it claimed again after a
+    /// backoff — or, with the budget spent, suspend it for a person.
+    pub(super) async fn retry_later(&mut self, error: &Error) -> Result<DriveOutcome> {
+        let now = now_ms();
+        let text = error.to_string();
+        let salt = u64::try_from(now).unwrap_or(0) ^ u64::from(std::process::id());
+        let mut tx = self.e.store.begin().await?;
+        let prior = crate::store::retries::list(self.e.store.pool(), self.run).await?;
+        let n = u32::try_from(prior.len() + 1).unwrap_or(u32::MAX);
+        let first = prior.first().map_or(now, |r| r.at);
+        if !self.e.budget.allows(n, now - first) {
+            drop(tx);
+            let reason = format!(
+                "retry budget exhausted after {} retries over {} s; last error: {text}",
+                n - 1,
+                (now - first) / 1000
+            );
+            return self.suspend(&reason).await;
+        }
+        let delay = self.e.budget.delay_ms(n, salt);
+        crate::store::retries::record(
+            &mut tx,
+            self.run,
+            now,
+            crate::failure::FailureClass::Transient.as_str(),
+            &text,
+            delay,
+        )
+        .await?;
+        let reason = format!(
+            "retry {n} of {} in {:.1} s after a transient error: {text}",
+            self.e.budget.max_retries,
+            delay as f64 / 1000.0
+        );
+        let (_, to, _) = runs::advance(
+            &mut tx,
+            self.run,
+            Some(self.fence),
+            RunEvent::Retry,
+            Some(&reason),
+            now,
+        )
+        .await?;
+        runs::set_not_before(&mut tx, self.run, now + delay).await?;
+        attempts::end_open(&mut tx, self.run, &format!("retry: {text}"), now).await?;
+        audit::append(
+            &mut tx,
+            Actor::Harness,
+            "run.retry_scheduled",
+            Some(self.run),
+            &serde_json::json!({ "n": n, "class": "transient", "error": text, "delayMs": delay, "state": to }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Waiting {
+            state: to,
+            reason: reason.clone(),
+        });
+        Ok(if to == RunState::Paused {
+            DriveOutcome::NeedsHuman { state: to, reason }
+        } else {
+            DriveOutcome::Retrying {
+                at: now + delay,
+                reason,
+            }
+        })
+    }
+
     pub(super) async fn suspend(&mut self, reason: &str) -> Result<DriveOutcome> {
         let now = now_ms();
         let mut tx = self.e.store.begin().await?;

@@ -114,6 +114,11 @@ pub enum DriveOutcome {
     Lost {
         reason: String,
     },
+    /// A transient failure: the run was let go and is claimed again at `at` (Unix ms).
+    Retrying {
+        at: i64,
+        reason: String,
+    },
     /// Not claimed: the run is finished, waits for a human, or another worker holds it.
     Skipped {
         state: RunState,
@@ -129,6 +134,7 @@ pub struct Engine {
     lease_ms: i64,
     /// Set when the worker should stop taking work and pause what it drives at the next safe point.
     drain: Arc<AtomicBool>,
+    budget: crate::failure::RetryBudget,
 }
 
 /// A checkpoint's bytes, ready to insert.
@@ -149,7 +155,14 @@ impl Engine {
             worker,
             lease_ms,
             drain: Arc::new(AtomicBool::new(false)),
+            budget: crate::failure::RetryBudget::default(),
         }
+    }
+
+    /// Sets how many retries (transient failures and lost workers) a run may use.
+    pub fn with_retry_budget(mut self, budget: crate::failure::RetryBudget) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// Asks this engine to drain: every run it drives pauses at its next safe point, and no new run
@@ -225,6 +238,7 @@ impl Engine {
             last_error: None,
             created_at: now,
             updated_at: now,
+            not_before: None,
         };
         let first = CheckpointV1 {
             goal: plan.goal.clone(),
@@ -355,7 +369,13 @@ impl Engine {
         let holder_gone = adopting && row.owner.as_deref().is_some_and(crate::worker::is_gone);
         let lease_live =
             adopting && !holder_gone && row.lease_until.is_some_and(|until| until >= now);
-        if row.state.is_terminal() || row.state.needs_human() || lease_live || self.draining() {
+        let backing_off = row.state == RunState::Queued && row.not_before.is_some_and(|t| t > now);
+        if row.state.is_terminal()
+            || row.state.needs_human()
+            || lease_live
+            || backing_off
+            || self.draining()
+        {
             return Ok(skipped(&row, now));
         }
         let to = if adopting {
@@ -389,8 +409,26 @@ impl Engine {
             }
             Err(e) => return Err(e.into()),
         };
+        let mut lost_retry = None;
         if adopting {
-            attempts::end_open(&mut tx, id, "lost: lease expired", now).await?;
+            let why = if holder_gone {
+                "lost: its worker process is gone"
+            } else {
+                "lost: lease expired"
+            };
+            attempts::end_open(&mut tx, id, why, now).await?;
+            // A lost worker uses the run's retry budget: a run that keeps killing its worker stops.
+            lost_retry = Some(
+                store::retries::record(
+                    &mut tx,
+                    id,
+                    now,
+                    crate::failure::FailureClass::WorkerLost.as_str(),
+                    why,
+                    0,
+                )
+                .await?,
+            );
         }
         let attempt = attempts::start(&mut tx, id, &self.worker, fence, now).await?;
         audit::append(
@@ -414,6 +452,18 @@ impl Engine {
             .await?;
         }
         tx.commit().await.map_err(crate::store::StoreError::from)?;
+        if let Some((n, first)) = lost_retry {
+            if !self
+                .budget
+                .allows(u32::try_from(n).unwrap_or(u32::MAX), now - first)
+            {
+                let reason = format!(
+                    "retry budget exhausted: the run lost its worker or failed transiently {n} times (limit {}); a step may be crashing the worker. `reins show {id}` lists the retries; `reins resume {id}` tries again",
+                    self.budget.max_retries
+                );
+                return self.suspend_owned(id, fence, &reason).await;
+            }
+        }
 
         let mut drive = match drive::Drive::start(
             self,
@@ -434,17 +484,29 @@ impl Engine {
         };
         match drive.run().await {
             Ok(outcome) => Ok(outcome),
-            Err(e) if e.is_lost_ownership() => Ok(DriveOutcome::Lost {
-                reason: e.to_string(),
-            }),
             Err(e) => {
-                // A harness failure (disk, database, blob store): hand the run to a human, keep the reason.
-                let reason = format!("harness error: {e}");
-                tracing::error!(run_id = %id, "{reason}");
-                match drive.suspend(&reason).await {
-                    Ok(outcome) => Ok(outcome),
-                    Err(_) => Err(e),
-                }
+                let class = crate::failure::classify(&e);
+                let handled = match class {
+                    crate::failure::FailureClass::WorkerLost => {
+                        return Ok(DriveOutcome::Lost {
+                            reason: e.to_string(),
+                        })
+                    }
+                    crate::failure::FailureClass::Transient => drive.retry_later(&e).await,
+                    crate::failure::FailureClass::Resource => {
+                        let reason = format!("{e}: the disk is full, failing or read-only; nothing more runs until a person fixes it and runs `reins resume {id}`");
+                        tracing::error!(run_id = %id, "{reason}");
+                        drive.suspend(&reason).await
+                    }
+                    other => {
+                        // A harness failure retrying would repeat: hand the run to a human, keep the reason.
+                        let reason = format!("harness error ({}): {e}", other.as_str());
+                        tracing::error!(run_id = %id, "{reason}");
+                        drive.suspend(&reason).await
+                    }
+                };
+                // If even recording the failure fails, report the original error.
+                handled.or(Err(e))
             }
         }
     }

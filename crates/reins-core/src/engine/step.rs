@@ -129,6 +129,12 @@ impl Drive<'_> {
             Decision::Allow => {}
         }
         // 7. Intent, durably, with the pre-images it needs (in the same transaction).
+        if let Some(source) = crate::fault::error_at("intent_write") {
+            return Err(crate::error::Error::Io {
+                context: format!("writing the intent of step {seq}"),
+                source,
+            });
+        }
         let small_pre_images = self.e.stage_blobs(&plan.pre_bytes)?;
         let intent = IntentId::new();
         let now = now_ms();

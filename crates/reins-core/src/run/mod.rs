@@ -97,13 +97,15 @@ pub enum RunEvent {
     /// A person resumes a paused or suspended run; a worker will claim it again.
     Resume,
     Suspend,
+    /// A transient failure: the worker lets go; the run is claimed again after a backoff.
+    Retry,
     Succeed,
     Fail,
     Cancel,
 }
 
 impl RunEvent {
-    pub const ALL: [RunEvent; 10] = [
+    pub const ALL: [RunEvent; 11] = [
         RunEvent::Start,
         RunEvent::AwaitApproval,
         RunEvent::Decide,
@@ -111,6 +113,7 @@ impl RunEvent {
         RunEvent::ReachSafePoint,
         RunEvent::Resume,
         RunEvent::Suspend,
+        RunEvent::Retry,
         RunEvent::Succeed,
         RunEvent::Fail,
         RunEvent::Cancel,
@@ -128,6 +131,7 @@ impl RunEvent {
             RunEvent::ReachSafePoint => "reach a safe point",
             RunEvent::Resume => "be resumed",
             RunEvent::Suspend => "be suspended",
+            RunEvent::Retry => "be retried",
             RunEvent::Succeed => "succeed",
             RunEvent::Fail => "fail",
             RunEvent::Cancel => "be cancelled",
@@ -147,6 +151,7 @@ const TABLE: &[(RunState, RunEvent, RunState)] = &[
     (S::Running, E::AwaitApproval, S::AwaitingApproval),
     (S::Running, E::RequestPause, S::PauseRequested),
     (S::Running, E::Suspend, S::Suspended),
+    (S::Running, E::Retry, S::Queued),
     (S::Running, E::Succeed, S::Succeeded),
     (S::Running, E::Fail, S::Failed),
     (S::Running, E::Cancel, S::Cancelled),
@@ -161,6 +166,8 @@ const TABLE: &[(RunState, RunEvent, RunState)] = &[
     // The person withdraws the pause before the worker reached a safe point: it just goes on.
     (S::PauseRequested, E::Resume, S::Running),
     (S::PauseRequested, E::Suspend, S::Suspended),
+    // Retrying a run someone asked to pause: it stops here instead (nothing in flight).
+    (S::PauseRequested, E::Retry, S::Paused),
     (S::PauseRequested, E::Succeed, S::Succeeded),
     (S::PauseRequested, E::Fail, S::Failed),
     (S::PauseRequested, E::Cancel, S::Cancelled),

@@ -13,6 +13,7 @@ use RunState as S;
 #[case(S::Running, E::AwaitApproval, S::AwaitingApproval)]
 #[case(S::Running, E::RequestPause, S::PauseRequested)]
 #[case(S::Running, E::Suspend, S::Suspended)]
+#[case(S::Running, E::Retry, S::Queued)]
 #[case(S::Running, E::Succeed, S::Succeeded)]
 #[case(S::Running, E::Fail, S::Failed)]
 #[case(S::Running, E::Cancel, S::Cancelled)]
@@ -24,6 +25,7 @@ use RunState as S;
 #[case(S::PauseRequested, E::AwaitApproval, S::AwaitingApproval)]
 #[case(S::PauseRequested, E::Resume, S::Running)]
 #[case(S::PauseRequested, E::Suspend, S::Suspended)]
+#[case(S::PauseRequested, E::Retry, S::Paused)]
 #[case(S::PauseRequested, E::Succeed, S::Succeeded)]
 #[case(S::PauseRequested, E::Fail, S::Failed)]
 #[case(S::PauseRequested, E::Cancel, S::Cancelled)]
@@ -47,6 +49,7 @@ const LEGAL: &[(RunState, RunEvent)] = &[
     (S::Running, E::AwaitApproval),
     (S::Running, E::RequestPause),
     (S::Running, E::Suspend),
+    (S::Running, E::Retry),
     (S::Running, E::Succeed),
     (S::Running, E::Fail),
     (S::Running, E::Cancel),
@@ -58,6 +61,7 @@ const LEGAL: &[(RunState, RunEvent)] = &[
     (S::PauseRequested, E::AwaitApproval),
     (S::PauseRequested, E::Resume),
     (S::PauseRequested, E::Suspend),
+    (S::PauseRequested, E::Retry),
     (S::PauseRequested, E::Succeed),
     (S::PauseRequested, E::Fail),
     (S::PauseRequested, E::Cancel),
@@ -82,7 +86,7 @@ fn every_other_pair_is_illegal() {
             }
         }
     }
-    assert_eq!(illegal, 9 * 10 - LEGAL.len());
+    assert_eq!(illegal, 9 * 11 - LEGAL.len());
 }
 
 #[test]

@@ -25,6 +25,8 @@ pub struct RunRow {
     pub last_error: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// A queued run is not claimed before this (retry backoff).
+    pub not_before: Option<i64>,
 }
 
 fn from_row(row: &SqliteRow) -> Result<RunRow> {
@@ -49,6 +51,7 @@ fn from_row(row: &SqliteRow) -> Result<RunRow> {
         last_error: row.try_get("last_error")?,
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
+        not_before: row.try_get("not_before")?,
     })
 }
 
@@ -153,6 +156,25 @@ pub async fn set_compat(tx: &mut Tx, id: RunId, compat: &str) -> Result<()> {
     Ok(())
 }
 
+/// When the earliest queued run waiting out a retry backoff becomes runnable.
+pub async fn next_retry_at(pool: &SqlitePool) -> Result<Option<i64>> {
+    Ok(sqlx::query_scalar(
+        "SELECT MIN(not_before) FROM runs WHERE state = 'queued' AND not_before IS NOT NULL",
+    )
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Holds a queued run back until `at` (a retry's backoff).
+pub async fn set_not_before(tx: &mut Tx, id: RunId, at: i64) -> Result<()> {
+    sqlx::query("UPDATE runs SET not_before = ? WHERE id = ?")
+        .bind(at)
+        .bind(id.to_string())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// Moves the fence on, so whatever worker held the run can write nothing more for it.
 pub async fn bump_fence(tx: &mut Tx, id: RunId) -> Result<i64> {
     Ok(
@@ -168,7 +190,11 @@ pub async fn bump_fence(tx: &mut Tx, id: RunId) -> Result<i64> {
 pub async fn runnable(pool: &SqlitePool, now: i64, gone_owners: &[String]) -> Result<Vec<RunId>> {
     let mut q = sqlx::QueryBuilder::new(
         "SELECT id FROM runs
-         WHERE state = 'queued'
+         WHERE (state = 'queued' AND (not_before IS NULL OR not_before <= ",
+    );
+    q.push_bind(now);
+    q.push(
+        "))
             OR (state IN ('running', 'pause_requested') AND (lease_until IS NULL OR lease_until < ",
     );
     q.push_bind(now);
@@ -198,7 +224,7 @@ pub struct Claim<'a> {
 pub async fn claim(tx: &mut Tx, id: RunId, c: &Claim<'_>) -> Result<(i64, i64)> {
     let row: Option<(i64, i64)> = sqlx::query_as(
         "UPDATE runs SET state = ?, state_version = state_version + 1, fence = fence + 1,
-                         owner = ?, lease_until = ?, updated_at = ?
+                         owner = ?, lease_until = ?, updated_at = ?, not_before = NULL
          WHERE id = ? AND state_version = ?
            AND (state = 'queued' OR lease_until IS NULL OR lease_until < ? OR owner = ?)
          RETURNING fence, state_version",

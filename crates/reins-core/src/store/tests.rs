@@ -27,6 +27,7 @@ fn run_row(id: RunId) -> runs::RunRow {
         last_error: None,
         created_at: 1,
         updated_at: 1,
+        not_before: None,
     }
 }
 

@@ -1,0 +1,54 @@
+//! The `retries` table: every retry a run used from its budget.
+
+use sqlx::SqlitePool;
+
+use super::{Result, Tx};
+use crate::ids::RunId;
+
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryRow {
+    pub n: i64,
+    pub at: i64,
+    pub class: String,
+    pub error: String,
+    pub delay_ms: i64,
+}
+
+pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<RetryRow>> {
+    Ok(sqlx::query_as(
+        "SELECT n, at, class, error, delay_ms FROM retries WHERE run_id = ? ORDER BY n",
+    )
+    .bind(run.to_string())
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Records the next retry; returns its number and when the first retry of the run happened.
+pub async fn record(
+    tx: &mut Tx,
+    run: RunId,
+    at: i64,
+    class: &str,
+    error: &str,
+    delay_ms: i64,
+) -> Result<(i64, i64)> {
+    let (count, first): (i64, Option<i64>) =
+        sqlx::query_as("SELECT COUNT(*), MIN(at) FROM retries WHERE run_id = ?")
+            .bind(run.to_string())
+            .fetch_one(&mut **tx)
+            .await?;
+    let n = count + 1;
+    sqlx::query(
+        "INSERT INTO retries (run_id, n, at, class, error, delay_ms) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(run.to_string())
+    .bind(n)
+    .bind(at)
+    .bind(class)
+    .bind(error)
+    .bind(delay_ms)
+    .execute(&mut **tx)
+    .await?;
+    Ok((n, first.unwrap_or(at)))
+}
