@@ -472,3 +472,116 @@ fn a_run_that_keeps_killing_its_worker_stops_at_the_budget() -> anyhow::Result<(
     assert!(retries.iter().all(|r| r["class"] == "worker_lost"));
     Ok(())
 }
+
+/// Every named fault point × every side-effecting tool: the process dies there, a worker restarts
+/// the run, and the effect has happened exactly once with the exact result. `during_effect` sits
+/// inside the atomic file write (temp file written and synced, not yet renamed), so it applies to
+/// the tools that write content; a delete or a move is a single atomic system call.
+#[test]
+fn kill_at_every_point_for_every_file_tool() -> anyhow::Result<()> {
+    type Check = fn(&Cli) -> anyhow::Result<bool>;
+    let tools: [(&str, &str, Check); 4] = [
+        (
+            "write",
+            r#"tool = "fs.write"
+args = { path = "config/new.conf", content = "fresh\n" }"#,
+            |cli| Ok(cli.read("config/new.conf")? == "fresh\n"),
+        ),
+        (
+            "edit",
+            r#"tool = "fs.edit"
+args = { path = "docs/RUNBOOK.md", old = "95%", new = "90%" }"#,
+            |cli| {
+                let text = cli.read("docs/RUNBOOK.md")?;
+                Ok(text.contains("90%") && !text.contains("95%"))
+            },
+        ),
+        (
+            "delete",
+            r#"tool = "fs.delete"
+args = { path = "tmp/render-cache.tmp" }"#,
+            |cli| Ok(!cli.ws().join("tmp/render-cache.tmp").exists()),
+        ),
+        (
+            "move",
+            r#"tool = "fs.move"
+args = { from = "config/nginx.conf.bak", to = "archive/nginx.conf.bak" }"#,
+            |cli| {
+                Ok(!cli.ws().join("config/nginx.conf.bak").exists()
+                    && cli.read("archive/nginx.conf.bak")?.contains("server_name"))
+            },
+        ),
+    ];
+    let points = [
+        "before_intent",
+        "after_intent",
+        "during_effect",
+        "after_effect",
+        "after_confirm",
+    ];
+    for (tool, step, done) in tools {
+        for point in points {
+            if point == "during_effect" && matches!(tool, "delete" | "move") {
+                continue;
+            }
+            let case = format!("{tool} killed at {point}");
+            let cli = Cli::new()?;
+            let plan = cli.tmp.path().join("one.toml");
+            std::fs::write(
+                &plan,
+                format!("name = \"one {tool}\"\ngoal = \"g\"\n[[steps]]\n{step}\n[[steps]]\ntool = \"fs.list\"\nargs = {{ path = \".\" }}\n"),
+            )?;
+            let effects = cli.tmp.path().join("effects.log");
+            let crashed = cli
+                .cmd()
+                .args(["run", "--plan"])
+                .arg(&plan)
+                .arg("--workspace")
+                .arg(cli.ws())
+                .env("REINS_FAULT", point)
+                .env("REINS_EFFECT_LOG", &effects)
+                .output()?;
+            assert_eq!(crashed.status.code(), None, "{case}: {}", text(&crashed));
+            let worker = cli
+                .cmd()
+                .args(["worker", "--once"])
+                .env("REINS_EFFECT_LOG", &effects)
+                .output()?;
+            assert_eq!(worker.status.code(), Some(0), "{case}: {}", text(&worker));
+            let id = cli.only_run()?;
+            let show = cli.json(&["show", &id])?;
+            assert_eq!(show["run"]["state"], "succeeded", "{case}: {show}");
+            let ran = std::fs::read_to_string(&effects).unwrap_or_default();
+            assert_eq!(
+                ran.lines().count(),
+                1,
+                "{case}: the effect ran once:\n{ran}"
+            );
+            assert!(done(&cli)?, "{case}: the files show the effect");
+            let leftovers = walk(&cli.ws())?
+                .into_iter()
+                .filter(|p| p.contains(".reins-tmp-"))
+                .collect::<Vec<_>>();
+            assert!(
+                leftovers.is_empty(),
+                "{case}: temp files left: {leftovers:?}"
+            );
+            let doctor = cli.run(&["doctor"])?;
+            assert_eq!(doctor.status.code(), Some(0), "{case}: {}", text(&doctor));
+        }
+    }
+    Ok(())
+}
+
+fn walk(dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            out.extend(walk(&entry.path())?);
+        } else {
+            out.push(entry.path().display().to_string());
+        }
+    }
+    Ok(out)
+}

@@ -60,6 +60,10 @@ impl Drive<'_> {
         }
         let pre = parse_images(&intent.pre_images)?;
         let post = parse_images(&intent.post_images)?;
+        // A write killed half-way leaves its temp file beside the target; it was never visible.
+        for path in action.touched() {
+            self.ws.remove_leftover_temps(path);
+        }
         let current = match self.ws.hashes(action.touched()) {
             Ok(c) => c,
             Err(e) => return unknown(format!("the files cannot be read: {e}")),

@@ -129,6 +129,7 @@ impl Drive<'_> {
             Decision::Allow => {}
         }
         // 7. Intent, durably, with the pre-images it needs (in the same transaction).
+        fault_point!("before_intent");
         if let Some(source) = crate::fault::error_at("intent_write") {
             return Err(crate::error::Error::Io {
                 context: format!("writing the intent of step {seq}"),

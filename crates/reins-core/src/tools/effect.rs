@@ -175,7 +175,11 @@ pub fn apply(plan: &EffectPlan, ws: &Workspace) -> Result<(), JailError> {
             FileOp::Remove { path } => ws.remove(path)?,
             FileOp::Rename { from, to } => ws.rename(from, to)?,
         }
-        crate::fault::record_effect(&format!("{op:?}").chars().take(120).collect::<String>());
+        crate::fault::record_effect(&match op {
+            FileOp::Put { path, bytes } => format!("Put {path} sha256:{}", Digest::of(bytes)),
+            FileOp::Remove { path } => format!("Remove {path}"),
+            FileOp::Rename { from, to } => format!("Rename {from} -> {to}"),
+        });
     }
     Ok(())
 }

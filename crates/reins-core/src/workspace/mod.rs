@@ -295,6 +295,7 @@ impl Workspace {
             file.write_all(bytes)?;
             file.sync_all()?;
             drop(file);
+            crate::fault_point!("during_effect");
             self.dir.rename(tmp.as_os(), &self.dir, rel.as_os())
         })();
         if let Err(e) = result {
@@ -302,6 +303,27 @@ impl Workspace {
             return Err(JailError::io(rel, e));
         }
         self.sync_dir(&parent)
+    }
+
+    /// Removes temp files a crashed write of `rel` left beside it (`.NAME.reins-tmp-*`). Returns
+    /// how many were removed.
+    pub fn remove_leftover_temps(&self, rel: &RelPath) -> usize {
+        let parent = rel.parent();
+        let prefix = format!(".{}.reins-tmp-", rel.file_name());
+        let Ok(entries) = self.dir.read_dir(parent.as_os()) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with(&prefix) {
+                let tmp = parent.join(&name.to_string_lossy());
+                if self.dir.remove_file(tmp.as_os()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        removed
     }
 
     fn image_kind_allows_write(&self, rel: &RelPath) -> Result<()> {
