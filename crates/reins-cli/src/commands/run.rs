@@ -21,6 +21,9 @@ pub struct Args {
     /// Return as soon as the run needs a human (exit 3) instead of waiting for one.
     #[arg(long)]
     no_wait: bool,
+    /// Only create the run and leave it queued for a worker (`reins worker`, the desktop app).
+    #[arg(long, conflicts_with = "no_wait")]
+    queue: bool,
 }
 
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
@@ -28,6 +31,12 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
     let id = reins
         .create_script_run(&args.plan, &args.workspace, &printer)
         .await?;
+    if args.queue {
+        if !json {
+            println!("queued; a worker picks it up (`reins worker`), `reins show {id}` follows it");
+        }
+        return Ok(exit::DONE);
+    }
     let poll = Duration::from_millis(500);
     crate::signals::drain_on_signal(reins.drain_flag());
     loop {
