@@ -23,3 +23,18 @@ CREATE TABLE checkpoint_pruned (
     through INTEGER NOT NULL,
     at      INTEGER NOT NULL
 );
+
+-- Processes a tool started for a run (in their own process group), so that after a crash the
+-- next worker can end the orphans before anything runs again. (pid, start_time) names one process.
+CREATE TABLE processes (
+    run_id     TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+    step_seq   INTEGER NOT NULL,
+    pid        INTEGER NOT NULL,
+    start_time INTEGER NOT NULL,          -- clock ticks since boot (/proc/PID/stat field 22)
+    pgid       INTEGER NOT NULL,
+    command    TEXT NOT NULL,
+    started_at INTEGER NOT NULL,
+    ended_at   INTEGER,
+    outcome    TEXT,
+    PRIMARY KEY (run_id, step_seq, pid)
+);

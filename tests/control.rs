@@ -364,3 +364,46 @@ async fn a_resumed_run_is_told_what_changed_outside_it_while_it_was_paused() -> 
     );
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_orphaned_child_process_is_ended_before_anything_runs_again() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let data = sb.data();
+    data.ensure()?;
+    let engine = sb.engine(Arc::new(reins_core::policy::PermitAll)).await?;
+    let r = open(&sb).await?;
+    let plan = many_writes(&sb, 3)?;
+    let id = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    // As a tool of a worker that then died would leave it: a process group, recorded, running.
+    let child = reins_core::process::spawn_in_group(
+        std::process::Command::new("sh").args(["-c", "sleep 600 & wait"]),
+    )?;
+    let pid = child.id();
+    let start = reins_core::process::start_time(pid).ok_or_else(|| anyhow::anyhow!("no start"))?;
+    engine
+        .track_process(id, 1, &child, "sh -c 'sleep 600 & wait'")
+        .await?;
+    std::mem::forget(child);
+    assert!(reins_core::process::is_running(pid, start));
+
+    r.work(true, Duration::from_millis(10), &Silent).await?;
+    assert!(
+        !reins_core::process::is_running(pid, start),
+        "the orphan was ended"
+    );
+    // (Zombies do not count: they have exited; reaping them is their parent's business.)
+    assert!(
+        reins_core::process::group_members(pid).is_empty(),
+        "with everything it started"
+    );
+    let detail = r.run_detail(id).await?;
+    assert_eq!(detail.run.state, RunState::Succeeded);
+    let k = kinds(&detail);
+    let ended = k.iter().position(|k| k == "process.orphan_ended");
+    let first_step = k.iter().position(|k| k == "intent.pending");
+    assert!(
+        ended.is_some() && ended < first_step,
+        "ended before anything ran: {k:?}"
+    );
+    Ok(())
+}

@@ -95,6 +95,8 @@ enum Command {
     Rollback(commands::rollback::Args),
     /// Check the database, blob store, checkpoints and audit chain.
     Doctor,
+    /// Retention: keep the last N checkpoints of finished runs, remove blobs nothing needs.
+    Gc(commands::gc::Args),
 }
 
 fn main() -> ExitCode {
@@ -137,6 +139,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Cancel(args) => commands::control::cancel(&reins, args, json).await,
         Command::Rollback(args) => commands::rollback::exec(&reins, args, json).await,
         Command::Doctor => commands::doctor::exec(&reins, json).await,
+        Command::Gc(args) => commands::gc::exec(&reins, args, json).await,
     };
     reins.close().await;
     match result {

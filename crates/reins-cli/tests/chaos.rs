@@ -263,6 +263,13 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
         recovery_times.extend(life.recovery);
         duplicates = check_invariants(&reins, &effects, &life).await?;
         anyhow::ensure!(duplicates == 0, "an effect ran twice after kill {kills}");
+        if kills % 100 == 0 {
+            println!(
+                "  … {kills}/{kills_wanted} kills, {recoveries} recoveries, {} runs, 0 duplicates so far ({:.0} s)",
+                runs.len(),
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
 
     // Let a last worker finish everything, then check every run's files.

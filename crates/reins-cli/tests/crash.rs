@@ -585,3 +585,117 @@ fn walk(dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
     }
     Ok(out)
 }
+
+#[test]
+fn an_ambiguous_intent_commit_is_absorbed_without_a_duplicate() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let effects = cli.tmp.path().join("effects.log");
+    // The first intent commits, but the worker is told the commit failed (a transient error).
+    let out = run_tidy(
+        &cli,
+        &effects,
+        &[("REINS_FAULT_ERROR", "intent_commit:busy:1")],
+        &[],
+    )?;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let id = cli.only_run()?;
+    let show = cli.json(&["show", &id])?;
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
+    assert_eq!(show["retries"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        show["steps"].as_array().map(Vec::len),
+        Some(4),
+        "no duplicate step rows"
+    );
+    assert_eq!(
+        show["intents"].as_array().map(Vec::len),
+        Some(3),
+        "no duplicate intent rows"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&effects)?.lines().count(),
+        3,
+        "each effect once"
+    );
+    Ok(())
+}
+
+/// A worker frozen (SIGSTOP) past its lease is taken over; when it wakes (SIGCONT) not one of its
+/// writes is accepted, it runs no effect, and it leaves the run as the other worker and the
+/// person left it.
+#[test]
+fn a_frozen_worker_wakes_up_fenced_out() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let effects = cli.tmp.path().join("effects.log");
+    let queued = cli
+        .cmd()
+        .args(["run", "--queue", "--plan"])
+        .arg(Cli::plan("tidy-configs.toml"))
+        .arg("--workspace")
+        .arg(cli.ws())
+        .output()?;
+    assert_eq!(queued.status.code(), Some(0), "{}", text(&queued));
+    let id = cli.only_run()?;
+    // Worker A: 2 s lease, and each effect waits 1.5 s after its intent is written.
+    let a = cli
+        .cmd()
+        .args(["--lease-secs", "2", "worker", "--once"])
+        .env("REINS_FAULT_DELAY_MS", "1500")
+        .env("REINS_EFFECT_LOG", &effects)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let show = cli.json(&["show", &id])?;
+        if show["intents"][0]["status"] == "pending" {
+            break;
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "A never wrote its intent"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::process::Command::new("kill")
+        .args(["-STOP", &a.id().to_string()])
+        .status()?;
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+
+    // Worker B takes over the expired lease, settles A's pending intent and finishes the run.
+    let b = cli
+        .cmd()
+        .args(["worker", "--once"])
+        .env("REINS_EFFECT_LOG", &effects)
+        .output()?;
+    assert_eq!(b.status.code(), Some(0), "{}", text(&b));
+    assert!(text(&b).contains("took over"), "{}", text(&b));
+    let before = cli.json(&["show", &id])?;
+    assert_eq!(before["run"]["state"], "succeeded");
+
+    std::process::Command::new("kill")
+        .args(["-CONT", &a.id().to_string()])
+        .status()?;
+    let a = a.wait_with_output()?;
+    assert_eq!(a.status.code(), Some(0), "A exits: {}", text(&a));
+    let after = cli.json(&["show", &id])?;
+    assert_eq!(
+        after["run"], before["run"],
+        "A changed nothing about the run"
+    );
+    assert_eq!(after["steps"], before["steps"]);
+    assert_eq!(after["intents"], before["intents"]);
+    assert_eq!(
+        after["auditEvents"], before["auditEvents"],
+        "A appended nothing"
+    );
+    let log = std::fs::read_to_string(&effects)?;
+    assert_eq!(
+        log.lines().count(),
+        3,
+        "each effect once; A ran none:\n{log}"
+    );
+    let doctor = cli.run(&["doctor"])?;
+    assert_eq!(doctor.status.code(), Some(0), "{}", text(&doctor));
+    Ok(())
+}

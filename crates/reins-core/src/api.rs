@@ -406,6 +406,11 @@ impl Reins {
         self.engine.rollback(id, to, dry_run).await
     }
 
+    /// Removes all but the last `keep` checkpoints of finished runs and the blobs nothing needs.
+    pub async fn gc(&self, keep: usize, dry_run: bool) -> Result<crate::engine::GcReport> {
+        self.engine.gc(keep, dry_run).await
+    }
+
     /// Checks the database, the blob store, every run's checkpoints and the audit chain.
     pub async fn doctor(&self) -> Result<DoctorReport> {
         let pool = self.store().pool();

@@ -54,6 +54,11 @@ impl BlobStore {
         let digest = Digest::of(bytes);
         let target = self.path_of(&digest);
         if target.exists() {
+            // Fresh again: retention leaves blobs younger than its grace period alone, and the
+            // caller is about to commit something that refers to this one.
+            if let Ok(f) = fs::File::options().write(true).open(&target) {
+                let _ = f.set_modified(std::time::SystemTime::now());
+            }
             return Ok(digest);
         }
         let dir = target.parent().unwrap_or(&self.root).to_owned();
@@ -101,6 +106,16 @@ impl BlobStore {
     }
 
     /// Every stored blob as (digest named by its path, path). Files whose names are not digests are skipped.
+    /// Removes a blob file (absent is fine).
+    pub fn remove(&self, digest: &Digest) -> Result<(), BlobError> {
+        let path = self.path_of(digest);
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(BlobError::Io { path, source: e }),
+        }
+    }
+
     pub fn list(&self) -> Result<Vec<(Digest, PathBuf)>, BlobError> {
         let mut out = Vec::new();
         for shard in fs::read_dir(&self.root).map_err(io(&self.root))? {

@@ -18,6 +18,7 @@ pub mod fault;
 pub mod ids;
 pub mod journal;
 pub mod policy;
+pub mod process;
 pub mod resume;
 pub mod run;
 pub mod store;

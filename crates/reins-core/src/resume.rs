@@ -38,6 +38,9 @@ pub struct RecoverySummary {
     /// Why the run stopped last time (a suspension reason, a pause, a lost worker).
     pub last_error: Option<String>,
     pub settled: Vec<SettledEffect>,
+    /// Processes an earlier attempt left running, ended before anything ran again.
+    #[serde(default)]
+    pub ended_processes: Vec<String>,
     /// Files changed by something other than this run since its last attempt began.
     pub changed_outside: Vec<Change>,
     /// The same, in a few plain sentences.
@@ -86,6 +89,9 @@ pub fn describe(s: &RecoverySummary) -> String {
             "Step {} ({}) was {}: {}.",
             e.step, e.tool, e.status, e.how
         ));
+    }
+    for p in &s.ended_processes {
+        out.push(format!("A leftover process was dealt with: {p}."));
     }
     if !s.files.is_empty() {
         out.push(format!(

@@ -52,7 +52,7 @@ pub fn is_gone(owner: &str) -> bool {
 }
 
 /// The process's start time in clock ticks since boot: field 22 of /proc/PID/stat.
-fn start_time(pid: u32) -> Option<u64> {
+pub(crate) fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Field 2 (the command) is in parentheses and may hold spaces: count from the last ')'.
     let after = &stat[stat.rfind(')')? + 1..];

@@ -2,6 +2,7 @@
 
 pub mod control;
 pub mod doctor;
+pub mod gc;
 pub mod ps;
 pub mod rollback;
 pub mod run;

@@ -9,7 +9,9 @@ use crate::digest::Digest;
 
 mod recovery;
 pub mod stored;
-pub use recovery::{recovery_point, Damage, DamageKind, Health, RecoveryAnalysis};
+pub use recovery::{
+    recovery_point, recovery_point_after, Damage, DamageKind, Health, RecoveryAnalysis,
+};
 
 /// The checkpoint schema this build writes.
 pub const SCHEMA_VERSION: i64 = 1;
@@ -63,7 +65,7 @@ impl Payload {
 }
 
 /// How many of the latest completed steps a checkpoint carries (the journal has them all).
-pub const RECENT_STEPS: usize = 32;
+pub const RECENT_STEPS: usize = 5;
 
 /// What a run needs to continue from here.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -51,6 +51,16 @@ pub fn recovery_point(
     checkpoints: &[(i64, Health)],
     acknowledged: &BTreeSet<i64>,
 ) -> RecoveryAnalysis {
+    recovery_point_after(checkpoints, acknowledged, 0)
+}
+
+/// The same, for a run whose checkpoints up to `pruned_through` were removed by retention: the
+/// prefix starts after them, and their absence is not damage.
+pub fn recovery_point_after(
+    checkpoints: &[(i64, Health)],
+    acknowledged: &BTreeSet<i64>,
+    pruned_through: i64,
+) -> RecoveryAnalysis {
     let mut sorted: Vec<(i64, Health)> = checkpoints.to_vec();
     sorted.sort_by_key(|(seq, _)| *seq);
     let max = sorted.last().map(|(s, _)| *s).unwrap_or(0);
@@ -58,8 +68,11 @@ pub fn recovery_point(
     let mut damage = Vec::new();
     let mut point = None;
     let mut prefix_open = true;
-    let mut rows = sorted.iter().peekable();
-    for seq in 1..=max {
+    let mut rows = sorted
+        .iter()
+        .skip_while(|(seq, _)| *seq <= pruned_through)
+        .peekable();
+    for seq in (pruned_through + 1)..=max {
         let health = match rows.peek() {
             Some((s, h)) if *s == seq => {
                 let h = *h;
@@ -134,6 +147,18 @@ mod tests {
                     acknowledged: false
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn checkpoints_removed_by_retention_are_not_a_gap() {
+        let a = recovery_point_after(&[(4, V), (5, V)], &BTreeSet::new(), 3);
+        assert_eq!((a.point, a.damage.len()), (Some(5), 0));
+        let b = recovery_point_after(&[(4, V), (6, V)], &BTreeSet::new(), 3);
+        assert_eq!(
+            b.point,
+            Some(4),
+            "a gap after the pruned range is still damage"
         );
     }
 

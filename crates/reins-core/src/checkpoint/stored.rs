@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::{decode, recovery_point, CheckpointV1, Health, RecoveryAnalysis};
+use super::{decode, recovery_point_after, CheckpointV1, Health, RecoveryAnalysis};
 use crate::blob::BlobStore;
 use crate::digest::Digest;
 use crate::ids::RunId;
@@ -83,6 +83,62 @@ pub async fn inspect(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec
         .collect())
 }
 
+/// Verifies every checkpoint of a run by checksum (and schema version) without decoding any:
+/// enough to pick the recovery point, and far cheaper on a long run. (seq, health) oldest first.
+pub async fn verify(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec<(i64, Health)>> {
+    let rows = checkpoints::list(store.pool(), run).await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| {
+            let ok = match (&row.payload, &row.blob) {
+                (Some(bytes), _) => Digest::of(bytes).as_str() == row.sha256,
+                // A blob is verified against its name (the same digest) when read.
+                (None, Some(hash)) => Digest::parse(hash)
+                    .is_some_and(|d| d.as_str() == row.sha256 && blobs.get(&d).is_ok()),
+                (None, None) => false,
+            } && row.schema_version <= super::SCHEMA_VERSION;
+            (row.seq, if ok { Health::Valid } else { Health::Invalid })
+        })
+        .collect())
+}
+
+/// Loads and decodes one checkpoint, verified.
+pub async fn load(
+    store: &Store,
+    blobs: &BlobStore,
+    run: RunId,
+    seq: i64,
+) -> Result<Result<CheckpointV1, String>> {
+    let row = checkpoints::get(store.pool(), run, seq).await?;
+    let bytes = match (&row.payload, &row.blob) {
+        (Some(bytes), _) => Ok(bytes.clone()),
+        (None, Some(hash)) => Digest::parse(hash)
+            .ok_or_else(|| format!("blob reference {hash:?} is not a digest"))
+            .and_then(|d| blobs.get(&d).map_err(|e| e.to_string())),
+        (None, None) => Err("no payload".to_owned()),
+    };
+    Ok(bytes.and_then(|b| {
+        decode(row.seq, row.schema_version, &b, &row.sha256)
+            .map(|p| p.into_current())
+            .map_err(|e| e.to_string())
+    }))
+}
+
+/// The recovery analysis over verified checkpoints and the damage already acknowledged.
+pub async fn analyse_health(
+    store: &Store,
+    run: RunId,
+    health: &[(i64, Health)],
+) -> Result<RecoveryAnalysis> {
+    let acknowledged: BTreeSet<i64> = checkpoints::damage(store.pool(), run)
+        .await?
+        .into_iter()
+        .map(|d| d.seq)
+        .collect();
+    let pruned_through = checkpoints::pruned_through(store.pool(), run).await?;
+    Ok(recovery_point_after(health, &acknowledged, pruned_through))
+}
+
 /// The recovery analysis over inspected checkpoints and the damage already acknowledged.
 pub async fn analyse(
     store: &Store,
@@ -107,5 +163,6 @@ pub async fn analyse(
             )
         })
         .collect();
-    Ok(recovery_point(&health, &acknowledged))
+    let pruned_through = checkpoints::pruned_through(store.pool(), run).await?;
+    Ok(recovery_point_after(&health, &acknowledged, pruned_through))
 }

@@ -54,6 +54,8 @@ pub(super) struct Drive<'a> {
     pub(super) stopped_because: Option<String>,
     /// Effects the previous attempt left unsettled, and how they were settled.
     pub(super) settled: Vec<crate::resume::SettledEffect>,
+    /// Orphan processes of earlier attempts this one ended.
+    pub(super) ended_processes: Vec<String>,
 }
 
 impl<'a> Drive<'a> {
@@ -83,8 +85,8 @@ impl<'a> Drive<'a> {
                 row.id
             )));
         }
-        let inspected = stored::inspect(&e.store, &e.blobs, row.id).await?;
-        let analysis = stored::analyse(&e.store, row.id, &inspected).await?;
+        let health = stored::verify(&e.store, &e.blobs, row.id).await?;
+        let analysis = stored::analyse_health(&e.store, row.id, &health).await?;
         let fresh: Vec<_> = analysis
             .damage
             .iter()
@@ -116,16 +118,12 @@ impl<'a> Drive<'a> {
                 });
             }
         }
-        let cp = match analysis
-            .point
-            .and_then(|p| inspected.iter().find(|i| i.seq == p))
-        {
-            Some(found) => match &found.payload {
-                Ok(cp) => cp.clone(),
+        let cp = match analysis.point {
+            Some(point) => match stored::load(&e.store, &e.blobs, row.id, point).await? {
+                Ok(cp) => cp,
                 Err(err) => {
                     return Err(StartError::Suspend(format!(
-                        "recovery checkpoint {} unreadable: {err}",
-                        found.seq
+                        "recovery checkpoint {point} unreadable: {err}"
                     )))
                 }
             },
@@ -186,6 +184,7 @@ impl<'a> Drive<'a> {
             resumed_from,
             stopped_because,
             settled,
+            ended_processes: Vec::new(),
             e,
             obs,
             run: row.id,
@@ -199,6 +198,7 @@ impl<'a> Drive<'a> {
 
     /// The agent loop.
     pub(super) async fn run(&mut self) -> Result<DriveOutcome> {
+        self.end_orphans().await?;
         if let Some(outcome) = self.settle_journal().await? {
             return Ok(outcome);
         }
@@ -528,21 +528,22 @@ async fn settled_by_person(
         Some(previous) => previous.started_at,
         None => return Ok(Vec::new()),
     };
-    Ok(crate::store::intents::list(e.store.pool(), run)
-        .await?
-        .into_iter()
-        .filter(|i| i.settled_at.is_some_and(|t| t >= since))
-        .filter_map(|i| {
-            let how = i.settled_by.clone()?;
-            how.contains("a person")
-                .then_some(crate::resume::SettledEffect {
-                    step: i.step_seq,
-                    tool: i.tool,
-                    status: i.status,
-                    how,
-                })
-        })
-        .collect())
+    Ok(
+        crate::store::intents::settled_since(e.store.pool(), run, since)
+            .await?
+            .into_iter()
+            .filter_map(|i| {
+                let how = i.settled_by.clone()?;
+                how.contains("a person")
+                    .then_some(crate::resume::SettledEffect {
+                        step: i.step_seq,
+                        tool: i.tool,
+                        status: i.status,
+                        how,
+                    })
+            })
+            .collect(),
+    )
 }
 
 pub(super) fn images_json(images: &[FileImage]) -> String {

@@ -23,11 +23,13 @@ mod control;
 mod drive;
 mod heartbeat;
 mod recover;
+mod retention;
 mod rollback;
 mod settle;
 mod step;
 
 pub use control::{Control, Resolution, Resolved, ResumeMode};
+pub use retention::{GcReport, BLOB_GRACE_MS};
 pub use rollback::{RollbackChange, RollbackReport};
 
 /// Something worth telling the person watching a run.
@@ -173,6 +175,33 @@ impl Engine {
 
     pub fn draining(&self) -> bool {
         self.drain.load(Ordering::Relaxed)
+    }
+
+    /// Records a process a tool just started for step `step` of `run` (in its own group, see
+    /// `process::spawn_in_group`), so a later attempt can end it if this worker dies.
+    pub async fn track_process(
+        &self,
+        run: RunId,
+        step: i64,
+        child: &std::process::Child,
+        command: &str,
+    ) -> Result<()> {
+        let pid = child.id();
+        let start = crate::process::start_time(pid).unwrap_or(0);
+        store::processes::record(
+            self.store.pool(),
+            run,
+            &store::processes::NewProcess {
+                step_seq: step,
+                pid,
+                start_time: start,
+                pgid: pid,
+                command,
+                now: now_ms(),
+            },
+        )
+        .await?;
+        Ok(())
     }
 
     /// Reads a checkpoint back and verifies its checksum and payload.

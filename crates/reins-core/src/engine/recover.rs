@@ -7,17 +7,80 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::journal::IntentStatus;
 use crate::resume::RecoverySummary;
-use crate::store::{attempts, audit, audit::Actor, intents, StoreError};
+use crate::store::{attempts, audit, audit::Actor, intents, processes, StoreError};
 use crate::workspace::fingerprint::{self, Change, ChangeKind, Fingerprint};
 
 use super::drive::{parse_images, Drive};
 use super::Progress;
 
 impl Drive<'_> {
+    /// Ends the processes an earlier attempt's tools left running (its worker died under them),
+    /// before the journal is settled and before anything runs again.
+    pub(super) async fn end_orphans(&mut self) -> Result<()> {
+        for p in processes::open(self.e.store.pool(), self.run).await? {
+            let (pid, pgid, start) = (
+                u32::try_from(p.pid).unwrap_or(0),
+                u32::try_from(p.pgid).unwrap_or(0),
+                u64::try_from(p.start_time).unwrap_or(0),
+            );
+            let was_running = crate::process::is_running(pid, start)
+                || !crate::process::group_members(pgid).is_empty();
+            let ended = if was_running {
+                tokio::task::spawn_blocking(move || {
+                    crate::process::end_group(pgid, start, std::time::Duration::from_secs(3))
+                })
+                .await
+                .unwrap_or(false)
+            } else {
+                true
+            };
+            let outcome = match (was_running, ended) {
+                (true, true) => "ended on recovery: an orphan of a lost worker",
+                (true, false) => "still running after SIGKILL",
+                (false, _) => "had already exited",
+            };
+            let now = crate::clock::now_ms();
+            let mut tx = self.begin().await?;
+            processes::end(&mut tx, self.run, p.step_seq, p.pid, outcome, now).await?;
+            audit::append_all(
+                &mut tx,
+                Some(self.owner()),
+                &[audit::Event::new(
+                    Actor::Harness,
+                    "process.orphan_ended",
+                    Some(self.run),
+                    serde_json::json!({ "step": p.step_seq, "pid": p.pid, "command": p.command, "outcome": outcome }),
+                )],
+                now,
+            )
+            .await?;
+            tx.commit().await.map_err(StoreError::from)?;
+            if was_running && !ended {
+                return Err(Error::Io {
+                    context: format!("ending orphan process {} of step {}", p.pid, p.step_seq),
+                    source: std::io::Error::other("it survived SIGKILL"),
+                });
+            }
+            self.ended_processes.push(format!(
+                "pid {} ({}) of step {}: {outcome}",
+                p.pid, p.command, p.step_seq
+            ));
+            self.obs.on(&Progress::Settled {
+                step: p.step_seq,
+                tool: p.command.clone(),
+                how: format!("process {}: {outcome}", p.pid),
+            });
+        }
+        Ok(())
+    }
+
     /// Runs once per attempt, after the journal is settled.
     pub(super) async fn orient(&mut self) -> Result<()> {
         let changed_outside = self.observe_workspace().await?;
-        let resuming = self.attempt > 1 || self.cp.next_step > 1 || !self.settled.is_empty();
+        let resuming = self.attempt > 1
+            || self.cp.next_step > 1
+            || !self.settled.is_empty()
+            || !self.ended_processes.is_empty();
         if !resuming {
             return Ok(());
         }
@@ -32,6 +95,7 @@ impl Drive<'_> {
             files: self.known_files().await?,
             last_error: self.stopped_because.clone(),
             settled: self.settled.clone(),
+            ended_processes: self.ended_processes.clone(),
             changed_outside,
             text: String::new(),
         }
@@ -66,10 +130,8 @@ impl Drive<'_> {
     /// effects confirmed after that checkpoint (settled on restart or by a person).
     async fn known_files(&self) -> Result<BTreeMap<String, Option<Digest>>> {
         let mut known = self.cp.files.clone();
-        for intent in intents::list(self.e.store.pool(), self.run).await? {
-            if intent.step_seq >= self.cp.next_step
-                && intent.status == IntentStatus::Confirmed.as_str()
-            {
+        for intent in intents::from_step(self.e.store.pool(), self.run, self.cp.next_step).await? {
+            if intent.status == IntentStatus::Confirmed.as_str() {
                 for img in parse_images(&intent.post_images)? {
                     known.insert(img.path, img.sha256);
                 }

@@ -12,7 +12,7 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::run::RunState;
-use crate::store::{audit, audit::Actor, intents, runs, StoreError};
+use crate::store::{audit, audit::Actor, checkpoints, intents, runs, StoreError};
 use crate::tools::{self, Action, ToolCall};
 use crate::workspace::{diff, RelPath, Workspace};
 
@@ -55,10 +55,18 @@ impl Engine {
         }
         let ws = Workspace::open(std::path::Path::new(&row.workspace))?;
         let inspected = stored::inspect(&self.store, &self.blobs, run).await?;
+        let pruned = checkpoints::pruned_through(self.store.pool(), run).await?;
         let target = inspected.iter().find(|i| i.seq == to).ok_or_else(|| {
-            Error::Invalid(format!(
-                "run {run} has no checkpoint {to}; see `reins show {run}`"
-            ))
+            if to <= pruned {
+                Error::Invalid(format!(
+                    "checkpoint {to} of run {run} was removed by retention (`reins gc`); the oldest kept is {}",
+                    pruned + 1
+                ))
+            } else {
+                Error::Invalid(format!(
+                    "run {run} has no checkpoint {to}; see `reins show {run}`"
+                ))
+            }
         })?;
         let target: &CheckpointV1 = target.payload.as_ref().map_err(|e| {
             Error::Invalid(format!("checkpoint {to} is damaged ({e}); choose another"))

@@ -182,6 +182,13 @@ impl Drive<'_> {
         )
         .await?;
         tx.commit().await.map_err(StoreError::from)?;
+        // An ambiguous commit: it succeeded, but the caller is told it failed.
+        if let Some(source) = crate::fault::error_at("intent_commit") {
+            return Err(crate::error::Error::Io {
+                context: format!("committing the intent of step {seq}"),
+                source,
+            });
+        }
         fault_point!("after_intent");
         crate::fault::delay().await;
 

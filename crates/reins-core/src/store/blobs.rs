@@ -46,3 +46,30 @@ pub async fn check(pool: &SqlitePool) -> Result<(usize, u64, Vec<String>)> {
         .collect();
     Ok((rows.len(), bytes, bad))
 }
+
+/// Counts (and unless `dry_run`, deletes) the rows whose digest is not in `needed`.
+pub async fn unreferenced(
+    pool: &SqlitePool,
+    needed: &std::collections::BTreeSet<Digest>,
+    dry_run: bool,
+) -> Result<u64> {
+    let names: Vec<String> = sqlx::query_scalar("SELECT sha256 FROM blobs")
+        .fetch_all(pool)
+        .await?;
+    let doomed: Vec<String> = names
+        .into_iter()
+        .filter(|n| Digest::parse(n).is_none_or(|d| !needed.contains(&d)))
+        .collect();
+    if !dry_run {
+        for chunk in doomed.chunks(500) {
+            let mut q = sqlx::QueryBuilder::new("DELETE FROM blobs WHERE sha256 IN (");
+            let mut list = q.separated(", ");
+            for name in chunk {
+                list.push_bind(name.clone());
+            }
+            q.push(")");
+            q.build().execute(pool).await?;
+        }
+    }
+    Ok(doomed.len() as u64)
+}

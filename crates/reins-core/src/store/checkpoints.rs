@@ -124,3 +124,49 @@ pub async fn damage(pool: &SqlitePool, run: RunId) -> Result<Vec<DamageRow>> {
     .fetch_all(pool)
     .await?)
 }
+
+/// Checkpoints up to this seq were removed by retention (0: none).
+pub async fn pruned_through(pool: &SqlitePool, run: RunId) -> Result<i64> {
+    Ok(
+        sqlx::query_scalar::<_, i64>("SELECT through FROM checkpoint_pruned WHERE run_id = ?")
+            .bind(run.to_string())
+            .fetch_optional(pool)
+            .await?
+            .unwrap_or(0),
+    )
+}
+
+/// (seq, size, blob) of a run's checkpoints, oldest first: what retention weighs.
+pub async fn sizes(pool: &SqlitePool, run: RunId) -> Result<Vec<(i64, i64, Option<String>)>> {
+    Ok(
+        sqlx::query_as("SELECT seq, size, blob FROM checkpoints WHERE run_id = ? ORDER BY seq")
+            .bind(run.to_string())
+            .fetch_all(pool)
+            .await?,
+    )
+}
+
+/// Removes a run's checkpoints up to `through` (and their damage records) and remembers it.
+pub async fn prune(tx: &mut Tx, run: RunId, through: i64, now: i64) -> Result<u64> {
+    let removed = sqlx::query("DELETE FROM checkpoints WHERE run_id = ? AND seq <= ?")
+        .bind(run.to_string())
+        .bind(through)
+        .execute(&mut **tx)
+        .await?
+        .rows_affected();
+    sqlx::query("DELETE FROM checkpoint_damage WHERE run_id = ? AND seq <= ?")
+        .bind(run.to_string())
+        .bind(through)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO checkpoint_pruned (run_id, through, at) VALUES (?, ?, ?)
+         ON CONFLICT (run_id) DO UPDATE SET through = MAX(through, excluded.through), at = excluded.at",
+    )
+    .bind(run.to_string())
+    .bind(through)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(removed)
+}

@@ -290,3 +290,27 @@ pub async fn unsettled(pool: &SqlitePool, run: RunId) -> Result<Vec<IntentRow>> 
     .fetch_all(pool)
     .await?)
 }
+
+/// Intents from step `from` on.
+pub async fn from_step(pool: &SqlitePool, run: RunId, from: i64) -> Result<Vec<IntentRow>> {
+    Ok(
+        sqlx::query_as(
+            "SELECT * FROM intents WHERE run_id = ? AND step_seq >= ? ORDER BY step_seq",
+        )
+        .bind(run.to_string())
+        .bind(from)
+        .fetch_all(pool)
+        .await?,
+    )
+}
+
+/// Intents settled at or after `since` by someone other than the step's own confirmation.
+pub async fn settled_since(pool: &SqlitePool, run: RunId, since: i64) -> Result<Vec<IntentRow>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM intents WHERE run_id = ? AND settled_at >= ? AND settled_by IS NOT NULL ORDER BY step_seq",
+    )
+    .bind(run.to_string())
+    .bind(since)
+    .fetch_all(pool)
+    .await?)
+}

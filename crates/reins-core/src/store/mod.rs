@@ -15,6 +15,7 @@ pub mod audit;
 pub mod blobs;
 pub mod checkpoints;
 pub mod intents;
+pub mod processes;
 pub mod retries;
 pub mod runs;
 pub mod steps;

@@ -83,9 +83,7 @@ pub fn scan(root: &Path, previous: &Fingerprint) -> std::io::Result<(Fingerprint
             .map_or(0, |d| d.as_nanos()),
     )
     .unwrap_or(i64::MAX);
-    // Stat times are trusted only when older than the previous scan by a margin.
-    let trusted_before = previous.taken_at.saturating_sub(RACY_NS);
-    let found: Mutex<Vec<(String, Stat, bool)>> = Mutex::new(Vec::new());
+    let found: Mutex<Vec<Found>> = Mutex::new(Vec::new());
     let failure: Mutex<Option<std::io::Error>> = Mutex::new(None);
     let mut builder = ignore::WalkBuilder::new(root);
     builder
@@ -99,80 +97,138 @@ pub fn scan(root: &Path, previous: &Fingerprint) -> std::io::Result<(Fingerprint
         .follow_links(false)
         .threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(8)))
         .filter_entry(|e| e.file_name() != ".git");
-    builder.build_parallel().run(|| {
-        Box::new(|entry| {
-            let entry = match entry {
-                Ok(e) => e,
-                // An unreadable directory below the root: note it and go on.
-                Err(e) => {
-                    tracing::debug!("fingerprint: {e}");
-                    return ignore::WalkState::Continue;
-                }
-            };
-            let Some(kind) = entry.file_type() else {
-                return ignore::WalkState::Continue;
-            };
-            if kind.is_dir() {
-                return ignore::WalkState::Continue;
-            }
-            let Ok(rel) = entry.path().strip_prefix(root) else {
-                return ignore::WalkState::Continue;
-            };
-            let rel = rel.to_string_lossy().replace('\\', "/");
-            if rel.contains(".reins-tmp-") {
-                return ignore::WalkState::Continue;
-            }
-            let meta = match entry.path().symlink_metadata() {
-                Ok(m) => m,
-                Err(_) => return ignore::WalkState::Continue, // gone since listed
-            };
-            let stat = stat_of(&meta);
-            let (stat, hashed) = match previous.entries.get(&rel) {
-                Some(prev)
-                    if prev.size == stat.size
-                        && prev.mtime == stat.mtime
-                        && prev.mtime < trusted_before =>
-                {
-                    (prev.clone(), false)
-                }
-                _ if kind.is_file() && stat.size <= MAX_HASHED_BYTES => {
-                    match hash_file(entry.path()) {
-                        Ok(d) => (
-                            Stat {
-                                sha256: Some(d),
-                                ..stat
-                            },
-                            true,
-                        ),
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                            return ignore::WalkState::Continue
-                        }
-                        Err(e) => {
-                            if let Ok(mut f) = failure.lock() {
-                                f.get_or_insert(e);
-                            }
-                            return ignore::WalkState::Quit;
-                        }
-                    }
-                }
-                _ => (stat, false),
-            };
-            if let Ok(mut v) = found.lock() {
-                v.push((rel, stat, hashed));
-            }
-            ignore::WalkState::Continue
-        })
-    });
+    let mut collectors = Collectors {
+        root,
+        previous,
+        // Stat times are trusted only when older than the previous scan by a margin.
+        trusted_before: previous.taken_at.saturating_sub(RACY_NS),
+        found: &found,
+        failure: &failure,
+    };
+    builder.build_parallel().visit(&mut collectors);
     if let Some(e) = failure.into_inner().ok().flatten() {
         return Err(e);
     }
     let found = found.into_inner().unwrap_or_default();
     let stats = ScanStats {
         files: found.len(),
-        hashed: found.iter().filter(|(_, _, h)| *h).count(),
+        hashed: found.iter().filter(|f| f.hashed).count(),
     };
-    let entries = found.into_iter().map(|(p, s, _)| (p, s)).collect();
+    let entries = found.into_iter().map(|f| (f.path, f.stat)).collect();
     Ok((Fingerprint { taken_at, entries }, stats))
+}
+
+struct Found {
+    path: String,
+    stat: Stat,
+    hashed: bool,
+}
+
+/// Builds one collector per walker thread.
+struct Collectors<'s> {
+    root: &'s Path,
+    previous: &'s Fingerprint,
+    trusted_before: i64,
+    found: &'s Mutex<Vec<Found>>,
+    failure: &'s Mutex<Option<std::io::Error>>,
+}
+
+impl<'s> ignore::ParallelVisitorBuilder<'s> for Collectors<'s> {
+    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
+        Box::new(Collector {
+            root: self.root,
+            previous: self.previous,
+            trusted_before: self.trusted_before,
+            found: self.found,
+            failure: self.failure,
+            local: Vec::new(),
+        })
+    }
+}
+
+/// One walker thread's findings, kept locally and handed over once when the thread is done.
+struct Collector<'s> {
+    root: &'s Path,
+    previous: &'s Fingerprint,
+    trusted_before: i64,
+    found: &'s Mutex<Vec<Found>>,
+    failure: &'s Mutex<Option<std::io::Error>>,
+    local: Vec<Found>,
+}
+
+impl Drop for Collector<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut all) = self.found.lock() {
+            all.append(&mut self.local);
+        }
+    }
+}
+
+impl ignore::ParallelVisitor for Collector<'_> {
+    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> ignore::WalkState {
+        use ignore::WalkState::{Continue, Quit};
+        let entry = match entry {
+            Ok(e) => e,
+            // An unreadable directory below the root: note it and go on.
+            Err(e) => {
+                tracing::debug!("fingerprint: {e}");
+                return Continue;
+            }
+        };
+        let Some(kind) = entry.file_type() else {
+            return Continue;
+        };
+        if kind.is_dir() {
+            return Continue;
+        }
+        let Some(rel) = entry
+            .path()
+            .strip_prefix(self.root)
+            .ok()
+            .and_then(Path::to_str)
+        else {
+            return Continue;
+        };
+        if rel.contains(".reins-tmp-") {
+            return Continue;
+        }
+        let meta = match entry.path().symlink_metadata() {
+            Ok(m) => m,
+            Err(_) => return Continue, // gone since listed
+        };
+        let stat = stat_of(&meta);
+        let reusable = self.previous.entries.get(rel).filter(|p| {
+            p.size == stat.size && p.mtime == stat.mtime && p.mtime < self.trusted_before
+        });
+        let (stat, hashed) = match reusable {
+            Some(prev) => (prev.clone(), false),
+            None if kind.is_file() && stat.size <= MAX_HASHED_BYTES => {
+                match hash_file(entry.path()) {
+                    Ok(d) => (
+                        Stat {
+                            sha256: Some(d),
+                            ..stat
+                        },
+                        true,
+                    ),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Continue,
+                    Err(e) => {
+                        if let Ok(mut f) = self.failure.lock() {
+                            f.get_or_insert(e);
+                        }
+                        return Quit;
+                    }
+                }
+            }
+            None => (stat, false),
+        };
+        self.local.push(Found {
+            path: rel.to_owned(),
+            stat,
+            hashed,
+        });
+        Continue
+    }
 }
 
 fn stat_of(meta: &std::fs::Metadata) -> Stat {

@@ -1,0 +1,242 @@
+//! Benchmark: recovery.
+//!
+//! 1. Recovery time: a run with 10,000 completed steps is paused; a fresh process-like instance
+//!    (`Reins::open`, as a starting worker does) resumes it. Measured from open to the next step's
+//!    event: open, claim, verify every checkpoint and pick the recovery point, settle the journal,
+//!    fingerprint the workspace, write the recovery summary, run one step. Beside it, in the same
+//!    run, the same for a run with 10 completed steps; the ratio says what the 10,000 cost.
+//! 2. Workspace fingerprint on 20,000 and 100,000 files beside `git status --porcelain` on the same
+//!    tree (a committed git repository): first scan (hashes everything), then a rescan of the
+//!    unchanged tree (stat only) — the figure comparable with `git status`.
+//!
+//! `cargo bench -p reins-core --bench recovery [-- STEPS REPS]` (defaults 10000 steps, 5 repetitions).
+//! `RECOVERY_BENCH_FILES=20000,100000` sets the tree sizes (empty: skip part 2).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reins_core::api::{Options, Reins};
+use reins_core::data_dir::DataDir;
+use reins_core::engine::{Observer, Progress, ResumeMode};
+use reins_core::ids::RunId;
+use reins_core::workspace::fingerprint::{self, Fingerprint};
+
+/// Records when the first step event arrives, and asks the engine to drain right then, so the run
+/// pauses again after exactly one step.
+struct FirstStep {
+    at: Mutex<Option<Instant>>,
+    drain: Mutex<Option<Arc<std::sync::atomic::AtomicBool>>>,
+    stop_at: i64,
+}
+
+impl Observer for FirstStep {
+    fn on(&self, p: &Progress) {
+        if let Progress::Step { seq, .. } = p {
+            let mut at = self.at.lock().unwrap();
+            if at.is_none() {
+                *at = Some(Instant::now());
+            }
+            if *seq >= self.stop_at {
+                if let Some(flag) = self.drain.lock().unwrap().as_ref() {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+}
+
+fn plan_file(dir: &Path, steps: usize) -> std::path::PathBuf {
+    let mut text = String::from("name = \"long\"\ngoal = \"many small reads\"\n");
+    for _ in 0..steps {
+        text.push_str("[[steps]]\ntool = \"fs.read\"\nargs = { path = \"notes.txt\" }\n");
+    }
+    let path = dir.join(format!("plan-{steps}.toml"));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Drives a fresh run until `done` steps are complete, leaving it paused.
+async fn prepare(data: &DataDir, ws: &Path, plan: &Path, done: i64) -> RunId {
+    let reins = Reins::open(data.clone(), Options::default()).await.unwrap();
+    let id = reins
+        .create_script_run(plan, ws, &reins_core::api::Silent)
+        .await
+        .unwrap();
+    let obs = FirstStep {
+        at: Mutex::new(None),
+        drain: Mutex::new(Some(reins.drain_flag())),
+        stop_at: done,
+    };
+    reins.drive(id, &obs).await.unwrap();
+    reins.close().await;
+    id
+}
+
+/// One resume from worker start to the next step; leaves the run paused again.
+async fn resume_once(data: &DataDir, id: RunId, next: i64) -> Duration {
+    {
+        let person = Reins::open(data.clone(), Options::default()).await.unwrap();
+        person.resume(id, ResumeMode::Continue).await.unwrap();
+        person.close().await;
+    }
+    let started = Instant::now();
+    let worker = Reins::open(data.clone(), Options::default()).await.unwrap();
+    let obs = FirstStep {
+        at: Mutex::new(None),
+        drain: Mutex::new(Some(worker.drain_flag())),
+        stop_at: next,
+    };
+    worker.drive(id, &obs).await.unwrap();
+    let at = obs.at.lock().unwrap().expect("a step ran");
+    worker.close().await;
+    at - started
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+async fn recovery(steps: usize, reps: usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("notes.txt"), "a small file\n").unwrap();
+    let mut lines = Vec::new();
+    for (label, done) in [("small", 10usize), ("large", steps)] {
+        let data = DataDir::at(&tmp.path().join(format!("data-{label}")));
+        let plan = plan_file(tmp.path(), done + reps + 5);
+        let t = Instant::now();
+        let id = prepare(&data, &ws, &plan, i64::try_from(done).unwrap()).await;
+        eprintln!(
+            "  prepared a run with {done} completed steps in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+        let mut times = Vec::new();
+        for r in 0..reps {
+            let next = i64::try_from(done + r + 1).unwrap();
+            times.push(resume_once(&data, id, next).await);
+        }
+        lines.push((done, times));
+    }
+    println!(
+        "recovery: worker start → next step, median of {reps} (each: {:?})",
+        lines
+            .iter()
+            .map(|(_, t)| t.iter().map(|d| ms(*d)).collect::<Vec<_>>())
+            .collect::<Vec<_>>()
+    );
+    let small = median(lines[0].1.clone());
+    let large = median(lines[1].1.clone());
+    println!(
+        "  run with {:>6} completed steps: {}",
+        lines[0].0,
+        ms(small)
+    );
+    println!(
+        "  run with {:>6} completed steps: {}   ({:.2}× the small run; goal ≤ 100 ms)",
+        lines[1].0,
+        ms(large),
+        large.as_secs_f64() / small.as_secs_f64()
+    );
+}
+
+fn tree(root: &Path, files: usize) {
+    for i in 0..files {
+        let dir = root.join(format!("d{:03}", i / 100));
+        if i % 100 == 0 {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        std::fs::write(
+            dir.join(format!("f{i}.txt")),
+            format!("file {i}\n{}", "x".repeat(80)),
+        )
+        .unwrap();
+    }
+}
+
+fn git(root: &Path, args: &[&str]) -> Duration {
+    let t = Instant::now();
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.invalid",
+            "-c",
+            "core.untrackedCache=false",
+        ])
+        .args(args)
+        .current_dir(root)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    t.elapsed()
+}
+
+fn fingerprint_vs_git(files: usize, reps: usize) {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    tree(root, files);
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "tree"]);
+    git(root, &["status", "--porcelain"]); // refresh the index's stat cache
+    let t = Instant::now();
+    let (first, stats) = fingerprint::scan(root, &Fingerprint::default()).unwrap();
+    let first_time = t.elapsed();
+    assert_eq!(stats.files, files, "scanned every file (.git skipped)");
+    // As a later attempt sees it: the previous fingerprint is old enough to trust its times.
+    let previous = Fingerprint {
+        taken_at: i64::MAX,
+        ..first
+    };
+    let mut rescans = Vec::new();
+    let mut gits = Vec::new();
+    for _ in 0..reps {
+        let t = Instant::now();
+        let (_, s) = fingerprint::scan(root, &previous).unwrap();
+        rescans.push(t.elapsed());
+        assert_eq!(s.hashed, 0);
+        gits.push(git(root, &["status", "--porcelain"]));
+    }
+    let (rescan, g) = (median(rescans), median(gits));
+    println!(
+        "fingerprint, {files} files: first scan {} (hashes all), rescan {} vs git status --porcelain {} → {:.2}× git (goal: ≤ 1.00×)",
+        ms(first_time),
+        ms(rescan),
+        ms(g),
+        rescan.as_secs_f64() / g.as_secs_f64()
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let steps = args.first().and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    let reps = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(5);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(recovery(steps, reps));
+    let sizes = std::env::var("RECOVERY_BENCH_FILES").unwrap_or_else(|_| "20000,100000".into());
+    for n in sizes.split(',').filter_map(|s| s.trim().parse().ok()) {
+        fingerprint_vs_git(n, reps);
+    }
+}

@@ -1,0 +1,157 @@
+//! Retention: finished runs keep their last N checkpoints; blobs nothing needs any more are removed.
+//! Pre-images stay as long as the journal holds their intent (rollback needs them), and a blob
+//! younger than a grace period stays too, since a worker may be about to commit what refers to it.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use crate::clock::now_ms;
+use crate::digest::Digest;
+use crate::error::Result;
+use crate::journal::FileImage;
+use crate::store::{audit, audit::Actor, checkpoints, intents, runs, StoreError};
+
+use super::Engine;
+
+/// Blob files modified more recently than this are never removed.
+pub const BLOB_GRACE_MS: i64 = 10 * 60 * 1000;
+
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GcReport {
+    pub dry_run: bool,
+    pub keep: usize,
+    /// Finished runs that had checkpoints to remove.
+    pub runs: usize,
+    pub checkpoints: u64,
+    pub checkpoint_bytes: i64,
+    pub blob_files: usize,
+    pub blob_file_bytes: u64,
+    /// Small pre-images kept in the database that no intent refers to any more.
+    pub db_blobs: u64,
+    /// Unreferenced blob files left alone because they are younger than the grace period.
+    pub young_blobs_kept: usize,
+}
+
+impl Engine {
+    pub async fn gc(&self, keep: usize, dry_run: bool) -> Result<GcReport> {
+        let pool = self.store.pool();
+        let keep = keep.max(1);
+        let mut report = GcReport {
+            dry_run,
+            keep,
+            ..GcReport::default()
+        };
+        let now = now_ms();
+        let mut plan = Vec::new();
+        for (run, _) in runs::list(pool).await? {
+            if !run.state.is_terminal() {
+                continue;
+            }
+            let rows = checkpoints::sizes(pool, run.id).await?;
+            if rows.len() <= keep {
+                continue;
+            }
+            let doomed = &rows[..rows.len() - keep];
+            let through = doomed.last().map_or(0, |(seq, _, _)| *seq);
+            report.runs += 1;
+            report.checkpoints += doomed.len() as u64;
+            report.checkpoint_bytes += doomed.iter().map(|(_, size, _)| size).sum::<i64>();
+            plan.push((run.id, through, doomed.len()));
+        }
+        if !dry_run && !plan.is_empty() {
+            let mut tx = self.store.begin().await?;
+            let mut events = Vec::new();
+            for (run, through, count) in &plan {
+                checkpoints::prune(&mut tx, *run, *through, now).await?;
+                events.push(audit::Event::new(
+                    Actor::User,
+                    "retention.pruned",
+                    Some(*run),
+                    serde_json::json!({ "through": through, "checkpoints": count, "keep": keep }),
+                ));
+            }
+            audit::append_all(&mut tx, None, &events, now).await?;
+            tx.commit().await.map_err(StoreError::from)?;
+        }
+
+        // What is still needed: checkpoint payloads in the blob store, every pre-image in the
+        // journal, and the workspace fingerprints of runs that may still resume.
+        let doomed_refs: BTreeSet<String> = if dry_run {
+            let mut refs = BTreeSet::new();
+            for (run, through, _) in &plan {
+                for (seq, _, blob) in checkpoints::sizes(pool, *run).await? {
+                    if seq <= *through {
+                        refs.extend(blob);
+                    }
+                }
+            }
+            refs
+        } else {
+            BTreeSet::new()
+        };
+        let mut needed: BTreeSet<Digest> = checkpoints::blob_refs(pool)
+            .await?
+            .into_iter()
+            .filter(|h| !doomed_refs.contains(h))
+            .filter_map(|h| Digest::parse(&h))
+            .collect();
+        for (pre, _post) in intents::all_images(pool).await? {
+            let images: Vec<FileImage> = serde_json::from_str(&pre).unwrap_or_default();
+            needed.extend(images.into_iter().filter_map(|i| i.sha256));
+        }
+        for (run, _) in runs::list(pool).await? {
+            if run.state.is_terminal() {
+                continue;
+            }
+            let inspected =
+                crate::checkpoint::stored::inspect(&self.store, &self.blobs, run.id).await?;
+            needed.extend(
+                inspected
+                    .iter()
+                    .filter_map(|i| i.payload.as_ref().ok())
+                    .filter_map(|cp| cp.workspace.clone()),
+            );
+        }
+
+        for (digest, path) in self.blobs.list()? {
+            if needed.contains(&digest) {
+                continue;
+            }
+            let meta = match std::fs::metadata(&path) {
+                Ok(m) => m,
+                Err(_) => continue,
+            };
+            let modified_ms = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(now, |d| i64::try_from(d.as_millis()).unwrap_or(now));
+            if now - modified_ms < BLOB_GRACE_MS {
+                report.young_blobs_kept += 1;
+                continue;
+            }
+            report.blob_files += 1;
+            report.blob_file_bytes += meta.len();
+            if !dry_run {
+                self.blobs.remove(&digest)?;
+            }
+        }
+        report.db_blobs = crate::store::blobs::unreferenced(pool, &needed, dry_run).await?;
+        if !dry_run {
+            let mut tx = self.store.begin().await?;
+            audit::append(
+                &mut tx,
+                Actor::User,
+                "retention.gc",
+                None,
+                &serde_json::to_value(&report).unwrap_or_default(),
+                now_ms(),
+            )
+            .await?;
+            tx.commit().await.map_err(StoreError::from)?;
+        }
+        Ok(report)
+    }
+}

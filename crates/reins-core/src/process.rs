@@ -1,0 +1,122 @@
+//! Child processes a tool starts for a run. Each goes into its own process group, so the harness
+//! can end it and everything it started; each is recorded with its pid and start time, so after a
+//! crash the next worker can find the orphans — still running, and still the same processes — and
+//! end them before anything runs again.
+
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// Starts `cmd` as the leader of a new process group.
+pub fn spawn_in_group(cmd: &mut Command) -> std::io::Result<Child> {
+    use std::os::unix::process::CommandExt as _;
+    cmd.process_group(0).spawn()
+}
+
+/// The process's start time (clock ticks since boot), the other half of its identity.
+pub fn start_time(pid: u32) -> Option<u64> {
+    crate::worker::start_time(pid)
+}
+
+/// True while `pid` is the very process that started at `start_time` (not a reused pid), and has
+/// not exited (a zombie counts as exited).
+pub fn is_running(pid: u32, start_time: u64) -> bool {
+    if crate::worker::start_time(pid) != Some(start_time) {
+        return false;
+    }
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok();
+    let state = state
+        .as_deref()
+        .and_then(|s| s.rfind(')').map(|i| &s[i + 1..]))
+        .and_then(|rest| rest.split_whitespace().next());
+    !matches!(state, Some("Z" | "X") | None)
+}
+
+/// The live (not zombie) processes whose process group is `pgid`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                return false;
+            };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
+            pgrp == Some(pgid) && !matches!(state, Some("Z" | "X"))
+        })
+        .collect()
+}
+
+/// Ends the process group a recorded leader started: SIGTERM to the group, then SIGKILL after
+/// `grace` to whatever is left. A pgid now led by another process (the number was reused) is left
+/// alone. Returns true when nothing of the group is left.
+pub fn end_group(pgid: u32, leader_start: u64, grace: Duration) -> bool {
+    let Ok(group) = i32::try_from(pgid) else {
+        return false;
+    };
+    let reused = crate::worker::start_time(pgid).is_some_and(|t| t != leader_start);
+    if reused || group_members(pgid).is_empty() {
+        return true;
+    }
+    signal_group(group, libc::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if group_members(pgid).is_empty() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal_group(group, libc::SIGKILL);
+    for _ in 0..50 {
+        if group_members(pgid).is_empty() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn signal_group(group: i32, signal: i32) {
+    // Through kill(1): the workspace forbids unsafe code, and this is not a hot path.
+    let _ = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg("--")
+        .arg(format!("-{group}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_group_is_ended_with_its_children() -> anyhow::Result<()> {
+        // A shell that starts a grandchild and waits: both must go.
+        let mut child = spawn_in_group(Command::new("sh").args(["-c", "sleep 600 & wait"]))?;
+        let pid = child.id();
+        let start = start_time(pid).ok_or_else(|| anyhow::anyhow!("no start time"))?;
+        assert!(is_running(pid, start));
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(group_members(pid).len(), 2, "the shell and its sleep");
+        assert!(end_group(pid, start, Duration::from_secs(2)));
+        child.wait()?;
+        assert!(group_members(pid).is_empty(), "nothing of the group is left");
+        Ok(())
+    }
+
+    #[test]
+    fn a_reused_pid_is_not_the_recorded_process() {
+        let me = std::process::id();
+        let start = start_time(me).unwrap_or(0);
+        assert!(is_running(me, start));
+        assert!(!is_running(me, start + 1));
+    }
+}

@@ -1,0 +1,88 @@
+//! The `processes` table: child processes tools started for a run.
+
+use sqlx::SqlitePool;
+
+use super::Result;
+use crate::ids::RunId;
+
+#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProcessRow {
+    pub step_seq: i64,
+    pub pid: i64,
+    pub start_time: i64,
+    pub pgid: i64,
+    pub command: String,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub outcome: Option<String>,
+}
+
+pub struct NewProcess<'a> {
+    pub step_seq: i64,
+    pub pid: u32,
+    pub start_time: u64,
+    pub pgid: u32,
+    pub command: &'a str,
+    pub now: i64,
+}
+
+/// Records a started process (right after spawning it).
+pub async fn record(pool: &SqlitePool, run: RunId, p: &NewProcess<'_>) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO processes (run_id, step_seq, pid, start_time, pgid, command, started_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(run.to_string())
+    .bind(p.step_seq)
+    .bind(i64::from(p.pid))
+    .bind(i64::try_from(p.start_time).unwrap_or(i64::MAX))
+    .bind(i64::from(p.pgid))
+    .bind(p.command)
+    .bind(p.now)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// Processes of the run not known to have ended.
+pub async fn open(pool: &SqlitePool, run: RunId) -> Result<Vec<ProcessRow>> {
+    Ok(sqlx::query_as(
+        "SELECT step_seq, pid, start_time, pgid, command, started_at, ended_at, outcome
+         FROM processes WHERE run_id = ? AND ended_at IS NULL ORDER BY started_at",
+    )
+    .bind(run.to_string())
+    .fetch_all(pool)
+    .await?)
+}
+
+pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<ProcessRow>> {
+    Ok(sqlx::query_as(
+        "SELECT step_seq, pid, start_time, pgid, command, started_at, ended_at, outcome
+         FROM processes WHERE run_id = ? ORDER BY started_at",
+    )
+    .bind(run.to_string())
+    .fetch_all(pool)
+    .await?)
+}
+
+pub async fn end(
+    tx: &mut super::Tx,
+    run: RunId,
+    step_seq: i64,
+    pid: i64,
+    outcome: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE processes SET ended_at = ?, outcome = ? WHERE run_id = ? AND step_seq = ? AND pid = ?",
+    )
+    .bind(now)
+    .bind(outcome)
+    .bind(run.to_string())
+    .bind(step_seq)
+    .bind(pid)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,96 @@
+//! Retention keeps the last N checkpoints of finished runs and removes blobs nothing needs — and
+//! never what a run, a rollback or a resume still needs.
+
+use std::time::Duration;
+
+use reins_core::api::{Options, Reins, Silent};
+use reins_core::digest::Digest;
+use reins_tests::{repo_root, Sandbox};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let r = Reins::open(sb.data(), Options::default()).await?;
+    let plan = repo_root().join("examples/plans/tidy-configs.toml");
+    let id = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    r.work(true, Duration::from_millis(10), &Silent).await?;
+    let before = r.run_detail(id).await?;
+    let total = before.checkpoints.len();
+    assert!(total > 3, "{total} checkpoints");
+
+    // An orphan blob from long ago, one from just now, and a pre-image the journal needs.
+    let blobs = reins_core::blob::BlobStore::open(&sb.data().blobs())?;
+    let old = blobs.put(b"an orphan from long ago")?;
+    let old_path = sb
+        .data()
+        .blobs()
+        .join(&old.as_str()[..2])
+        .join(&old.as_str()[2..]);
+    std::fs::File::options()
+        .write(true)
+        .open(&old_path)?
+        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))?;
+    let young = blobs.put(b"an orphan from just now")?;
+
+    let dry = r.gc(3, true).await?;
+    assert_eq!((dry.runs, dry.checkpoints), (1, (total - 3) as u64));
+    assert_eq!(dry.blob_files, 1, "only the old orphan may go");
+    // The young orphan, and the finished run's workspace fingerprint (written moments ago).
+    assert_eq!(dry.young_blobs_kept, 2);
+    assert_eq!(
+        r.run_detail(id).await?.checkpoints.len(),
+        total,
+        "a dry run removes nothing"
+    );
+    assert!(blobs.contains(&old));
+
+    let done = r.gc(3, false).await?;
+    assert_eq!(done.checkpoints, (total - 3) as u64);
+    let after = r.run_detail(id).await?;
+    assert_eq!(after.checkpoints.len(), 3);
+    assert!(
+        after.recovery.damage.is_empty(),
+        "removed checkpoints are not damage: {:?}",
+        after.recovery.damage
+    );
+    assert_eq!(
+        after.recovery.point,
+        after.checkpoints.last().map(|c| c.seq)
+    );
+    assert!(!blobs.contains(&old), "the old orphan is gone");
+    assert!(blobs.contains(&young), "the young orphan stays");
+    // Every pre-image the journal refers to is still readable: rollback still works.
+    for intent in &after.intents {
+        let pre: Vec<reins_core::journal::FileImage> = serde_json::from_str(&intent.pre_images)?;
+        for digest in pre.into_iter().filter_map(|i| i.sha256) {
+            let bytes = reins_core::store::blobs::get(r.store().pool(), &digest)
+                .await?
+                .or_else(|| blobs.get(&digest).ok());
+            assert!(
+                bytes.is_some_and(|b| Digest::of(&b) == digest),
+                "pre-image {digest} kept"
+            );
+        }
+    }
+    let oldest_kept = after.checkpoints.first().map_or(0, |c| c.seq);
+    let refused = r
+        .rollback(id, 1, true)
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(refused.contains("removed by retention"), "{refused}");
+    // The oldest kept checkpoint is before the last edit: rolling back to it undoes that edit.
+    let report = r.rollback(id, oldest_kept, false).await?;
+    assert!(
+        !report.changes.is_empty() && report.checkpoint.is_some(),
+        "{report:?}"
+    );
+    assert!(
+        !sb.read("docs/RUNBOOK.md")?.contains("archive/"),
+        "the edit was undone"
+    );
+    assert!(r.doctor().await?.healthy);
+    assert!(after.audit.iter().any(|e| e.kind == "retention.pruned"));
+    Ok(())
+}
