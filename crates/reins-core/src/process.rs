@@ -108,7 +108,10 @@ mod tests {
         assert_eq!(group_members(pid).len(), 2, "the shell and its sleep");
         assert!(end_group(pid, start, Duration::from_secs(2)));
         child.wait()?;
-        assert!(group_members(pid).is_empty(), "nothing of the group is left");
+        assert!(
+            group_members(pid).is_empty(),
+            "nothing of the group is left"
+        );
         Ok(())
     }
 
