@@ -120,6 +120,38 @@ async fn recovery(steps: usize, reps: usize) {
             "  prepared a run with {done} completed steps in {:.1} s",
             t.elapsed().as_secs_f64()
         );
+        {
+            // Where the time goes: opening (with its integrity pre-check) and verifying every
+            // checkpoint (read + SHA-256).
+            let t = Instant::now();
+            let reins = Reins::open(data.clone(), Options::default()).await.unwrap();
+            let db = std::fs::metadata(data.database())
+                .map(|m| m.len())
+                .unwrap_or(0);
+            eprintln!(
+                "  opening the data dir ({:.1} MB database) takes {}",
+                db as f64 / 1e6,
+                ms(t.elapsed())
+            );
+            let blobs = reins_core::blob::BlobStore::open(&data.blobs()).unwrap();
+            let t = Instant::now();
+            let health = reins_core::checkpoint::stored::verify(reins.store(), &blobs, id)
+                .await
+                .unwrap();
+            let bytes: i64 =
+                sqlx::query_scalar("SELECT SUM(size) FROM checkpoints WHERE run_id = ?")
+                    .bind(id.to_string())
+                    .fetch_one(reins.store().pool())
+                    .await
+                    .unwrap();
+            eprintln!(
+                "  verifying {} checkpoints ({:.1} MB) takes {}",
+                health.len(),
+                bytes as f64 / 1e6,
+                ms(t.elapsed())
+            );
+            reins.close().await;
+        }
         let mut times = Vec::new();
         for r in 0..reps {
             let next = i64::try_from(done + r + 1).unwrap();

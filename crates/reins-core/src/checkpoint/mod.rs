@@ -64,8 +64,10 @@ impl Payload {
     }
 }
 
-/// How many of the latest completed steps a checkpoint carries (the journal has them all).
-pub const RECENT_STEPS: usize = 5;
+/// How many of the latest completed steps a checkpoint carries: the journal (the `steps` table) is
+/// the record of them all, and a checkpoint's size must not grow with the run, since resuming
+/// verifies every checkpoint.
+pub const RECENT_STEPS: usize = 1;
 
 /// What a run needs to continue from here.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

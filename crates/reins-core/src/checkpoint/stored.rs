@@ -86,20 +86,61 @@ pub async fn inspect(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec
 /// Verifies every checkpoint of a run by checksum (and schema version) without decoding any:
 /// enough to pick the recovery point, and far cheaper on a long run. (seq, health) oldest first.
 pub async fn verify(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec<(i64, Health)>> {
-    let rows = checkpoints::list(store.pool(), run).await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            let ok = match (&row.payload, &row.blob) {
-                (Some(bytes), _) => Digest::of(bytes).as_str() == row.sha256,
-                // A blob is verified against its name (the same digest) when read.
-                (None, Some(hash)) => Digest::parse(hash)
-                    .is_some_and(|d| d.as_str() == row.sha256 && blobs.get(&d).is_ok()),
-                (None, None) => false,
-            } && row.schema_version <= super::SCHEMA_VERSION;
-            (row.seq, if ok { Health::Valid } else { Health::Invalid })
-        })
-        .collect())
+    // A long run has many checkpoints: read them in seq ranges over several connections at once
+    // (each SQLite connection has its own thread), and hash as rows arrive.
+    let (lo, hi): (Option<i64>, Option<i64>) =
+        sqlx::query_as("SELECT MIN(seq), MAX(seq) FROM checkpoints WHERE run_id = ?")
+            .bind(run.to_string())
+            .fetch_one(store.pool())
+            .await?;
+    let (Some(lo), Some(hi)) = (lo, hi) else {
+        return Ok(Vec::new());
+    };
+    const PARTS: i64 = 4;
+    let span = (hi - lo) / PARTS + 1;
+    let parts =
+        (0..PARTS).map(|k| verify_range(store, blobs, run, lo + k * span, lo + (k + 1) * span));
+    let mut out = Vec::new();
+    for part in futures_util::future::try_join_all(parts).await? {
+        out.extend(part);
+    }
+    Ok(out)
+}
+
+/// Checkpoints with `from <= seq < to`.
+async fn verify_range(
+    store: &Store,
+    blobs: &BlobStore,
+    run: RunId,
+    from: i64,
+    to: i64,
+) -> Result<Vec<(i64, Health)>> {
+    use futures_util::TryStreamExt as _;
+    let mut rows = sqlx::query_as::<_, (i64, i64, Option<Vec<u8>>, Option<String>, String)>(
+        "SELECT seq, schema_version, payload, blob, sha256 FROM checkpoints
+         WHERE run_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+    )
+    .bind(run.to_string())
+    .bind(from)
+    .bind(to)
+    .fetch(store.pool());
+    let mut out = Vec::new();
+    while let Some((seq, schema_version, payload, blob, sha256)) = rows
+        .try_next()
+        .await
+        .map_err(crate::store::StoreError::from)?
+    {
+        let ok = match (&payload, &blob) {
+            (Some(bytes), _) => Digest::of(bytes).as_str() == sha256,
+            // A blob is verified against its name (the same digest) when read.
+            (None, Some(hash)) => {
+                Digest::parse(hash).is_some_and(|d| d.as_str() == sha256 && blobs.get(&d).is_ok())
+            }
+            (None, None) => false,
+        } && schema_version <= super::SCHEMA_VERSION;
+        out.push((seq, if ok { Health::Valid } else { Health::Invalid }));
+    }
+    Ok(out)
 }
 
 /// Loads and decodes one checkpoint, verified.

@@ -7,7 +7,7 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::journal::IntentStatus;
 use crate::resume::RecoverySummary;
-use crate::store::{attempts, audit, audit::Actor, intents, processes, StoreError};
+use crate::store::{attempts, audit, audit::Actor, intents, processes, steps, StoreError};
 use crate::workspace::fingerprint::{self, Change, ChangeKind, Fingerprint};
 
 use super::drive::{parse_images, Drive};
@@ -84,14 +84,34 @@ impl Drive<'_> {
         if !resuming {
             return Ok(());
         }
-        let recent = self.cp.completed.len().saturating_sub(5);
+        let recent_steps = steps::recent(self.e.store.pool(), self.run, self.cp.next_step, 5)
+            .await?
+            .into_iter()
+            .map(|st| {
+                let result = st.result.unwrap_or_default();
+                crate::checkpoint::ToolRecord {
+                    seq: st.seq,
+                    tool: st.tool,
+                    action_hash: st.action_hash,
+                    status: st.status,
+                    result_sha256: Digest::of(result.as_bytes()),
+                    summary: result
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                        .chars()
+                        .take(200)
+                        .collect(),
+                }
+            })
+            .collect();
         let summary = RecoverySummary {
             attempt: self.attempt,
             resumed_from: self.resumed_from,
             steps_done: self.cp.next_step - 1,
             current_step: self.cp.current_step,
             next_step: self.cp.next_step,
-            recent_steps: self.cp.completed[recent..].to_vec(),
+            recent_steps,
             files: self.known_files().await?,
             last_error: self.stopped_because.clone(),
             settled: self.settled.clone(),

@@ -77,8 +77,8 @@ pub struct Store {
 impl Store {
     /// Opens (creating if missing) the database at `path` and brings its schema up to date.
     ///
-    /// An existing file is first checked read-only: not SQLite, damaged, or from a newer schema →
-    /// an error naming the file, and not one byte of it is written.
+    /// An existing file is first checked read-only: not SQLite, a schema that cannot be read, or a
+    /// newer schema → an error naming the file, and not one byte of it is written.
     pub async fn open(path: &Path) -> Result<Self> {
         // Processes opening the same data dir at once (the app and a CLI, two workers) take turns
         // for the checks and the migration: a database half-way through being created must not be
@@ -219,28 +219,38 @@ fn has_no_wal(path: &Path) -> bool {
         .unwrap_or(true)
 }
 
+/// The checks every open makes, read-only: the schema can be read, the schema version is one this
+/// build knows, and the runs table can be walked. Cheap (it does not grow with the history), so
+/// every command can afford it; `reins doctor` runs SQLite's full integrity check. Damage found
+/// later surfaces as an error naming the database, and a run that meets it is suspended.
 async fn inspect(pool: &SqlitePool, path: &Path) -> Result<()> {
-    let problems: Vec<String> = sqlx::query_scalar("PRAGMA quick_check")
-        .fetch_all(pool)
-        .await
-        .map_err(|source| classify_open_error(path, source))?;
-    if problems.first().map(String::as_str) != Some("ok") {
-        return Err(StoreError::Corrupt {
-            path: path.to_owned(),
-            detail: problems.join("; "),
-        });
+    let corrupt = |source| classify_open_error(path, source);
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .fetch_all(pool)
+            .await
+            .map_err(corrupt)?;
+    // Each table's root page and its first leaf; and the runs table whole (one row per run).
+    for table in tables.iter().filter(|t| !t.starts_with("sqlite_")) {
+        let quoted = table.replace('"', "\"\"");
+        sqlx::query(&format!("SELECT * FROM \"{quoted}\" LIMIT 1"))
+            .fetch_optional(pool)
+            .await
+            .map_err(corrupt)?;
     }
-    let has_migrations: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-    )
-    .fetch_one(pool)
-    .await?;
-    if has_migrations == 0 {
+    if tables.iter().any(|t| t == "runs") {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM runs")
+            .fetch_one(pool)
+            .await
+            .map_err(corrupt)?;
+    }
+    if !tables.iter().any(|t| t == "_sqlx_migrations") {
         return Ok(());
     }
     let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
         .fetch_one(pool)
-        .await?;
+        .await
+        .map_err(corrupt)?;
     let supported = Store::supported_schema();
     match found {
         Some(found) if found > supported => Err(StoreError::NewerSchema {

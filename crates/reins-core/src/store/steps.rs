@@ -101,3 +101,17 @@ pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<StepRow>> {
             .await?,
     )
 }
+
+/// The last `n` steps before `before`, oldest first.
+pub async fn recent(pool: &SqlitePool, run: RunId, before: i64, n: i64) -> Result<Vec<StepRow>> {
+    let mut rows: Vec<StepRow> = sqlx::query_as(
+        "SELECT * FROM steps WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+    )
+    .bind(run.to_string())
+    .bind(before)
+    .bind(n)
+    .fetch_all(pool)
+    .await?;
+    rows.reverse();
+    Ok(rows)
+}

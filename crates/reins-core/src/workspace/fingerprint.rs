@@ -97,9 +97,15 @@ pub fn scan(root: &Path, previous: &Fingerprint) -> std::io::Result<(Fingerprint
         .follow_links(false)
         .threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(8)))
         .filter_entry(|e| e.file_name() != ".git");
+    // A hash index over the previous entries: one lookup per file, without string comparisons.
+    let previous_index: std::collections::HashMap<&str, &Stat> = previous
+        .entries
+        .iter()
+        .map(|(k, v)| (k.as_str(), v))
+        .collect();
     let mut collectors = Collectors {
         root,
-        previous,
+        previous: &previous_index,
         // Stat times are trusted only when older than the previous scan by a margin.
         trusted_before: previous.taken_at.saturating_sub(RACY_NS),
         found: &found,
@@ -127,7 +133,7 @@ struct Found {
 /// Builds one collector per walker thread.
 struct Collectors<'s> {
     root: &'s Path,
-    previous: &'s Fingerprint,
+    previous: &'s std::collections::HashMap<&'s str, &'s Stat>,
     trusted_before: i64,
     found: &'s Mutex<Vec<Found>>,
     failure: &'s Mutex<Option<std::io::Error>>,
@@ -149,7 +155,7 @@ impl<'s> ignore::ParallelVisitorBuilder<'s> for Collectors<'s> {
 /// One walker thread's findings, kept locally and handed over once when the thread is done.
 struct Collector<'s> {
     root: &'s Path,
-    previous: &'s Fingerprint,
+    previous: &'s std::collections::HashMap<&'s str, &'s Stat>,
     trusted_before: i64,
     found: &'s Mutex<Vec<Found>>,
     failure: &'s Mutex<Option<std::io::Error>>,
@@ -197,7 +203,7 @@ impl ignore::ParallelVisitor for Collector<'_> {
             Err(_) => return Continue, // gone since listed
         };
         let stat = stat_of(&meta);
-        let reusable = self.previous.entries.get(rel).filter(|p| {
+        let reusable = self.previous.get(rel).copied().filter(|p| {
             p.size == stat.size && p.mtime == stat.mtime && p.mtime < self.trusted_before
         });
         let (stat, hashed) = match reusable {
