@@ -350,6 +350,27 @@ mod tests {
     }
 
     #[test]
+    fn nested_ignore_files_and_negations_apply_where_they_stand() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        write(root, ".gitignore", "*.tmp\n")?;
+        write(root, "a/.gitignore", "secret/\n!keep.tmp\n")?;
+        write(root, "a/x.tmp", "ignored by the root rule")?;
+        write(root, "a/keep.tmp", "re-included by a/.gitignore")?;
+        write(root, "a/secret/s.txt", "ignored folder")?;
+        write(root, "b/secret/s.txt", "the rule is a/'s only")?;
+        write(root, ".git/info/exclude", "local-only.txt\n")?;
+        write(root, "local-only.txt", "excluded locally")?;
+        let (fp, _) = scan(root, &Fingerprint::default())?;
+        let paths: Vec<&str> = fp.entries.keys().map(String::as_str).collect();
+        assert_eq!(
+            paths,
+            [".gitignore", "a/.gitignore", "a/keep.tmp", "b/secret/s.txt"]
+        );
+        Ok(())
+    }
+
+    #[test]
     fn touching_a_file_without_changing_it_is_not_a_change() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         write(dir.path(), "a.txt", "same")?;
