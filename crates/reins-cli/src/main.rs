@@ -37,7 +37,8 @@ struct Cli {
     #[arg(long, global = true)]
     json: bool,
 
-    /// How long a worker owns a run without writing before another process may take it over.
+    /// How long a worker owns a run without renewing its lease (a heartbeat renews it every third)
+    /// before another process may take it over.
     #[arg(
         long,
         global = true,

@@ -90,6 +90,8 @@ pub struct Recovery {
     /// The checkpoint a resume would start from.
     pub point: Option<i64>,
     pub damage: Vec<Damage>,
+    /// Checkpoints up to this seq were removed by retention (0: none).
+    pub pruned_through: i64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -395,6 +397,7 @@ impl Reins {
             recovery: Recovery {
                 point: analysis.point,
                 damage: analysis.damage,
+                pruned_through: checkpoints::pruned_through(pool, id).await?,
             },
             files,
             audit_events: events.len(),

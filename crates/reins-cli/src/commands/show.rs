@@ -83,6 +83,13 @@ fn render(d: &RunDetail) -> String {
         .map(|p| format!("checkpoint {p}"))
         .unwrap_or_else(|| "none (would start over)".into());
     let _ = writeln!(s, "  recovery    {point}");
+    if d.recovery.pruned_through > 0 {
+        let _ = writeln!(
+            s,
+            "  retention   checkpoints 1–{} removed (`reins gc`)",
+            d.recovery.pruned_through
+        );
+    }
     for dmg in &d.recovery.damage {
         let ack = if dmg.acknowledged {
             "recovered past"
