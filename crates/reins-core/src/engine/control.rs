@@ -340,13 +340,7 @@ impl Engine {
                 crate::store::intents::forget_for_retry(&mut tx, run, intent.step_seq).await?;
             }
         }
-        let others = sqlx::query_scalar::<_, i64>(
-            "SELECT COUNT(*) FROM intents WHERE run_id = ? AND status IN ('pending', 'unknown')",
-        )
-        .bind(run.to_string())
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(StoreError::from)?;
+        let others = crate::store::intents::count_unsettled(&mut tx, run).await?;
         let resume = others == 0 && row.state == RunState::Suspended;
         let mut events = vec![audit::Event::new(
             Actor::User,

@@ -314,3 +314,13 @@ pub async fn settled_since(pool: &SqlitePool, run: RunId, since: i64) -> Result<
     .fetch_all(pool)
     .await?)
 }
+
+/// How many intents of the run nobody has settled yet (pending or unknown).
+pub async fn count_unsettled(tx: &mut Tx, run: RunId) -> Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT COUNT(*) FROM intents WHERE run_id = ? AND status IN ('pending', 'unknown')",
+    )
+    .bind(run.to_string())
+    .fetch_one(&mut **tx)
+    .await?)
+}
