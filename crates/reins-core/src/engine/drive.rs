@@ -278,22 +278,9 @@ impl<'a> Drive<'a> {
         } else {
             "paused on request; `reins resume` continues the run"
         };
-        self.stamp(format!("paused: {reason}"));
-        let prepared = self.e.prepare(&self.cp, Level::Task)?;
-        let now = now_ms();
-        let mut tx = self.begin().await?;
         let seq = self
-            .e
-            .insert_checkpoint(
-                &mut tx,
-                self.run,
-                &prepared,
-                now,
-                Vec::new(),
-                Some(self.owner()),
-            )
+            .write_checkpoint(Level::Task, format!("paused: {reason}"))
             .await?;
-        tx.commit().await.map_err(StoreError::from)?;
         self.e.verify_checkpoint(self.run, seq).await?;
 
         let now = now_ms();
@@ -363,6 +350,27 @@ impl<'a> Drive<'a> {
 
     pub(super) fn owner(&self) -> &audit::Owner {
         &self.owner
+    }
+
+    /// Writes a checkpoint of the context as it stands, alone in its transaction; returns its seq.
+    pub(super) async fn write_checkpoint(&mut self, level: Level, note: String) -> Result<i64> {
+        self.stamp(note);
+        let prepared = self.e.prepare(&self.cp, level)?;
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let seq = self
+            .e
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                Vec::new(),
+                Some(self.owner()),
+            )
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(seq)
     }
 
     /// Brings the context up to date for the checkpoint about to be written: agent state and metadata.

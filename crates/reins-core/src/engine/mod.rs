@@ -24,6 +24,7 @@ mod drive;
 mod heartbeat;
 mod recover;
 mod retention;
+mod reuse;
 mod rollback;
 mod settle;
 mod step;
@@ -206,26 +207,11 @@ impl Engine {
 
     /// Reads a checkpoint back and verifies its checksum and payload.
     pub async fn verify_checkpoint(&self, run: RunId, seq: i64) -> Result<CheckpointV1> {
-        let row = checkpoints::get(self.store.pool(), run, seq).await?;
-        let bytes = match (row.payload, row.blob) {
-            (Some(bytes), _) => bytes,
-            (None, Some(hash)) => {
-                let digest = crate::digest::Digest::parse(&hash).ok_or_else(|| {
-                    Error::Checkpoint(checkpoint::CheckpointError::Decode {
-                        seq,
-                        detail: format!("blob reference {hash:?} is not a digest"),
-                    })
-                })?;
-                self.blobs.get(&digest)?
-            }
-            (None, None) => {
-                return Err(Error::Checkpoint(checkpoint::CheckpointError::Decode {
-                    seq,
-                    detail: "no payload".into(),
-                }))
-            }
-        };
-        Ok(checkpoint::decode(seq, row.schema_version, &bytes, &row.sha256)?.into_current())
+        checkpoint::stored::load(&self.store, &self.blobs, run, seq)
+            .await?
+            .map_err(|detail| {
+                Error::Checkpoint(checkpoint::CheckpointError::Decode { seq, detail })
+            })
     }
 
     pub fn store(&self) -> &Store {

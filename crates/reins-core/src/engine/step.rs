@@ -15,7 +15,7 @@ use crate::run::{RunEvent, RunState};
 use crate::store::{attempts, audit, audit::Actor, intents, runs, steps, StoreError};
 use crate::tools::{self, Action, EffectPlan, ToolCall};
 
-use super::drive::{images_json, parse_images, Drive};
+use super::drive::{images_json, Drive};
 use super::{DriveOutcome, Progress};
 
 /// An effect whose intent is being settled.
@@ -423,97 +423,6 @@ impl Drive<'_> {
         Ok(())
     }
 
-    /// A step already in the journal (we resumed from an earlier checkpoint): reuse its result, never
-    /// re-run it. A different proposal for a recorded step is not guessed at.
-    async fn reuse(
-        &mut self,
-        prev: steps::StepRow,
-        call: &ToolCall,
-        action_hash: &str,
-    ) -> Result<Option<DriveOutcome>> {
-        let seq = prev.seq;
-        if prev.action_hash != action_hash {
-            let reason = format!(
-                "step {seq}: the agent now proposes {} (action {}) but the journal recorded {} (action {}); not guessing which is right",
-                call.tool,
-                &action_hash[..12.min(action_hash.len())],
-                prev.tool,
-                &prev.action_hash[..12.min(prev.action_hash.len())]
-            );
-            return self.suspend(&reason).await.map(Some);
-        }
-        if !matches!(
-            prev.status.as_str(),
-            "done" | "failed" | "invalid" | "denied" | "skipped"
-        ) {
-            let hint = match intents::for_step(self.e.store.pool(), self.run, seq).await? {
-                Some(i) if matches!(i.status.as_str(), "unknown" | "pending") => format!(
-                    "; decide with `reins resolve {} --done | --retry | --skip`",
-                    i.id
-                ),
-                _ => String::new(),
-            };
-            let reason = format!(
-                "step {seq} ({}) is recorded as {:?} and cannot be reused{hint}",
-                prev.tool, prev.status
-            );
-            return self.suspend(&reason).await.map(Some);
-        }
-        let result = prev.result.clone().unwrap_or_default();
-        if let Some(intent) = intents::for_step(self.e.store.pool(), self.run, seq).await? {
-            if intent.status == IntentStatus::Confirmed.as_str() {
-                for img in parse_images(&intent.post_images)? {
-                    self.cp.files.insert(img.path, img.sha256);
-                }
-            }
-        }
-        let ok = prev.status == "done";
-        self.agent.observe(&Observation {
-            seq,
-            tool: prev.tool.clone(),
-            ok,
-            output: result.clone(),
-        });
-        let summary = match Action::parse(call, &self.ws) {
-            Ok(a) if ok && a.effect_class() == EffectClass::Pure => tools::describe(&a, &result),
-            _ => one_line(&result),
-        };
-        self.complete(
-            seq,
-            &prev.tool,
-            &prev.action_hash,
-            &prev.status,
-            &result,
-            &summary,
-        );
-        self.stamp(format!("step {seq} {} reused from the journal", prev.tool));
-        let prepared = self.e.prepare(&self.cp, Level::Step)?;
-        let now = now_ms();
-        let mut tx = self.begin().await?;
-        let cp_seq = self
-            .e
-            .insert_checkpoint(
-                &mut tx,
-                self.run,
-                &prepared,
-                now,
-                Vec::new(),
-                Some(self.owner()),
-            )
-            .await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        self.obs.on(&Progress::Step {
-            seq,
-            tool: prev.tool,
-            status: prev.status,
-            why: prev.why,
-            summary,
-            checkpoint: cp_seq,
-            reused: true,
-        });
-        Ok(None)
-    }
-
     /// Step 4: the policy asked for a human. Step, review checkpoint and state change commit together.
     async fn park(&mut self, rec: &StepRecord<'_>) -> Result<DriveOutcome> {
         self.cp.current_step = Some(rec.seq);
@@ -603,7 +512,7 @@ impl Drive<'_> {
 }
 
 /// The first line, at most 200 characters.
-fn one_line(text: &str) -> String {
+pub(super) fn one_line(text: &str) -> String {
     text.lines()
         .next()
         .unwrap_or("")
