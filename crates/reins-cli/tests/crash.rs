@@ -8,6 +8,15 @@ mod common;
 
 use common::{text, Cli};
 
+/// `reins worker --once`, counting effects in `effects`.
+fn worker_once(cli: &Cli, effects: &std::path::Path) -> anyhow::Result<std::process::Output> {
+    Ok(cli
+        .cmd()
+        .args(["worker", "--once"])
+        .env("REINS_EFFECT_LOG", effects)
+        .output()?)
+}
+
 /// Runs tidy-configs with the fault point armed and checks that the process died by a signal there.
 /// The lease stays at its 30 s default: the restarted worker must see at once that the holder is
 /// gone (pid and start time), not wait for the lease.
@@ -52,11 +61,7 @@ fn crash_and_recover(point: &str) -> anyhow::Result<()> {
         show["intents"][0]["status"], "pending",
         "the first effect's intent is pending"
     );
-    let worker = cli
-        .cmd()
-        .args(["worker", "--once"])
-        .env("REINS_EFFECT_LOG", &effects)
-        .output()?;
+    let worker = worker_once(&cli, &effects)?;
     assert_eq!(worker.status.code(), Some(0), "{}", text(&worker));
     let printed = text(&worker);
     assert!(printed.contains("took over an abandoned run"), "{printed}");
@@ -124,11 +129,7 @@ fn crash_after_confirm_loses_nothing_and_repeats_nothing() -> anyhow::Result<()>
     let cli = Cli::new()?;
     let effects = cli.tmp.path().join("effects.log");
     crash_at(&cli, "after_confirm", &effects)?;
-    let worker = cli
-        .cmd()
-        .args(["worker", "--once"])
-        .env("REINS_EFFECT_LOG", &effects)
-        .output()?;
+    let worker = worker_once(&cli, &effects)?;
     assert_eq!(worker.status.code(), Some(0), "{}", text(&worker));
     assert_eq!(
         std::fs::read_to_string(&effects)?.lines().count(),
@@ -150,11 +151,7 @@ fn files_changed_by_hand_after_a_crash_suspend_the_run_instead_of_guessing() -> 
     // hand: the disk now matches neither the state before the move nor the state after it.
     std::fs::remove_file(cli.ws().join("config/nginx.conf.bak"))?;
 
-    let worker = cli
-        .cmd()
-        .args(["worker", "--once"])
-        .env("REINS_EFFECT_LOG", &effects)
-        .output()?;
+    let worker = worker_once(&cli, &effects)?;
     assert_eq!(worker.status.code(), Some(0), "{}", text(&worker));
     assert!(
         text(&worker).contains("outcome unknown"),
@@ -196,11 +193,7 @@ fn suspended_with_unknown_outcome(
 ) -> anyhow::Result<(String, String)> {
     crash_at(cli, "after_intent", effects)?;
     change(cli)?;
-    let worker = cli
-        .cmd()
-        .args(["worker", "--once"])
-        .env("REINS_EFFECT_LOG", effects)
-        .output()?;
+    let worker = worker_once(cli, effects)?;
     assert!(text(&worker).contains("reins resolve"), "{}", text(&worker));
     let id = cli.only_run()?;
     let show = cli.json(&["show", &id])?;
@@ -212,11 +205,7 @@ fn suspended_with_unknown_outcome(
 }
 
 fn resume_with_worker(cli: &Cli, effects: &std::path::Path) -> anyhow::Result<String> {
-    let worker = cli
-        .cmd()
-        .args(["worker", "--once"])
-        .env("REINS_EFFECT_LOG", effects)
-        .output()?;
+    let worker = worker_once(cli, effects)?;
     assert_eq!(worker.status.code(), Some(0), "{}", text(&worker));
     Ok(text(&worker))
 }
@@ -400,11 +389,7 @@ fn a_full_disk_when_writing_the_intent_runs_nothing_and_waits_for_a_person() -> 
 
     // Space freed: resume, and it completes with every effect once.
     cli.run(&["resume", &id])?;
-    let worker = cli
-        .cmd()
-        .args(["worker", "--once"])
-        .env("REINS_EFFECT_LOG", &effects)
-        .output()?;
+    let worker = worker_once(&cli, &effects)?;
     assert_eq!(worker.status.code(), Some(0), "{}", text(&worker));
     assert_eq!(cli.json(&["show", &id])?["run"]["state"], "succeeded");
     assert_eq!(std::fs::read_to_string(&effects)?.lines().count(), 3);
@@ -542,11 +527,7 @@ args = { from = "config/nginx.conf.bak", to = "archive/nginx.conf.bak" }"#,
                 .env("REINS_EFFECT_LOG", &effects)
                 .output()?;
             assert_eq!(crashed.status.code(), None, "{case}: {}", text(&crashed));
-            let worker = cli
-                .cmd()
-                .args(["worker", "--once"])
-                .env("REINS_EFFECT_LOG", &effects)
-                .output()?;
+            let worker = worker_once(&cli, &effects)?;
             assert_eq!(worker.status.code(), Some(0), "{case}: {}", text(&worker));
             let id = cli.only_run()?;
             let show = cli.json(&["show", &id])?;
@@ -663,11 +644,7 @@ fn a_frozen_worker_wakes_up_fenced_out() -> anyhow::Result<()> {
     std::thread::sleep(std::time::Duration::from_millis(2500));
 
     // Worker B takes over the expired lease, settles A's pending intent and finishes the run.
-    let b = cli
-        .cmd()
-        .args(["worker", "--once"])
-        .env("REINS_EFFECT_LOG", &effects)
-        .output()?;
+    let b = worker_once(&cli, &effects)?;
     assert_eq!(b.status.code(), Some(0), "{}", text(&b));
     assert!(text(&b).contains("took over"), "{}", text(&b));
     let before = cli.json(&["show", &id])?;

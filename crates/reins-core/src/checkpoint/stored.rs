@@ -52,24 +52,30 @@ impl Inspected {
     }
 }
 
+/// A stored checkpoint's payload, from its row or the blob store, checksum-verified and decoded;
+/// or what is wrong with it.
+fn payload_of(row: &checkpoints::CheckpointRow, blobs: &BlobStore) -> Result<CheckpointV1, String> {
+    let bytes = match (&row.payload, &row.blob) {
+        (Some(bytes), _) => Ok(bytes.clone()),
+        (None, Some(hash)) => Digest::parse(hash)
+            .ok_or_else(|| format!("blob reference {hash:?} is not a digest"))
+            .and_then(|d| blobs.get(&d).map_err(|e| e.to_string())),
+        (None, None) => Err("no payload".to_owned()),
+    };
+    bytes.and_then(|b| {
+        decode(row.seq, row.schema_version, &b, &row.sha256)
+            .map(|p| p.into_current())
+            .map_err(|e| e.to_string())
+    })
+}
+
 /// Loads and verifies every checkpoint of a run, oldest first.
 pub async fn inspect(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec<Inspected>> {
     let rows = checkpoints::list(store.pool(), run).await?;
     Ok(rows
         .into_iter()
         .map(|row| {
-            let bytes = match (&row.payload, &row.blob) {
-                (Some(bytes), _) => Ok(bytes.clone()),
-                (None, Some(hash)) => Digest::parse(hash)
-                    .ok_or_else(|| format!("blob reference {hash:?} is not a digest"))
-                    .and_then(|d| blobs.get(&d).map_err(|e| e.to_string())),
-                (None, None) => Err("no payload".to_owned()),
-            };
-            let payload = bytes.and_then(|b| {
-                decode(row.seq, row.schema_version, &b, &row.sha256)
-                    .map(|p| p.into_current())
-                    .map_err(|e| e.to_string())
-            });
+            let payload = payload_of(&row, blobs);
             Inspected {
                 seq: row.seq,
                 level: row.level,
@@ -151,18 +157,7 @@ pub async fn load(
     seq: i64,
 ) -> Result<Result<CheckpointV1, String>> {
     let row = checkpoints::get(store.pool(), run, seq).await?;
-    let bytes = match (&row.payload, &row.blob) {
-        (Some(bytes), _) => Ok(bytes.clone()),
-        (None, Some(hash)) => Digest::parse(hash)
-            .ok_or_else(|| format!("blob reference {hash:?} is not a digest"))
-            .and_then(|d| blobs.get(&d).map_err(|e| e.to_string())),
-        (None, None) => Err("no payload".to_owned()),
-    };
-    Ok(bytes.and_then(|b| {
-        decode(row.seq, row.schema_version, &b, &row.sha256)
-            .map(|p| p.into_current())
-            .map_err(|e| e.to_string())
-    }))
+    Ok(payload_of(&row, blobs))
 }
 
 /// The recovery analysis over verified checkpoints and the damage already acknowledged.

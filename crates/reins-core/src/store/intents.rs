@@ -249,14 +249,14 @@ pub async fn settle_by_person(
     .execute(&mut **tx)
     .await?;
     settled_once(done.rows_affected(), 1, run, step_seq)?;
-    sqlx::query(
-        "UPDATE steps SET status = ?, result = ?, ended_at = ? WHERE run_id = ? AND seq = ?",
+    steps::bind_finish(
+        sqlx::query(steps::FINISH),
+        run,
+        step_seq,
+        step_status,
+        result,
+        now,
     )
-    .bind(step_status)
-    .bind(result)
-    .bind(now)
-    .bind(run.to_string())
-    .bind(step_seq)
     .execute(&mut **tx)
     .await?;
     Ok(())

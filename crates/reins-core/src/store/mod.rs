@@ -21,6 +21,8 @@ pub mod runs;
 pub mod steps;
 
 #[cfg(test)]
+mod damage_tests;
+#[cfg(test)]
 mod tests;
 
 pub type Tx = Transaction<'static, Sqlite>;
