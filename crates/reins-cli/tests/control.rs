@@ -3,6 +3,12 @@
 
 mod common;
 
+/// Sends `sig` to a child process.
+fn signal(child: &std::process::Child, sig: rustix::process::Signal) -> anyhow::Result<()> {
+    let pid = rustix::process::Pid::from_child(child);
+    Ok(rustix::process::kill_process(pid, sig)?)
+}
+
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -72,9 +78,7 @@ fn pause_resume_drain_and_cancel_from_the_command_line() -> anyhow::Result<()> {
         }
     };
     until(&cli, &id, |_, steps| steps >= 1)?;
-    std::process::Command::new("kill")
-        .args(["-TERM", &queued.id().to_string()])
-        .status()?;
+    signal(&queued, rustix::process::Signal::TERM)?;
     let detached = queued.wait()?;
     assert_eq!(
         detached.code(),
@@ -110,9 +114,7 @@ fn pause_resume_drain_and_cancel_from_the_command_line() -> anyhow::Result<()> {
         state == "running" && steps > paused_at
     })?;
     // SIGTERM drains the worker: the run pauses at a safe point and the worker exits cleanly.
-    std::process::Command::new("kill")
-        .args(["-TERM", &w.id().to_string()])
-        .status()?;
+    signal(&w, rustix::process::Signal::TERM)?;
     let drained = w.wait_with_output()?;
     assert_eq!(drained.status.code(), Some(0), "{}", text(&drained));
     assert!(

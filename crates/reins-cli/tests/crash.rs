@@ -6,6 +6,12 @@
 
 mod common;
 
+/// Sends `sig` to a child process.
+fn signal(child: &std::process::Child, sig: rustix::process::Signal) -> anyhow::Result<()> {
+    let pid = rustix::process::Pid::from_child(child);
+    Ok(rustix::process::kill_process(pid, sig)?)
+}
+
 use common::{text, Cli};
 
 /// `reins worker --once`, counting effects in `effects`.
@@ -638,9 +644,7 @@ fn a_frozen_worker_wakes_up_fenced_out() -> anyhow::Result<()> {
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    std::process::Command::new("kill")
-        .args(["-STOP", &a.id().to_string()])
-        .status()?;
+    signal(&a, rustix::process::Signal::STOP)?;
     std::thread::sleep(std::time::Duration::from_millis(2500));
 
     // Worker B takes over the expired lease, settles A's pending intent and finishes the run.
@@ -650,9 +654,7 @@ fn a_frozen_worker_wakes_up_fenced_out() -> anyhow::Result<()> {
     let before = cli.json(&["show", &id])?;
     assert_eq!(before["run"]["state"], "succeeded");
 
-    std::process::Command::new("kill")
-        .args(["-CONT", &a.id().to_string()])
-        .status()?;
+    signal(&a, rustix::process::Signal::CONT)?;
     let a = a.wait_with_output()?;
     assert_eq!(a.status.code(), Some(0), "A exits: {}", text(&a));
     let after = cli.json(&["show", &id])?;
