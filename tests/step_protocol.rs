@@ -16,7 +16,7 @@ use reins_tests::{plan, Sandbox};
 struct Strict;
 
 impl Policy for Strict {
-    fn classify(&self, action: &Action) -> Verdict {
+    fn classify(&self, action: &Action, _cx: &reins_core::policy::Context<'_>) -> Verdict {
         let (risk, decision, why) = match action.tool() {
             "fs.write" => (Risk::Medium, Decision::Ask, "writes a file"),
             "fs.delete" => (Risk::High, Decision::Deny, "deletes are not allowed here"),
@@ -26,6 +26,7 @@ impl Policy for Strict {
             risk,
             decision,
             reasons: vec![why.into()],
+            segments: Vec::new(),
         }
     }
     fn version(&self) -> String {
@@ -121,7 +122,7 @@ tool = "fs.write"
 args = { path = "/etc/reins-test", content = "x" }
 expect = "error"
 [[steps]]
-tool = "shell.exec"
+tool = "net.raw"
 args = { command = "rm -rf /" }
 expect = "error"
 expect_output = "unknown tool"

@@ -69,6 +69,10 @@ struct Cli {
     )]
     retry_window_secs: u32,
 
+    /// The policy file (TOML rules); default `policy.toml` in the config dir (`reins policy path`).
+    #[arg(long, global = true, env = "REINS_POLICY", value_name = "FILE")]
+    policy: Option<PathBuf>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -98,6 +102,20 @@ enum Command {
     Doctor,
     /// Retention: keep the last N checkpoints of finished runs, remove blobs nothing needs.
     Gc(commands::gc::Args),
+    /// List actions waiting for your review (pending by default).
+    Approvals(commands::review::ListArgs),
+    /// Look at one approval.
+    #[command(subcommand)]
+    Approval(commands::review::ApprovalCommand),
+    /// Approve a pending action (optionally edited, optionally with a lasting grant).
+    Approve(commands::review::ApproveArgs),
+    /// Reject a pending action; the agent is told your reason.
+    Reject(commands::review::RejectArgs),
+    /// List grants (standing approvals) with their origin and use count; `grants revoke ID`.
+    Grants(commands::review::GrantsArgs),
+    /// Explain policy decisions without running anything.
+    #[command(subcommand)]
+    Policy(commands::policy::PolicyCommand),
 }
 
 fn main() -> ExitCode {
@@ -141,6 +159,14 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Rollback(args) => commands::rollback::exec(&reins, args, json).await,
         Command::Doctor => commands::doctor::exec(&reins, json).await,
         Command::Gc(args) => commands::gc::exec(&reins, args, json).await,
+        Command::Approvals(args) => commands::review::list(&reins, args, json).await,
+        Command::Approval(commands::review::ApprovalCommand::Show(args)) => {
+            commands::review::show(&reins, args, json).await
+        }
+        Command::Approve(args) => commands::review::approve(&reins, args, json).await,
+        Command::Reject(args) => commands::review::reject(&reins, args, json).await,
+        Command::Grants(args) => commands::review::grants(&reins, args, json).await,
+        Command::Policy(cmd) => commands::policy::exec(&reins, cmd, json).await,
     };
     reins.close().await;
     match result {
@@ -160,6 +186,7 @@ async fn open(cli: &Cli) -> reins_core::Result<Reins> {
                 window_ms: i64::from(cli.retry_window_secs) * 1000,
                 ..Default::default()
             },
+            policy_file: cli.policy.clone(),
         },
     )
     .await

@@ -53,3 +53,20 @@ impl DataDir {
         })
     }
 }
+
+/// The environment variable that overrides the config dir (where `policy.toml` lives).
+pub const CONFIG_DIR_ENV: &str = "REINS_CONFIG_DIR";
+
+/// The config dir: `$REINS_CONFIG_DIR`, else the platform's (e.g. `~/.config/reins`).
+pub fn config_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os(CONFIG_DIR_ENV).filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir));
+    }
+    directories::ProjectDirs::from("dev", "reins", "reins")
+        .map(|d| d.config_dir().to_owned())
+        .ok_or_else(|| {
+            Error::Invalid(format!(
+                "no home directory to find the config in; set {CONFIG_DIR_ENV}"
+            ))
+        })
+}

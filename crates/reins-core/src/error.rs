@@ -21,6 +21,8 @@ pub enum Error {
     Agent(#[from] AgentError),
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
     /// The caller asked for something malformed.
     #[error("{0}")]
     Invalid(String),
@@ -48,7 +50,8 @@ impl Error {
             Error::Store(
                 StoreError::LostLease { .. }
                 | StoreError::StaleState { .. }
-                | StoreError::Illegal { .. },
+                | StoreError::Illegal { .. }
+                | StoreError::Conflict(_),
             ) => "conflict",
             Error::Store(_) => "storage",
             Error::Blob(_) => "blob_store",
@@ -56,6 +59,7 @@ impl Error {
                 "invalid_input"
             }
             Error::Checkpoint(_) => "checkpoint",
+            Error::Policy(_) => "policy",
             Error::Conflict(_) => "conflict",
             Error::Io { .. } => "io",
         }

@@ -49,3 +49,11 @@ uuid_id!(
     /// One entry of the effect journal.
     IntentId
 );
+uuid_id!(
+    /// One review checkpoint.
+    ApprovalId
+);
+uuid_id!(
+    /// One standing permission created by an approval.
+    GrantId
+);

@@ -4,6 +4,7 @@
 //! faces over [`api`].
 
 pub mod agent;
+pub mod approval;
 pub mod api;
 pub mod blob;
 pub mod checkpoint;

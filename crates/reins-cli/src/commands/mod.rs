@@ -3,7 +3,9 @@
 pub mod control;
 pub mod doctor;
 pub mod gc;
+pub mod policy;
 pub mod ps;
+pub mod review;
 pub mod rollback;
 pub mod run;
 pub mod show;

@@ -204,9 +204,9 @@ impl<'a> Drive<'a> {
         }
         self.orient().await?;
         if let Some(seq) = self.cp.current_step {
-            return self
-                .suspend(&format!("step {seq} is waiting for a review decision, and this build cannot take one yet"))
-                .await;
+            if let Some(outcome) = self.continue_review(seq).await? {
+                return Ok(outcome);
+            }
         }
         loop {
             if let Some(outcome) = self.safe_point().await? {
@@ -247,6 +247,11 @@ impl<'a> Drive<'a> {
             watch.renewed(now + self.e.lease_ms);
         }
         Ok(tx)
+    }
+
+    /// Whether the run was lost (taken over, cancelled) while this worker held it.
+    pub(super) fn heartbeat_lost(&self) -> bool {
+        self.heartbeat.watch().lost()
     }
 
     /// Whether this worker may still start an effect: it has not lost the run, and enough of its

@@ -24,6 +24,8 @@ mod drive;
 mod heartbeat;
 mod recover;
 mod retention;
+mod review;
+mod reviewed;
 mod reuse;
 mod rollback;
 mod settle;
@@ -31,6 +33,7 @@ mod step;
 
 pub use control::{Control, Resolution, Resolved, ResumeMode};
 pub use retention::{GcReport, BLOB_GRACE_MS};
+pub use review::{ApproveRequest, Decided};
 pub use rollback::{RollbackChange, RollbackReport};
 
 /// Something worth telling the person watching a run.
@@ -187,7 +190,11 @@ impl Engine {
         child: &std::process::Child,
         command: &str,
     ) -> Result<()> {
-        let pid = child.id();
+        self.track_pid(run, step, child.id(), command).await
+    }
+
+    /// Records a process group leader by pid (see `track_process`).
+    pub async fn track_pid(&self, run: RunId, step: i64, pid: u32, command: &str) -> Result<()> {
         let start = crate::process::start_time(pid).unwrap_or(0);
         store::processes::record(
             self.store.pool(),
@@ -216,6 +223,10 @@ impl Engine {
 
     pub fn store(&self) -> &Store {
         &self.store
+    }
+
+    pub fn policy(&self) -> &dyn Policy {
+        self.policy.as_ref()
     }
 
     pub fn blobs(&self) -> &BlobStore {

@@ -2,7 +2,10 @@
 //! intent → effect → confirm, plus the paths off it: reuse from the journal, review, failure, and an
 //! outcome nobody can know.
 
+use std::net::IpAddr;
+
 use crate::agent::Observation;
+use crate::approval::preview;
 use crate::checkpoint::{Level, ToolRecord};
 use crate::clock::now_ms;
 use crate::digest::Digest;
@@ -10,10 +13,11 @@ use crate::error::Result;
 use crate::fault_point;
 use crate::ids::IntentId;
 use crate::journal::{EffectClass, FileImage, IntentStatus, Settlement};
-use crate::policy::{Decision, Verdict};
-use crate::run::{RunEvent, RunState};
-use crate::store::{attempts, audit, audit::Actor, intents, runs, steps, StoreError};
-use crate::tools::{self, Action, EffectPlan, ToolCall};
+use crate::policy::shell::Place;
+use crate::policy::{Context, Decision, Verdict};
+use crate::store::{audit, audit::Actor, intents, steps, StoreError};
+use crate::tools::shell::ShellOutcome;
+use crate::tools::{self, Action, EffectPlan, ShellCommand, ToolCall};
 
 use super::drive::{images_json, Drive};
 use super::{DriveOutcome, Progress};
@@ -29,17 +33,29 @@ struct EffectRecord<'s> {
 }
 
 /// One step's record, before it is written.
-struct StepRecord<'s> {
-    seq: i64,
-    tool: &'s str,
-    action: &'s str,
-    action_hash: &'s str,
-    why: Option<&'s str>,
-    verdict: Option<&'s Verdict>,
-    preview: Option<&'s str>,
+pub(super) struct StepRecord<'s> {
+    pub(super) seq: i64,
+    pub(super) tool: &'s str,
+    pub(super) action: &'s str,
+    pub(super) action_hash: &'s str,
+    pub(super) why: Option<&'s str>,
+    pub(super) verdict: Option<&'s Verdict>,
+    pub(super) preview: Option<&'s str>,
+    /// The step was parked for review: its row is replaced by what happens now.
+    pub(super) reopen: bool,
+    /// The approval this step carries out.
+    pub(super) approval: Option<&'s str>,
 }
 
 impl Drive<'_> {
+    /// Where commands run and which paths are protected, for the shell classifier and grants.
+    pub(super) fn place(&self) -> Place<'_> {
+        Place {
+            root: self.ws.root(),
+            protected: self.e.policy.protected(),
+        }
+    }
+
     /// Steps 1–9 for one proposed call. `Some(outcome)` when the drive must stop.
     pub(super) async fn step(
         &mut self,
@@ -64,60 +80,65 @@ impl Drive<'_> {
             }
         }
 
-        let mut rec = StepRecord {
-            seq,
-            tool: &call.tool,
-            action: &action_text,
-            action_hash: action_hash.as_str(),
-            why: why.as_deref(),
-            verdict: None,
-            preview: None,
-        };
         // 1. Validate
         let action = match parsed {
             Ok(a) => a,
             Err(err) => {
+                let rec = StepRecord {
+                    seq,
+                    tool: &call.tool,
+                    action: &action_text,
+                    action_hash: action_hash.as_str(),
+                    why: why.as_deref(),
+                    verdict: None,
+                    preview: None,
+                    reopen: false,
+                    approval: None,
+                };
                 return self
                     .record(&rec, "invalid", false, &err.to_string())
                     .await
-                    .map(|_| None)
+                    .map(|_| None);
             }
         };
-        // 2. Classify
-        let verdict = self.e.policy.classify(&action);
+        self.proceed(seq, why.as_deref(), &action, false).await
+    }
+
+    /// Steps 2–9 for a valid action: classify, preview, then deny, review, or run it.
+    pub(super) async fn proceed(
+        &mut self,
+        seq: i64,
+        why: Option<&str>,
+        action: &Action,
+        reopen: bool,
+    ) -> Result<Option<DriveOutcome>> {
+        let action_text = action.canonical_text();
+        let action_hash = action.hash();
+        let mut rec = StepRecord {
+            seq,
+            tool: action.tool(),
+            action: &action_text,
+            action_hash: action_hash.as_str(),
+            why,
+            verdict: None,
+            preview: None,
+            reopen,
+            approval: None,
+        };
+        // 2. Classify (a request's host is resolved first: the policy judges the addresses).
+        let resolved = match self.resolve(action).await {
+            Ok(r) => r,
+            Err(e) => return self.record(&rec, "failed", false, &e).await.map(|_| None),
+        };
+        let verdict = self.classify(action, &resolved);
         rec.verdict = Some(&verdict);
-        if action.effect_class() == EffectClass::Pure {
-            return match verdict.decision {
-                Decision::Deny => self
-                    .record(&rec, "denied", false, &denied(&verdict))
-                    .await
-                    .map(|_| None),
-                Decision::Ask => self.park(&rec).await.map(Some),
-                Decision::Allow => {
-                    let (status, ok, out, summary) = match tools::run_pure(&action, &self.ws) {
-                        Ok(out) => {
-                            let summary = tools::describe(&action, &out);
-                            ("done", true, out, summary)
-                        }
-                        Err(err) => ("failed", false, err.to_string(), err.to_string()),
-                    };
-                    self.record_with_summary(&rec, status, ok, &out, &summary)
-                        .await
-                        .map(|_| None)
-                }
-            };
-        }
         // 3. Preview
-        let plan = match tools::plan(&action, &self.ws) {
+        let plan = match self.plan(action) {
             Ok(p) => p,
-            Err(err) => {
-                return self
-                    .record(&rec, "failed", false, &err.to_string())
-                    .await
-                    .map(|_| None)
-            }
+            Err(err) => return self.record(&rec, "failed", false, &err).await.map(|_| None),
         };
-        rec.preview = Some(&plan.preview);
+        let preview = self.preview(action, plan.as_ref(), &verdict, &resolved);
+        rec.preview = Some(&preview);
         match verdict.decision {
             Decision::Deny => {
                 return self
@@ -125,9 +146,82 @@ impl Drive<'_> {
                     .await
                     .map(|_| None)
             }
-            Decision::Ask => return self.park(&rec).await.map(Some),
+            Decision::Ask => match self.grant_for(action, verdict.risk).await? {
+                Some(grant) => self.use_grant(&grant, seq, action_hash.as_str()).await?,
+                None => return self.park(&rec, plan.as_ref(), None).await.map(Some),
+            },
             Decision::Allow => {}
         }
+        self.execute(&rec, action, plan, &resolved).await
+    }
+
+    pub(super) async fn resolve(&self, action: &Action) -> std::result::Result<Vec<IpAddr>, String> {
+        match action {
+            Action::Fetch(req) => tools::fetch::resolve(&req.url).await,
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    pub(super) fn classify(&self, action: &Action, resolved: &[IpAddr]) -> Verdict {
+        let cx = Context {
+            root: self.ws.root(),
+            resolved,
+        };
+        self.e.policy.classify(action, &cx)
+    }
+
+    /// A file effect's plan (pre- and post-images, diff); None for other actions.
+    pub(super) fn plan(&self, action: &Action) -> std::result::Result<Option<EffectPlan>, String> {
+        if !action.is_file_effect() {
+            return Ok(None);
+        }
+        tools::plan(action, &self.ws)
+            .map(Some)
+            .map_err(|e| e.to_string())
+    }
+
+    pub(super) fn preview(
+        &self,
+        action: &Action,
+        plan: Option<&EffectPlan>,
+        verdict: &Verdict,
+        resolved: &[IpAddr],
+    ) -> String {
+        match (action, plan) {
+            (_, Some(p)) => p.preview.clone(),
+            (Action::Shell(cmd), None) => preview::shell(cmd, verdict, self.place()),
+            (Action::Fetch(req), None) => preview::fetch(req, resolved),
+            _ => preview::read(action),
+        }
+    }
+
+    /// Steps 7–9: run an allowed (or approved, or granted) action and record what happened.
+    pub(super) async fn execute(
+        &mut self,
+        rec: &StepRecord<'_>,
+        action: &Action,
+        plan: Option<EffectPlan>,
+        resolved: &[IpAddr],
+    ) -> Result<Option<DriveOutcome>> {
+        let seq = rec.seq;
+        let action_hash = rec.action_hash;
+        if action.effect_class() == EffectClass::Pure {
+            let (status, ok, out, summary) = match tools::run_pure(action, &self.ws) {
+                Ok(out) => {
+                    let summary = tools::describe(action, &out);
+                    ("done", true, out, summary)
+                }
+                Err(err) => ("failed", false, err.to_string(), err.to_string()),
+            };
+            return self
+                .record_with_summary(rec, status, ok, &out, &summary)
+                .await
+                .map(|_| None);
+        }
+        let (pre, post, pre_bytes, summary) = match &plan {
+            Some(p) => (p.pre.clone(), p.post.clone(), p.pre_bytes.as_slice(), Some(p.summary.clone())),
+            None => (Vec::new(), Vec::new(), &[][..], None),
+        };
         // 7. Intent, durably, with the pre-images it needs (in the same transaction).
         fault_point!("before_intent");
         if let Some(source) = crate::fault::error_at("intent_write") {
@@ -136,11 +230,14 @@ impl Drive<'_> {
                 source,
             });
         }
-        let small_pre_images = self.e.stage_blobs(&plan.pre_bytes)?;
+        let small_pre_images = self.e.stage_blobs(pre_bytes)?;
         let intent = IntentId::new();
         let now = now_ms();
         let mut tx = self.begin().await?;
-        let step = step_row(&rec, "running", None, now);
+        if rec.reopen {
+            steps::reopen(&mut tx, self.run, seq).await?;
+        }
+        let step = step_row(rec, "running", None, now);
         intents::insert_with_step(
             &mut tx,
             self.run,
@@ -149,14 +246,14 @@ impl Drive<'_> {
                 id: intent.to_string(),
                 step_seq: seq,
                 tool: action.tool().into(),
-                action: action_text.clone(),
-                action_hash: action_hash.to_string(),
+                action: rec.action.to_owned(),
+                action_hash: action_hash.to_owned(),
                 effect_class: action.effect_class().as_str().into(),
                 status: IntentStatus::Pending.as_str().into(),
-                pre_images: images_json(&plan.pre),
-                post_images: images_json(&plan.post),
+                pre_images: images_json(&pre),
+                post_images: images_json(&post),
                 // What the agent will be told once confirmed; a restart that settles it tells the same.
-                result: Some(plan.summary.clone()),
+                result: summary.clone(),
                 settled_by: None,
                 fence: self.fence,
                 created_at: now,
@@ -174,8 +271,9 @@ impl Drive<'_> {
                 Some(self.run),
                 serde_json::json!({
                     "intent": intent, "step": seq, "tool": action.tool(), "actionHash": action_hash,
-                    "effectClass": action.effect_class(), "pre": plan.pre, "post": plan.post,
-                    "previewSha256": Digest::of(plan.preview.as_bytes()),
+                    "effectClass": action.effect_class(), "pre": pre, "post": post,
+                    "previewSha256": rec.preview.map(|p| Digest::of(p.as_bytes())),
+                    "approval": rec.approval,
                 }),
             )],
             now,
@@ -201,32 +299,97 @@ impl Drive<'_> {
                 ),
             }));
         }
-        if let Err(err) = tools::apply(&plan, &self.ws) {
-            return self
-                .effect_failed(
-                    intent,
-                    seq,
-                    action.tool(),
-                    action_hash.as_str(),
-                    &plan,
-                    &err.to_string(),
-                )
-                .await;
-        }
-        fault_point!("after_effect");
-
-        // 9. Confirm
-        let record = EffectRecord {
+        let record = |post: &'static [FileImage]| EffectRecord {
             intent,
             seq,
             tool: action.tool(),
-            action_hash: action_hash.as_str(),
+            action_hash: rec.action_hash,
             why: rec.why,
-            post: &plan.post,
+            post,
         };
-        self.settle_effect(record, Ok(&plan.summary)).await?;
+        match (action, &plan) {
+            (_, Some(plan)) => {
+                if let Err(err) = tools::apply(plan, &self.ws) {
+                    return self
+                        .effect_failed(intent, seq, action.tool(), rec.action_hash, plan, &err.to_string())
+                        .await;
+                }
+                fault_point!("after_effect");
+                // 9. Confirm
+                let done = EffectRecord {
+                    intent,
+                    seq,
+                    tool: action.tool(),
+                    action_hash: rec.action_hash,
+                    why: rec.why,
+                    post: &plan.post,
+                };
+                self.settle_effect(done, Ok(&plan.summary)).await?;
+            }
+            (Action::Shell(cmd), None) => {
+                let outcome = self.run_shell(seq, cmd).await;
+                fault_point!("after_effect");
+                match outcome {
+                    Ok(o) if o.ok() => self.settle_effect(record(&[]), Ok(&o.report())).await?,
+                    Ok(o) => self.settle_effect(record(&[]), Err(&o.report())).await?,
+                    Err(e) => self.settle_effect(record(&[]), Err(&e)).await?,
+                }
+            }
+            (Action::Fetch(req), None) => {
+                let outcome = tools::fetch::send(req, resolved).await;
+                fault_point!("after_effect");
+                match outcome {
+                    Ok(text) => self.settle_effect(record(&[]), Ok(&text)).await?,
+                    Err(e) => self.settle_effect(record(&[]), Err(&e)).await?,
+                }
+            }
+            _ => {
+                self.settle_effect(record(&[]), Err("this action has no effect to run"))
+                    .await?
+            }
+        }
         fault_point!("after_confirm");
         Ok(None)
+    }
+
+    /// Runs a command in its own process group, recorded so a later attempt can end it; if the run
+    /// is lost meanwhile (cancelled, taken over), the group is ended at once.
+    async fn run_shell(&mut self, seq: i64, cmd: &ShellCommand) -> std::result::Result<ShellOutcome, String> {
+        let analysis = cmd.analyse(self.place());
+        let argv = cmd.argv(&analysis);
+        let root = self.ws.root().to_owned();
+        let timeout = std::time::Duration::from_secs(cmd.timeout_s);
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let mut handle = tokio::task::spawn_blocking(move || {
+            tools::shell::run(&argv, &root, timeout, move |pid| {
+                let _ = tx.send(pid);
+            })
+        });
+        let pid = rx.await.ok();
+        if let Some(pid) = pid {
+            if let Err(e) = self.e.track_pid(self.run, seq, pid, &cmd.display()).await {
+                tracing::warn!("could not record process {pid} of step {seq}: {e}");
+            }
+        }
+        let leader_start = pid.and_then(crate::process::start_time).unwrap_or(0);
+        loop {
+            tokio::select! {
+                joined = &mut handle => {
+                    return match joined {
+                        Ok(Ok(outcome)) => Ok(outcome),
+                        Ok(Err(e)) => Err(format!("could not start the command: {e}")),
+                        Err(e) => Err(format!("the command's runner failed: {e}")),
+                    };
+                }
+                _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {
+                    if self.heartbeat_lost() {
+                        if let Some(pid) = pid {
+                            crate::process::end_group(pid, leader_start, std::time::Duration::from_secs(2));
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Records how an effect settled — `Ok(summary)` it happened, `Err(error)` it failed and the
@@ -375,7 +538,7 @@ impl Drive<'_> {
 
     /// Records a step that ran no effect (read-only, invalid, denied, or failed before its intent),
     /// with its checkpoint, in one transaction.
-    async fn record(
+    pub(super) async fn record(
         &mut self,
         rec: &StepRecord<'_>,
         status: &str,
@@ -405,6 +568,9 @@ impl Drive<'_> {
         let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
+        if rec.reopen {
+            steps::reopen(&mut tx, self.run, rec.seq).await?;
+        }
         steps::insert(&mut tx, self.run, &step_row(rec, status, Some(result), now)).await?;
         let cp_seq = self
             .e
@@ -421,51 +587,6 @@ impl Drive<'_> {
             reused: false,
         });
         Ok(())
-    }
-
-    /// Step 4: the policy asked for a human. Step, review checkpoint and state change commit together.
-    async fn park(&mut self, rec: &StepRecord<'_>) -> Result<DriveOutcome> {
-        self.cp.current_step = Some(rec.seq);
-        self.stamp(format!("step {} {} awaits review", rec.seq, rec.tool));
-        let prepared = self.e.prepare(&self.cp, Level::Review)?;
-        let now = now_ms();
-        let reasons = rec
-            .verdict
-            .map(|v| v.reasons.join("; "))
-            .unwrap_or_default();
-        let mut tx = self.begin().await?;
-        steps::insert(
-            &mut tx,
-            self.run,
-            &step_row(rec, "awaiting_review", None, now),
-        )
-        .await?;
-        self.e
-            .insert_checkpoint(&mut tx, self.run, &prepared, now, vec![audit::Event::new(Actor::Harness, "step.review_requested", Some(self.run), serde_json::json!({
-                "step": rec.seq, "tool": rec.tool, "actionHash": rec.action_hash, "verdict": rec.verdict,
-                "previewSha256": rec.preview.map(|p| Digest::of(p.as_bytes())),
-            }))], Some(self.owner()))
-            .await?;
-        runs::advance(
-            &mut tx,
-            self.run,
-            Some(self.fence),
-            RunEvent::AwaitApproval,
-            Some(&reasons),
-            now,
-        )
-        .await?;
-        attempts::end_open(&mut tx, self.run, "awaiting approval", now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        let reason = format!("step {} ({}) needs a review: {reasons}", rec.seq, rec.tool);
-        self.obs.on(&Progress::Waiting {
-            state: RunState::AwaitingApproval,
-            reason: reason.clone(),
-        });
-        Ok(DriveOutcome::NeedsHuman {
-            state: RunState::AwaitingApproval,
-            reason,
-        })
     }
 
     /// The effect returned an error. If the disk shows it did not happen, that is an ordinary failure
@@ -521,11 +642,11 @@ pub(super) fn one_line(text: &str) -> String {
         .collect()
 }
 
-fn denied(verdict: &Verdict) -> String {
+pub(super) fn denied(verdict: &Verdict) -> String {
     format!("denied by policy: {}", verdict.reasons.join("; "))
 }
 
-fn step_row(rec: &StepRecord<'_>, status: &str, result: Option<&str>, now: i64) -> steps::StepRow {
+pub(super) fn step_row(rec: &StepRecord<'_>, status: &str, result: Option<&str>, now: i64) -> steps::StepRow {
     steps::StepRow {
         seq: rec.seq,
         kind: "tool_call".into(),

@@ -89,7 +89,7 @@ pub enum RunEvent {
     Start,
     /// The policy asked for a human review.
     AwaitApproval,
-    /// The review was decided (approved, rejected or expired); the run goes on.
+    /// The review was decided (approved, rejected or expired); the run is queued to carry it out.
     Decide,
     RequestPause,
     /// The worker reached a safe point and verified its checkpoint.
@@ -155,7 +155,8 @@ const TABLE: &[(RunState, RunEvent, RunState)] = &[
     (S::Running, E::Succeed, S::Succeeded),
     (S::Running, E::Fail, S::Failed),
     (S::Running, E::Cancel, S::Cancelled),
-    (S::AwaitingApproval, E::Decide, S::Running),
+    // The worker let go when it parked the step; whoever claims the run next carries the decision out.
+    (S::AwaitingApproval, E::Decide, S::Queued),
     // Waiting for a review already is a safe point: pausing there needs no worker.
     (S::AwaitingApproval, E::RequestPause, S::Paused),
     (S::AwaitingApproval, E::Suspend, S::Suspended),

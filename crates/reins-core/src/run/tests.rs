@@ -17,7 +17,7 @@ use RunState as S;
 #[case(S::Running, E::Succeed, S::Succeeded)]
 #[case(S::Running, E::Fail, S::Failed)]
 #[case(S::Running, E::Cancel, S::Cancelled)]
-#[case(S::AwaitingApproval, E::Decide, S::Running)]
+#[case(S::AwaitingApproval, E::Decide, S::Queued)]
 #[case(S::AwaitingApproval, E::RequestPause, S::Paused)]
 #[case(S::AwaitingApproval, E::Suspend, S::Suspended)]
 #[case(S::AwaitingApproval, E::Cancel, S::Cancelled)]

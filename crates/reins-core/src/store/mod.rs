@@ -10,10 +10,12 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Sqlite, SqlitePool, Transaction};
 
+pub mod approvals;
 pub mod attempts;
 pub mod audit;
 pub mod blobs;
 pub mod checkpoints;
+pub mod grants;
 pub mod intents;
 pub mod processes;
 pub mod retries;
@@ -64,6 +66,9 @@ pub enum StoreError {
     },
     #[error("stored data is invalid: {0}")]
     Invalid(String),
+    /// A guarded write found the row changed (an approval already decided, a grant revoked).
+    #[error("{0}")]
+    Conflict(String),
     #[error("database error: {0}")]
     Sqlx(#[from] sqlx::Error),
 }

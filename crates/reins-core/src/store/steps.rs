@@ -74,6 +74,16 @@ pub async fn insert(tx: &mut Tx, run: RunId, step: &StepRow) -> Result<()> {
     Ok(())
 }
 
+/// Removes a step parked for review so it can be recorded again with what actually happened.
+pub async fn reopen(tx: &mut Tx, run: RunId, seq: i64) -> Result<()> {
+    sqlx::query("DELETE FROM steps WHERE run_id = ? AND seq = ? AND status = 'awaiting_review'")
+        .bind(run.to_string())
+        .bind(seq)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 pub async fn get<'e>(db: impl SqliteExecutor<'e>, run: RunId, seq: i64) -> Result<Option<StepRow>> {
     Ok(
         sqlx::query_as("SELECT * FROM steps WHERE run_id = ? AND seq = ?")

@@ -132,9 +132,13 @@ pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
                 }],
             })
         }
-        Action::Read { .. } | Action::List { .. } | Action::Search { .. } => Err(failed(
+        Action::Read { .. }
+        | Action::List { .. }
+        | Action::Search { .. }
+        | Action::Shell(_)
+        | Action::Fetch(_) => Err(failed(
             "fs.read",
-            "a read-only action has no effect to plan".into(),
+            "only file changes are planned from the disk".into(),
         )),
     }
 }

@@ -2,6 +2,8 @@
 //! jail: step 1 of the protocol); a file-changing action is planned into an [`EffectPlan`] (pre- and
 //! post-images, the exact diff, the operations) before anything touches the disk.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -10,9 +12,13 @@ use crate::journal::EffectClass;
 use crate::workspace::{JailError, RelPath, Workspace};
 
 mod effect;
+pub mod fetch;
 mod pure;
+pub mod shell;
 pub use effect::{apply, plan, post_image, EffectPlan, FileOp};
+pub use fetch::FetchRequest;
 pub use pure::{describe, run_pure};
+pub use shell::{CommandForm, ShellCommand};
 
 #[cfg(test)]
 mod tests;
@@ -86,6 +92,18 @@ pub const SPECS: &[ToolSpec] = &[
         args: "{from, to}",
         summary: "move a file to a path that does not exist",
     },
+    ToolSpec {
+        name: "shell.exec",
+        effect: EffectClass::AtMostOnce,
+        args: "{command | argv, timeout_s?}",
+        summary: "run a command in the workspace (timeout default 120 s, output capped)",
+    },
+    ToolSpec {
+        name: "http.fetch",
+        effect: EffectClass::AtMostOnce,
+        args: "{method?, url, headers?, body?}",
+        summary: "send an HTTP request (https; private addresses are refused or reviewed)",
+    },
 ];
 
 /// A hash of the tool list: a checkpoint made against other tools may not resume silently.
@@ -95,7 +113,7 @@ pub fn schema_hash() -> Digest {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
-    #[error("unknown tool {0:?}; the tools are fs.read, fs.list, fs.search, fs.write, fs.edit, fs.delete, fs.move")]
+    #[error("unknown tool {0:?}; the tools are fs.read, fs.list, fs.search, fs.write, fs.edit, fs.delete, fs.move, shell.exec, http.fetch")]
     Unknown(String),
     #[error("{tool}: invalid arguments: {detail}")]
     Args { tool: String, detail: String },
@@ -136,6 +154,8 @@ pub enum Action {
         from: RelPath,
         to: RelPath,
     },
+    Shell(ShellCommand),
+    Fetch(FetchRequest),
 }
 
 #[derive(Deserialize)]
@@ -273,6 +293,8 @@ impl Action {
                     to: ws.resolve(&m.to)?,
                 }
             }
+            "shell.exec" => Action::Shell(ShellCommand::parse(a)?),
+            "http.fetch" => Action::Fetch(FetchRequest::parse(a)?),
             other => return Err(ToolError::Unknown(other.to_owned())),
         })
     }
@@ -286,6 +308,8 @@ impl Action {
             Action::Edit { .. } => "fs.edit",
             Action::Delete { .. } => "fs.delete",
             Action::Move { .. } => "fs.move",
+            Action::Shell(_) => "shell.exec",
+            Action::Fetch(_) => "http.fetch",
         }
     }
 
@@ -307,6 +331,8 @@ impl Action {
             Action::Write { path, content } => json!({ "path": path, "content": content }),
             Action::Edit { path, old, new } => json!({ "path": path, "old": old, "new": new }),
             Action::Move { from, to } => json!({ "from": from, "to": to }),
+            Action::Shell(cmd) => cmd.canonical_args(),
+            Action::Fetch(req) => req.canonical_args(),
         };
         json!({ "tool": self.tool(), "args": args })
     }
@@ -329,7 +355,45 @@ impl Action {
             _ => Vec::new(),
         }
     }
+
+    /// Every workspace path the action names, read or written.
+    pub fn paths(&self) -> Vec<&RelPath> {
+        match self {
+            Action::Read { path } | Action::List { path, .. } | Action::Search { path, .. } => {
+                vec![path]
+            }
+            _ => self.touched(),
+        }
+    }
+
+    /// The host an `http.fetch` goes to.
+    pub fn host(&self) -> Option<&str> {
+        match self {
+            Action::Fetch(req) => req.url.host_str(),
+            _ => None,
+        }
+    }
+
+    /// Whether the effect is on files Reins can read back (settled from the disk after a crash).
+    pub fn is_file_effect(&self) -> bool {
+        !self.touched().is_empty()
+    }
 }
+
+/// Deserialises a tool's arguments, with the tool's name in the error.
+pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(tool: &str, value: &Value) -> Result<T, ToolError> {
+    args(tool, value)
+}
+
+pub(crate) fn invalid(tool: &str, detail: impl Into<String>) -> ToolError {
+    ToolError::Args {
+        tool: tool.to_owned(),
+        detail: detail.into(),
+    }
+}
+
+/// Headers for `http.fetch`, ordered so the canonical form is stable.
+pub type Headers = BTreeMap<String, String>;
 
 /// The canonical form of a call that did not validate, so even a refused proposal is recorded exactly.
 pub fn canonical_of_raw(call: &ToolCall) -> String {

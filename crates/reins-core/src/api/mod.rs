@@ -19,7 +19,7 @@ use crate::engine::{
 };
 use crate::error::{Error, Result};
 use crate::ids::RunId;
-use crate::policy::PermitAll;
+use crate::policy::{Protected, RulePolicy};
 use crate::run::RunState;
 use crate::store::attempts::AttemptRow;
 use crate::store::intents::IntentRow;
@@ -29,6 +29,9 @@ use crate::workspace::Workspace;
 
 pub use crate::engine::{Observer as RunObserver, Silent};
 
+mod review;
+pub use review::{ApprovalView, PolicyCheck};
+
 /// Default lease: how long a worker owns a run without writing before another may take it over.
 pub const DEFAULT_LEASE_MS: i64 = 30_000;
 
@@ -36,6 +39,8 @@ pub const DEFAULT_LEASE_MS: i64 = 30_000;
 pub struct Options {
     pub lease_ms: i64,
     pub retry: crate::failure::RetryBudget,
+    /// The user's policy file; None: `policy.toml` in the config dir.
+    pub policy_file: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -43,6 +48,7 @@ impl Default for Options {
         Self {
             lease_ms: DEFAULT_LEASE_MS,
             retry: crate::failure::RetryBudget::default(),
+            policy_file: None,
         }
     }
 }
@@ -50,6 +56,7 @@ impl Default for Options {
 pub struct Reins {
     engine: Engine,
     data_dir: DataDir,
+    policy_file: std::path::PathBuf,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -152,18 +159,34 @@ impl Reins {
         data_dir.ensure()?;
         let store = Store::open(&data_dir.database()).await?;
         let blobs = BlobStore::open(&data_dir.blobs())?;
+        let config_dir = crate::data_dir::config_dir()?;
+        let policy_file = options
+            .policy_file
+            .clone()
+            .unwrap_or_else(|| config_dir.join("policy.toml"));
+        let protected = Protected::new(data_dir.root(), &config_dir, &policy_file);
+        let policy = RulePolicy::load(&policy_file, protected)?;
         let engine = Engine::new(
             store,
             blobs,
-            Arc::new(PermitAll),
+            Arc::new(policy),
             options.lease_ms.max(1000),
         )
         .with_retry_budget(options.retry);
-        Ok(Self { engine, data_dir })
+        Ok(Self {
+            engine,
+            data_dir,
+            policy_file,
+        })
     }
 
     pub fn data_dir(&self) -> &DataDir {
         &self.data_dir
+    }
+
+    /// The user's policy file (it may not exist: then only the built-in defaults apply).
+    pub fn policy_file(&self) -> &Path {
+        &self.policy_file
     }
 
     pub fn store(&self) -> &Store {

@@ -1,0 +1,422 @@
+//! `reins approvals`, `reins approval show ID`, `reins approve ID`, `reins reject ID`, `reins grants`.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+
+use reins_core::api::{ApprovalView, Reins};
+use reins_core::approval::Scope;
+use reins_core::engine::{ApproveRequest, Decided};
+use reins_core::run::RunState;
+use reins_core::tools::ToolCall;
+use reins_core::Error;
+
+use crate::exit;
+use crate::output::{print_json, time, Printer};
+
+#[derive(clap::Args)]
+pub struct ListArgs {
+    /// Every approval, not only the pending ones.
+    #[arg(long)]
+    all: bool,
+    /// Only this run's approvals (id or unique prefix).
+    #[arg(long, value_name = "RUN")]
+    run: Option<String>,
+}
+
+#[derive(clap::Subcommand)]
+pub enum ApprovalCommand {
+    /// Show one approval: risk and reasons, the context summary, and the exact diff, command or
+    /// request (coloured on a terminal).
+    Show(ShowArgs),
+}
+
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    /// The approval id, or a unique prefix of it.
+    id: String,
+    /// Print only the action as JSON ({"tool", "args"}): save it, edit it, and pass it to
+    /// `reins approve ID --edit FILE`.
+    #[arg(long)]
+    action: bool,
+}
+
+#[derive(clap::Args)]
+pub struct ApproveArgs {
+    /// The approval id, or a unique prefix of it.
+    id: String,
+    /// How far the approval reaches: this once, or a grant for the rest of the run, this workspace,
+    /// or always (revocable with `reins grants revoke`).
+    #[arg(long, value_enum, default_value_t = ScopeArg::Once)]
+    scope: ScopeArg,
+    /// Grant a pattern instead of the exact action: `"cargo test"` (a program and argument prefix)
+    /// for shell.exec, a path glob like `"docs/**"` for file tools. Needs a lasting --scope; refused
+    /// for commands with substitutions, interpreters or several parts.
+    #[arg(long, value_name = "PATTERN")]
+    pattern: Option<String>,
+    /// Approve an edited action instead (JSON {"tool","args"} or just the args; see
+    /// `reins approval show ID --action`). The edit is what runs, and both are recorded.
+    #[arg(long, value_name = "FILE")]
+    edit: Option<PathBuf>,
+    /// A note for the record (audit log).
+    #[arg(long, value_name = "TEXT")]
+    note: Option<String>,
+    /// Refuse unless the approval's action hash starts with this (what you reviewed elsewhere).
+    #[arg(long, value_name = "SHA256")]
+    hash: Option<String>,
+    /// Carry the run on here until its next stop, instead of leaving it queued for a worker.
+    #[arg(long)]
+    drive: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ScopeArg {
+    Once,
+    Run,
+    Workspace,
+    Always,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(s: ScopeArg) -> Self {
+        match s {
+            ScopeArg::Once => Scope::Once,
+            ScopeArg::Run => Scope::Run,
+            ScopeArg::Workspace => Scope::Workspace,
+            ScopeArg::Always => Scope::Always,
+        }
+    }
+}
+
+#[derive(clap::Args)]
+pub struct RejectArgs {
+    /// The approval id, or a unique prefix of it.
+    id: String,
+    /// Why: the agent is told this as the step's result, and the audit log keeps it.
+    #[arg(long, value_name = "TEXT")]
+    reason: String,
+    /// Carry the run on here until its next stop, instead of leaving it queued for a worker.
+    #[arg(long)]
+    drive: bool,
+}
+
+#[derive(clap::Args)]
+pub struct GrantsArgs {
+    #[command(subcommand)]
+    command: Option<GrantsCommand>,
+}
+
+#[derive(clap::Subcommand)]
+pub enum GrantsCommand {
+    /// Revoke a grant: actions it covered are reviewed again.
+    Revoke {
+        /// The grant id, or a unique prefix of it.
+        id: String,
+    },
+}
+
+fn who() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .map(|u| format!("user:{u}"))
+        .unwrap_or_else(|| "user".into())
+}
+
+pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Result<u8> {
+    let run = match &args.run {
+        Some(r) => Some(reins.resolve_run(r).await?),
+        None => None,
+    };
+    let rows = reins
+        .approvals(if args.all { None } else { Some("pending") }, run)
+        .await?;
+    if json {
+        print_json(&rows);
+        return Ok(exit::DONE);
+    }
+    if rows.is_empty() {
+        println!(
+            "{}",
+            if args.all { "no approvals" } else { "no pending approvals" }
+        );
+        return Ok(exit::DONE);
+    }
+    println!(
+        "{:<36}  {:<8}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  FIRST REASON",
+        "ID", "RUN", "STEP", "TOOL", "RISK", "STATUS", "ACTION"
+    );
+    for v in &rows {
+        let r = &v.row;
+        println!(
+            "{:<36}  {:<8}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  {}",
+            r.id,
+            &r.run_id[..8.min(r.run_id.len())],
+            r.step_seq,
+            r.tool,
+            r.risk,
+            r.status,
+            &r.action_hash[..12.min(r.action_hash.len())],
+            v.reason_list.first().map(String::as_str).unwrap_or("")
+        );
+    }
+    Ok(exit::DONE)
+}
+
+pub async fn show(reins: &Reins, args: ShowArgs, json: bool) -> reins_core::Result<u8> {
+    let v = reins.approval(&args.id).await?;
+    if args.action {
+        let (text, _) = v.row.effective_action();
+        let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
+        print_json(&value);
+        return Ok(exit::DONE);
+    }
+    if json {
+        print_json(&v);
+        return Ok(exit::DONE);
+    }
+    if v.row.id != args.id && !v.row.id.starts_with(&args.id) {
+        println!(
+            "! approval {} was superseded (a file changed on disk); this is its replacement\n",
+            args.id
+        );
+    }
+    print_card(&v);
+    Ok(exit::DONE)
+}
+
+fn print_card(v: &ApprovalView) {
+    let tty = std::io::stdout().is_terminal();
+    let paint = |code: &str, s: &str| {
+        if tty {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_owned()
+        }
+    };
+    let r = &v.row;
+    let risk = match r.risk.as_str() {
+        "high" => paint("1;31", "HIGH"),
+        "medium" => paint("33", "MEDIUM"),
+        _ => paint("32", "LOW"),
+    };
+    println!("approval {}  [{}]  {risk} risk", r.id, r.status);
+    println!("  run {}  step {}  {}", r.run_id, r.step_seq, r.tool);
+    println!("  action sha256 {}", r.action_hash);
+    println!(
+        "  asked {}  expires {}",
+        time(r.created_at),
+        time(r.expires_at)
+    );
+    if let Some(by) = &r.decided_by {
+        println!(
+            "  decided by {by} at {}{}",
+            r.decided_at.map(time).unwrap_or_default(),
+            r.note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
+        );
+    }
+    if let Some(why) = &r.stale_reason {
+        println!(
+            "  superseded by {}: {why}",
+            r.superseded_by.as_deref().unwrap_or("?")
+        );
+    }
+    println!("\nwhy it needs you:");
+    for reason in &v.reason_list {
+        println!("  - {reason}");
+    }
+    println!("\ncontext:");
+    for line in v.context_summary.describe().lines() {
+        println!("  {line}");
+    }
+    let (title, preview) = match &r.edited_preview {
+        Some(p) => ("preview (as you edited it; this is what runs):", p.as_str()),
+        None => ("preview (exactly what runs):", r.preview.as_str()),
+    };
+    println!("\n{title}");
+    for line in preview.lines() {
+        let colored = if line.starts_with("+++") || line.starts_with("---") {
+            paint("1", line)
+        } else if line.starts_with('+') {
+            paint("32", line)
+        } else if line.starts_with('-') {
+            paint("31", line)
+        } else if line.starts_with("@@") {
+            paint("36", line)
+        } else if line.trim_start().starts_with("[high]") {
+            paint("1;31", line)
+        } else {
+            line.to_owned()
+        };
+        println!("  {colored}");
+    }
+    if r.status == "pending" {
+        println!(
+            "\ndecide: reins approve {id} [--scope once|run|workspace|always] [--edit FILE]\n        reins reject {id} --reason TEXT",
+            id = r.id
+        );
+    }
+}
+
+fn read_edit(file: &PathBuf, tool: &str) -> reins_core::Result<ToolCall> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::Invalid(format!("cannot read {}: {e}", file.display())))?;
+    let value: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::Invalid(format!("{} is not JSON: {e}", file.display())))?;
+    if value.get("tool").is_some() && value.get("args").is_some() {
+        serde_json::from_value(value)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", file.display())))
+    } else {
+        Ok(ToolCall {
+            tool: tool.into(),
+            args: value,
+        })
+    }
+}
+
+pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core::Result<u8> {
+    let edited = match &args.edit {
+        Some(file) => {
+            let current = reins.approval(&args.id).await?;
+            Some(read_edit(file, &current.row.tool)?)
+        }
+        None => None,
+    };
+    let decided = reins
+        .approve(
+            &args.id,
+            ApproveRequest {
+                scope: args.scope.into(),
+                pattern: args.pattern,
+                edited,
+                note: args.note,
+                expect_hash: args.hash,
+                by: who(),
+            },
+        )
+        .await?;
+    if !json {
+        let a = &decided.approval;
+        let edited = if a.edited_action.is_some() {
+            " (edited: the edit is what runs)"
+        } else {
+            ""
+        };
+        println!(
+            "approved {} for step {} ({}){edited}, scope {}",
+            a.id,
+            a.step_seq,
+            a.tool,
+            a.scope.as_deref().unwrap_or("once")
+        );
+        if let Some(g) = &decided.grant {
+            println!(
+                "  grant {}: {} {} {} (revoke: reins grants revoke {})",
+                g.id, g.scope, g.tool, g.pattern, g.id
+            );
+        }
+    }
+    after_decision(reins, &decided, args.drive, json).await
+}
+
+pub async fn reject(reins: &Reins, args: RejectArgs, json: bool) -> reins_core::Result<u8> {
+    let decided = reins.reject(&args.id, &args.reason, &who()).await?;
+    if !json {
+        println!(
+            "rejected {} (step {}, {}): the agent is told \"{}\"",
+            decided.approval.id,
+            decided.approval.step_seq,
+            decided.approval.tool,
+            args.reason.trim()
+        );
+    }
+    after_decision(reins, &decided, args.drive, json).await
+}
+
+async fn after_decision(
+    reins: &Reins,
+    decided: &Decided,
+    drive: bool,
+    json: bool,
+) -> reins_core::Result<u8> {
+    if json {
+        print_json(decided);
+    }
+    match decided.run_state {
+        RunState::Queued if drive => {
+            let printer = Printer { json };
+            let outcome = reins.drive(decided.run, &printer).await?;
+            Ok(match outcome {
+                reins_core::engine::DriveOutcome::Finished {
+                    state: RunState::Succeeded,
+                    ..
+                } => exit::DONE,
+                reins_core::engine::DriveOutcome::Finished { .. } => exit::RUN_FAILED,
+                _ => exit::NEEDS_HUMAN,
+            })
+        }
+        RunState::Queued => {
+            if !json {
+                println!(
+                    "  run {} is queued to carry it out: a `reins run` following it or a `reins worker` picks it up (or add --drive)",
+                    decided.run
+                );
+            }
+            Ok(exit::DONE)
+        }
+        other => {
+            if !json {
+                println!(
+                    "  run {} is {other}; the decision is carried out when it resumes",
+                    decided.run
+                );
+            }
+            Ok(exit::DONE)
+        }
+    }
+}
+
+pub async fn grants(reins: &Reins, args: GrantsArgs, json: bool) -> reins_core::Result<u8> {
+    if let Some(GrantsCommand::Revoke { id }) = args.command {
+        let g = reins.revoke_grant(&id).await?;
+        if json {
+            print_json(&g);
+        } else {
+            println!(
+                "revoked grant {} ({} {} {}; used {} times)",
+                g.id, g.scope, g.tool, g.pattern, g.uses
+            );
+        }
+        return Ok(exit::DONE);
+    }
+    let rows = reins.grants().await?;
+    if json {
+        print_json(&rows);
+        return Ok(exit::DONE);
+    }
+    if rows.is_empty() {
+        println!("no grants; `reins approve ID --scope run|workspace|always` creates one");
+        return Ok(exit::DONE);
+    }
+    println!(
+        "{:<36}  {:<9}  {:<10}  {:<6}  {:>4}  {:<8}  {:<36}  PATTERN",
+        "ID", "SCOPE", "TOOL", "MATCH", "USES", "STATE", "FROM APPROVAL"
+    );
+    for g in rows {
+        let pattern = if g.matcher == "exact" {
+            format!("action {}", &g.pattern[..12.min(g.pattern.len())])
+        } else {
+            g.pattern.clone()
+        };
+        println!(
+            "{:<36}  {:<9}  {:<10}  {:<6}  {:>4}  {:<8}  {:<36}  {pattern}",
+            g.id,
+            g.scope,
+            g.tool,
+            g.matcher,
+            g.uses,
+            if g.revoked_at.is_some() { "revoked" } else { "live" },
+            g.origin
+        );
+    }
+    Ok(exit::DONE)
+}

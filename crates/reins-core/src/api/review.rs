@@ -1,0 +1,165 @@
+//! The review facade: pending approvals and their decisions, grants, and explaining a policy
+//! decision without running anything.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::Reins;
+use crate::approval::ContextSummary;
+use crate::engine::{ApproveRequest, Decided};
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+use crate::policy::{shell::Segment, Context, Decision, Risk};
+use crate::store::approvals::{self, ApprovalRow};
+use crate::store::grants::{self, GrantRow};
+use crate::store::{audit, audit::Actor, StoreError};
+use crate::tools::{Action, ToolCall};
+use crate::workspace::Workspace;
+
+/// An approval with its JSON columns read.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalView {
+    #[serde(flatten)]
+    pub row: ApprovalRow,
+    pub reason_list: Vec<String>,
+    pub context_summary: ContextSummary,
+    pub segment_list: Vec<Segment>,
+}
+
+impl ApprovalView {
+    fn of(row: ApprovalRow) -> Self {
+        Self {
+            reason_list: serde_json::from_str(&row.reasons).unwrap_or_default(),
+            context_summary: serde_json::from_str(&row.context).unwrap_or_default(),
+            segment_list: row
+                .segments
+                .as_deref()
+                .and_then(|s| serde_json::from_str(s).ok())
+                .unwrap_or_default(),
+            row,
+        }
+    }
+}
+
+/// What the policy would decide about an action, and why.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PolicyCheck {
+    pub tool: String,
+    pub action: serde_json::Value,
+    pub action_hash: String,
+    pub risk: Risk,
+    pub decision: Decision,
+    pub reasons: Vec<String>,
+    pub segments: Vec<Segment>,
+    pub policy_file: Option<String>,
+    pub policy_version: String,
+}
+
+impl Reins {
+    /// Approvals, newest last; overdue ones are expired first (they fail closed).
+    pub async fn approvals(&self, status: Option<&str>, run: Option<RunId>) -> Result<Vec<ApprovalView>> {
+        self.engine.expire_due().await?;
+        Ok(approvals::list(self.store().pool(), status, run)
+            .await?
+            .into_iter()
+            .map(ApprovalView::of)
+            .collect())
+    }
+
+    /// One approval by id or unique prefix; a pending one is first checked against the disk, and
+    /// if a file changed, the fresh approval that supersedes it is returned instead.
+    pub async fn approval(&self, id: &str) -> Result<ApprovalView> {
+        self.engine.expire_due().await?;
+        let row = approvals::find(self.store().pool(), id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                what: format!("approval {id}"),
+            })?;
+        if row.status == "pending" {
+            if let Some(new) = self.engine.refresh_approval(&row.id).await? {
+                if let Some(fresh) = approvals::get(self.store().pool(), &new).await? {
+                    return Ok(ApprovalView::of(fresh));
+                }
+            }
+        }
+        Ok(ApprovalView::of(row))
+    }
+
+    pub async fn approve(&self, id: &str, req: ApproveRequest) -> Result<Decided> {
+        self.engine.approve(id, req).await
+    }
+
+    pub async fn reject(&self, id: &str, reason: &str, by: &str) -> Result<Decided> {
+        self.engine.reject(id, reason, by).await
+    }
+
+    /// Re-checks pending approvals against the disk (see `Engine::refresh_approval`) and expires
+    /// overdue ones. Returns the ids of approvals that were superseded.
+    pub async fn refresh_approvals(&self) -> Result<Vec<String>> {
+        self.engine.expire_due().await?;
+        let mut superseded = Vec::new();
+        for row in approvals::list(self.store().pool(), Some("pending"), None).await? {
+            if self.engine.refresh_approval(&row.id).await?.is_some() {
+                superseded.push(row.id);
+            }
+        }
+        Ok(superseded)
+    }
+
+    pub async fn grants(&self) -> Result<Vec<GrantRow>> {
+        Ok(grants::list(self.store().pool()).await?)
+    }
+
+    pub async fn revoke_grant(&self, id: &str) -> Result<GrantRow> {
+        let now = crate::clock::now_ms();
+        let mut tx = self.store().begin().await?;
+        let row = grants::revoke(&mut tx, id, now).await?;
+        audit::append(
+            &mut tx,
+            Actor::User,
+            "grant.revoked",
+            row.run_id.as_deref().and_then(|r| r.parse().ok()),
+            &serde_json::json!({ "grant": row.id, "scope": row.scope, "tool": row.tool, "pattern": row.pattern, "uses": row.uses }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(row)
+    }
+
+    /// Explains what the policy decides for a tool call on a workspace, without running anything.
+    pub async fn policy_check(&self, tool: &str, args: serde_json::Value, workspace: &Path) -> Result<PolicyCheck> {
+        let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
+        let call = ToolCall {
+            tool: tool.into(),
+            args,
+        };
+        let action = Action::parse(&call, &ws)?;
+        let resolved = match &action {
+            Action::Fetch(req) => crate::tools::fetch::resolve(&req.url).await.unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let policy = self.engine.policy();
+        let v = policy.classify(
+            &action,
+            &Context {
+                root: ws.root(),
+                resolved: &resolved,
+            },
+        );
+        Ok(PolicyCheck {
+            tool: tool.into(),
+            action: action.canonical(),
+            action_hash: action.hash().to_string(),
+            risk: v.risk,
+            decision: v.decision,
+            reasons: v.reasons,
+            segments: v.segments,
+            policy_file: Some(self.policy_file().display().to_string()),
+            policy_version: policy.version(),
+        })
+    }
+}

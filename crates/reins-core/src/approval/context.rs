@@ -1,0 +1,101 @@
+//! The context summary on a review card: what the run is for, what it has done, why the agent wants
+//! this action, and what it has read — so a person can judge the action without reading the log.
+
+use serde::{Deserialize, Serialize};
+use sqlx::SqlitePool;
+
+use crate::ids::RunId;
+use crate::store::{self, steps};
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextSummary {
+    pub goal: String,
+    /// Steps finished before this one.
+    pub steps_done: i64,
+    /// The last few steps, one line each.
+    pub recent: Vec<String>,
+    /// The agent's stated reason for this action.
+    pub why: Option<String>,
+    /// Paths the run has read or listed (newest first, at most 20).
+    pub read: Vec<String>,
+    /// Profile facts the agent's context used (filled once memory exists).
+    #[serde(default)]
+    pub memory: Vec<String>,
+}
+
+impl ContextSummary {
+    pub async fn build(
+        pool: &SqlitePool,
+        run: RunId,
+        goal: &str,
+        seq: i64,
+        why: Option<&str>,
+    ) -> store::Result<Self> {
+        let steps_done: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'",
+        )
+        .bind(run.to_string())
+        .bind(seq)
+        .fetch_one(pool)
+        .await?;
+        let recent = steps::recent(pool, run, seq, 5)
+            .await?
+            .into_iter()
+            .map(|s| {
+                let result = s.result.as_deref().unwrap_or("").lines().next().unwrap_or("");
+                let result: String = result.chars().take(120).collect();
+                format!("step {} {} {}: {result}", s.seq, s.tool, s.status)
+            })
+            .collect();
+        let actions: Vec<String> = sqlx::query_scalar(
+            "SELECT action FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'
+               AND tool IN ('fs.read', 'fs.list', 'fs.search') ORDER BY seq DESC LIMIT 200",
+        )
+        .bind(run.to_string())
+        .bind(seq)
+        .fetch_all(pool)
+        .await?;
+        let mut read: Vec<String> = Vec::new();
+        for a in actions {
+            let path = serde_json::from_str::<serde_json::Value>(&a)
+                .ok()
+                .and_then(|v| v["args"]["path"].as_str().map(str::to_owned));
+            if let Some(p) = path {
+                if !read.contains(&p) {
+                    read.push(p);
+                    if read.len() == 20 {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(Self {
+            goal: goal.into(),
+            steps_done,
+            recent,
+            why: why.map(str::to_owned),
+            read,
+            memory: Vec::new(),
+        })
+    }
+
+    /// The summary as a few lines of plain text.
+    pub fn describe(&self) -> String {
+        let mut s = format!("Goal: {}\nProgress: {} steps done", self.goal, self.steps_done);
+        for r in &self.recent {
+            s.push_str(&format!("\n  {r}"));
+        }
+        s.push_str(&format!(
+            "\nWhy (the agent's words): {}",
+            self.why.as_deref().unwrap_or("(the agent gave no reason)")
+        ));
+        if !self.read.is_empty() {
+            s.push_str(&format!("\nHas read: {}", self.read.join(", ")));
+        }
+        if !self.memory.is_empty() {
+            s.push_str(&format!("\nRemembered facts used: {}", self.memory.join("; ")));
+        }
+        s
+    }
+}

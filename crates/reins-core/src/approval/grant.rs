@@ -1,0 +1,137 @@
+//! Grants: "allow this again" made explicit. A grant is created only by an approval decision and
+//! matches either the exact action (by hash) or a pattern: for `shell.exec` a program and argument
+//! prefix, for file tools a path glob. A pattern never covers what Reins cannot see through: a
+//! pattern grant is refused for a command with substitutions, interpreters or more than one part, and
+//! only matches commands that are one plain simple command of medium risk or less; it never matches a
+//! protected path.
+
+use serde::Serialize;
+
+use crate::policy::shell::Place;
+use crate::policy::{self, programs, Risk};
+use crate::store::grants::GrantRow;
+use crate::tools::Action;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Matcher {
+    /// The action hash.
+    Exact,
+    /// A JSON array: the argv a command must start with.
+    Prefix,
+    /// A path glob every path of the action must match.
+    Glob,
+}
+
+impl Matcher {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Matcher::Exact => "exact",
+            Matcher::Prefix => "prefix",
+            Matcher::Glob => "glob",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GrantSpec {
+    pub tool: String,
+    pub matcher: Matcher,
+    pub pattern: String,
+}
+
+impl GrantSpec {
+    /// The grant an approval of `action` leaves, exact unless `pattern` is given. Refuses a pattern
+    /// that would cover what Reins cannot see through, or that does not cover the approved action.
+    pub fn for_action(action: &Action, pattern: Option<&str>, place: Place<'_>) -> Result<Self, String> {
+        let tool = action.tool().to_owned();
+        let Some(pattern) = pattern else {
+            return Ok(Self {
+                tool,
+                matcher: Matcher::Exact,
+                pattern: action.hash().to_string(),
+            });
+        };
+        match action {
+            Action::Shell(cmd) => {
+                let analysis = cmd.analyse(place);
+                let Some(argv) = analysis.direct_argv.clone() else {
+                    return Err("a pattern grant needs a plain command (one program, literal arguments, no pipes, lists, redirections or substitutions); approve it for this scope exactly instead".into());
+                };
+                if analysis.risk == Risk::High {
+                    return Err(format!(
+                        "a pattern grant is refused for a high-risk command ({}); approve it exactly instead",
+                        analysis.all_reasons().join("; ")
+                    ));
+                }
+                let want = policy::shell::analyse_command(pattern, place);
+                let Some(prefix) = want.direct_argv else {
+                    return Err(format!("the pattern {pattern:?} is not a plain program and arguments"));
+                };
+                if prefix.is_empty() {
+                    return Err("the pattern is empty".into());
+                }
+                let program = prefix[0].rsplit('/').next().unwrap_or(&prefix[0]);
+                if programs::runs_code(program) || programs::is_network(program) {
+                    return Err(format!("a pattern grant is refused for `{program}`: it runs code or talks to the network, so a pattern would cover anything"));
+                }
+                if !argv.starts_with(&prefix) {
+                    return Err(format!("the pattern {pattern:?} does not cover the approved command"));
+                }
+                Ok(Self {
+                    tool,
+                    matcher: Matcher::Prefix,
+                    pattern: serde_json::to_string(&prefix).unwrap_or_default(),
+                })
+            }
+            Action::Fetch(_) => Err("http.fetch grants are exact only".into()),
+            _ => {
+                let glob = globset::Glob::new(pattern)
+                    .map_err(|e| format!("the pattern {pattern:?} is not a valid path glob: {e}"))?
+                    .compile_matcher();
+                let paths = action.paths();
+                if paths.is_empty() || !paths.iter().all(|p| glob.is_match(p.as_str())) {
+                    return Err(format!("the pattern {pattern:?} does not cover the approved action's paths"));
+                }
+                Ok(Self {
+                    tool,
+                    matcher: Matcher::Glob,
+                    pattern: pattern.to_owned(),
+                })
+            }
+        }
+    }
+}
+
+/// Whether a live grant covers `action`, whose risk is `risk`.
+pub fn covers(grant: &GrantRow, action: &Action, risk: Risk, place: Place<'_>) -> bool {
+    if grant.tool != action.tool() || grant.revoked_at.is_some() {
+        return false;
+    }
+    match grant.matcher.as_str() {
+        "exact" => grant.pattern == action.hash().as_str(),
+        "prefix" => {
+            let Action::Shell(cmd) = action else { return false };
+            let Ok(prefix) = serde_json::from_str::<Vec<String>>(&grant.pattern) else {
+                return false;
+            };
+            let analysis = cmd.analyse(place);
+            risk < Risk::High
+                && analysis.risk < Risk::High
+                && analysis.direct_argv.is_some_and(|argv| argv.starts_with(&prefix))
+        }
+        "glob" => {
+            let Ok(glob) = globset::Glob::new(&grant.pattern) else {
+                return false;
+            };
+            let glob = glob.compile_matcher();
+            let paths = action.paths();
+            risk < Risk::High
+                && !paths.is_empty()
+                && paths.iter().all(|p| {
+                    glob.is_match(p.as_str()) && place.protected.why(place.root, p.as_str()).is_none()
+                })
+        }
+        _ => false,
+    }
+}

@@ -1,0 +1,65 @@
+//! Review checkpoints: what a person is shown (the exact preview and a context summary), what scope
+//! their approval may have, and the grants it can leave behind. The engine writes and honours them;
+//! this module holds the vocabulary and the pure decisions.
+
+use serde::{Deserialize, Serialize};
+
+pub mod context;
+pub mod grant;
+pub mod preview;
+
+pub use context::ContextSummary;
+pub use grant::{GrantSpec, Matcher};
+
+/// How far an approval reaches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Only this action, this once.
+    Once,
+    /// This action (or pattern) for the rest of this run.
+    Run,
+    /// In any run on this workspace.
+    Workspace,
+    /// Everywhere, until revoked.
+    Always,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Once => "once",
+            Scope::Run => "run",
+            Scope::Workspace => "workspace",
+            Scope::Always => "always",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Scope::Once, Scope::Run, Scope::Workspace, Scope::Always]
+            .into_iter()
+            .find(|x| x.as_str() == s)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Pending,
+    Approved,
+    Rejected,
+    Expired,
+    Superseded,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Approved => "approved",
+            Status::Rejected => "rejected",
+            Status::Expired => "expired",
+            Status::Superseded => "superseded",
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! Previews a person reviews for actions that are not file changes (file changes preview as diffs,
+//! see `workspace::diff`). Hidden characters are always shown as visible markers.
+
+use std::net::IpAddr;
+
+use crate::policy::shell::Place;
+use crate::policy::text::reveal;
+use crate::policy::Verdict;
+use crate::tools::{Action, CommandForm, FetchRequest, ShellCommand};
+
+/// The command, how it will run, and each part with its risk.
+pub fn shell(cmd: &ShellCommand, verdict: &Verdict, place: Place<'_>) -> String {
+    let analysis = cmd.analyse(place);
+    let argv = cmd.argv(&analysis);
+    let mut s = format!("$ {}\n\n", reveal(&cmd.display()));
+    let how = match (&cmd.form, &analysis.direct_argv) {
+        (CommandForm::Argv(_), _) => "runs directly as this argv (no shell)",
+        (CommandForm::Line(_), Some(_)) => "runs directly as this argv (no shell: one plain command)",
+        (CommandForm::Line(_), None) => "runs with `bash --noprofile --norc -c` and exactly the text above",
+    };
+    s.push_str(&format!("{how}:\n  {}\n", reveal(&format!("{argv:?}"))));
+    s.push_str(&format!(
+        "in the workspace root, timeout {} s, output capped, own process group, only PATH/HOME/USER/LANG/TERM/TZ/TMPDIR passed on\n",
+        cmd.timeout_s
+    ));
+    if !verdict.segments.is_empty() {
+        s.push_str("\nparts:\n");
+        for seg in &verdict.segments {
+            s.push_str(&format!("  [{}] {}\n", seg.risk.as_str(), reveal(&seg.text)));
+            for r in &seg.reasons {
+                s.push_str(&format!("        - {}\n", reveal(r)));
+            }
+        }
+    }
+    s
+}
+
+/// Method, URL, headers, body, and where the host resolved.
+pub fn fetch(req: &FetchRequest, resolved: &[IpAddr]) -> String {
+    let mut s = reveal(&req.display());
+    if !resolved.is_empty() {
+        let list: Vec<String> = resolved.iter().map(ToString::to_string).collect();
+        s.push_str(&format!(
+            "\n{} resolves to {} (the request connects only to these; redirects are checked again)\n",
+            req.url.host_str().unwrap_or("?"),
+            list.join(", ")
+        ));
+    }
+    s
+}
+
+/// For a read-only action held for review (a protected path).
+pub fn read(action: &Action) -> String {
+    reveal(&format!("{} {}\n", action.tool(), action.canonical()["args"]))
+}

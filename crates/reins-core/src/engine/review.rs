@@ -1,0 +1,501 @@
+//! A person's side of a review checkpoint: approve (optionally edited, optionally with a grant),
+//! reject with a reason, expiry (fails closed), and staleness — a file that changed on disk after
+//! the preview was made supersedes the approval with a fresh one, so nobody approves a diff that no
+//! longer matches. Each decision is one guarded transaction with its audit events; a decision is
+//! written only over a pending approval, so none is ever overwritten.
+
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use crate::approval::preview;
+use crate::approval::{GrantSpec, Scope};
+use crate::clock::now_ms;
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::ids::{ApprovalId, GrantId, RunId};
+use crate::journal::FileImage;
+use crate::policy::shell::Place;
+use crate::policy::{Context, Decision, Verdict};
+use crate::run::{RunEvent, RunState};
+use crate::store::approvals::{self, ApprovalRow, DecisionWrite};
+use crate::store::grants::{self, GrantRow};
+use crate::store::{audit, audit::Actor, runs, StoreError, Tx};
+use crate::tools::{self, Action, EffectPlan, ToolCall};
+use crate::workspace::Workspace;
+
+use super::drive::{images_json, parse_images};
+use super::Engine;
+
+/// What a person approves with.
+#[derive(Clone, Debug)]
+pub struct ApproveRequest {
+    pub scope: Scope,
+    /// A pattern for the grant (`cargo test` for shell, a path glob for file tools); exact if None.
+    pub pattern: Option<String>,
+    /// The action as the person edited it: this is what runs.
+    pub edited: Option<ToolCall>,
+    pub note: Option<String>,
+    /// The action hash the person saw; refused if the approval now holds another.
+    pub expect_hash: Option<String>,
+    pub by: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decided {
+    pub approval: ApprovalRow,
+    pub run: RunId,
+    pub run_state: RunState,
+    pub grant: Option<GrantRow>,
+}
+
+/// What a file action would do now: its plan, or why it cannot be planned.
+fn plan_now(action: &Action, ws: &Workspace) -> std::result::Result<Option<EffectPlan>, String> {
+    if !action.is_file_effect() {
+        return Ok(None);
+    }
+    tools::plan(action, ws).map(Some).map_err(|e| e.to_string())
+}
+
+/// The preview a person sees for `action`.
+pub(super) fn preview_of(
+    action: &Action,
+    plan: Option<&EffectPlan>,
+    verdict: &Verdict,
+    resolved: &[IpAddr],
+    place: Place<'_>,
+) -> String {
+    match (action, plan) {
+        (_, Some(p)) => p.preview.clone(),
+        (Action::Shell(cmd), None) => preview::shell(cmd, verdict, place),
+        (Action::Fetch(req), None) => preview::fetch(req, resolved),
+        _ => preview::read(action),
+    }
+}
+
+impl Engine {
+    fn place<'a>(&'a self, ws: &'a Workspace) -> Place<'a> {
+        Place {
+            root: ws.root(),
+            protected: self.policy.protected(),
+        }
+    }
+
+    async fn resolved_for(action: &Action) -> Result<Vec<IpAddr>> {
+        match action {
+            Action::Fetch(req) => tools::fetch::resolve(&req.url).await.map_err(Error::Invalid),
+            _ => Ok(Vec::new()),
+        }
+    }
+
+    /// A pending approval by id (or unique prefix); an overdue one is expired first and refused.
+    async fn pending(&self, id: &str) -> Result<ApprovalRow> {
+        let row = approvals::find(self.store.pool(), id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                what: format!("approval {id}"),
+            })?;
+        match row.status.as_str() {
+            "pending" if row.expires_at <= now_ms() => {
+                self.expire(&row).await?;
+                Err(Error::Conflict(format!(
+                    "approval {} expired before the decision; the action did not run",
+                    row.id
+                )))
+            }
+            "pending" => Ok(row),
+            "superseded" => Err(Error::Conflict(format!(
+                "approval {} was superseded ({}); review {} instead",
+                row.id,
+                row.stale_reason.as_deref().unwrap_or("replaced"),
+                row.superseded_by.as_deref().unwrap_or("the newer approval")
+            ))),
+            other => Err(Error::Conflict(format!(
+                "approval {} is already {other}; a decision is never changed",
+                row.id
+            ))),
+        }
+    }
+
+    fn workspace_of(run: &runs::RunRow) -> Result<Workspace> {
+        Workspace::open(std::path::Path::new(&run.workspace))
+            .map_err(|e| Error::Conflict(format!("the run's workspace cannot be opened: {e}")))
+    }
+
+    pub async fn approve(&self, id: &str, req: ApproveRequest) -> Result<Decided> {
+        let row = self.pending(id).await?;
+        if let Some(want) = &req.expect_hash {
+            if !row.action_hash.starts_with(want.as_str()) || want.len() < 8 {
+                return Err(Error::Conflict(format!(
+                    "approval {} is for action {}, not {want}; review it again",
+                    row.id, row.action_hash
+                )));
+            }
+        }
+        let run_id: RunId = row
+            .run_id
+            .parse()
+            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let run = runs::get(self.store.pool(), run_id).await?;
+        let ws = Self::workspace_of(&run)?;
+        if let Some(new) = self.refresh_with(&row, &ws).await? {
+            return Err(Error::Conflict(format!(
+                "the files changed on disk after this review was prepared, so the diff shown is out of date; review approval {new} (the current diff) instead"
+            )));
+        }
+        let original = serde_json::from_str::<ToolCall>(&row.action)
+            .ok()
+            .and_then(|c| Action::parse(&c, &ws).ok());
+        let mut edited: Option<(String, String, String, String)> = None;
+        let effective = match &req.edited {
+            Some(call) => {
+                if call.tool != row.tool {
+                    return Err(Error::Invalid(format!(
+                        "an edit must keep the tool {}; it names {}",
+                        row.tool, call.tool
+                    )));
+                }
+                let action = Action::parse(call, &ws)
+                    .map_err(|e| Error::Invalid(format!("the edited action is invalid: {e}")))?;
+                let resolved = Self::resolved_for(&action).await?;
+                let verdict = self.policy.classify(
+                    &action,
+                    &Context {
+                        root: ws.root(),
+                        resolved: &resolved,
+                    },
+                );
+                if verdict.decision == Decision::Deny {
+                    return Err(Error::Invalid(format!(
+                        "the edited action is denied by policy: {}",
+                        verdict.reasons.join("; ")
+                    )));
+                }
+                let plan = plan_now(&action, &ws)
+                    .map_err(|e| Error::Invalid(format!("the edited action cannot be carried out: {e}")))?;
+                let preview = preview_of(&action, plan.as_ref(), &verdict, &resolved, self.place(&ws));
+                let pre = images_json(plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[]));
+                edited = Some((action.canonical_text(), action.hash().to_string(), preview, pre));
+                action
+            }
+            None => original.ok_or_else(|| {
+                Error::Conflict(format!(
+                    "approval {}: the recorded action no longer validates; reject it",
+                    row.id
+                ))
+            })?,
+        };
+        let spec = match (req.scope, &req.pattern) {
+            (Scope::Once, Some(_)) => {
+                return Err(Error::Invalid(
+                    "a pattern needs a lasting scope (--scope run, workspace or always)".into(),
+                ))
+            }
+            (Scope::Once, None) => None,
+            (_, pattern) => Some(
+                GrantSpec::for_action(&effective, pattern.as_deref(), self.place(&ws))
+                    .map_err(Error::Invalid)?,
+            ),
+        };
+        let now = now_ms();
+        let grant = spec.map(|s| GrantRow {
+            id: GrantId::new().to_string(),
+            scope: req.scope.as_str().into(),
+            run_id: (req.scope == Scope::Run).then(|| row.run_id.clone()),
+            workspace: (req.scope == Scope::Workspace).then(|| run.workspace.clone()),
+            tool: s.tool,
+            matcher: s.matcher.as_str().into(),
+            pattern: s.pattern,
+            origin: row.id.clone(),
+            uses: 0,
+            last_used_at: None,
+            created_at: now,
+            revoked_at: None,
+        });
+        let mut tx = self.store.begin().await?;
+        approvals::decide(
+            &mut tx,
+            &row.id,
+            &DecisionWrite {
+                status: "approved",
+                by: &req.by,
+                note: req.note.as_deref(),
+                scope: Some(req.scope.as_str()),
+                edited: edited
+                    .as_ref()
+                    .map(|(a, h, p, pre)| (a.as_str(), h.as_str(), p.as_str(), pre.as_str())),
+                now,
+            },
+        )
+        .await?;
+        let mut events = vec![audit::Event::new(
+            Actor::User,
+            "approval.approved",
+            Some(run_id),
+            serde_json::json!({
+                "approval": row.id, "step": row.step_seq, "tool": row.tool, "by": req.by,
+                "actionHash": row.action_hash, "previewSha256": row.preview_sha256,
+                "risk": row.risk, "scope": req.scope, "note": req.note,
+            }),
+        )];
+        if let Some((_, hash, preview, _)) = &edited {
+            events.push(audit::Event::new(
+                Actor::User,
+                "approval.edited",
+                Some(run_id),
+                serde_json::json!({
+                    "approval": row.id, "originalHash": row.action_hash, "editedHash": hash,
+                    "editedPreviewSha256": Digest::of(preview.as_bytes()),
+                }),
+            ));
+        }
+        if let Some(g) = &grant {
+            grants::insert(&mut tx, g).await?;
+            events.push(audit::Event::new(
+                Actor::User,
+                "grant.created",
+                Some(run_id),
+                serde_json::json!({
+                    "grant": g.id, "scope": g.scope, "tool": g.tool, "matcher": g.matcher,
+                    "pattern": g.pattern, "origin": g.origin,
+                }),
+            ));
+        }
+        let state = self.decided(&mut tx, run_id, &events, now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        let approval = approvals::get(self.store.pool(), &row.id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                what: format!("approval {}", row.id),
+            })?;
+        Ok(Decided {
+            approval,
+            run: run_id,
+            run_state: state,
+            grant,
+        })
+    }
+
+    pub async fn reject(&self, id: &str, reason: &str, by: &str) -> Result<Decided> {
+        let reason = reason.trim();
+        if reason.is_empty() {
+            return Err(Error::Invalid(
+                "a rejection needs a reason: the agent is told it, and the audit log keeps it".into(),
+            ));
+        }
+        let row = self.pending(id).await?;
+        let run_id: RunId = row
+            .run_id
+            .parse()
+            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let now = now_ms();
+        let mut tx = self.store.begin().await?;
+        approvals::decide(
+            &mut tx,
+            &row.id,
+            &DecisionWrite {
+                status: "rejected",
+                by,
+                note: Some(reason),
+                scope: None,
+                edited: None,
+                now,
+            },
+        )
+        .await?;
+        let events = [audit::Event::new(
+            Actor::User,
+            "approval.rejected",
+            Some(run_id),
+            serde_json::json!({
+                "approval": row.id, "step": row.step_seq, "tool": row.tool, "by": by,
+                "actionHash": row.action_hash, "previewSha256": row.preview_sha256, "reason": reason,
+            }),
+        )];
+        let state = self.decided(&mut tx, run_id, &events, now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        let approval = approvals::get(self.store.pool(), &row.id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                what: format!("approval {}", row.id),
+            })?;
+        Ok(Decided {
+            approval,
+            run: run_id,
+            run_state: state,
+            grant: None,
+        })
+    }
+
+    /// Expires every pending approval past its deadline. Returns their ids.
+    pub async fn expire_due(&self) -> Result<Vec<String>> {
+        let mut done = Vec::new();
+        for row in approvals::pending_due(self.store.pool(), now_ms()).await? {
+            match self.expire(&row).await {
+                Ok(()) => done.push(row.id),
+                // Decided meanwhile: nothing to expire.
+                Err(Error::Store(StoreError::Conflict(_))) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(done)
+    }
+
+    async fn expire(&self, row: &ApprovalRow) -> Result<()> {
+        let run_id: RunId = row
+            .run_id
+            .parse()
+            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let now = now_ms();
+        let mut tx = self.store.begin().await?;
+        approvals::decide(
+            &mut tx,
+            &row.id,
+            &DecisionWrite {
+                status: "expired",
+                by: "system",
+                note: Some("no decision before the review timeout"),
+                scope: None,
+                edited: None,
+                now,
+            },
+        )
+        .await?;
+        let events = [audit::Event::new(
+            Actor::System,
+            "approval.expired",
+            Some(run_id),
+            serde_json::json!({ "approval": row.id, "step": row.step_seq, "expiresAt": row.expires_at }),
+        )];
+        self.decided(&mut tx, run_id, &events, now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(())
+    }
+
+    /// Records a decision's events and queues the run to carry it out (a paused run stays paused and
+    /// carries it out when resumed).
+    async fn decided(
+        &self,
+        tx: &mut Tx,
+        run: RunId,
+        events: &[audit::Event],
+        now: i64,
+    ) -> Result<RunState> {
+        audit::append_all(tx, None, events, now).await?;
+        let state: String = sqlx::query_scalar("SELECT state FROM runs WHERE id = ?")
+            .bind(run.to_string())
+            .fetch_one(&mut **tx)
+            .await
+            .map_err(StoreError::from)?;
+        if state == RunState::AwaitingApproval.as_str() {
+            let (_, to, _) = runs::advance(tx, run, None, RunEvent::Decide, None, now).await?;
+            return Ok(to);
+        }
+        Ok(RunState::parse(&state).unwrap_or(RunState::Paused))
+    }
+
+    /// Re-checks a pending approval against the disk: if a file it would change is no longer what the
+    /// preview was made from, it is superseded by a new approval with the current diff. Returns the new
+    /// approval's id, or None when it is still accurate.
+    pub async fn refresh_approval(&self, id: &str) -> Result<Option<String>> {
+        let Some(row) = approvals::get(self.store.pool(), id).await? else {
+            return Ok(None);
+        };
+        if row.status != "pending" {
+            return Ok(None);
+        }
+        let run_id: RunId = row
+            .run_id
+            .parse()
+            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let run = runs::get(self.store.pool(), run_id).await?;
+        let ws = Self::workspace_of(&run)?;
+        self.refresh_with(&row, &ws).await
+    }
+
+    async fn refresh_with(&self, row: &ApprovalRow, ws: &Workspace) -> Result<Option<String>> {
+        let reviewed = parse_images(&row.pre_images)?;
+        if reviewed.is_empty() {
+            return Ok(None);
+        }
+        let paths: Vec<_> = reviewed
+            .iter()
+            .filter_map(|i| ws.resolve(&i.path).ok())
+            .collect();
+        let now_hashes = ws.hashes(paths.iter()).unwrap_or_default();
+        let changed: Vec<&FileImage> = reviewed
+            .iter()
+            .filter(|i| now_hashes.get(&i.path) != Some(&i.sha256))
+            .collect();
+        if changed.is_empty() {
+            return Ok(None);
+        }
+        let why = format!(
+            "{} changed on disk after the review was prepared",
+            changed.iter().map(|i| i.path.as_str()).collect::<Vec<_>>().join(", ")
+        );
+        let call: Option<ToolCall> = serde_json::from_str(&row.action).ok();
+        let action = call.and_then(|c| Action::parse(&c, ws).ok());
+        let (preview, pre, verdict) = match &action {
+            Some(a) => {
+                let verdict = self.policy.classify(
+                    a,
+                    &Context {
+                        root: ws.root(),
+                        resolved: &[],
+                    },
+                );
+                match plan_now(a, ws) {
+                    Ok(plan) => (
+                        preview_of(a, plan.as_ref(), &verdict, &[], self.place(ws)),
+                        images_json(plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[])),
+                        Some(verdict),
+                    ),
+                    Err(e) => (
+                        format!("this action can no longer be carried out as proposed: {e}\n"),
+                        "[]".into(),
+                        Some(verdict),
+                    ),
+                }
+            }
+            None => ("the recorded action no longer validates\n".into(), "[]".into(), None),
+        };
+        let now = now_ms();
+        let new_id = ApprovalId::new().to_string();
+        let mut fresh = row.clone();
+        fresh.id = new_id.clone();
+        fresh.preview_sha256 = Digest::of(preview.as_bytes()).to_string();
+        fresh.preview = preview;
+        fresh.pre_images = pre;
+        fresh.created_at = now;
+        if let Some(v) = &verdict {
+            fresh.risk = v.risk.as_str().into();
+            fresh.reasons = serde_json::to_string(&v.reasons).unwrap_or_default();
+        }
+        let run_id: RunId = row
+            .run_id
+            .parse()
+            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let mut tx = self.store.begin().await?;
+        approvals::insert(&mut tx, &fresh).await?;
+        approvals::supersede(&mut tx, &row.id, &new_id, &why, now).await?;
+        audit::append_all(
+            &mut tx,
+            None,
+            &[audit::Event::new(
+                Actor::Harness,
+                "approval.superseded",
+                Some(run_id),
+                serde_json::json!({
+                    "approval": row.id, "by": new_id, "why": why,
+                    "previewSha256": fresh.preview_sha256,
+                }),
+            )],
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        Ok(Some(new_id))
+    }
+}

@@ -1,0 +1,344 @@
+//! The policy (step 2 of the protocol). Risk is decided here, by the harness, never by the model: a
+//! deterministic assessment of the action (protected paths, the parsed shell command, the network
+//! target, hidden characters) and then the rules, evaluated deny → ask → allow. High risk is always
+//! reviewed; anything not understood is high. Every decision carries plain-language reasons.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::tools::Action;
+
+pub mod network;
+pub mod programs;
+pub mod protected;
+pub mod rules;
+pub mod shell;
+pub mod text;
+
+pub use protected::Protected;
+pub use rules::{PolicyError, RuleSet};
+
+#[cfg(test)]
+mod tests;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    Low,
+    Medium,
+    High,
+}
+
+impl Risk {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Risk::Low => "low",
+            Risk::Medium => "medium",
+            Risk::High => "high",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [Risk::Low, Risk::Medium, Risk::High]
+            .into_iter()
+            .find(|r| r.as_str() == s)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// A decision and the plain-language reasons for it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub risk: Risk,
+    pub decision: Decision,
+    pub reasons: Vec<String>,
+    /// For a shell command: each simple command with its own risk.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<shell::Segment>,
+}
+
+/// What the policy may look at besides the action itself.
+#[derive(Clone, Copy, Debug)]
+pub struct Context<'a> {
+    /// The workspace root (canonical).
+    pub root: &'a Path,
+    /// For `http.fetch`: the addresses the host resolved to (empty when not resolved).
+    pub resolved: &'a [IpAddr],
+}
+
+pub trait Policy: Send + Sync {
+    fn classify(&self, action: &Action, cx: &Context<'_>) -> Verdict;
+    /// Recorded with each decision, so a change of policy is visible later.
+    fn version(&self) -> String;
+    /// How long a review may wait before it expires (and fails closed).
+    fn review_timeout_ms(&self) -> i64 {
+        rules::DEFAULT_EXPIRE_SECS * 1000
+    }
+    /// The paths this policy protects (for previews and grants).
+    fn protected(&self) -> &Protected {
+        &NO_PROTECTED
+    }
+}
+
+static NO_PROTECTED: Protected = Protected::NONE;
+
+/// Allows everything. For tests of the machinery around the policy only.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PermitAll;
+
+impl Policy for PermitAll {
+    fn classify(&self, action: &Action, _cx: &Context<'_>) -> Verdict {
+        Verdict {
+            risk: Risk::Low,
+            decision: Decision::Allow,
+            reasons: vec![format!("{}: allowed (test policy)", action.tool())],
+            segments: Vec::new(),
+        }
+    }
+
+    fn version(&self) -> String {
+        "permit-all/1".into()
+    }
+}
+
+/// The harness' own judgement of an action, before any rule.
+#[derive(Clone, Debug)]
+pub struct Assessment {
+    pub risk: Risk,
+    pub reasons: Vec<String>,
+    /// The action must not run at all (a metadata address, a `file://` URL).
+    pub forbidden: bool,
+    pub segments: Vec<shell::Segment>,
+}
+
+impl Assessment {
+    fn new() -> Self {
+        Self {
+            risk: Risk::Low,
+            reasons: Vec::new(),
+            forbidden: false,
+            segments: Vec::new(),
+        }
+    }
+
+    pub fn raise(&mut self, risk: Risk, reason: String) {
+        self.risk = self.risk.max(risk);
+        if !self.reasons.contains(&reason) {
+            self.reasons.push(reason);
+        }
+    }
+}
+
+/// Assesses an action: protected paths, hidden characters, the parsed command, the network target.
+pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Assessment {
+    let mut a = Assessment::new();
+    for path in action.paths() {
+        if let Some(why) = protected.why(cx.root, path.as_str()) {
+            a.raise(Risk::High, why);
+        }
+        if let Some(why) = text::invisible_reason(&format!("the path {path}"), path.as_str()) {
+            a.raise(Risk::High, why);
+        }
+    }
+    match action {
+        Action::Read { path } => {
+            if a.reasons.is_empty() {
+                a.reasons.push(format!("reads {path} inside the workspace"));
+            }
+        }
+        Action::List { path, .. } | Action::Search { path, .. } => {
+            if a.reasons.is_empty() {
+                a.reasons
+                    .push(format!("looks at {path} inside the workspace; changes nothing"));
+            }
+        }
+        Action::Write { path, content } => {
+            if let Some(why) = text::invisible_reason("the new content", content) {
+                a.raise(Risk::High, why);
+            }
+            a.raise(Risk::Medium, format!("writes {path}"));
+        }
+        Action::Edit { path, new, .. } => {
+            if let Some(why) = text::invisible_reason("the replacement text", new) {
+                a.raise(Risk::High, why);
+            }
+            a.raise(Risk::Medium, format!("edits {path}"));
+        }
+        Action::Delete { path } => a.raise(Risk::Medium, format!("deletes {path}")),
+        Action::Move { from, to } => a.raise(Risk::Medium, format!("moves {from} to {to}")),
+        Action::Shell(cmd) => {
+            let place = shell::Place {
+                root: cx.root,
+                protected,
+            };
+            let analysis = cmd.analyse(place);
+            if analysis.risk == Risk::Low && analysis.all_reasons().is_empty() {
+                a.raise(Risk::Low, "runs only commands that read".into());
+            }
+            for r in analysis.all_reasons() {
+                a.raise(analysis.risk, r);
+            }
+            a.risk = a.risk.max(analysis.risk);
+            a.segments = analysis.segments;
+        }
+        Action::Fetch(req) => network::assess(req, cx.resolved, &mut a),
+    }
+    a
+}
+
+/// The policy Reins runs with: the built-in assessment, then the user's rules, then the workspace's
+/// rules (which may only tighten).
+#[derive(Clone, Debug)]
+pub struct RulePolicy {
+    protected: Protected,
+    user: RuleSet,
+    source: Option<PathBuf>,
+}
+
+/// Where a workspace keeps its own (tighten-only) policy.
+pub const WORKSPACE_POLICY: &str = ".reins/policy.toml";
+
+impl RulePolicy {
+    /// The built-in defaults plus the user's policy file, if it exists. A file that exists but does
+    /// not parse is an error: a policy is never silently ignored.
+    pub fn load(user_file: &Path, protected: Protected) -> Result<Self, PolicyError> {
+        let user = match std::fs::read_to_string(user_file) {
+            Ok(text) => RuleSet::parse(&text, &user_file.display().to_string())?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => RuleSet::default(),
+            Err(e) => {
+                return Err(PolicyError::Read {
+                    path: user_file.display().to_string(),
+                    detail: e.to_string(),
+                })
+            }
+        };
+        Ok(Self {
+            protected,
+            user,
+            source: Some(user_file.to_owned()),
+        })
+    }
+
+    pub fn defaults(protected: Protected) -> Self {
+        Self {
+            protected,
+            user: RuleSet::default(),
+            source: None,
+        }
+    }
+
+    pub fn with_rules(protected: Protected, user: RuleSet) -> Self {
+        Self {
+            protected,
+            user,
+            source: None,
+        }
+    }
+
+    pub fn source(&self) -> Option<&Path> {
+        self.source.as_deref()
+    }
+
+    pub fn protected(&self) -> &Protected {
+        &self.protected
+    }
+
+    /// The workspace's own rules: only deny and ask count. A file that cannot be read fails closed.
+    fn workspace_rules(&self, root: &Path) -> Result<Option<RuleSet>, String> {
+        let path = root.join(WORKSPACE_POLICY);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => RuleSet::parse(&text, WORKSPACE_POLICY)
+                .map(|r| Some(r.tighten_only()))
+                .map_err(|e| e.to_string()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+impl Policy for RulePolicy {
+    fn classify(&self, action: &Action, cx: &Context<'_>) -> Verdict {
+        let a = assess(action, cx, &self.protected);
+        let mut reasons = a.reasons.clone();
+        if a.forbidden {
+            return Verdict {
+                risk: Risk::High,
+                decision: Decision::Deny,
+                reasons,
+                segments: a.segments,
+            };
+        }
+        let ws = match self.workspace_rules(cx.root) {
+            Ok(ws) => ws,
+            Err(e) => {
+                reasons.push(format!(
+                    "the workspace policy {WORKSPACE_POLICY} cannot be read ({e}); every action needs review until it is fixed"
+                ));
+                return Verdict {
+                    risk: a.risk.max(Risk::Medium),
+                    decision: Decision::Ask,
+                    reasons,
+                    segments: a.segments,
+                };
+            }
+        };
+        let sets: Vec<&RuleSet> = std::iter::once(&self.user).chain(ws.as_ref()).collect();
+        let (decision, rule_reasons) = rules::decide(&sets, action, &a);
+        reasons.extend(rule_reasons);
+        let pure = action.effect_class() == crate::journal::EffectClass::Pure;
+        let decision = match decision {
+            Some(Decision::Deny) => Decision::Deny,
+            Some(Decision::Ask) => Decision::Ask,
+            Some(Decision::Allow) if a.risk == Risk::High => {
+                reasons.push(
+                    "high risk is always reviewed, whatever the rules allow".into(),
+                );
+                Decision::Ask
+            }
+            Some(Decision::Allow) => Decision::Allow,
+            None if pure && a.risk == Risk::Low => Decision::Allow,
+            None if pure => Decision::Ask,
+            None => {
+                reasons.push("every action that changes something is reviewed unless a rule or grant allows it".into());
+                Decision::Ask
+            }
+        };
+        Verdict {
+            risk: a.risk,
+            decision,
+            reasons,
+            segments: a.segments,
+        }
+    }
+
+    fn version(&self) -> String {
+        format!("rules/1:{}", self.user.digest().short())
+    }
+
+    fn review_timeout_ms(&self) -> i64 {
+        self.user.expire_after_secs() * 1000
+    }
+
+    fn protected(&self) -> &Protected {
+        &self.protected
+    }
+}

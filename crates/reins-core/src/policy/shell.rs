@@ -1,0 +1,843 @@
+//! The shell classifier. A command string is parsed with a real bash parser (brush-parser: pure Rust,
+//! bash grammar including process substitution, here-docs and `[[ ]]`, and words split into typed
+//! pieces, so an expansion is seen as an expansion rather than guessed from characters; tree-sitter's
+//! grammar is error-tolerant, so a bad parse has to be hunted for, and yash-syntax knows POSIX sh
+//! only). Every simple command in lists, pipelines, subshells, loops and conditionals becomes a
+//! [`Segment`] with its own risk and reasons; the highest wins. Anything the classifier cannot fully
+//! understand is high.
+
+use std::path::{Component, Path};
+
+use brush_parser::ast::{
+    self, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectKind,
+    IoFileRedirectTarget, IoRedirect, SeparatorOperator,
+};
+use brush_parser::word::{WordPiece, WordPieceWithSource};
+use serde::Serialize;
+
+use super::protected::{absolute, Protected};
+use super::programs::{self, Class};
+use super::text;
+use super::Risk;
+
+/// Longest command string the classifier reads; longer is high without parsing.
+pub const MAX_COMMAND_BYTES: usize = 32 * 1024;
+/// Deepest nesting of brackets, braces and substitutions the parser is given.
+const MAX_NESTING: usize = 32;
+/// Most simple commands in one string.
+const MAX_SEGMENTS: usize = 256;
+
+/// One simple command and what the classifier made of it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Segment {
+    /// The command as written.
+    pub text: String,
+    /// The program, when its name is a literal.
+    pub program: Option<String>,
+    /// The words after the program, literal where they are literal, as written otherwise.
+    pub args: Vec<String>,
+    pub risk: Risk,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Analysis {
+    pub risk: Risk,
+    /// Reasons that concern the whole command (parse failures, hidden characters, background jobs).
+    pub reasons: Vec<String>,
+    pub segments: Vec<Segment>,
+    /// The argv to run without a shell, when the command is one plain simple command of literals.
+    #[serde(skip)]
+    pub direct_argv: Option<Vec<String>>,
+}
+
+impl Analysis {
+    fn high(reason: String) -> Self {
+        Self {
+            risk: Risk::High,
+            reasons: vec![reason],
+            segments: Vec::new(),
+            direct_argv: None,
+        }
+    }
+
+    /// Every reason, each segment's prefixed with its text.
+    pub fn all_reasons(&self) -> Vec<String> {
+        let mut out = self.reasons.clone();
+        for s in &self.segments {
+            for r in &s.reasons {
+                out.push(format!("`{}`: {r}", short(&s.text)));
+            }
+        }
+        out
+    }
+}
+
+fn short(text: &str) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > 80 {
+        one.chars().take(77).collect::<String>() + "…"
+    } else {
+        one
+    }
+}
+
+/// Where a command runs, for judging the paths it names.
+#[derive(Clone, Copy)]
+pub struct Place<'a> {
+    pub root: &'a Path,
+    pub protected: &'a Protected,
+}
+
+/// Classifies a command string.
+pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
+    if command.trim().is_empty() {
+        return Analysis::high("the command is empty".into());
+    }
+    if command.len() > MAX_COMMAND_BYTES {
+        return Analysis::high(format!(
+            "the command is {} bytes, too long to review (limit {MAX_COMMAND_BYTES})",
+            command.len()
+        ));
+    }
+    if nesting(command) > MAX_NESTING {
+        return Analysis::high(format!(
+            "the command nests brackets or substitutions more than {MAX_NESTING} deep; too complex to review"
+        ));
+    }
+    let mut top = Vec::new();
+    if let Some(r) = text::invisible_reason("the command", command) {
+        top.push(r);
+    }
+    let parsed = std::panic::catch_unwind(|| {
+        let options = brush_parser::ParserOptions::default();
+        brush_parser::Parser::new(std::io::BufReader::new(command.as_bytes()), &options)
+            .parse_program()
+    });
+    let program = match parsed {
+        Ok(Ok(p)) => p,
+        Ok(Err(e)) => {
+            let mut a = Analysis::high(format!(
+                "the command does not parse as shell ({e}); Reins cannot say what it does"
+            ));
+            a.reasons.extend(top);
+            return a;
+        }
+        Err(_) => {
+            let mut a =
+                Analysis::high("the shell parser failed on this command; Reins cannot say what it does".into());
+            a.reasons.extend(top);
+            return a;
+        }
+    };
+    let mut walk = Walk {
+        place,
+        segments: Vec::new(),
+        reasons: top,
+        risk: Risk::Low,
+        plain: true,
+    };
+    for list in &program.complete_commands {
+        walk.list(list, 0);
+    }
+    walk.finish()
+}
+
+/// Classifies an argv given directly (no shell involved, so nothing expands).
+pub fn analyse_argv(argv: &[String], place: Place<'_>) -> Analysis {
+    let mut walk = Walk {
+        place,
+        segments: Vec::new(),
+        reasons: Vec::new(),
+        risk: Risk::Low,
+        plain: true,
+    };
+    for (i, a) in argv.iter().enumerate() {
+        if let Some(r) = text::invisible_reason(&format!("argument {i}"), a) {
+            walk.reasons.push(r);
+        }
+    }
+    let words: Vec<Word> = argv.iter().map(|a| Word::literal(a)).collect();
+    walk.command(argv.join(" "), &words, Vec::new(), Vec::new());
+    let mut a = walk.finish();
+    a.direct_argv = Some(argv.to_vec());
+    a
+}
+
+/// How deeply brackets, braces and parentheses nest, ignoring quotes: an over-estimate is safe.
+fn nesting(s: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for c in s.chars() {
+        match c {
+            '(' | '{' | '[' | '`' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+/// A word's meaning, as far as the classifier can know it before the shell runs.
+#[derive(Clone, Debug, Default)]
+struct Word {
+    raw: String,
+    /// The word's value when it is a literal.
+    literal: Option<String>,
+    /// `$(…)`, backquotes or `<(…)`: another command's output becomes part of this one.
+    substitution: bool,
+    /// What expands at run time (`$HOME`, `~`), for the reasons.
+    expands: Vec<String>,
+    /// Unquoted glob or brace-expansion characters: one word may become many.
+    pattern: bool,
+    home: bool,
+}
+
+impl Word {
+    fn literal(s: &str) -> Self {
+        Self {
+            raw: s.into(),
+            literal: Some(s.into()),
+            ..Self::default()
+        }
+    }
+
+    fn parse(raw: &str) -> Self {
+        let options = brush_parser::ParserOptions::default();
+        let mut w = Word {
+            raw: raw.into(),
+            ..Word::default()
+        };
+        match brush_parser::word::parse(raw, &options) {
+            Ok(pieces) => {
+                let mut lit = String::new();
+                let ok = w.pieces(raw, &pieces, &mut lit, false);
+                if ok && !w.substitution && w.expands.is_empty() {
+                    w.literal = Some(lit);
+                }
+            }
+            Err(_) => w.expands.push("a word the parser could not read".into()),
+        }
+        w
+    }
+
+    /// Appends literal text; false when something is not literal.
+    fn pieces(
+        &mut self,
+        raw: &str,
+        pieces: &[WordPieceWithSource],
+        lit: &mut String,
+        quoted: bool,
+    ) -> bool {
+        let mut ok = true;
+        for p in pieces {
+            let piece = &p.piece;
+            let src = raw.get(p.start_index..p.end_index).unwrap_or("");
+            match piece {
+                WordPiece::Text(s) => {
+                    if !quoted && (s.contains(['*', '?', '[']) || (s.contains('{') && (s.contains(',') || s.contains("..")))) {
+                        self.pattern = true;
+                    }
+                    lit.push_str(s);
+                }
+                WordPiece::SingleQuotedText(s) => lit.push_str(s),
+                WordPiece::EscapeSequence(s) => lit.push_str(s.strip_prefix('\\').unwrap_or(s)),
+                WordPiece::DoubleQuotedSequence(inner)
+                | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                    let inner_ok = self.pieces(raw, inner, lit, true);
+                    ok &= inner_ok;
+                }
+                WordPiece::AnsiCQuotedText(_) => {
+                    self.expands.push(format!("ANSI-C quoting {src}"));
+                    ok = false;
+                }
+                WordPiece::TildeExpansion(_) => {
+                    self.home = true;
+                    self.expands.push("~ (a home directory, outside the workspace)".into());
+                    ok = false;
+                }
+                WordPiece::ParameterExpansion(_) => {
+                    if src.contains("$(") || src.contains('`') {
+                        self.substitution = true;
+                    }
+                    self.expands.push(format!("the variable {src}"));
+                    ok = false;
+                }
+                WordPiece::ArithmeticExpression(e) => {
+                    if e.value.contains("$(") || e.value.contains('`') {
+                        self.substitution = true;
+                    }
+                    self.expands.push(format!("the arithmetic {src}"));
+                    ok = false;
+                }
+                WordPiece::CommandSubstitution(_) | WordPiece::BackquotedCommandSubstitution(_) => {
+                    self.substitution = true;
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
+
+    /// The literal value, or the word as written.
+    fn shown(&self) -> String {
+        self.literal.clone().unwrap_or_else(|| self.raw.clone())
+    }
+}
+
+struct Walk<'a> {
+    place: Place<'a>,
+    segments: Vec<Segment>,
+    reasons: Vec<String>,
+    risk: Risk,
+    /// Still one plain simple command (could run without a shell).
+    plain: bool,
+}
+
+impl Walk<'_> {
+    fn finish(mut self) -> Analysis {
+        if !self.reasons.is_empty() {
+            self.risk = self.risk.max(Risk::High).max(self.risk);
+        }
+        let risk = self
+            .segments
+            .iter()
+            .map(|s| s.risk)
+            .chain(std::iter::once(self.risk))
+            .max()
+            .unwrap_or(Risk::High);
+        let direct_argv = (self.plain && self.segments.len() == 1).then(|| {
+            let s = &self.segments[0];
+            s.program.iter().cloned().chain(s.args.iter().cloned()).collect()
+        });
+        if self.segments.is_empty() && self.reasons.is_empty() {
+            return Analysis::high("the command runs nothing Reins can see".into());
+        }
+        Analysis {
+            risk,
+            reasons: self.reasons,
+            segments: self.segments,
+            direct_argv,
+        }
+    }
+
+    fn note(&mut self, risk: Risk, reason: String) {
+        self.risk = self.risk.max(risk);
+        if !self.reasons.contains(&reason) {
+            self.reasons.push(reason);
+        }
+    }
+
+    fn list(&mut self, list: &CompoundList, depth: usize) {
+        if depth > MAX_NESTING {
+            self.note(Risk::High, "the command nests too deeply to review".into());
+            return;
+        }
+        if list.0.len() > 1 {
+            self.plain = false;
+        }
+        for ast::CompoundListItem(and_or, sep) in &list.0 {
+            if matches!(sep, SeparatorOperator::Async) {
+                self.plain = false;
+                self.note(
+                    Risk::Medium,
+                    "part of the command runs in the background (`&`)".into(),
+                );
+            }
+            let pipelines =
+                std::iter::once(&and_or.first).chain(and_or.additional.iter().map(|a| match a {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => p,
+                }));
+            for (i, pipeline) in pipelines.enumerate() {
+                if i > 0 || pipeline.seq.len() > 1 || pipeline.bang || pipeline.timed.is_some() {
+                    self.plain = false;
+                }
+                let first = self.segments.len();
+                for cmd in &pipeline.seq {
+                    self.command_node(cmd, depth + 1);
+                }
+                self.pipeline_checks(first);
+            }
+        }
+    }
+
+    /// Data decoded and piped into something that runs code is the classic hidden payload.
+    fn pipeline_checks(&mut self, first: usize) {
+        let segs = &self.segments[first..];
+        let decoder = segs.iter().position(|s| {
+            s.program
+                .as_deref()
+                .is_some_and(|p| programs::is_decoder(&program_name(p), &s.args))
+        });
+        let runner = segs.iter().rposition(|s| {
+            s.program
+                .as_deref()
+                .is_some_and(|p| programs::runs_code(&program_name(p)))
+        });
+        let network = segs.iter().position(|s| {
+            s.program
+                .as_deref()
+                .is_some_and(|p| programs::is_network(&program_name(p)))
+        });
+        let decoded = matches!((decoder, runner), (Some(d), Some(r)) if d < r);
+        let fetched = matches!((network, runner), (Some(n), Some(r)) if n < r);
+        if decoded {
+            self.note(
+                Risk::High,
+                "decodes data and pipes it into a program that runs code: what runs is hidden from review".into(),
+            );
+        }
+        if fetched {
+            self.note(
+                Risk::High,
+                "pipes data from the network into a program that runs code".into(),
+            );
+        }
+    }
+
+    fn command_node(&mut self, cmd: &Command, depth: usize) {
+        if self.segments.len() >= MAX_SEGMENTS {
+            self.note(
+                Risk::High,
+                format!("more than {MAX_SEGMENTS} commands in one string; too many to review"),
+            );
+            return;
+        }
+        match cmd {
+            Command::Simple(simple) => self.simple(simple),
+            Command::Compound(compound, redirects) => {
+                self.plain = false;
+                if let Some(r) = redirects {
+                    let rs: Vec<&IoRedirect> = r.0.iter().collect();
+                    let mut seg = self.bare_segment(compound.to_string());
+                    for io in rs {
+                        self.redirect(io, &mut seg);
+                    }
+                    self.push(seg);
+                }
+                self.compound(compound, depth);
+            }
+            Command::Function(f) => {
+                self.plain = false;
+                self.note(
+                    Risk::High,
+                    format!(
+                        "defines a shell function `{}`: it can stand in for any program name",
+                        f.fname
+                    ),
+                );
+                self.compound(&f.body.0, depth);
+            }
+            Command::ExtendedTest(t, _) => {
+                self.plain = false;
+                let text = t.to_string();
+                if text.contains("$(") || text.contains('`') {
+                    self.note(
+                        Risk::High,
+                        "a `[[ … ]]` test runs a command substitution".into(),
+                    );
+                }
+            }
+        }
+    }
+
+    fn compound(&mut self, c: &CompoundCommand, depth: usize) {
+        self.plain = false;
+        match c {
+            CompoundCommand::BraceGroup(b) => self.list(&b.list, depth),
+            CompoundCommand::Subshell(s) => self.list(&s.list, depth),
+            CompoundCommand::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.loose_word(&w.value);
+                }
+                self.list(&f.body.list, depth);
+            }
+            CompoundCommand::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
+                    self.arithmetic(&e.value);
+                }
+                self.list(&f.body.list, depth);
+            }
+            CompoundCommand::Arithmetic(a) => self.arithmetic(&a.expr.value),
+            CompoundCommand::CaseClause(c) => {
+                self.loose_word(&c.value.value);
+                for item in &c.cases {
+                    for p in &item.patterns {
+                        self.loose_word(&p.value);
+                    }
+                    if let Some(l) = &item.cmd {
+                        self.list(l, depth);
+                    }
+                }
+            }
+            CompoundCommand::IfClause(i) => {
+                self.list(&i.condition, depth);
+                self.list(&i.then, depth);
+                for e in i.elses.iter().flatten() {
+                    if let Some(c) = &e.condition {
+                        self.list(c, depth);
+                    }
+                    self.list(&e.body, depth);
+                }
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.list(&w.0, depth);
+                self.list(&w.1.list, depth);
+            }
+            CompoundCommand::Coprocess(_) => self.note(
+                Risk::High,
+                "starts a coprocess: a program that keeps running beside the shell".into(),
+            ),
+        }
+    }
+
+    fn arithmetic(&mut self, expr: &str) {
+        if expr.contains("$(") || expr.contains('`') {
+            self.note(
+                Risk::High,
+                "an arithmetic expression runs a command substitution".into(),
+            );
+        }
+    }
+
+    /// A word outside any command (a `for` list, a `case` value): only substitutions matter.
+    fn loose_word(&mut self, raw: &str) {
+        if Word::parse(raw).substitution {
+            self.note(
+                Risk::High,
+                format!("`{}` runs a command substitution: its output decides what runs", short(raw)),
+            );
+        }
+    }
+
+    fn bare_segment(&self, text: String) -> Segment {
+        Segment {
+            text,
+            program: None,
+            args: Vec::new(),
+            risk: Risk::Low,
+            reasons: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, seg: Segment) {
+        self.segments.push(seg);
+    }
+
+    fn simple(&mut self, cmd: &ast::SimpleCommand) {
+        let mut words = Vec::new();
+        let mut assignments = Vec::new();
+        let mut redirects = Vec::new();
+        let items = cmd
+            .prefix
+            .iter()
+            .flat_map(|p| p.0.iter())
+            .chain(cmd.suffix.iter().flat_map(|s| s.0.iter()));
+        let mut name_seen = false;
+        let prefix_len = cmd.prefix.as_ref().map(|p| p.0.len()).unwrap_or(0);
+        for (i, item) in items.enumerate() {
+            if i == prefix_len && !name_seen {
+                if let Some(w) = &cmd.word_or_name {
+                    words.push(Word::parse(&w.value));
+                }
+                name_seen = true;
+            }
+            match item {
+                CommandPrefixOrSuffixItem::Word(w) => words.push(Word::parse(&w.value)),
+                CommandPrefixOrSuffixItem::AssignmentWord(a, w) => {
+                    if words.is_empty() {
+                        assignments.push((a.clone(), w.value.clone()));
+                    } else {
+                        // `declare X=…` style: a word for the program.
+                        words.push(Word::parse(&w.value));
+                    }
+                }
+                CommandPrefixOrSuffixItem::IoRedirect(r) => redirects.push(r.clone()),
+                CommandPrefixOrSuffixItem::ProcessSubstitution(kind, sub) => {
+                    let mut w = Word {
+                        raw: format!("{kind}({sub})"),
+                        substitution: true,
+                        ..Word::default()
+                    };
+                    w.expands.push("a process substitution".into());
+                    words.push(w);
+                }
+            }
+        }
+        if !name_seen {
+            if let Some(w) = &cmd.word_or_name {
+                words.push(Word::parse(&w.value));
+            }
+        }
+        self.command(cmd.to_string(), &words, assignments, redirects);
+    }
+
+    /// Classifies one simple command from its words, prefix assignments and redirections.
+    fn command(
+        &mut self,
+        text: String,
+        words: &[Word],
+        assignments: Vec<(ast::Assignment, String)>,
+        redirects: Vec<IoRedirect>,
+    ) {
+        let mut seg = self.bare_segment(text);
+        if !assignments.is_empty() || !redirects.is_empty() {
+            self.plain = false;
+        }
+        for (a, raw) in &assignments {
+            let name = match &a.name {
+                ast::AssignmentName::VariableName(n) => n.clone(),
+                ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
+            };
+            if let Some(why) = programs::exec_capable_variable(&name) {
+                raise(
+                    &mut seg,
+                    Risk::High,
+                    format!("sets {name}, which {why}"),
+                );
+            }
+            let value = raw.split_once('=').map(|(_, v)| v).unwrap_or("");
+            if Word::parse(value).substitution {
+                raise(
+                    &mut seg,
+                    Risk::High,
+                    format!("assigns {name} the output of a command substitution"),
+                );
+            }
+        }
+        for r in &redirects {
+            self.redirect(r, &mut seg);
+        }
+        for w in words {
+            if w.substitution {
+                raise(
+                    &mut seg,
+                    Risk::High,
+                    format!(
+                        "`{}` runs a command or process substitution: its output becomes part of the command, so nobody can review what runs",
+                        short(&w.raw)
+                    ),
+                );
+            }
+        }
+        let Some(first) = words.first() else {
+            if assignments.is_empty() && redirects.is_empty() {
+                raise(&mut seg, Risk::High, "an empty command".into());
+            }
+            self.push(seg);
+            return;
+        };
+        let program = match (&first.literal, first.pattern) {
+            (Some(p), false) => p.clone(),
+            _ => {
+                raise(
+                    &mut seg,
+                    Risk::High,
+                    format!(
+                        "the program name `{}` is only known at run time",
+                        short(&first.raw)
+                    ),
+                );
+                seg.args = words[1..].iter().map(Word::shown).collect();
+                self.push(seg);
+                return;
+            }
+        };
+        if words.iter().any(|w| w.pattern) {
+            self.plain = false;
+        }
+        let args: Vec<Option<String>> = words[1..].iter().map(|w| w.literal.clone()).collect();
+        for w in &words[1..] {
+            if w.literal.is_none() && !w.substitution {
+                self.plain = false;
+                raise(
+                    &mut seg,
+                    Risk::Medium,
+                    format!("expands {} at run time", w.expands.join(", ")),
+                );
+            }
+        }
+        let base = program_name(&program);
+        let verdict = programs::classify(&base, &args);
+        if program.contains('/') && !program.starts_with('/') {
+            raise(
+                &mut seg,
+                Risk::High,
+                format!("runs `{program}`, a program from the workspace: it can do anything"),
+            );
+        } else {
+            for (risk, reason) in &verdict.reasons {
+                raise(&mut seg, *risk, reason.clone());
+            }
+        }
+        if !programs::ignores_paths(&base) {
+            for w in &words[1..] {
+                self.path_word(w, verdict.class, &mut seg);
+            }
+        }
+        seg.program = Some(program);
+        seg.args = words[1..].iter().map(Word::shown).collect();
+        self.push(seg);
+    }
+
+    /// Judges a word that may name a path: protected anywhere is high; outside the workspace is
+    /// medium to read and high to write.
+    fn path_word(&self, w: &Word, class: Class, seg: &mut Segment) {
+        let writes = class == Class::Writes;
+        if w.home {
+            raise(
+                seg,
+                if writes { Risk::High } else { Risk::Medium },
+                format!("`{}` is in a home directory, outside the workspace", short(&w.raw)),
+            );
+            return;
+        }
+        let Some(lit) = &w.literal else { return };
+        let candidate = match lit.split_once('=') {
+            Some((k, v)) if k.starts_with('-') || !k.contains('/') => v,
+            _ => lit.as_str(),
+        };
+        if candidate.is_empty() || (candidate.starts_with('-') && !candidate.contains('/')) {
+            return;
+        }
+        if let Some((risk, why)) = self.judge_path(candidate, writes) {
+            raise(seg, risk, why);
+        }
+    }
+
+    /// A path's risk: None when it is an ordinary path inside the workspace.
+    fn judge_path(&self, p: &str, writes: bool) -> Option<(Risk, String)> {
+        if matches!(p, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin" | "-") {
+            return None;
+        }
+        let root = self.place.root;
+        let joined = if p.starts_with('/') {
+            std::path::PathBuf::from(p)
+        } else {
+            root.join(p)
+        };
+        let abs = lexical(&joined);
+        let inside = abs.strip_prefix(root).ok().map(|r| r.to_string_lossy().into_owned());
+        match inside {
+            Some(rel) => self
+                .place
+                .protected
+                .why(root, &rel)
+                .map(|why| (Risk::High, why)),
+            None => {
+                if let Some(why) = self.place.protected.why_absolute(&abs) {
+                    return Some((Risk::High, format!("{p} is a protected path: {why}")));
+                }
+                Some(if writes {
+                    (Risk::High, format!("writes {p}, outside the workspace"))
+                } else {
+                    (Risk::Medium, format!("refers to {p}, outside the workspace"))
+                })
+            }
+        }
+    }
+
+    fn redirect(&mut self, r: &IoRedirect, seg: &mut Segment) {
+        match r {
+            IoRedirect::File(_, kind, target) => {
+                let writes = !matches!(
+                    kind,
+                    IoFileRedirectKind::Read
+                        | IoFileRedirectKind::DuplicateInput
+                        | IoFileRedirectKind::DuplicateOutput
+                );
+                match target {
+                    IoFileRedirectTarget::Filename(w) => self.redirect_target(&w.value, writes, seg),
+                    IoFileRedirectTarget::Fd(_) => {}
+                    IoFileRedirectTarget::Duplicate(w) => {
+                        let word = Word::parse(&w.value);
+                        let fd_like = word
+                            .literal
+                            .as_deref()
+                            .is_some_and(|l| l == "-" || l.trim_end_matches('-').chars().all(|c| c.is_ascii_digit()));
+                        if !fd_like {
+                            self.redirect_target(&w.value, true, seg);
+                        }
+                    }
+                    IoFileRedirectTarget::ProcessSubstitution(..) => raise(
+                        seg,
+                        Risk::High,
+                        "redirects through a process substitution".into(),
+                    ),
+                }
+            }
+            IoRedirect::OutputAndError(w, _) => self.redirect_target(&w.value, true, seg),
+            IoRedirect::HereString(_, w) => {
+                if Word::parse(&w.value).substitution {
+                    raise(seg, Risk::High, "a here-string runs a command substitution".into());
+                }
+            }
+            IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion && (doc.doc.value.contains("$(") || doc.doc.value.contains('`')) {
+                    raise(seg, Risk::High, "a here-document runs a command substitution".into());
+                }
+            }
+        }
+    }
+
+    fn redirect_target(&mut self, raw: &str, writes: bool, seg: &mut Segment) {
+        let w = Word::parse(raw);
+        let verb = if writes { "writes" } else { "reads" };
+        match (&w.literal, w.pattern) {
+            (Some(p), false) => match self.judge_path(p, writes) {
+                Some((risk, why)) => raise(seg, risk, format!("redirection: {why}")),
+                None if writes && !p.starts_with("/dev/") => {
+                    raise(seg, Risk::Medium, format!("{verb} {p} (redirection)"))
+                }
+                None => {}
+            },
+            _ if w.home => raise(
+                seg,
+                Risk::High,
+                format!("redirection: {verb} `{}`, in a home directory outside the workspace", short(raw)),
+            ),
+            _ => raise(
+                seg,
+                Risk::High,
+                format!(
+                    "{verb} a file whose name is only known at run time (`{}`)",
+                    short(raw)
+                ),
+            ),
+        }
+    }
+}
+
+fn raise(seg: &mut Segment, risk: Risk, reason: String) {
+    seg.risk = seg.risk.max(risk);
+    if !seg.reasons.contains(&reason) {
+        seg.reasons.push(reason);
+    }
+}
+
+/// The program's base name, folded so `/usr/bin/RM` and `rm` compare equal.
+fn program_name(program: &str) -> String {
+    let base = program.rsplit('/').next().unwrap_or(program);
+    super::protected::fold(base)
+}
+
+/// `..` and `.` removed without touching the disk, then the deepest existing ancestor resolved so a
+/// symlink out of the workspace is seen.
+fn lexical(path: &Path) -> std::path::PathBuf {
+    let mut out = std::path::PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    absolute(&out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,197 @@
+//! The `approvals` table: review checkpoints. A decision is written only over a pending row (`WHERE
+//! status = 'pending'`), so a decision is never overwritten — not by a second person, not by a stale
+//! worker.
+
+use sqlx::{SqliteExecutor, SqlitePool};
+
+use super::{Result, StoreError, Tx};
+use crate::ids::RunId;
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRow {
+    pub id: String,
+    pub run_id: String,
+    pub step_seq: i64,
+    pub tool: String,
+    pub action: String,
+    pub action_hash: String,
+    pub risk: String,
+    pub reasons: String,
+    pub segments: Option<String>,
+    pub preview: String,
+    pub preview_sha256: String,
+    pub pre_images: String,
+    pub context: String,
+    pub policy: String,
+    pub status: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub decided_at: Option<i64>,
+    pub decided_by: Option<String>,
+    pub note: Option<String>,
+    pub scope: Option<String>,
+    pub edited_action: Option<String>,
+    pub edited_hash: Option<String>,
+    pub edited_preview: Option<String>,
+    pub superseded_by: Option<String>,
+    pub stale_reason: Option<String>,
+}
+
+impl ApprovalRow {
+    /// The action that runs if approved: the person's edit when there is one.
+    pub fn effective_action(&self) -> (&str, &str) {
+        match (&self.edited_action, &self.edited_hash) {
+            (Some(a), Some(h)) => (a, h),
+            _ => (&self.action, &self.action_hash),
+        }
+    }
+}
+
+pub async fn insert(tx: &mut Tx, a: &ApprovalRow) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO approvals (id, run_id, step_seq, tool, action, action_hash, risk, reasons, segments,
+            preview, preview_sha256, pre_images, context, policy, status, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(&a.id)
+    .bind(&a.run_id)
+    .bind(a.step_seq)
+    .bind(&a.tool)
+    .bind(&a.action)
+    .bind(&a.action_hash)
+    .bind(&a.risk)
+    .bind(&a.reasons)
+    .bind(&a.segments)
+    .bind(&a.preview)
+    .bind(&a.preview_sha256)
+    .bind(&a.pre_images)
+    .bind(&a.context)
+    .bind(&a.policy)
+    .bind(&a.status)
+    .bind(a.created_at)
+    .bind(a.expires_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+pub async fn get<'e>(db: impl SqliteExecutor<'e>, id: &str) -> Result<Option<ApprovalRow>> {
+    Ok(sqlx::query_as("SELECT * FROM approvals WHERE id = ?")
+        .bind(id)
+        .fetch_optional(db)
+        .await?)
+}
+
+/// An approval by its id or a unique prefix of it (people type short ids).
+pub async fn find(pool: &SqlitePool, id_or_prefix: &str) -> Result<Option<ApprovalRow>> {
+    if id_or_prefix.len() < 4 || !id_or_prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return get(pool, id_or_prefix).await;
+    }
+    let rows: Vec<ApprovalRow> =
+        sqlx::query_as("SELECT * FROM approvals WHERE id >= ? AND id < ? || 'g' LIMIT 2")
+            .bind(id_or_prefix)
+            .bind(id_or_prefix)
+            .fetch_all(pool)
+            .await?;
+    match rows.len() {
+        1 => Ok(rows.into_iter().next()),
+        0 => Ok(None),
+        _ => Err(StoreError::Invalid(format!(
+            "{id_or_prefix:?} matches more than one approval; give more of the id"
+        ))),
+    }
+}
+
+/// The newest approval for a step (a superseded one has a newer successor).
+pub async fn latest_for_step<'e>(
+    db: impl SqliteExecutor<'e>,
+    run: RunId,
+    seq: i64,
+) -> Result<Option<ApprovalRow>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM approvals WHERE run_id = ? AND step_seq = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+    )
+    .bind(run.to_string())
+    .bind(seq)
+    .fetch_optional(db)
+    .await?)
+}
+
+pub async fn list(pool: &SqlitePool, status: Option<&str>, run: Option<RunId>) -> Result<Vec<ApprovalRow>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM approvals WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR run_id = ?2)
+         ORDER BY created_at, id",
+    )
+    .bind(status)
+    .bind(run.map(|r| r.to_string()))
+    .fetch_all(pool)
+    .await?)
+}
+
+pub async fn pending_due(pool: &SqlitePool, now: i64) -> Result<Vec<ApprovalRow>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at",
+    )
+    .bind(now)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// A decision on a pending approval. Fails with `Conflict` when it is no longer pending.
+pub struct DecisionWrite<'a> {
+    pub status: &'a str,
+    pub by: &'a str,
+    pub note: Option<&'a str>,
+    pub scope: Option<&'a str>,
+    /// The person's edit: action, hash, preview, and the pre-images that preview was made from.
+    pub edited: Option<(&'a str, &'a str, &'a str, &'a str)>,
+    pub now: i64,
+}
+
+pub async fn decide(tx: &mut Tx, id: &str, d: &DecisionWrite<'_>) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, note = ?, scope = ?,
+            edited_action = ?, edited_hash = ?, edited_preview = ?, pre_images = COALESCE(?, pre_images)
+         WHERE id = ? AND status = 'pending'",
+    )
+    .bind(d.status)
+    .bind(d.now)
+    .bind(d.by)
+    .bind(d.note)
+    .bind(d.scope)
+    .bind(d.edited.map(|e| e.0))
+    .bind(d.edited.map(|e| e.1))
+    .bind(d.edited.map(|e| e.2))
+    .bind(d.edited.map(|e| e.3))
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::Conflict(format!(
+            "approval {id} is no longer pending; it was decided or replaced meanwhile"
+        )));
+    }
+    Ok(())
+}
+
+/// Marks an approval superseded by `by` (pending or approved-but-not-yet-run).
+pub async fn supersede(tx: &mut Tx, id: &str, by: &str, why: &str, now: i64) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE approvals SET status = 'superseded', superseded_by = ?, stale_reason = ?,
+            decided_at = COALESCE(decided_at, ?)
+         WHERE id = ? AND status IN ('pending', 'approved')",
+    )
+    .bind(by)
+    .bind(why)
+    .bind(now)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::Conflict(format!(
+            "approval {id} was decided meanwhile; not replacing it"
+        )));
+    }
+    Ok(())
+}

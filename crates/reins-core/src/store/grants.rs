@@ -1,0 +1,97 @@
+//! The `grants` table: standing permissions, created only by an approval decision, counted on every
+//! use, revocable.
+
+use sqlx::SqlitePool;
+
+use super::{Result, StoreError, Tx};
+
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrantRow {
+    pub id: String,
+    pub scope: String,
+    pub run_id: Option<String>,
+    pub workspace: Option<String>,
+    pub tool: String,
+    pub matcher: String,
+    pub pattern: String,
+    pub origin: String,
+    pub uses: i64,
+    pub last_used_at: Option<i64>,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO grants (id, scope, run_id, workspace, tool, matcher, pattern, origin, uses, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+    )
+    .bind(&g.id)
+    .bind(&g.scope)
+    .bind(&g.run_id)
+    .bind(&g.workspace)
+    .bind(&g.tool)
+    .bind(&g.matcher)
+    .bind(&g.pattern)
+    .bind(&g.origin)
+    .bind(g.created_at)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Live grants for a tool that may apply to `run` on `workspace`.
+pub async fn live_for(pool: &SqlitePool, tool: &str, run: &str, workspace: &str) -> Result<Vec<GrantRow>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM grants WHERE tool = ? AND revoked_at IS NULL
+           AND (scope = 'always' OR (scope = 'run' AND run_id = ?) OR (scope = 'workspace' AND workspace = ?))
+         ORDER BY created_at",
+    )
+    .bind(tool)
+    .bind(run)
+    .bind(workspace)
+    .fetch_all(pool)
+    .await?)
+}
+
+pub async fn list(pool: &SqlitePool) -> Result<Vec<GrantRow>> {
+    Ok(sqlx::query_as("SELECT * FROM grants ORDER BY created_at")
+        .fetch_all(pool)
+        .await?)
+}
+
+/// Counts a use; fails when the grant was revoked meanwhile.
+pub async fn used(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE grants SET uses = uses + 1, last_used_at = ? WHERE id = ? AND revoked_at IS NULL",
+    )
+    .bind(now)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::Conflict(format!("grant {id} was revoked")));
+    }
+    Ok(())
+}
+
+pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<GrantRow> {
+    let row: Option<GrantRow> = sqlx::query_as("SELECT * FROM grants WHERE id = ? OR id LIKE ? || '%'")
+        .bind(id)
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    let row = row.ok_or_else(|| StoreError::NotFound {
+        what: format!("grant {id}"),
+    })?;
+    if row.revoked_at.is_some() {
+        return Err(StoreError::Conflict(format!("grant {} is already revoked", row.id)));
+    }
+    sqlx::query("UPDATE grants SET revoked_at = ? WHERE id = ?")
+        .bind(now)
+        .bind(&row.id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(row)
+}

@@ -1,0 +1,297 @@
+//! `shell.exec`: a command string or an argv, run in the workspace with a timeout, capped output, a
+//! small fixed environment and its own process group. An argv runs as given; a command string that
+//! is one plain simple command of literals runs as its argv; anything else runs as `bash -c` with the
+//! exact string that was classified and approved — never a string re-joined from parts.
+
+use std::io::Read as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::{invalid, parse_args, ToolError};
+use crate::policy::shell::{self, Analysis, Place, MAX_COMMAND_BYTES};
+
+pub const DEFAULT_TIMEOUT_S: u64 = 120;
+pub const MAX_TIMEOUT_S: u64 = 3600;
+/// Bytes of stdout and of stderr kept (the head and the tail); the rest is counted and dropped.
+pub const OUTPUT_CAP: usize = 64 * 1024;
+const MAX_ARGV: usize = 1024;
+
+/// Environment variables a command inherits; everything else (API keys included) stays out.
+const PASSED_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR"];
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandForm {
+    Line(String),
+    Argv(Vec<String>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellCommand {
+    pub form: CommandForm,
+    pub timeout_s: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    command: Option<String>,
+    argv: Option<Vec<String>>,
+    timeout_s: Option<u64>,
+}
+
+impl ShellCommand {
+    pub fn parse(value: &Value) -> Result<Self, ToolError> {
+        let t = "shell.exec";
+        let a: Args = parse_args(t, value)?;
+        let form = match (a.command, a.argv) {
+            (Some(_), Some(_)) => return Err(invalid(t, "give `command` or `argv`, not both")),
+            (None, None) => return Err(invalid(t, "give `command` (a string) or `argv` (a list)")),
+            (Some(c), None) => {
+                if c.trim().is_empty() {
+                    return Err(invalid(t, "`command` is empty"));
+                }
+                if c.len() > MAX_COMMAND_BYTES {
+                    return Err(invalid(t, format!("`command` is {} bytes, over the {MAX_COMMAND_BYTES}-byte limit", c.len())));
+                }
+                if c.contains('\0') {
+                    return Err(invalid(t, "`command` contains a NUL byte"));
+                }
+                CommandForm::Line(c)
+            }
+            (None, Some(v)) => {
+                if v.is_empty() || v[0].is_empty() {
+                    return Err(invalid(t, "`argv` must start with a program name"));
+                }
+                if v.len() > MAX_ARGV {
+                    return Err(invalid(t, format!("`argv` has {} items, over the limit of {MAX_ARGV}", v.len())));
+                }
+                if v.iter().map(String::len).sum::<usize>() > MAX_COMMAND_BYTES * 8 {
+                    return Err(invalid(t, "`argv` is too long"));
+                }
+                if v.iter().any(|s| s.contains('\0')) {
+                    return Err(invalid(t, "an `argv` item contains a NUL byte"));
+                }
+                CommandForm::Argv(v)
+            }
+        };
+        let timeout_s = a.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
+        if timeout_s == 0 || timeout_s > MAX_TIMEOUT_S {
+            return Err(invalid(t, format!("`timeout_s` must be 1 to {MAX_TIMEOUT_S}")));
+        }
+        Ok(Self { form, timeout_s })
+    }
+
+    pub fn canonical_args(&self) -> Value {
+        match &self.form {
+            CommandForm::Line(c) => json!({ "command": c, "timeout_s": self.timeout_s }),
+            CommandForm::Argv(v) => json!({ "argv": v, "timeout_s": self.timeout_s }),
+        }
+    }
+
+    pub fn analyse(&self, place: Place<'_>) -> Analysis {
+        match &self.form {
+            CommandForm::Line(c) => shell::analyse_command(c, place),
+            CommandForm::Argv(v) => shell::analyse_argv(v, place),
+        }
+    }
+
+    /// The command as a person reads it.
+    pub fn display(&self) -> String {
+        match &self.form {
+            CommandForm::Line(c) => c.clone(),
+            CommandForm::Argv(v) => v
+                .iter()
+                .map(|a| {
+                    if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+                        a.clone()
+                    } else {
+                        format!("'{}'", a.replace('\'', r"'\''"))
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+
+    /// The program and arguments that will be executed.
+    pub fn argv(&self, analysis: &Analysis) -> Vec<String> {
+        match (&self.form, &analysis.direct_argv) {
+            (CommandForm::Argv(v), _) => v.clone(),
+            (CommandForm::Line(_), Some(argv)) => argv.clone(),
+            (CommandForm::Line(c), None) => vec![
+                "bash".into(),
+                "--noprofile".into(),
+                "--norc".into(),
+                "-c".into(),
+                c.clone(),
+            ],
+        }
+    }
+}
+
+/// What a command did.
+#[derive(Clone, Debug)]
+pub struct ShellOutcome {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    pub elapsed: Duration,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Captured {
+    pub head: Vec<u8>,
+    pub tail: Vec<u8>,
+    pub total: u64,
+}
+
+impl Captured {
+    fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        let half = OUTPUT_CAP / 2;
+        let room = half.saturating_sub(self.head.len());
+        let (to_head, rest) = chunk.split_at(room.min(chunk.len()));
+        self.head.extend_from_slice(to_head);
+        if !rest.is_empty() {
+            self.tail.extend_from_slice(rest);
+            if self.tail.len() > half {
+                let cut = self.tail.len() - half;
+                self.tail.drain(..cut);
+            }
+        }
+    }
+
+    pub fn text(&self) -> String {
+        let kept = (self.head.len() + self.tail.len()) as u64;
+        let mut s = String::from_utf8_lossy(&self.head).into_owned();
+        if self.total > kept {
+            s.push_str(&format!("\n… {} bytes cut …\n", self.total - kept));
+        }
+        s.push_str(&String::from_utf8_lossy(&self.tail));
+        s
+    }
+}
+
+impl ShellOutcome {
+    pub fn ok(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out
+    }
+
+    /// The text the agent gets back.
+    pub fn report(&self) -> String {
+        let status = if self.timed_out {
+            "timed out and was stopped".to_owned()
+        } else {
+            match (self.exit_code, self.signal) {
+                (Some(c), _) => format!("exit code {c}"),
+                (None, Some(s)) => format!("killed by signal {s}"),
+                (None, None) => "ended".into(),
+            }
+        };
+        let mut out = format!("{status} after {:.1} s\n", self.elapsed.as_secs_f64());
+        if self.stdout.total > 0 {
+            out.push_str(&format!("--- stdout ({} bytes)\n{}", self.stdout.total, self.stdout.text()));
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        if self.stderr.total > 0 {
+            out.push_str(&format!("--- stderr ({} bytes)\n{}", self.stderr.total, self.stderr.text()));
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// Runs `argv` in `cwd` with the fixed environment, in its own process group. `started` is told the
+/// child's pid before anything is awaited, so the caller can record it. The group is ended on
+/// timeout and when the command finishes (nothing it started outlives it).
+pub fn run(
+    argv: &[String],
+    cwd: &Path,
+    timeout: Duration,
+    started: impl FnOnce(u32),
+) -> std::io::Result<ShellOutcome> {
+    let (program, rest) = argv
+        .split_first()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
+    let mut cmd = Command::new(program);
+    cmd.args(rest)
+        .current_dir(cwd)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for key in PASSED_ENV {
+        if let Some(v) = std::env::var_os(key) {
+            cmd.env(key, v);
+        }
+    }
+    cmd.env("PWD", cwd);
+    let began = Instant::now();
+    let mut child = crate::process::spawn_in_group(&mut cmd)?;
+    let pid = child.id();
+    let leader_start = crate::process::start_time(pid).unwrap_or(0);
+    started(pid);
+    let readers: Vec<_> = [
+        child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+    ]
+    .into_iter()
+    .map(|pipe| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut cap = Captured::default();
+            if let Some(mut pipe) = pipe {
+                let mut buf = [0u8; 16 * 1024];
+                while let Ok(n) = pipe.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    cap.push(&buf[..n]);
+                }
+            }
+            let _ = tx.send(cap);
+        });
+        rx
+    })
+    .collect();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if began.elapsed() >= timeout {
+            timed_out = true;
+            crate::process::end_group(pid, leader_start, Duration::from_secs(2));
+            break child.wait()?;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // Whatever the command left running in its group goes with it (its pipes would hold the
+    // readers open otherwise).
+    crate::process::end_group(pid, leader_start, Duration::from_millis(500));
+    // A process that left the group (setsid) may still hold a pipe: stop waiting for it.
+    let mut outputs = readers
+        .into_iter()
+        .map(|rx| rx.recv_timeout(Duration::from_secs(2)).unwrap_or_default());
+    let stdout = outputs.next().unwrap_or_default();
+    let stderr = outputs.next().unwrap_or_default();
+    use std::os::unix::process::ExitStatusExt as _;
+    Ok(ShellOutcome {
+        exit_code: status.code(),
+        signal: status.signal(),
+        timed_out,
+        stdout,
+        stderr,
+        elapsed: began.elapsed(),
+    })
+}
