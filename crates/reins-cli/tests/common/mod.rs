@@ -31,9 +31,23 @@ impl Cli {
         repo_root().join("examples/plans").join(name)
     }
 
+    /// `reins` on this data dir, with a policy that lets file changes run without review (these
+    /// tests are about recovery); `strict_cmd` uses the built-in defaults.
     pub fn cmd(&self) -> Command {
+        let mut c = self.strict_cmd();
+        c.env(
+            "REINS_POLICY",
+            repo_root().join("tests/fixtures/allow-file-changes.toml"),
+        );
+        c
+    }
+
+    /// `reins` with the built-in policy: every side effect is reviewed.
+    pub fn strict_cmd(&self) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_reins"));
         c.env("REINS_DATA_DIR", self.data())
+            .env("REINS_CONFIG_DIR", self.tmp.path().join("config"))
+            .env_remove("REINS_POLICY")
             .env_remove("REINS_FAULT")
             .env_remove("REINS_LEASE_SECS");
         c

@@ -230,9 +230,25 @@ impl Reins {
         observer: &dyn Observer,
     ) -> Result<WorkSummary> {
         let mut summary = WorkSummary::default();
+        // Pending approvals whose files change on disk are superseded at once; overdue ones expire.
+        let mut watch = match crate::approval::watch::Watch::new() {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!("cannot watch files of pending approvals ({e}); they are re-checked when decided");
+                None
+            }
+        };
         loop {
             if self.engine.draining() {
                 return Ok(summary);
+            }
+            match watch.as_mut() {
+                Some(w) => {
+                    self.watch_approvals(w).await?;
+                }
+                None => {
+                    self.engine.expire_due().await?;
+                }
             }
             let ids = self.engine.runnable().await?;
             if ids.is_empty() {

@@ -163,3 +163,34 @@ impl Reins {
         })
     }
 }
+
+impl Reins {
+    /// One round of watching pending approvals: expires overdue ones, points `watch` at the files
+    /// the pending ones would change, and supersedes every approval whose files changed since the
+    /// last round. Returns the ids superseded.
+    pub async fn watch_approvals(&self, watch: &mut crate::approval::watch::Watch) -> Result<Vec<String>> {
+        self.engine.expire_due().await?;
+        let pending = approvals::list(self.store().pool(), Some("pending"), None).await?;
+        let mut files: Vec<(String, std::path::PathBuf)> = Vec::new();
+        for a in &pending {
+            let Ok(run) = a.run_id.parse::<RunId>() else { continue };
+            let Ok(row) = crate::store::runs::get(self.store().pool(), run).await else { continue };
+            let images: Vec<crate::journal::FileImage> =
+                serde_json::from_str(&a.pre_images).unwrap_or_default();
+            for img in images {
+                files.push((a.id.clone(), Path::new(&row.workspace).join(&img.path)));
+            }
+        }
+        let changed = watch.changed();
+        watch.sync(files.iter().map(|(_, p)| p.as_path()));
+        let mut superseded = Vec::new();
+        for (id, path) in &files {
+            if changed.contains(path) && !superseded.contains(id) {
+                if self.engine.refresh_approval(id).await?.is_some() {
+                    superseded.push(id.clone());
+                }
+            }
+        }
+        Ok(superseded)
+    }
+}

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 pub mod context;
 pub mod grant;
 pub mod preview;
+pub mod watch;
 
 pub use context::ContextSummary;
 pub use grant::{GrantSpec, Matcher};

@@ -161,9 +161,7 @@ impl Drive<'_> {
             &row.id
         );
         let mut tx = self.begin().await?;
-        runs::advance(&mut tx, self.run, Some(self.fence), RunEvent::AwaitApproval, Some(&reason), now)
-            .await?;
-        attempts::end_open(&mut tx, self.run, "awaiting approval", now).await?;
+        // The audit append proves ownership, so it comes before the state leaves `running`.
         audit::append_all(
             &mut tx,
             Some(self.owner()),
@@ -176,6 +174,9 @@ impl Drive<'_> {
             now,
         )
         .await?;
+        runs::advance(&mut tx, self.run, Some(self.fence), RunEvent::AwaitApproval, Some(&reason), now)
+            .await?;
+        attempts::end_open(&mut tx, self.run, "awaiting approval", now).await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Waiting {
             state: RunState::AwaitingApproval,

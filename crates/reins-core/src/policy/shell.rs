@@ -645,7 +645,7 @@ impl Walk<'_> {
                 return;
             }
         };
-        if words.iter().any(|w| w.pattern) {
+        if words.iter().any(|w| w.pattern || w.literal.is_none()) {
             self.plain = false;
         }
         let args: Vec<Option<String>> = words[1..].iter().map(|w| w.literal.clone()).collect();

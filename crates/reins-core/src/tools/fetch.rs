@@ -106,6 +106,10 @@ impl FetchRequest {
 
 /// The addresses a URL's host resolves to (an IP literal resolves to itself).
 pub async fn resolve(url: &url::Url) -> Result<Vec<IpAddr>, String> {
+    // Other schemes are refused by the policy; there is nothing to look up.
+    if !matches!(url.scheme(), "http" | "https") {
+        return Ok(Vec::new());
+    }
     let host = url.host_str().ok_or("the URL has no host")?;
     let port = url.port_or_known_default().unwrap_or(443);
     match url.host() {

@@ -24,8 +24,9 @@ pub use path::RelPath;
 #[cfg(test)]
 mod tests;
 
-/// Largest file the harness reads to take a pre-image or compute a hash.
-pub const MAX_IMAGE_BYTES: u64 = 64 * 1024 * 1024;
+/// Largest file the harness reads to take a pre-image (kept so rollback can restore it) or compute a
+/// hash. Larger files cannot be changed by file tools: the agent is told so.
+pub const MAX_IMAGE_BYTES: u64 = 256 * 1024 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JailError {

@@ -1,0 +1,341 @@
+//! Review checkpoints through the real store and the default policy: nothing runs before a decision;
+//! an approval runs exactly the approved (or edited) action; a rejection reaches the agent; a file
+//! changed on disk or an action swapped after review is reviewed again; expiry fails closed; a
+//! decision is never overwritten; grants are counted and revocable.
+
+use std::sync::Arc;
+
+use reins_core::approval::Scope;
+use reins_core::engine::{ApproveRequest, DriveOutcome, Engine, Silent};
+use reins_core::ids::RunId;
+use reins_core::policy::{Protected, RuleSet, RulePolicy};
+use reins_core::run::RunState;
+use reins_core::store::approvals::{self, ApprovalRow};
+use reins_core::store::{audit, grants, intents, steps};
+use reins_core::tools::ToolCall;
+use reins_core::workspace::Workspace;
+use reins_tests::{plan, Sandbox};
+
+fn defaults() -> Arc<RulePolicy> {
+    Arc::new(RulePolicy::defaults(Protected::NONE))
+}
+
+fn approve_once() -> ApproveRequest {
+    ApproveRequest {
+        scope: Scope::Once,
+        pattern: None,
+        edited: None,
+        note: None,
+        expect_hash: None,
+        by: "user:test".into(),
+    }
+}
+
+async fn start(sb: &Sandbox, engine: &Engine, text: &str) -> anyhow::Result<RunId> {
+    Ok(engine
+        .create_script_run(&plan(text)?, &Workspace::open(&sb.ws())?)
+        .await?)
+}
+
+async fn pending(engine: &Engine, run: RunId) -> anyhow::Result<ApprovalRow> {
+    let rows = approvals::list(engine.store().pool(), Some("pending"), Some(run)).await?;
+    anyhow::ensure!(rows.len() == 1, "expected one pending approval, got {rows:?}");
+    Ok(rows.into_iter().next().ok_or_else(|| anyhow::anyhow!("none"))?)
+}
+
+async fn kinds(engine: &Engine, run: RunId) -> anyhow::Result<Vec<String>> {
+    Ok(audit::for_run(engine.store().pool(), run)
+        .await?
+        .into_iter()
+        .map(|e| e.kind)
+        .collect())
+}
+
+fn waiting(outcome: &DriveOutcome) -> bool {
+    matches!(
+        outcome,
+        DriveOutcome::NeedsHuman {
+            state: RunState::AwaitingApproval,
+            ..
+        }
+    )
+}
+
+const WRITE_NOTE: &str = r#"
+name = "note"
+goal = "leave a note"
+[[steps]]
+tool = "fs.write"
+why = "tell on-call what changed"
+args = { path = "docs/note.md", content = "rotate daily\n" }
+"#;
+
+#[tokio::test]
+async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let engine = sb.engine(defaults()).await?;
+    let run = start(&sb, &engine, WRITE_NOTE).await?;
+    assert!(waiting(&engine.drive(run, &Silent).await?));
+    assert!(!sb.ws().join("docs/note.md").exists(), "parked before the effect");
+    let a = pending(&engine, run).await?;
+    assert_eq!(a.tool, "fs.write");
+    assert_eq!(a.risk, "medium");
+    assert!(a.preview.contains("+rotate daily"), "{}", a.preview);
+    let context: serde_json::Value = serde_json::from_str(&a.context)?;
+    assert_eq!(context["why"], "tell on-call what changed");
+    assert_eq!(context["goal"], "leave a note");
+    assert_eq!(
+        a.action_hash,
+        reins_core::digest::Digest::of(a.action.as_bytes()).to_string(),
+        "the approval binds to the hash of the exact canonical action"
+    );
+
+    let decided = engine.approve(&a.id, approve_once()).await?;
+    assert_eq!(decided.run_state, RunState::Queued);
+    let outcome = engine.drive(run, &Silent).await?;
+    assert!(matches!(outcome, DriveOutcome::Finished { state: RunState::Succeeded, .. }), "{outcome:?}");
+    assert_eq!(sb.read("docs/note.md")?, "rotate daily\n");
+    let intent = intents::for_step(engine.store().pool(), run, 1).await?;
+    assert_eq!(intent.map(|i| i.status), Some("confirmed".into()));
+    let k = kinds(&engine, run).await?;
+    for kind in ["approval.requested", "approval.approved", "intent.pending", "intent.confirmed"] {
+        assert!(k.iter().any(|x| x == kind), "{kind} missing from {k:?}");
+    }
+    // A decision is never changed.
+    let again = engine.approve(&a.id, approve_once()).await;
+    assert!(again.is_err_and(|e| e.to_string().contains("already approved")));
+    let reject = engine.reject(&a.id, "too late", "user:test").await;
+    assert!(reject.is_err());
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let engine = sb.engine(defaults()).await?;
+    let run = start(&sb, &engine, WRITE_NOTE).await?;
+    engine.drive(run, &Silent).await?;
+    let a = pending(&engine, run).await?;
+    let edit = ToolCall {
+        tool: "fs.write".into(),
+        args: serde_json::json!({ "path": "docs/note.md", "content": "rotate daily, keep 14\n" }),
+    };
+    let mut req = approve_once();
+    req.edited = Some(edit);
+    let decided = engine.approve(&a.id, req).await?;
+    let row = decided.approval;
+    assert!(row.edited_hash.is_some() && row.edited_hash.as_deref() != Some(a.action_hash.as_str()));
+    assert!(row.edited_preview.as_deref().is_some_and(|p| p.contains("+rotate daily, keep 14")));
+    engine.drive(run, &Silent).await?;
+    assert_eq!(sb.read("docs/note.md")?, "rotate daily, keep 14\n", "the edit is what ran");
+    assert!(kinds(&engine, run).await?.iter().any(|k| k == "approval.edited"));
+    // An edit may not change the tool.
+    let run2 = start(&sb, &engine, WRITE_NOTE).await?;
+    engine.drive(run2, &Silent).await?;
+    let b = pending(&engine, run2).await?;
+    let mut swap = approve_once();
+    swap.edited = Some(ToolCall {
+        tool: "fs.delete".into(),
+        args: serde_json::json!({ "path": "config/app.toml" }),
+    });
+    assert!(engine.approve(&b.id, swap).await.is_err());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_rejection_reaches_the_agent_and_nothing_runs() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let engine = sb.engine(defaults()).await?;
+    let run = start(&sb, &engine, &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs =")).await?;
+    engine.drive(run, &Silent).await?;
+    let a = pending(&engine, run).await?;
+    assert!(engine.reject(&a.id, "  ", "user:test").await.is_err(), "a reason is required");
+    engine.reject(&a.id, "we keep notes in the wiki", "user:test").await?;
+    let outcome = engine.drive(run, &Silent).await?;
+    assert!(matches!(outcome, DriveOutcome::Finished { state: RunState::Succeeded, .. }), "{outcome:?}");
+    let step = steps::get(engine.store().pool(), run, 1).await?.ok_or_else(|| anyhow::anyhow!("no step"))?;
+    assert_eq!(step.status, "rejected");
+    assert!(step.result.is_some_and(|r| r.contains("we keep notes in the wiki")));
+    assert!(!sb.ws().join("docs/note.md").exists());
+    assert!(intents::list(engine.store().pool(), run).await?.is_empty(), "no intent, no effect");
+    Ok(())
+}
+
+const EDIT_CONF: &str = r#"
+name = "conf"
+goal = "fix rotation"
+[[steps]]
+tool = "fs.edit"
+args = { path = "config/logrotate.conf", old = "    rotate = never\n", new = "    rotate 7\n" }
+"#;
+
+#[tokio::test]
+async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let engine = sb.engine(defaults()).await?;
+    let conf = sb.ws().join("config/logrotate.conf");
+    // Changed before the decision: approving the old diff is refused, a fresh approval replaces it.
+    let run = start(&sb, &engine, EDIT_CONF).await?;
+    engine.drive(run, &Silent).await?;
+    let a = pending(&engine, run).await?;
+    std::fs::write(&conf, sb.read("config/logrotate.conf")? + "# hand edit\n")?;
+    let err = engine.approve(&a.id, approve_once()).await.err().map(|e| e.to_string());
+    assert!(err.as_deref().is_some_and(|e| e.contains("changed on disk")), "{err:?}");
+    let fresh = pending(&engine, run).await?;
+    assert_ne!(fresh.id, a.id);
+    assert_ne!(fresh.pre_images, a.pre_images, "made from the file as it is now");
+    let old = approvals::get(engine.store().pool(), &a.id).await?.ok_or_else(|| anyhow::anyhow!("gone"))?;
+    assert_eq!(old.status, "superseded");
+    assert_eq!(old.superseded_by.as_deref(), Some(fresh.id.as_str()));
+
+    // Changed after the decision, before execution: the bind check catches it; nothing runs.
+    engine.approve(&fresh.id, approve_once()).await?;
+    let before = sb.read("config/logrotate.conf")? + "# second hand edit\n";
+    std::fs::write(&conf, &before)?;
+    assert!(waiting(&engine.drive(run, &Silent).await?), "reviewed again");
+    assert_eq!(sb.read("config/logrotate.conf")?, before, "the approved diff did not run");
+    let third = pending(&engine, run).await?;
+    let second = approvals::get(engine.store().pool(), &fresh.id).await?.ok_or_else(|| anyhow::anyhow!("gone"))?;
+    assert_eq!(second.status, "superseded");
+    assert!(second.stale_reason.is_some_and(|r| r.contains("config/logrotate.conf")));
+    engine.approve(&third.id, approve_once()).await?;
+    engine.drive(run, &Silent).await?;
+    assert!(sb.read("config/logrotate.conf")?.contains("    rotate 7\n"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_action_swapped_after_approval_does_not_run() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let engine = sb.engine(defaults()).await?;
+    let run = start(&sb, &engine, WRITE_NOTE).await?;
+    engine.drive(run, &Silent).await?;
+    let a = pending(&engine, run).await?;
+    engine.approve(&a.id, approve_once()).await?;
+    // Someone with database access swaps the approved action for another.
+    let evil = r#"{"tool":"fs.write","args":{"content":"pwned\n","path":"docs/note.md"}}"#;
+    sqlx::query("UPDATE approvals SET action = ? WHERE id = ?")
+        .bind(evil)
+        .bind(&a.id)
+        .execute(engine.store().pool())
+        .await?;
+    assert!(waiting(&engine.drive(run, &Silent).await?));
+    assert!(!sb.ws().join("docs/note.md").exists(), "the swapped action did not run");
+    let old = approvals::get(engine.store().pool(), &a.id).await?.ok_or_else(|| anyhow::anyhow!("gone"))?;
+    assert_eq!(old.status, "superseded");
+    assert!(old.stale_reason.is_some_and(|r| r.contains("changed after it was approved")));
+    let fresh = pending(&engine, run).await?;
+    assert!(fresh.preview.contains("+pwned"), "the new review shows what would really run");
+    Ok(())
+}
+
+#[tokio::test]
+async fn an_unanswered_review_expires_and_fails_closed() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let rules = RuleSet::parse("[review]\nexpire_after_secs = 1\n", "test")?;
+    let engine = sb.engine(Arc::new(RulePolicy::with_rules(Protected::NONE, rules))).await?;
+    let run = start(&sb, &engine, &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs =")).await?;
+    engine.drive(run, &Silent).await?;
+    let a = pending(&engine, run).await?;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert!(engine.approve(&a.id, approve_once()).await.is_err(), "too late to approve");
+    let row = approvals::get(engine.store().pool(), &a.id).await?.ok_or_else(|| anyhow::anyhow!("gone"))?;
+    assert_eq!(row.status, "expired");
+    engine.drive(run, &Silent).await?;
+    let step = steps::get(engine.store().pool(), run, 1).await?.ok_or_else(|| anyhow::anyhow!("no step"))?;
+    assert_eq!(step.status, "expired");
+    assert!(!sb.ws().join("docs/note.md").exists());
+    assert!(kinds(&engine, run).await?.iter().any(|k| k == "approval.expired"));
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_paused_review_is_decided_and_carried_out_on_resume() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let engine = sb.engine(defaults()).await?;
+    let run = start(&sb, &engine, WRITE_NOTE).await?;
+    engine.drive(run, &Silent).await?;
+    engine.pause(run).await?;
+    // Resumed while still pending: it waits for the same approval again (no new one).
+    engine.resume(run, reins_core::engine::ResumeMode::Continue).await?;
+    let outcome = engine.drive(run, &Silent).await?;
+    assert!(waiting(&outcome), "{outcome:?}");
+    let a = pending(&engine, run).await?;
+    engine.pause(run).await?;
+    let decided = engine.approve(&a.id, approve_once()).await?;
+    assert_eq!(decided.run_state, RunState::Paused, "a paused run stays paused");
+    engine.resume(run, reins_core::engine::ResumeMode::Continue).await?;
+    engine.drive(run, &Silent).await?;
+    assert_eq!(sb.read("docs/note.md")?, "rotate daily\n");
+    Ok(())
+}
+
+#[tokio::test]
+async fn grants_are_counted_scoped_and_revocable() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let engine = sb.engine(defaults()).await?;
+    let twice = r#"
+name = "twice"
+goal = "g"
+[[steps]]
+tool = "shell.exec"
+args = { argv = ["touch", "stamp"] }
+[[steps]]
+tool = "shell.exec"
+args = { argv = ["touch", "stamp"] }
+[[steps]]
+tool = "shell.exec"
+args = { argv = ["touch", "other"] }
+"#;
+    let run = start(&sb, &engine, twice).await?;
+    engine.drive(run, &Silent).await?;
+    let a = pending(&engine, run).await?;
+    let mut req = approve_once();
+    req.scope = Scope::Run;
+    let decided = engine.approve(&a.id, req).await?;
+    let grant = decided.grant.ok_or_else(|| anyhow::anyhow!("no grant"))?;
+    assert_eq!((grant.matcher.as_str(), grant.scope.as_str()), ("exact", "run"));
+    // Step 2 is the same action: the grant covers it. Step 3 is not: reviewed.
+    assert!(waiting(&engine.drive(run, &Silent).await?));
+    let b = pending(&engine, run).await?;
+    assert_eq!(b.step_seq, 3);
+    let live = grants::list(engine.store().pool()).await?;
+    assert_eq!(live[0].uses, 1);
+    assert!(kinds(&engine, run).await?.iter().any(|k| k == "grant.used"));
+
+    // A pattern grant covers the approved command's prefix, never a command with substitutions.
+    let mut pat = approve_once();
+    pat.scope = Scope::Workspace;
+    pat.pattern = Some("touch".into());
+    let g2 = engine.approve(&b.id, pat).await?.grant.ok_or_else(|| anyhow::anyhow!("no grant"))?;
+    assert_eq!(g2.matcher, "prefix");
+    engine.drive(run, &Silent).await?;
+    assert!(sb.ws().join("other").exists());
+
+    let sneaky = r#"
+name = "sneaky"
+goal = "g"
+[[steps]]
+tool = "shell.exec"
+args = { command = "touch $(rm -rf docs)" }
+"#;
+    let run2 = start(&sb, &engine, sneaky).await?;
+    assert!(waiting(&engine.drive(run2, &Silent).await?), "the pattern grant does not cover it");
+    let c = pending(&engine, run2).await?;
+    assert_eq!(c.risk, "high");
+    let mut bad = approve_once();
+    bad.scope = Scope::Always;
+    bad.pattern = Some("touch".into());
+    let refused = engine.approve(&c.id, bad).await.err().map(|e| e.to_string());
+    assert!(refused.as_deref().is_some_and(|e| e.contains("plain command")), "pattern grants are refused here: {refused:?}");
+    engine.reject(&c.id, "no", "user:test").await?;
+
+    // Revoked: the same action is reviewed again.
+    let now = reins_core::clock::now_ms();
+    let mut tx = engine.store().begin().await?;
+    grants::revoke(&mut tx, &g2.id, now).await?;
+    tx.commit().await?;
+    let run3 = start(&sb, &engine, "name = \"t\"\ngoal = \"g\"\n[[steps]]\ntool = \"shell.exec\"\nargs = { argv = [\"touch\", \"third\"] }\n").await?;
+    assert!(waiting(&engine.drive(run3, &Silent).await?));
+    Ok(())
+}
