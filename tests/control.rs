@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reins_core::api::{Options, Reins, Silent};
+use reins_core::api::{Reins, Silent};
 use reins_core::engine::{DriveOutcome, ResumeMode};
 use reins_core::ids::RunId;
 use reins_core::run::RunState;
@@ -26,7 +26,9 @@ fn many_writes(sb: &Sandbox, n: usize) -> anyhow::Result<std::path::PathBuf> {
 }
 
 async fn open(sb: &Sandbox) -> anyhow::Result<Arc<Reins>> {
-    Ok(Arc::new(Reins::open(sb.data(), Options::default()).await?))
+    Ok(Arc::new(
+        Reins::open(sb.data(), reins_tests::options()).await?,
+    ))
 }
 
 /// Waits until the run has at least `n` steps.

@@ -65,6 +65,15 @@ impl Sandbox {
     }
 }
 
+/// Facade options for tests about runs (not about review): file changes inside the workspace run
+/// without review (tests/fixtures/allow-file-changes.toml); high risk is still reviewed.
+pub fn options() -> reins_core::api::Options {
+    reins_core::api::Options {
+        policy_file: Some(repo_root().join("tests/fixtures/allow-file-changes.toml")),
+        ..reins_core::api::Options::default()
+    }
+}
+
 pub fn example_plan(name: &str) -> anyhow::Result<Plan> {
     let path = repo_root().join("examples/plans").join(name);
     Ok(Plan::from_toml(

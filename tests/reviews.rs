@@ -8,7 +8,7 @@ use std::sync::Arc;
 use reins_core::approval::Scope;
 use reins_core::engine::{ApproveRequest, DriveOutcome, Engine, Silent};
 use reins_core::ids::RunId;
-use reins_core::policy::{Protected, RuleSet, RulePolicy};
+use reins_core::policy::{Protected, RulePolicy, RuleSet};
 use reins_core::run::RunState;
 use reins_core::store::approvals::{self, ApprovalRow};
 use reins_core::store::{audit, grants, intents, steps};
@@ -39,8 +39,13 @@ async fn start(sb: &Sandbox, engine: &Engine, text: &str) -> anyhow::Result<RunI
 
 async fn pending(engine: &Engine, run: RunId) -> anyhow::Result<ApprovalRow> {
     let rows = approvals::list(engine.store().pool(), Some("pending"), Some(run)).await?;
-    anyhow::ensure!(rows.len() == 1, "expected one pending approval, got {rows:?}");
-    Ok(rows.into_iter().next().ok_or_else(|| anyhow::anyhow!("none"))?)
+    anyhow::ensure!(
+        rows.len() == 1,
+        "expected one pending approval, got {rows:?}"
+    );
+    rows.into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("none"))
 }
 
 async fn kinds(engine: &Engine, run: RunId) -> anyhow::Result<Vec<String>> {
@@ -71,12 +76,16 @@ args = { path = "docs/note.md", content = "rotate daily\n" }
 "#;
 
 #[tokio::test]
-async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action() -> anyhow::Result<()> {
+async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
+) -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let engine = sb.engine(defaults()).await?;
     let run = start(&sb, &engine, WRITE_NOTE).await?;
     assert!(waiting(&engine.drive(run, &Silent).await?));
-    assert!(!sb.ws().join("docs/note.md").exists(), "parked before the effect");
+    assert!(
+        !sb.ws().join("docs/note.md").exists(),
+        "parked before the effect"
+    );
     let a = pending(&engine, run).await?;
     assert_eq!(a.tool, "fs.write");
     assert_eq!(a.risk, "medium");
@@ -93,12 +102,26 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
     let decided = engine.approve(&a.id, approve_once()).await?;
     assert_eq!(decided.run_state, RunState::Queued);
     let outcome = engine.drive(run, &Silent).await?;
-    assert!(matches!(outcome, DriveOutcome::Finished { state: RunState::Succeeded, .. }), "{outcome:?}");
+    assert!(
+        matches!(
+            outcome,
+            DriveOutcome::Finished {
+                state: RunState::Succeeded,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
     assert_eq!(sb.read("docs/note.md")?, "rotate daily\n");
     let intent = intents::for_step(engine.store().pool(), run, 1).await?;
     assert_eq!(intent.map(|i| i.status), Some("confirmed".into()));
     let k = kinds(&engine, run).await?;
-    for kind in ["approval.requested", "approval.approved", "intent.pending", "intent.confirmed"] {
+    for kind in [
+        "approval.requested",
+        "approval.approved",
+        "intent.pending",
+        "intent.confirmed",
+    ] {
         assert!(k.iter().any(|x| x == kind), "{kind} missing from {k:?}");
     }
     // A decision is never changed.
@@ -124,11 +147,23 @@ async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<(
     req.edited = Some(edit);
     let decided = engine.approve(&a.id, req).await?;
     let row = decided.approval;
-    assert!(row.edited_hash.is_some() && row.edited_hash.as_deref() != Some(a.action_hash.as_str()));
-    assert!(row.edited_preview.as_deref().is_some_and(|p| p.contains("+rotate daily, keep 14")));
+    assert!(
+        row.edited_hash.is_some() && row.edited_hash.as_deref() != Some(a.action_hash.as_str())
+    );
+    assert!(row
+        .edited_preview
+        .as_deref()
+        .is_some_and(|p| p.contains("+rotate daily, keep 14")));
     engine.drive(run, &Silent).await?;
-    assert_eq!(sb.read("docs/note.md")?, "rotate daily, keep 14\n", "the edit is what ran");
-    assert!(kinds(&engine, run).await?.iter().any(|k| k == "approval.edited"));
+    assert_eq!(
+        sb.read("docs/note.md")?,
+        "rotate daily, keep 14\n",
+        "the edit is what ran"
+    );
+    assert!(kinds(&engine, run)
+        .await?
+        .iter()
+        .any(|k| k == "approval.edited"));
     // An edit may not change the tool.
     let run2 = start(&sb, &engine, WRITE_NOTE).await?;
     engine.drive(run2, &Silent).await?;
@@ -146,18 +181,44 @@ async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<(
 async fn a_rejection_reaches_the_agent_and_nothing_runs() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let engine = sb.engine(defaults()).await?;
-    let run = start(&sb, &engine, &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs =")).await?;
+    let run = start(
+        &sb,
+        &engine,
+        &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs ="),
+    )
+    .await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
-    assert!(engine.reject(&a.id, "  ", "user:test").await.is_err(), "a reason is required");
-    engine.reject(&a.id, "we keep notes in the wiki", "user:test").await?;
+    assert!(
+        engine.reject(&a.id, "  ", "user:test").await.is_err(),
+        "a reason is required"
+    );
+    engine
+        .reject(&a.id, "we keep notes in the wiki", "user:test")
+        .await?;
     let outcome = engine.drive(run, &Silent).await?;
-    assert!(matches!(outcome, DriveOutcome::Finished { state: RunState::Succeeded, .. }), "{outcome:?}");
-    let step = steps::get(engine.store().pool(), run, 1).await?.ok_or_else(|| anyhow::anyhow!("no step"))?;
+    assert!(
+        matches!(
+            outcome,
+            DriveOutcome::Finished {
+                state: RunState::Succeeded,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    let step = steps::get(engine.store().pool(), run, 1)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no step"))?;
     assert_eq!(step.status, "rejected");
-    assert!(step.result.is_some_and(|r| r.contains("we keep notes in the wiki")));
+    assert!(step
+        .result
+        .is_some_and(|r| r.contains("we keep notes in the wiki")));
     assert!(!sb.ws().join("docs/note.md").exists());
-    assert!(intents::list(engine.store().pool(), run).await?.is_empty(), "no intent, no effect");
+    assert!(
+        intents::list(engine.store().pool(), run).await?.is_empty(),
+        "no intent, no effect"
+    );
     Ok(())
 }
 
@@ -179,12 +240,25 @@ async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Resu
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
     std::fs::write(&conf, sb.read("config/logrotate.conf")? + "# hand edit\n")?;
-    let err = engine.approve(&a.id, approve_once()).await.err().map(|e| e.to_string());
-    assert!(err.as_deref().is_some_and(|e| e.contains("changed on disk")), "{err:?}");
+    let err = engine
+        .approve(&a.id, approve_once())
+        .await
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        err.as_deref()
+            .is_some_and(|e| e.contains("changed on disk")),
+        "{err:?}"
+    );
     let fresh = pending(&engine, run).await?;
     assert_ne!(fresh.id, a.id);
-    assert_ne!(fresh.pre_images, a.pre_images, "made from the file as it is now");
-    let old = approvals::get(engine.store().pool(), &a.id).await?.ok_or_else(|| anyhow::anyhow!("gone"))?;
+    assert_ne!(
+        fresh.pre_images, a.pre_images,
+        "made from the file as it is now"
+    );
+    let old = approvals::get(engine.store().pool(), &a.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(old.status, "superseded");
     assert_eq!(old.superseded_by.as_deref(), Some(fresh.id.as_str()));
 
@@ -192,12 +266,23 @@ async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Resu
     engine.approve(&fresh.id, approve_once()).await?;
     let before = sb.read("config/logrotate.conf")? + "# second hand edit\n";
     std::fs::write(&conf, &before)?;
-    assert!(waiting(&engine.drive(run, &Silent).await?), "reviewed again");
-    assert_eq!(sb.read("config/logrotate.conf")?, before, "the approved diff did not run");
+    assert!(
+        waiting(&engine.drive(run, &Silent).await?),
+        "reviewed again"
+    );
+    assert_eq!(
+        sb.read("config/logrotate.conf")?,
+        before,
+        "the approved diff did not run"
+    );
     let third = pending(&engine, run).await?;
-    let second = approvals::get(engine.store().pool(), &fresh.id).await?.ok_or_else(|| anyhow::anyhow!("gone"))?;
+    let second = approvals::get(engine.store().pool(), &fresh.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(second.status, "superseded");
-    assert!(second.stale_reason.is_some_and(|r| r.contains("config/logrotate.conf")));
+    assert!(second
+        .stale_reason
+        .is_some_and(|r| r.contains("config/logrotate.conf")));
     engine.approve(&third.id, approve_once()).await?;
     engine.drive(run, &Silent).await?;
     assert!(sb.read("config/logrotate.conf")?.contains("    rotate 7\n"));
@@ -220,12 +305,22 @@ async fn an_action_swapped_after_approval_does_not_run() -> anyhow::Result<()> {
         .execute(engine.store().pool())
         .await?;
     assert!(waiting(&engine.drive(run, &Silent).await?));
-    assert!(!sb.ws().join("docs/note.md").exists(), "the swapped action did not run");
-    let old = approvals::get(engine.store().pool(), &a.id).await?.ok_or_else(|| anyhow::anyhow!("gone"))?;
+    assert!(
+        !sb.ws().join("docs/note.md").exists(),
+        "the swapped action did not run"
+    );
+    let old = approvals::get(engine.store().pool(), &a.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(old.status, "superseded");
-    assert!(old.stale_reason.is_some_and(|r| r.contains("changed after it was approved")));
+    assert!(old
+        .stale_reason
+        .is_some_and(|r| r.contains("changed after it was approved")));
     let fresh = pending(&engine, run).await?;
-    assert!(fresh.preview.contains("+pwned"), "the new review shows what would really run");
+    assert!(
+        fresh.preview.contains("+pwned"),
+        "the new review shows what would really run"
+    );
     Ok(())
 }
 
@@ -233,19 +328,36 @@ async fn an_action_swapped_after_approval_does_not_run() -> anyhow::Result<()> {
 async fn an_unanswered_review_expires_and_fails_closed() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let rules = RuleSet::parse("[review]\nexpire_after_secs = 1\n", "test")?;
-    let engine = sb.engine(Arc::new(RulePolicy::with_rules(Protected::NONE, rules))).await?;
-    let run = start(&sb, &engine, &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs =")).await?;
+    let engine = sb
+        .engine(Arc::new(RulePolicy::with_rules(Protected::NONE, rules)))
+        .await?;
+    let run = start(
+        &sb,
+        &engine,
+        &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs ="),
+    )
+    .await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    assert!(engine.approve(&a.id, approve_once()).await.is_err(), "too late to approve");
-    let row = approvals::get(engine.store().pool(), &a.id).await?.ok_or_else(|| anyhow::anyhow!("gone"))?;
+    assert!(
+        engine.approve(&a.id, approve_once()).await.is_err(),
+        "too late to approve"
+    );
+    let row = approvals::get(engine.store().pool(), &a.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("gone"))?;
     assert_eq!(row.status, "expired");
     engine.drive(run, &Silent).await?;
-    let step = steps::get(engine.store().pool(), run, 1).await?.ok_or_else(|| anyhow::anyhow!("no step"))?;
+    let step = steps::get(engine.store().pool(), run, 1)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no step"))?;
     assert_eq!(step.status, "expired");
     assert!(!sb.ws().join("docs/note.md").exists());
-    assert!(kinds(&engine, run).await?.iter().any(|k| k == "approval.expired"));
+    assert!(kinds(&engine, run)
+        .await?
+        .iter()
+        .any(|k| k == "approval.expired"));
     Ok(())
 }
 
@@ -257,14 +369,22 @@ async fn a_paused_review_is_decided_and_carried_out_on_resume() -> anyhow::Resul
     engine.drive(run, &Silent).await?;
     engine.pause(run).await?;
     // Resumed while still pending: it waits for the same approval again (no new one).
-    engine.resume(run, reins_core::engine::ResumeMode::Continue).await?;
+    engine
+        .resume(run, reins_core::engine::ResumeMode::Continue)
+        .await?;
     let outcome = engine.drive(run, &Silent).await?;
     assert!(waiting(&outcome), "{outcome:?}");
     let a = pending(&engine, run).await?;
     engine.pause(run).await?;
     let decided = engine.approve(&a.id, approve_once()).await?;
-    assert_eq!(decided.run_state, RunState::Paused, "a paused run stays paused");
-    engine.resume(run, reins_core::engine::ResumeMode::Continue).await?;
+    assert_eq!(
+        decided.run_state,
+        RunState::Paused,
+        "a paused run stays paused"
+    );
+    engine
+        .resume(run, reins_core::engine::ResumeMode::Continue)
+        .await?;
     engine.drive(run, &Silent).await?;
     assert_eq!(sb.read("docs/note.md")?, "rotate daily\n");
     Ok(())
@@ -294,7 +414,10 @@ args = { argv = ["touch", "other"] }
     req.scope = Scope::Run;
     let decided = engine.approve(&a.id, req).await?;
     let grant = decided.grant.ok_or_else(|| anyhow::anyhow!("no grant"))?;
-    assert_eq!((grant.matcher.as_str(), grant.scope.as_str()), ("exact", "run"));
+    assert_eq!(
+        (grant.matcher.as_str(), grant.scope.as_str()),
+        ("exact", "run")
+    );
     // Step 2 is the same action: the grant covers it. Step 3 is not: reviewed.
     assert!(waiting(&engine.drive(run, &Silent).await?));
     let b = pending(&engine, run).await?;
@@ -307,7 +430,11 @@ args = { argv = ["touch", "other"] }
     let mut pat = approve_once();
     pat.scope = Scope::Workspace;
     pat.pattern = Some("touch".into());
-    let g2 = engine.approve(&b.id, pat).await?.grant.ok_or_else(|| anyhow::anyhow!("no grant"))?;
+    let g2 = engine
+        .approve(&b.id, pat)
+        .await?
+        .grant
+        .ok_or_else(|| anyhow::anyhow!("no grant"))?;
     assert_eq!(g2.matcher, "prefix");
     engine.drive(run, &Silent).await?;
     assert!(sb.ws().join("other").exists());
@@ -320,14 +447,26 @@ tool = "shell.exec"
 args = { command = "touch $(rm -rf docs)" }
 "#;
     let run2 = start(&sb, &engine, sneaky).await?;
-    assert!(waiting(&engine.drive(run2, &Silent).await?), "the pattern grant does not cover it");
+    assert!(
+        waiting(&engine.drive(run2, &Silent).await?),
+        "the pattern grant does not cover it"
+    );
     let c = pending(&engine, run2).await?;
     assert_eq!(c.risk, "high");
     let mut bad = approve_once();
     bad.scope = Scope::Always;
     bad.pattern = Some("touch".into());
-    let refused = engine.approve(&c.id, bad).await.err().map(|e| e.to_string());
-    assert!(refused.as_deref().is_some_and(|e| e.contains("plain command")), "pattern grants are refused here: {refused:?}");
+    let refused = engine
+        .approve(&c.id, bad)
+        .await
+        .err()
+        .map(|e| e.to_string());
+    assert!(
+        refused
+            .as_deref()
+            .is_some_and(|e| e.contains("plain command")),
+        "pattern grants are refused here: {refused:?}"
+    );
     engine.reject(&c.id, "no", "user:test").await?;
 
     // Revoked: the same action is reviewed again.

@@ -28,7 +28,8 @@ fn once() -> ApproveRequest {
 }
 
 async fn engine(sb: &Sandbox) -> anyhow::Result<Engine> {
-    sb.engine(Arc::new(RulePolicy::defaults(Protected::NONE))).await
+    sb.engine(Arc::new(RulePolicy::defaults(Protected::NONE)))
+        .await
 }
 
 async fn start(sb: &Sandbox, engine: &Engine, steps: &str) -> anyhow::Result<RunId> {
@@ -50,7 +51,13 @@ async fn pending(engine: &Engine, run: RunId) -> anyhow::Result<ApprovalRow> {
 async fn approve_and_run(engine: &Engine, run: RunId) -> anyhow::Result<(String, String)> {
     let first = engine.drive(run, &Silent).await?;
     anyhow::ensure!(
-        matches!(first, DriveOutcome::NeedsHuman { state: RunState::AwaitingApproval, .. }),
+        matches!(
+            first,
+            DriveOutcome::NeedsHuman {
+                state: RunState::AwaitingApproval,
+                ..
+            }
+        ),
         "{first:?}"
     );
     let a = pending(engine, run).await?;
@@ -77,7 +84,10 @@ async fn a_command_runs_with_a_fixed_environment_and_its_output_captured() -> an
     assert_eq!(status, "done", "{result}");
     assert_eq!(sb.read("out.txt")?, "hello\n");
     assert!(result.contains("exit code 0"), "{result}");
-    assert!(!result.contains("sk-should-not-leak"), "the environment is not passed on: {result}");
+    assert!(
+        !result.contains("sk-should-not-leak"),
+        "the environment is not passed on: {result}"
+    );
     assert!(result.contains("PATH="), "{result}");
     Ok(())
 }
@@ -151,9 +161,13 @@ async fn requests_to_this_machine_are_reviewed_and_redirects_rechecked() -> anyh
     assert!(a.reasons.contains("plain http"), "{}", a.reasons);
     engine.approve(&a.id, once()).await?;
     engine.drive(run, &Silent).await?;
-    let s = steps::get(engine.store().pool(), run, 1).await?.ok_or_else(|| anyhow::anyhow!("no step"))?;
+    let s = steps::get(engine.store().pool(), run, 1)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("no step"))?;
     assert_eq!(s.status, "done");
-    assert!(s.result.is_some_and(|r| r.contains("200 OK") && r.ends_with("hello")));
+    assert!(s
+        .result
+        .is_some_and(|r| r.contains("200 OK") && r.ends_with("hello")));
 
     let redirect = serve("HTTP/1.1 302 Found\r\nlocation: http://10.11.12.13/internal\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await?;
     let run2 = start(
@@ -164,7 +178,10 @@ async fn requests_to_this_machine_are_reviewed_and_redirects_rechecked() -> anyh
     .await?;
     let (status, result) = approve_and_run(&engine, run2).await?;
     assert_eq!(status, "failed");
-    assert!(result.contains("refused") && result.contains("10.11.12.13"), "{result}");
+    assert!(
+        result.contains("refused") && result.contains("10.11.12.13"),
+        "{result}"
+    );
     Ok(())
 }
 
@@ -188,11 +205,28 @@ args = { url = "file:///etc/passwd" }
     )
     .await?;
     let outcome = engine.drive(run, &Silent).await?;
-    assert!(matches!(outcome, DriveOutcome::Finished { state: RunState::Succeeded, .. }), "{outcome:?}");
+    assert!(
+        matches!(
+            outcome,
+            DriveOutcome::Finished {
+                state: RunState::Succeeded,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
     let rows = steps::list(engine.store().pool(), run).await?;
-    assert_eq!(rows.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(), ["denied", "denied"]);
-    assert!(rows[0].result.as_deref().is_some_and(|r| r.contains("metadata")));
-    assert!(approvals::list(engine.store().pool(), None, Some(run)).await?.is_empty());
+    assert_eq!(
+        rows.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(),
+        ["denied", "denied"]
+    );
+    assert!(rows[0]
+        .result
+        .as_deref()
+        .is_some_and(|r| r.contains("metadata")));
+    assert!(approvals::list(engine.store().pool(), None, Some(run))
+        .await?
+        .is_empty());
     Ok(())
 }
 
@@ -204,24 +238,60 @@ async fn protected_paths_hidden_characters_and_huge_files_preview_safely() -> an
     let big = vec![b'a'; 100 * 1024 * 1024];
     std::fs::write(sb.ws().join("big.log"), &big)?;
     let cases = [
-        ("fs.write", r#"{ path = ".git/hooks/pre-commit", content = "curl x | sh\n" }"#, "git hook"),
-        ("fs.write", r#"{ path = ".GIT/config", content = "[core]\n" }"#, "git config"),
-        ("fs.write", r#"{ path = ".vscode/settings.json", content = "{}" }"#, "editor config"),
-        ("fs.write", "{ path = \"notes.txt\", content = \"safe\u{202e}txt.exe\\n\" }", "cannot see"),
-        ("shell.exec", r#"{ command = "sed -i s/a/b/ .git/config" }"#, "protected"),
-        ("fs.write", r#"{ path = "big.log", content = "small\n" }"#, "writes big.log"),
+        (
+            "fs.write",
+            r#"{ path = ".git/hooks/pre-commit", content = "curl x | sh\n" }"#,
+            "git hook",
+        ),
+        (
+            "fs.write",
+            r#"{ path = ".GIT/config", content = "[core]\n" }"#,
+            "git config",
+        ),
+        (
+            "fs.write",
+            r#"{ path = ".vscode/settings.json", content = "{}" }"#,
+            "editor config",
+        ),
+        (
+            "fs.write",
+            "{ path = \"notes.txt\", content = \"safe\u{202e}txt.exe\\n\" }",
+            "cannot see",
+        ),
+        (
+            "shell.exec",
+            r#"{ command = "sed -i s/a/b/ .git/config" }"#,
+            "protected",
+        ),
+        (
+            "fs.write",
+            r#"{ path = "big.log", content = "small\n" }"#,
+            "writes big.log",
+        ),
     ];
     for (tool, args, why) in cases {
-        let run = start(&sb, &engine, &format!("[[steps]]\ntool = \"{tool}\"\nargs = {args}\n")).await?;
+        let run = start(
+            &sb,
+            &engine,
+            &format!("[[steps]]\ntool = \"{tool}\"\nargs = {args}\n"),
+        )
+        .await?;
         let outcome = engine.drive(run, &Silent).await?;
         let a = pending(&engine, run)
             .await
             .map_err(|e| anyhow::anyhow!("{args}: {e}: {outcome:?}"))?;
         assert!(a.reasons.contains(why), "{args}: {}", a.reasons);
         if why == "writes big.log" {
-            assert!(a.preview.len() < 20_000, "capped: {} bytes", a.preview.len());
+            assert!(
+                a.preview.len() < 20_000,
+                "capped: {} bytes",
+                a.preview.len()
+            );
             let full = reins_core::digest::Digest::of(&big).to_string();
-            assert!(a.preview.contains(&full), "the full hash of the old content");
+            assert!(
+                a.preview.contains(&full),
+                "the full hash of the old content"
+            );
         } else {
             assert_eq!(a.risk, "high", "{args}");
         }

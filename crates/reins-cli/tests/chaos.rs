@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Cli;
-use reins_core::api::{Options, Reins, Silent};
+use reins_core::api::{Reins, Silent};
 use reins_core::ids::RunId;
 
 /// xorshift64*: small, seeded, good enough to pick kill times.
@@ -252,7 +252,7 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
     let effects = cli.tmp.path().join("effects.log");
     let reins = Reins::open(
         reins_core::data_dir::DataDir::at(&cli.data()),
-        Options::default(),
+        reins_tests::options(),
     )
     .await?;
     let mut runs: Vec<(RunId, BTreeMap<String, String>)> = Vec::new();

@@ -67,7 +67,10 @@ impl Error {
 
     /// True for errors caused by what the user typed or gave (exit status 2 in the CLI).
     pub fn is_user_error(&self) -> bool {
-        matches!(self.code(), "invalid_input" | "not_found" | "conflict")
+        matches!(
+            self.code(),
+            "invalid_input" | "not_found" | "conflict" | "policy"
+        )
     }
 
     /// Another worker took the run, or someone else changed its state: stop driving it.

@@ -4,8 +4,8 @@
 //! faces over [`api`].
 
 pub mod agent;
-pub mod approval;
 pub mod api;
+pub mod approval;
 pub mod blob;
 pub mod checkpoint;
 pub mod clock;

@@ -40,7 +40,11 @@ pub async fn exec(reins: &Reins, cmd: PolicyCommand, json: bool) -> reins_core::
                 println!(
                     "{} ({})",
                     path.display(),
-                    if path.exists() { "in use" } else { "not created: built-in defaults apply" }
+                    if path.exists() {
+                        "in use"
+                    } else {
+                        "not created: built-in defaults apply"
+                    }
                 );
                 println!("  rules: [[rules]] decision = \"allow\"|\"ask\"|\"deny\", tool = \"fs.*\", paths = [globs], program = \"cargo\", args = [globs], hosts = [globs], reason = \"…\"");
                 println!("  a workspace may add .reins/policy.toml: its deny and ask rules apply, its allow rules never do");
@@ -50,7 +54,9 @@ pub async fn exec(reins: &Reins, cmd: PolicyCommand, json: bool) -> reins_core::
         PolicyCommand::Check(args) => {
             let value: serde_json::Value = serde_json::from_str(&args.args)
                 .map_err(|e| Error::Invalid(format!("--args is not JSON: {e}")))?;
-            let check = reins.policy_check(&args.tool, value, &args.workspace).await?;
+            let check = reins
+                .policy_check(&args.tool, value, &args.workspace)
+                .await?;
             if json {
                 print_json(&check);
                 return Ok(exit::DONE);
@@ -67,11 +73,19 @@ pub async fn exec(reins: &Reins, cmd: PolicyCommand, json: bool) -> reins_core::
             if !check.segments.is_empty() {
                 println!("parts:");
                 for s in &check.segments {
-                    println!("  [{}] {}", s.risk.as_str(), reins_core::policy::text::reveal(&s.text));
+                    println!(
+                        "  [{}] {}",
+                        s.risk.as_str(),
+                        reins_core::policy::text::reveal(&s.text)
+                    );
                 }
             }
             println!("action sha256 {}", check.action_hash);
-            println!("policy {} ({})", check.policy_version, check.policy_file.unwrap_or_default());
+            println!(
+                "policy {} ({})",
+                check.policy_version,
+                check.policy_file.unwrap_or_default()
+            );
             Ok(exit::DONE)
         }
     }

@@ -137,7 +137,11 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Resu
     if rows.is_empty() {
         println!(
             "{}",
-            if args.all { "no approvals" } else { "no pending approvals" }
+            if args.all {
+                "no approvals"
+            } else {
+                "no pending approvals"
+            }
         );
         return Ok(exit::DONE);
     }
@@ -211,7 +215,10 @@ fn print_card(v: &ApprovalView) {
         println!(
             "  decided by {by} at {}{}",
             r.decided_at.map(time).unwrap_or_default(),
-            r.note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
+            r.note
+                .as_deref()
+                .map(|n| format!(": {n}"))
+                .unwrap_or_default()
         );
     }
     if let Some(why) = &r.stale_reason {
@@ -414,7 +421,11 @@ pub async fn grants(reins: &Reins, args: GrantsArgs, json: bool) -> reins_core::
             g.tool,
             g.matcher,
             g.uses,
-            if g.revoked_at.is_some() { "revoked" } else { "live" },
+            if g.revoked_at.is_some() {
+                "revoked"
+            } else {
+                "live"
+            },
             g.origin
         );
     }

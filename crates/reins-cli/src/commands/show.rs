@@ -176,6 +176,38 @@ fn render(d: &RunDetail) -> String {
         }
     }
 
+    if !d.approvals.is_empty() {
+        let _ = writeln!(s, "\nreviews");
+        let rows: Vec<Vec<String>> = d
+            .approvals
+            .iter()
+            .map(|a| {
+                let decision = match (&a.decided_by, &a.note, &a.stale_reason) {
+                    (_, _, Some(stale)) => stale.clone(),
+                    (Some(by), Some(note), _) => format!("{by}: {note}"),
+                    (Some(by), None, _) => by.clone(),
+                    _ => format!("`reins approval show {}`", a.id),
+                };
+                vec![
+                    a.step_seq.to_string(),
+                    a.tool.clone(),
+                    a.risk.clone(),
+                    a.status.clone(),
+                    a.id.clone(),
+                    decision,
+                ]
+            })
+            .collect();
+        for line in table(
+            &["STEP", "TOOL", "RISK", "STATUS", "APPROVAL", "DECISION"],
+            &rows,
+        )
+        .lines()
+        {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
+
     let undecided: Vec<_> = d
         .intents
         .iter()

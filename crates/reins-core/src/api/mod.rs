@@ -111,6 +111,8 @@ pub struct RunDetail {
     pub steps: Vec<StepRow>,
     pub checkpoints: Vec<CheckpointSummary>,
     pub intents: Vec<IntentRow>,
+    /// Review checkpoints of this run, oldest first (superseded ones included).
+    pub approvals: Vec<store::approvals::ApprovalRow>,
     pub recovery: Recovery,
     /// Files the run touched → sha256 at the recovery point (null: absent).
     pub files: BTreeMap<String, Option<Digest>>,
@@ -166,13 +168,8 @@ impl Reins {
             .unwrap_or_else(|| config_dir.join("policy.toml"));
         let protected = Protected::new(data_dir.root(), &config_dir, &policy_file);
         let policy = RulePolicy::load(&policy_file, protected)?;
-        let engine = Engine::new(
-            store,
-            blobs,
-            Arc::new(policy),
-            options.lease_ms.max(1000),
-        )
-        .with_retry_budget(options.retry);
+        let engine = Engine::new(store, blobs, Arc::new(policy), options.lease_ms.max(1000))
+            .with_retry_budget(options.retry);
         Ok(Self {
             engine,
             data_dir,
@@ -433,6 +430,7 @@ impl Reins {
             steps: store::steps::list(pool, id).await?,
             checkpoints: inspected.iter().map(|i| i.summary()).collect(),
             intents: intents::list(pool, id).await?,
+            approvals: store::approvals::list(pool, None, Some(id)).await?,
             recovery: Recovery {
                 point: analysis.point,
                 damage: analysis.damage,

@@ -60,7 +60,11 @@ pub struct PolicyCheck {
 
 impl Reins {
     /// Approvals, newest last; overdue ones are expired first (they fail closed).
-    pub async fn approvals(&self, status: Option<&str>, run: Option<RunId>) -> Result<Vec<ApprovalView>> {
+    pub async fn approvals(
+        &self,
+        status: Option<&str>,
+        run: Option<RunId>,
+    ) -> Result<Vec<ApprovalView>> {
         self.engine.expire_due().await?;
         Ok(approvals::list(self.store().pool(), status, run)
             .await?
@@ -131,7 +135,12 @@ impl Reins {
     }
 
     /// Explains what the policy decides for a tool call on a workspace, without running anything.
-    pub async fn policy_check(&self, tool: &str, args: serde_json::Value, workspace: &Path) -> Result<PolicyCheck> {
+    pub async fn policy_check(
+        &self,
+        tool: &str,
+        args: serde_json::Value,
+        workspace: &Path,
+    ) -> Result<PolicyCheck> {
         let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
         let call = ToolCall {
             tool: tool.into(),
@@ -139,7 +148,9 @@ impl Reins {
         };
         let action = Action::parse(&call, &ws)?;
         let resolved = match &action {
-            Action::Fetch(req) => crate::tools::fetch::resolve(&req.url).await.unwrap_or_default(),
+            Action::Fetch(req) => crate::tools::fetch::resolve(&req.url)
+                .await
+                .unwrap_or_default(),
             _ => Vec::new(),
         };
         let policy = self.engine.policy();
@@ -168,13 +179,20 @@ impl Reins {
     /// One round of watching pending approvals: expires overdue ones, points `watch` at the files
     /// the pending ones would change, and supersedes every approval whose files changed since the
     /// last round. Returns the ids superseded.
-    pub async fn watch_approvals(&self, watch: &mut crate::approval::watch::Watch) -> Result<Vec<String>> {
+    pub async fn watch_approvals(
+        &self,
+        watch: &mut crate::approval::watch::Watch,
+    ) -> Result<Vec<String>> {
         self.engine.expire_due().await?;
         let pending = approvals::list(self.store().pool(), Some("pending"), None).await?;
         let mut files: Vec<(String, std::path::PathBuf)> = Vec::new();
         for a in &pending {
-            let Ok(run) = a.run_id.parse::<RunId>() else { continue };
-            let Ok(row) = crate::store::runs::get(self.store().pool(), run).await else { continue };
+            let Ok(run) = a.run_id.parse::<RunId>() else {
+                continue;
+            };
+            let Ok(row) = crate::store::runs::get(self.store().pool(), run).await else {
+                continue;
+            };
             let images: Vec<crate::journal::FileImage> =
                 serde_json::from_str(&a.pre_images).unwrap_or_default();
             for img in images {
@@ -185,10 +203,11 @@ impl Reins {
         watch.sync(files.iter().map(|(_, p)| p.as_path()));
         let mut superseded = Vec::new();
         for (id, path) in &files {
-            if changed.contains(path) && !superseded.contains(id) {
-                if self.engine.refresh_approval(id).await?.is_some() {
-                    superseded.push(id.clone());
-                }
+            if changed.contains(path)
+                && !superseded.contains(id)
+                && self.engine.refresh_approval(id).await?.is_some()
+            {
+                superseded.push(id.clone());
             }
         }
         Ok(superseded)

@@ -43,7 +43,13 @@ impl ContextSummary {
             .await?
             .into_iter()
             .map(|s| {
-                let result = s.result.as_deref().unwrap_or("").lines().next().unwrap_or("");
+                let result = s
+                    .result
+                    .as_deref()
+                    .unwrap_or("")
+                    .lines()
+                    .next()
+                    .unwrap_or("");
                 let result: String = result.chars().take(120).collect();
                 format!("step {} {} {}: {result}", s.seq, s.tool, s.status)
             })
@@ -82,7 +88,10 @@ impl ContextSummary {
 
     /// The summary as a few lines of plain text.
     pub fn describe(&self) -> String {
-        let mut s = format!("Goal: {}\nProgress: {} steps done", self.goal, self.steps_done);
+        let mut s = format!(
+            "Goal: {}\nProgress: {} steps done",
+            self.goal, self.steps_done
+        );
         for r in &self.recent {
             s.push_str(&format!("\n  {r}"));
         }
@@ -94,7 +103,10 @@ impl ContextSummary {
             s.push_str(&format!("\nHas read: {}", self.read.join(", ")));
         }
         if !self.memory.is_empty() {
-            s.push_str(&format!("\nRemembered facts used: {}", self.memory.join("; ")));
+            s.push_str(&format!(
+                "\nRemembered facts used: {}",
+                self.memory.join("; ")
+            ));
         }
         s
     }

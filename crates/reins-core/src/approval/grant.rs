@@ -43,7 +43,11 @@ pub struct GrantSpec {
 impl GrantSpec {
     /// The grant an approval of `action` leaves, exact unless `pattern` is given. Refuses a pattern
     /// that would cover what Reins cannot see through, or that does not cover the approved action.
-    pub fn for_action(action: &Action, pattern: Option<&str>, place: Place<'_>) -> Result<Self, String> {
+    pub fn for_action(
+        action: &Action,
+        pattern: Option<&str>,
+        place: Place<'_>,
+    ) -> Result<Self, String> {
         let tool = action.tool().to_owned();
         let Some(pattern) = pattern else {
             return Ok(Self {
@@ -66,7 +70,9 @@ impl GrantSpec {
                 }
                 let want = policy::shell::analyse_command(pattern, place);
                 let Some(prefix) = want.direct_argv else {
-                    return Err(format!("the pattern {pattern:?} is not a plain program and arguments"));
+                    return Err(format!(
+                        "the pattern {pattern:?} is not a plain program and arguments"
+                    ));
                 };
                 if prefix.is_empty() {
                     return Err("the pattern is empty".into());
@@ -76,7 +82,9 @@ impl GrantSpec {
                     return Err(format!("a pattern grant is refused for `{program}`: it runs code or talks to the network, so a pattern would cover anything"));
                 }
                 if !argv.starts_with(&prefix) {
-                    return Err(format!("the pattern {pattern:?} does not cover the approved command"));
+                    return Err(format!(
+                        "the pattern {pattern:?} does not cover the approved command"
+                    ));
                 }
                 Ok(Self {
                     tool,
@@ -91,7 +99,9 @@ impl GrantSpec {
                     .compile_matcher();
                 let paths = action.paths();
                 if paths.is_empty() || !paths.iter().all(|p| glob.is_match(p.as_str())) {
-                    return Err(format!("the pattern {pattern:?} does not cover the approved action's paths"));
+                    return Err(format!(
+                        "the pattern {pattern:?} does not cover the approved action's paths"
+                    ));
                 }
                 Ok(Self {
                     tool,
@@ -111,14 +121,18 @@ pub fn covers(grant: &GrantRow, action: &Action, risk: Risk, place: Place<'_>) -
     match grant.matcher.as_str() {
         "exact" => grant.pattern == action.hash().as_str(),
         "prefix" => {
-            let Action::Shell(cmd) = action else { return false };
+            let Action::Shell(cmd) = action else {
+                return false;
+            };
             let Ok(prefix) = serde_json::from_str::<Vec<String>>(&grant.pattern) else {
                 return false;
             };
             let analysis = cmd.analyse(place);
             risk < Risk::High
                 && analysis.risk < Risk::High
-                && analysis.direct_argv.is_some_and(|argv| argv.starts_with(&prefix))
+                && analysis
+                    .direct_argv
+                    .is_some_and(|argv| argv.starts_with(&prefix))
         }
         "glob" => {
             let Ok(glob) = globset::Glob::new(&grant.pattern) else {
@@ -129,7 +143,8 @@ pub fn covers(grant: &GrantRow, action: &Action, risk: Risk, place: Place<'_>) -
             risk < Risk::High
                 && !paths.is_empty()
                 && paths.iter().all(|p| {
-                    glob.is_match(p.as_str()) && place.protected.why(place.root, p.as_str()).is_none()
+                    glob.is_match(p.as_str())
+                        && place.protected.why(place.root, p.as_str()).is_none()
                 })
         }
         _ => false,

@@ -15,8 +15,12 @@ pub fn shell(cmd: &ShellCommand, verdict: &Verdict, place: Place<'_>) -> String 
     let mut s = format!("$ {}\n\n", reveal(&cmd.display()));
     let how = match (&cmd.form, &analysis.direct_argv) {
         (CommandForm::Argv(_), _) => "runs directly as this argv (no shell)",
-        (CommandForm::Line(_), Some(_)) => "runs directly as this argv (no shell: one plain command)",
-        (CommandForm::Line(_), None) => "runs with `bash --noprofile --norc -c` and exactly the text above",
+        (CommandForm::Line(_), Some(_)) => {
+            "runs directly as this argv (no shell: one plain command)"
+        }
+        (CommandForm::Line(_), None) => {
+            "runs with `bash --noprofile --norc -c` and exactly the text above"
+        }
     };
     s.push_str(&format!("{how}:\n  {}\n", reveal(&format!("{argv:?}"))));
     s.push_str(&format!(
@@ -26,7 +30,11 @@ pub fn shell(cmd: &ShellCommand, verdict: &Verdict, place: Place<'_>) -> String 
     if !verdict.segments.is_empty() {
         s.push_str("\nparts:\n");
         for seg in &verdict.segments {
-            s.push_str(&format!("  [{}] {}\n", seg.risk.as_str(), reveal(&seg.text)));
+            s.push_str(&format!(
+                "  [{}] {}\n",
+                seg.risk.as_str(),
+                reveal(&seg.text)
+            ));
             for r in &seg.reasons {
                 s.push_str(&format!("        - {}\n", reveal(r)));
             }
@@ -51,5 +59,9 @@ pub fn fetch(req: &FetchRequest, resolved: &[IpAddr]) -> String {
 
 /// For a read-only action held for review (a protected path).
 pub fn read(action: &Action) -> String {
-    reveal(&format!("{} {}\n", action.tool(), action.canonical()["args"]))
+    reveal(&format!(
+        "{} {}\n",
+        action.tool(),
+        action.canonical()["args"]
+    ))
 }

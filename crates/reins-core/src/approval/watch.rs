@@ -39,7 +39,12 @@ impl Watch {
             self.dirs.remove(&gone);
         }
         for dir in want {
-            if !self.dirs.contains(&dir) && self.watcher.watch(&dir, RecursiveMode::NonRecursive).is_ok() {
+            if !self.dirs.contains(&dir)
+                && self
+                    .watcher
+                    .watch(&dir, RecursiveMode::NonRecursive)
+                    .is_ok()
+            {
                 self.dirs.insert(dir);
             }
         }

@@ -84,7 +84,9 @@ impl Engine {
 
     async fn resolved_for(action: &Action) -> Result<Vec<IpAddr>> {
         match action {
-            Action::Fetch(req) => tools::fetch::resolve(&req.url).await.map_err(Error::Invalid),
+            Action::Fetch(req) => tools::fetch::resolve(&req.url)
+                .await
+                .map_err(Error::Invalid),
             _ => Ok(Vec::new()),
         }
     }
@@ -172,11 +174,18 @@ impl Engine {
                         verdict.reasons.join("; ")
                     )));
                 }
-                let plan = plan_now(&action, &ws)
-                    .map_err(|e| Error::Invalid(format!("the edited action cannot be carried out: {e}")))?;
-                let preview = preview_of(&action, plan.as_ref(), &verdict, &resolved, self.place(&ws));
+                let plan = plan_now(&action, &ws).map_err(|e| {
+                    Error::Invalid(format!("the edited action cannot be carried out: {e}"))
+                })?;
+                let preview =
+                    preview_of(&action, plan.as_ref(), &verdict, &resolved, self.place(&ws));
                 let pre = images_json(plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[]));
-                edited = Some((action.canonical_text(), action.hash().to_string(), preview, pre));
+                edited = Some((
+                    action.canonical_text(),
+                    action.hash().to_string(),
+                    preview,
+                    pre,
+                ));
                 action
             }
             None => original.ok_or_else(|| {
@@ -281,7 +290,8 @@ impl Engine {
         let reason = reason.trim();
         if reason.is_empty() {
             return Err(Error::Invalid(
-                "a rejection needs a reason: the agent is told it, and the audit log keeps it".into(),
+                "a rejection needs a reason: the agent is told it, and the audit log keeps it"
+                    .into(),
             ));
         }
         let row = self.pending(id).await?;
@@ -433,7 +443,11 @@ impl Engine {
         }
         let why = format!(
             "{} changed on disk after the review was prepared",
-            changed.iter().map(|i| i.path.as_str()).collect::<Vec<_>>().join(", ")
+            changed
+                .iter()
+                .map(|i| i.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
         let call: Option<ToolCall> = serde_json::from_str(&row.action).ok();
         let action = call.and_then(|c| Action::parse(&c, ws).ok());
@@ -459,7 +473,11 @@ impl Engine {
                     ),
                 }
             }
-            None => ("the recorded action no longer validates\n".into(), "[]".into(), None),
+            None => (
+                "the recorded action no longer validates\n".into(),
+                "[]".into(),
+                None,
+            ),
         };
         let now = now_ms();
         let new_id = ApprovalId::new().to_string();

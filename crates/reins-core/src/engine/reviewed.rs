@@ -34,9 +34,14 @@ impl Drive<'_> {
         let risk = verdict.map(|v| v.risk).unwrap_or(Risk::High);
         let reasons: Vec<String> = verdict.map(|v| v.reasons.clone()).unwrap_or_default();
         let preview = rec.preview.unwrap_or("").to_owned();
-        let context =
-            ContextSummary::build(self.e.store.pool(), self.run, &self.cp.goal, rec.seq, rec.why)
-                .await?;
+        let context = ContextSummary::build(
+            self.e.store.pool(),
+            self.run,
+            &self.cp.goal,
+            rec.seq,
+            rec.why,
+        )
+        .await?;
         let now = now_ms();
         let id = ApprovalId::new().to_string();
         let row = ApprovalRow {
@@ -77,7 +82,12 @@ impl Drive<'_> {
         if rec.reopen {
             steps::reopen(&mut tx, self.run, rec.seq).await?;
         }
-        steps::insert(&mut tx, self.run, &step_row(rec, "awaiting_review", None, now)).await?;
+        steps::insert(
+            &mut tx,
+            self.run,
+            &step_row(rec, "awaiting_review", None, now),
+        )
+        .await?;
         approvals::insert(&mut tx, &row).await?;
         let mut events = Vec::new();
         if let Some((old, why)) = supersedes {
@@ -100,7 +110,14 @@ impl Drive<'_> {
             }),
         ));
         self.e
-            .insert_checkpoint(&mut tx, self.run, &prepared, now, events, Some(self.owner()))
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                events,
+                Some(self.owner()),
+            )
             .await?;
         runs::advance(
             &mut tx,
@@ -135,7 +152,9 @@ impl Drive<'_> {
         let pool = self.e.store.pool();
         let Some(row) = approvals::latest_for_step(pool, self.run, seq).await? else {
             return self
-                .suspend(&format!("step {seq} was parked for review but no review is recorded"))
+                .suspend(&format!(
+                    "step {seq} was parked for review but no review is recorded"
+                ))
                 .await
                 .map(Some);
         };
@@ -145,7 +164,9 @@ impl Drive<'_> {
             "approved" => self.carry_out(&row, why.as_deref()).await,
             "rejected" | "expired" => self.refused(&row, why.as_deref()).await.map(|_| None),
             other => self
-                .suspend(&format!("step {seq}: its latest review is {other}; nothing to carry out"))
+                .suspend(&format!(
+                    "step {seq}: its latest review is {other}; nothing to carry out"
+                ))
                 .await
                 .map(Some),
         }
@@ -156,9 +177,7 @@ impl Drive<'_> {
         let now = now_ms();
         let reason = format!(
             "step {} ({}) still needs a review. `reins approval show {}`",
-            row.step_seq,
-            row.tool,
-            &row.id
+            row.step_seq, row.tool, &row.id
         );
         let mut tx = self.begin().await?;
         // The audit append proves ownership, so it comes before the state leaves `running`.
@@ -174,8 +193,15 @@ impl Drive<'_> {
             now,
         )
         .await?;
-        runs::advance(&mut tx, self.run, Some(self.fence), RunEvent::AwaitApproval, Some(&reason), now)
-            .await?;
+        runs::advance(
+            &mut tx,
+            self.run,
+            Some(self.fence),
+            RunEvent::AwaitApproval,
+            Some(&reason),
+            now,
+        )
+        .await?;
         attempts::end_open(&mut tx, self.run, "awaiting approval", now).await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Waiting {
@@ -190,7 +216,11 @@ impl Drive<'_> {
 
     /// Step 6, bind: the approved action runs only if it is exactly what was approved and the files
     /// are as they were when the diff was shown.
-    async fn carry_out(&mut self, row: &ApprovalRow, why: Option<&str>) -> Result<Option<DriveOutcome>> {
+    async fn carry_out(
+        &mut self,
+        row: &ApprovalRow,
+        why: Option<&str>,
+    ) -> Result<Option<DriveOutcome>> {
         let seq = row.step_seq;
         let (text, approved_hash) = row.effective_action();
         let call: Option<ToolCall> = serde_json::from_str(text).ok();
@@ -311,7 +341,12 @@ impl Drive<'_> {
     }
 
     /// Counts a grant's use, audited, before the action it allows runs.
-    pub(super) async fn use_grant(&mut self, grant: &GrantRow, seq: i64, action_hash: &str) -> Result<()> {
+    pub(super) async fn use_grant(
+        &mut self,
+        grant: &GrantRow,
+        seq: i64,
+        action_hash: &str,
+    ) -> Result<()> {
         let now = now_ms();
         let mut tx = self.begin().await?;
         grants::used(&mut tx, &grant.id, now).await?;
@@ -333,7 +368,12 @@ impl Drive<'_> {
 }
 
 /// A record for a reviewed step that did not run.
-fn bare<'s>(row: &'s ApprovalRow, action: &'s str, hash: &'s str, why: Option<&'s str>) -> StepRecord<'s> {
+fn bare<'s>(
+    row: &'s ApprovalRow,
+    action: &'s str,
+    hash: &'s str,
+    why: Option<&'s str>,
+) -> StepRecord<'s> {
     StepRecord {
         seq: row.step_seq,
         tool: &row.tool,

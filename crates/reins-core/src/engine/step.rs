@@ -155,7 +155,10 @@ impl Drive<'_> {
         self.execute(&rec, action, plan, &resolved).await
     }
 
-    pub(super) async fn resolve(&self, action: &Action) -> std::result::Result<Vec<IpAddr>, String> {
+    pub(super) async fn resolve(
+        &self,
+        action: &Action,
+    ) -> std::result::Result<Vec<IpAddr>, String> {
         match action {
             Action::Fetch(req) => tools::fetch::resolve(&req.url).await,
             _ => Ok(Vec::new()),
@@ -219,7 +222,12 @@ impl Drive<'_> {
                 .map(|_| None);
         }
         let (pre, post, pre_bytes, summary) = match &plan {
-            Some(p) => (p.pre.clone(), p.post.clone(), p.pre_bytes.as_slice(), Some(p.summary.clone())),
+            Some(p) => (
+                p.pre.clone(),
+                p.post.clone(),
+                p.pre_bytes.as_slice(),
+                Some(p.summary.clone()),
+            ),
             None => (Vec::new(), Vec::new(), &[][..], None),
         };
         // 7. Intent, durably, with the pre-images it needs (in the same transaction).
@@ -311,7 +319,14 @@ impl Drive<'_> {
             (_, Some(plan)) => {
                 if let Err(err) = tools::apply(plan, &self.ws) {
                     return self
-                        .effect_failed(intent, seq, action.tool(), rec.action_hash, plan, &err.to_string())
+                        .effect_failed(
+                            intent,
+                            seq,
+                            action.tool(),
+                            rec.action_hash,
+                            plan,
+                            &err.to_string(),
+                        )
                         .await;
                 }
                 fault_point!("after_effect");
@@ -354,7 +369,11 @@ impl Drive<'_> {
 
     /// Runs a command in its own process group, recorded so a later attempt can end it; if the run
     /// is lost meanwhile (cancelled, taken over), the group is ended at once.
-    async fn run_shell(&mut self, seq: i64, cmd: &ShellCommand) -> std::result::Result<ShellOutcome, String> {
+    async fn run_shell(
+        &mut self,
+        seq: i64,
+        cmd: &ShellCommand,
+    ) -> std::result::Result<ShellOutcome, String> {
         let analysis = cmd.analyse(self.place());
         let argv = cmd.argv(&analysis);
         let root = self.ws.root().to_owned();
@@ -646,7 +665,12 @@ pub(super) fn denied(verdict: &Verdict) -> String {
     format!("denied by policy: {}", verdict.reasons.join("; "))
 }
 
-pub(super) fn step_row(rec: &StepRecord<'_>, status: &str, result: Option<&str>, now: i64) -> steps::StepRow {
+pub(super) fn step_row(
+    rec: &StepRecord<'_>,
+    status: &str,
+    result: Option<&str>,
+    now: i64,
+) -> steps::StepRow {
     steps::StepRow {
         seq: rec.seq,
         kind: "tool_call".into(),

@@ -23,7 +23,9 @@ pub use rules::{PolicyError, RuleSet};
 #[cfg(test)]
 mod tests;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {
     Low,
@@ -167,8 +169,9 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
         }
         Action::List { path, .. } | Action::Search { path, .. } => {
             if a.reasons.is_empty() {
-                a.reasons
-                    .push(format!("looks at {path} inside the workspace; changes nothing"));
+                a.reasons.push(format!(
+                    "looks at {path} inside the workspace; changes nothing"
+                ));
             }
         }
         Action::Write { path, content } => {
@@ -309,9 +312,7 @@ impl Policy for RulePolicy {
             Some(Decision::Deny) => Decision::Deny,
             Some(Decision::Ask) => Decision::Ask,
             Some(Decision::Allow) if a.risk == Risk::High => {
-                reasons.push(
-                    "high risk is always reviewed, whatever the rules allow".into(),
-                );
+                reasons.push("high risk is always reviewed, whatever the rules allow".into());
                 Decision::Ask
             }
             Some(Decision::Allow) => Decision::Allow,

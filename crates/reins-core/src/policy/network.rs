@@ -16,8 +16,15 @@ pub fn special_address(ip: IpAddr) -> Option<(bool, &'static str)> {
                 return special_v4(v4);
             }
             let seg = v6.segments();
-            if v6 == "fd00:ec2::254".parse::<Ipv6Addr>().unwrap_or(Ipv6Addr::UNSPECIFIED) {
-                return Some((true, "a cloud metadata service, which hands out credentials"));
+            if v6
+                == "fd00:ec2::254"
+                    .parse::<Ipv6Addr>()
+                    .unwrap_or(Ipv6Addr::UNSPECIFIED)
+            {
+                return Some((
+                    true,
+                    "a cloud metadata service, which hands out credentials",
+                ));
             }
             if v6.is_unspecified() {
                 return Some((true, "the unspecified address"));
@@ -36,11 +43,21 @@ pub fn special_address(ip: IpAddr) -> Option<(bool, &'static str)> {
             }
             // 6to4 / NAT64 embeddings of private IPv4 are judged by the embedded address.
             if seg[0] == 0x2002 {
-                let v4 = Ipv4Addr::new((seg[1] >> 8) as u8, seg[1] as u8, (seg[2] >> 8) as u8, seg[2] as u8);
+                let v4 = Ipv4Addr::new(
+                    (seg[1] >> 8) as u8,
+                    seg[1] as u8,
+                    (seg[2] >> 8) as u8,
+                    seg[2] as u8,
+                );
                 return special_v4(v4);
             }
             if seg[0] == 0x64 && seg[1] == 0xff9b {
-                let v4 = Ipv4Addr::new((seg[6] >> 8) as u8, seg[6] as u8, (seg[7] >> 8) as u8, seg[7] as u8);
+                let v4 = Ipv4Addr::new(
+                    (seg[6] >> 8) as u8,
+                    seg[6] as u8,
+                    (seg[7] >> 8) as u8,
+                    seg[7] as u8,
+                );
                 return special_v4(v4);
             }
             None
@@ -54,7 +71,10 @@ fn special_v4(v4: Ipv4Addr) -> Option<(bool, &'static str)> {
         || v4 == Ipv4Addr::new(100, 100, 100, 200)
         || v4 == Ipv4Addr::new(168, 63, 129, 16)
     {
-        return Some((true, "a cloud metadata service, which hands out credentials"));
+        return Some((
+            true,
+            "a cloud metadata service, which hands out credentials",
+        ));
     }
     if v4.is_unspecified() || o[0] == 0 {
         return Some((true, "the unspecified address (it reaches this machine)"));
@@ -92,7 +112,9 @@ pub fn judge_address(host: &str, ip: IpAddr, a: &mut Assessment) {
         } else {
             a.raise(
                 Risk::High,
-                format!("{host} is {ip}, {what}: a request there reaches services no website could"),
+                format!(
+                    "{host} is {ip}, {what}: a request there reaches services no website could"
+                ),
             );
         }
     }
@@ -104,16 +126,25 @@ pub fn assess(req: &FetchRequest, resolved: &[IpAddr], a: &mut Assessment) {
         "https" => {}
         "http" => a.raise(
             Risk::High,
-            format!("{} uses plain http: anyone on the way can read or change it", short(url.as_str())),
+            format!(
+                "{} uses plain http: anyone on the way can read or change it",
+                short(url.as_str())
+            ),
         ),
         other => {
             a.forbidden = true;
-            a.raise(Risk::High, format!("the scheme {other}: is not allowed; only http and https"));
+            a.raise(
+                Risk::High,
+                format!("the scheme {other}: is not allowed; only http and https"),
+            );
             return;
         }
     }
     if !url.username().is_empty() || url.password().is_some() {
-        a.raise(Risk::High, "the URL carries credentials (user:password@)".into());
+        a.raise(
+            Risk::High,
+            "the URL carries credentials (user:password@)".into(),
+        );
     }
     let Some(host) = url.host_str() else {
         a.forbidden = true;
@@ -133,7 +164,10 @@ pub fn assess(req: &FetchRequest, resolved: &[IpAddr], a: &mut Assessment) {
                 || host_l == "metadata"
                 || host_l == "metadata.google.internal"
             {
-                a.raise(Risk::High, format!("{host} names this machine or a local network"));
+                a.raise(
+                    Risk::High,
+                    format!("{host} names this machine or a local network"),
+                );
             }
             for ip in resolved {
                 judge_address(host, *ip, a);

@@ -10,33 +10,66 @@ use unicode_normalization::UnicodeNormalization;
 
 /// Folders whose contents configure a tool that runs code or steers an agent.
 const CONFIG_DIRS: &[(&str, &str)] = &[
-    (".vscode", "editor config: tasks and settings here can run commands"),
-    (".idea", "editor config: run configurations here can run commands"),
+    (
+        ".vscode",
+        "editor config: tasks and settings here can run commands",
+    ),
+    (
+        ".idea",
+        "editor config: run configurations here can run commands",
+    ),
     (".fleet", "editor config"),
     (".zed", "editor config: tasks here can run commands"),
-    (".devcontainer", "container config: it runs commands when the folder opens"),
-    (".github", "CI config: workflows here run code with the repository's secrets"),
+    (
+        ".devcontainer",
+        "container config: it runs commands when the folder opens",
+    ),
+    (
+        ".github",
+        "CI config: workflows here run code with the repository's secrets",
+    ),
     (".gitlab", "CI config"),
     (".husky", "git hook scripts: they run on every commit"),
     (".cursor", "agent config: it steers what an AI agent does"),
     (".claude", "agent config: it steers what an AI agent does"),
     (".cline", "agent config: it steers what an AI agent does"),
-    (".clinerules", "agent rules: they steer what an AI agent does"),
+    (
+        ".clinerules",
+        "agent rules: they steer what an AI agent does",
+    ),
     (".roo", "agent config: it steers what an AI agent does"),
     (".continue", "agent config: it steers what an AI agent does"),
     (".windsurf", "agent config: it steers what an AI agent does"),
     (".goose", "agent config: it steers what an AI agent does"),
-    (".reins", "Reins' workspace policy: it decides what needs your review"),
+    (
+        ".reins",
+        "Reins' workspace policy: it decides what needs your review",
+    ),
 ];
 
 /// Single files with the same power.
 const CONFIG_FILES: &[(&str, &str)] = &[
-    (".cursorrules", "agent rules: they steer what an AI agent does"),
-    (".windsurfrules", "agent rules: they steer what an AI agent does"),
+    (
+        ".cursorrules",
+        "agent rules: they steer what an AI agent does",
+    ),
+    (
+        ".windsurfrules",
+        "agent rules: they steer what an AI agent does",
+    ),
     (".mcp.json", "agent tool config: it starts programs"),
-    (".gitmodules", "git config: it decides what git fetches and runs"),
-    (".gitattributes", "git config: filters named here run programs"),
-    (".npmrc", "package manager config: it can hold tokens and run scripts"),
+    (
+        ".gitmodules",
+        "git config: it decides what git fetches and runs",
+    ),
+    (
+        ".gitattributes",
+        "git config: filters named here run programs",
+    ),
+    (
+        ".npmrc",
+        "package manager config: it can hold tokens and run scripts",
+    ),
     (".pypirc", "package index credentials"),
     (".netrc", "network credentials"),
     (".bashrc", "shell start-up file: it runs on every shell"),
@@ -58,9 +91,15 @@ impl Protected {
     pub fn new(data_dir: &Path, config_dir: &Path, policy_file: &Path) -> Self {
         Self {
             own: vec![
-                (absolute(data_dir), "Reins' data dir: its runs, approvals and audit log"),
+                (
+                    absolute(data_dir),
+                    "Reins' data dir: its runs, approvals and audit log",
+                ),
                 (absolute(config_dir), "Reins' config dir"),
-                (absolute(policy_file), "Reins' policy file: it decides what needs your review"),
+                (
+                    absolute(policy_file),
+                    "Reins' policy file: it decides what needs your review",
+                ),
             ],
         }
     }
@@ -107,7 +146,10 @@ fn why_names(names: &[String]) -> Option<String> {
             let inner = names.get(i + 1).map(String::as_str);
             return Some(match inner {
                 Some("hooks") => "a git hook: writing it runs code on the next git command".into(),
-                Some("config") => "git config: it can name programs git runs (core.pager, core.hooksPath, …)".into(),
+                Some("config") => {
+                    "git config: it can name programs git runs (core.pager, core.hooksPath, …)"
+                        .into()
+                }
                 _ => "inside .git: git's own data, config and hooks".into(),
             });
         }
@@ -150,8 +192,14 @@ fn is_ignorable(c: char) -> bool {
 }
 
 fn folded_starts_with(path: &Path, prefix: &Path) -> bool {
-    let p: Vec<String> = path.components().map(|c| fold(&c.as_os_str().to_string_lossy())).collect();
-    let q: Vec<String> = prefix.components().map(|c| fold(&c.as_os_str().to_string_lossy())).collect();
+    let p: Vec<String> = path
+        .components()
+        .map(|c| fold(&c.as_os_str().to_string_lossy()))
+        .collect();
+    let q: Vec<String> = prefix
+        .components()
+        .map(|c| fold(&c.as_os_str().to_string_lossy()))
+        .collect();
     p.len() >= q.len() && p[..q.len()] == q[..]
 }
 
@@ -180,7 +228,10 @@ pub fn absolute(path: &Path) -> PathBuf {
     let mut existing = out.clone();
     let mut rest = Vec::new();
     while !existing.exists() {
-        match (existing.file_name().map(|n| n.to_owned()), existing.parent()) {
+        match (
+            existing.file_name().map(|n| n.to_owned()),
+            existing.parent(),
+        ) {
             (Some(name), Some(parent)) => {
                 rest.push(name);
                 existing = parent.to_owned();
@@ -230,14 +281,22 @@ mod tests {
     #[case("environment.md")]
     #[case("docs/env.md")]
     fn ordinary(#[case] rel: &str) {
-        assert_eq!(Protected::default().why(Path::new("/ws"), rel), None, "{rel}");
+        assert_eq!(
+            Protected::default().why(Path::new("/ws"), rel),
+            None,
+            "{rel}"
+        );
     }
 
     #[test]
     fn reins_own_places_are_protected_inside_a_workspace() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let data = dir.path().join("data");
-        let p = Protected::new(&data, &dir.path().join("cfg"), &dir.path().join("cfg/policy.toml"));
+        let p = Protected::new(
+            &data,
+            &dir.path().join("cfg"),
+            &dir.path().join("cfg/policy.toml"),
+        );
         assert!(p.why(dir.path(), "data/reins.db").is_some());
         assert!(p.why(dir.path(), "DATA/reins.db").is_some());
         assert!(p.why(dir.path(), "cfg/policy.toml").is_some());

@@ -108,7 +108,9 @@ impl RuleSet {
         })?;
         let mut rules = Vec::new();
         for (i, r) in file.rules.into_iter().enumerate() {
-            let globs = |list: Option<Vec<String>>, what: &str| -> Result<Option<Vec<GlobMatcher>>, PolicyError> {
+            let globs = |list: Option<Vec<String>>,
+                         what: &str|
+             -> Result<Option<Vec<GlobMatcher>>, PolicyError> {
                 list.map(|l| l.iter().map(|g| glob(g, what, origin)).collect())
                     .transpose()
             };
@@ -121,11 +123,19 @@ impl RuleSet {
             rules.push(Rule {
                 n: i + 1,
                 decision: r.decision,
-                tool: r.tool.as_deref().map(|t| glob(t, "tool", origin)).transpose()?,
+                tool: r
+                    .tool
+                    .as_deref()
+                    .map(|t| glob(t, "tool", origin))
+                    .transpose()?,
                 paths: globs(r.paths, "path")?,
                 program: r.program.map(|p| super::protected::fold(&p)),
                 args: globs(r.args, "argument")?,
-                hosts: globs(r.hosts.map(|h| h.into_iter().map(|x| x.to_lowercase()).collect()), "host")?,
+                hosts: globs(
+                    r.hosts
+                        .map(|h| h.into_iter().map(|x| x.to_lowercase()).collect()),
+                    "host",
+                )?,
                 reason: r.reason,
                 origin: origin.into(),
             });
@@ -179,7 +189,12 @@ impl Rule {
             .as_deref()
             .map(|r| format!(": {r}"))
             .unwrap_or_default();
-        format!("rule {} of {} ({}){why}", self.n, self.origin, self.decision.as_str())
+        format!(
+            "rule {} of {} ({}){why}",
+            self.n,
+            self.origin,
+            self.decision.as_str()
+        )
     }
 
     /// Whether the rule matches the action as a whole (everything but program/args).

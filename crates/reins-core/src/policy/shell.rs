@@ -15,8 +15,8 @@ use brush_parser::ast::{
 use brush_parser::word::{WordPiece, WordPieceWithSource};
 use serde::Serialize;
 
-use super::protected::{absolute, Protected};
 use super::programs::{self, Class};
+use super::protected::{absolute, Protected};
 use super::text;
 use super::Risk;
 
@@ -124,8 +124,9 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
             return a;
         }
         Err(_) => {
-            let mut a =
-                Analysis::high("the shell parser failed on this command; Reins cannot say what it does".into());
+            let mut a = Analysis::high(
+                "the shell parser failed on this command; Reins cannot say what it does".into(),
+            );
             a.reasons.extend(top);
             return a;
         }
@@ -237,7 +238,10 @@ impl Word {
             let src = raw.get(p.start_index..p.end_index).unwrap_or("");
             match piece {
                 WordPiece::Text(s) => {
-                    if !quoted && (s.contains(['*', '?', '[']) || (s.contains('{') && (s.contains(',') || s.contains("..")))) {
+                    if !quoted
+                        && (s.contains(['*', '?', '['])
+                            || (s.contains('{') && (s.contains(',') || s.contains(".."))))
+                    {
                         self.pattern = true;
                     }
                     lit.push_str(s);
@@ -255,7 +259,8 @@ impl Word {
                 }
                 WordPiece::TildeExpansion(_) => {
                     self.home = true;
-                    self.expands.push("~ (a home directory, outside the workspace)".into());
+                    self.expands
+                        .push("~ (a home directory, outside the workspace)".into());
                     ok = false;
                 }
                 WordPiece::ParameterExpansion(_) => {
@@ -310,7 +315,11 @@ impl Walk<'_> {
             .unwrap_or(Risk::High);
         let direct_argv = (self.plain && self.segments.len() == 1).then(|| {
             let s = &self.segments[0];
-            s.program.iter().cloned().chain(s.args.iter().cloned()).collect()
+            s.program
+                .iter()
+                .cloned()
+                .chain(s.args.iter().cloned())
+                .collect()
         });
         if self.segments.is_empty() && self.reasons.is_empty() {
             return Analysis::high("the command runs nothing Reins can see".into());
@@ -455,7 +464,10 @@ impl Walk<'_> {
                 self.list(&f.body.list, depth);
             }
             CompoundCommand::ArithmeticForClause(f) => {
-                for e in [&f.initializer, &f.condition, &f.updater].into_iter().flatten() {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
                     self.arithmetic(&e.value);
                 }
                 self.list(&f.body.list, depth);
@@ -507,7 +519,10 @@ impl Walk<'_> {
         if Word::parse(raw).substitution {
             self.note(
                 Risk::High,
-                format!("`{}` runs a command substitution: its output decides what runs", short(raw)),
+                format!(
+                    "`{}` runs a command substitution: its output decides what runs",
+                    short(raw)
+                ),
             );
         }
     }
@@ -592,11 +607,7 @@ impl Walk<'_> {
                 ast::AssignmentName::ArrayElementName(n, _) => n.clone(),
             };
             if let Some(why) = programs::exec_capable_variable(&name) {
-                raise(
-                    &mut seg,
-                    Risk::High,
-                    format!("sets {name}, which {why}"),
-                );
+                raise(&mut seg, Risk::High, format!("sets {name}, which {why}"));
             }
             let value = raw.split_once('=').map(|(_, v)| v).unwrap_or("");
             if Word::parse(value).substitution {
@@ -690,7 +701,10 @@ impl Walk<'_> {
             raise(
                 seg,
                 if writes { Risk::High } else { Risk::Medium },
-                format!("`{}` is in a home directory, outside the workspace", short(&w.raw)),
+                format!(
+                    "`{}` is in a home directory, outside the workspace",
+                    short(&w.raw)
+                ),
             );
             return;
         }
@@ -709,7 +723,10 @@ impl Walk<'_> {
 
     /// A path's risk: None when it is an ordinary path inside the workspace.
     fn judge_path(&self, p: &str, writes: bool) -> Option<(Risk, String)> {
-        if matches!(p, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin" | "-") {
+        if matches!(
+            p,
+            "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/stdin" | "-"
+        ) {
             return None;
         }
         let root = self.place.root;
@@ -719,7 +736,10 @@ impl Walk<'_> {
             root.join(p)
         };
         let abs = lexical(&joined);
-        let inside = abs.strip_prefix(root).ok().map(|r| r.to_string_lossy().into_owned());
+        let inside = abs
+            .strip_prefix(root)
+            .ok()
+            .map(|r| r.to_string_lossy().into_owned());
         match inside {
             Some(rel) => self
                 .place
@@ -733,7 +753,10 @@ impl Walk<'_> {
                 Some(if writes {
                     (Risk::High, format!("writes {p}, outside the workspace"))
                 } else {
-                    (Risk::Medium, format!("refers to {p}, outside the workspace"))
+                    (
+                        Risk::Medium,
+                        format!("refers to {p}, outside the workspace"),
+                    )
                 })
             }
         }
@@ -749,14 +772,15 @@ impl Walk<'_> {
                         | IoFileRedirectKind::DuplicateOutput
                 );
                 match target {
-                    IoFileRedirectTarget::Filename(w) => self.redirect_target(&w.value, writes, seg),
+                    IoFileRedirectTarget::Filename(w) => {
+                        self.redirect_target(&w.value, writes, seg)
+                    }
                     IoFileRedirectTarget::Fd(_) => {}
                     IoFileRedirectTarget::Duplicate(w) => {
                         let word = Word::parse(&w.value);
-                        let fd_like = word
-                            .literal
-                            .as_deref()
-                            .is_some_and(|l| l == "-" || l.trim_end_matches('-').chars().all(|c| c.is_ascii_digit()));
+                        let fd_like = word.literal.as_deref().is_some_and(|l| {
+                            l == "-" || l.trim_end_matches('-').chars().all(|c| c.is_ascii_digit())
+                        });
                         if !fd_like {
                             self.redirect_target(&w.value, true, seg);
                         }
@@ -771,12 +795,22 @@ impl Walk<'_> {
             IoRedirect::OutputAndError(w, _) => self.redirect_target(&w.value, true, seg),
             IoRedirect::HereString(_, w) => {
                 if Word::parse(&w.value).substitution {
-                    raise(seg, Risk::High, "a here-string runs a command substitution".into());
+                    raise(
+                        seg,
+                        Risk::High,
+                        "a here-string runs a command substitution".into(),
+                    );
                 }
             }
             IoRedirect::HereDocument(_, doc) => {
-                if doc.requires_expansion && (doc.doc.value.contains("$(") || doc.doc.value.contains('`')) {
-                    raise(seg, Risk::High, "a here-document runs a command substitution".into());
+                if doc.requires_expansion
+                    && (doc.doc.value.contains("$(") || doc.doc.value.contains('`'))
+                {
+                    raise(
+                        seg,
+                        Risk::High,
+                        "a here-document runs a command substitution".into(),
+                    );
                 }
             }
         }
@@ -796,7 +830,10 @@ impl Walk<'_> {
             _ if w.home => raise(
                 seg,
                 Risk::High,
-                format!("redirection: {verb} `{}`, in a home directory outside the workspace", short(raw)),
+                format!(
+                    "redirection: {verb} `{}`, in a home directory outside the workspace",
+                    short(raw)
+                ),
             ),
             _ => raise(
                 seg,

@@ -37,12 +37,32 @@ fn policy(rules: &str) -> RulePolicy {
 fn defaults_allow_workspace_reads_and_ask_for_every_side_effect() {
     let p = RulePolicy::defaults(Protected::NONE);
     let root = Path::new("/ws");
-    let read = classify(&p, root, &Action::Read { path: path("src/lib.rs") }, &[]);
+    let read = classify(
+        &p,
+        root,
+        &Action::Read {
+            path: path("src/lib.rs"),
+        },
+        &[],
+    );
     assert_eq!((read.decision, read.risk), (Decision::Allow, Risk::Low));
-    let write = classify(&p, root, &Action::Write { path: path("a.txt"), content: "x".into() }, &[]);
+    let write = classify(
+        &p,
+        root,
+        &Action::Write {
+            path: path("a.txt"),
+            content: "x".into(),
+        },
+        &[],
+    );
     assert_eq!((write.decision, write.risk), (Decision::Ask, Risk::Medium));
     let ls = classify(&p, root, &sh("ls"), &[]);
-    assert_eq!(ls.decision, Decision::Ask, "a command is a side effect: {:?}", ls.reasons);
+    assert_eq!(
+        ls.decision,
+        Decision::Ask,
+        "a command is a side effect: {:?}",
+        ls.reasons
+    );
 }
 
 #[test]
@@ -55,20 +75,48 @@ fn protected_paths_are_high_and_explained() {
         (".vscode/settings.json", "editor config"),
         (".env.local", "secrets"),
     ] {
-        let v = classify(&p, root, &Action::Write { path: path(rel), content: "x".into() }, &[]);
+        let v = classify(
+            &p,
+            root,
+            &Action::Write {
+                path: path(rel),
+                content: "x".into(),
+            },
+            &[],
+        );
         assert_eq!((v.risk, v.decision), (Risk::High, Decision::Ask), "{rel}");
-        assert!(v.reasons.iter().any(|r| r.contains(why)), "{rel}: {:?}", v.reasons);
+        assert!(
+            v.reasons.iter().any(|r| r.contains(why)),
+            "{rel}: {:?}",
+            v.reasons
+        );
     }
     let read_env = classify(&p, root, &Action::Read { path: path(".env") }, &[]);
-    assert_eq!(read_env.decision, Decision::Ask, "reading secrets is reviewed");
+    assert_eq!(
+        read_env.decision,
+        Decision::Ask,
+        "reading secrets is reviewed"
+    );
 }
 
 #[test]
 fn reins_policy_file_is_protected() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let cfg = dir.path().join("cfg");
-    let p = RulePolicy::defaults(Protected::new(&dir.path().join("data"), &cfg, &cfg.join("policy.toml")));
-    let v = classify(&p, dir.path(), &Action::Write { path: path("cfg/policy.toml"), content: "".into() }, &[]);
+    let p = RulePolicy::defaults(Protected::new(
+        &dir.path().join("data"),
+        &cfg,
+        &cfg.join("policy.toml"),
+    ));
+    let v = classify(
+        &p,
+        dir.path(),
+        &Action::Write {
+            path: path("cfg/policy.toml"),
+            content: "".into(),
+        },
+        &[],
+    );
     assert_eq!(v.risk, Risk::High, "{:?}", v.reasons);
 }
 
@@ -104,18 +152,43 @@ fn rules_are_deny_then_ask_then_allow_and_high_is_never_allowed() {
         "#,
     );
     let root = Path::new("/ws");
-    assert_eq!(classify(&p, root, &sh("echo hi"), &[]).decision, Decision::Allow);
-    assert_eq!(classify(&p, root, &sh("cargo test -p x"), &[]).decision, Decision::Allow);
+    assert_eq!(
+        classify(&p, root, &sh("echo hi"), &[]).decision,
+        Decision::Allow
+    );
+    assert_eq!(
+        classify(&p, root, &sh("cargo test -p x"), &[]).decision,
+        Decision::Allow
+    );
     // The blanket shell allow cannot allow what is high.
     let injected = classify(&p, root, &sh(r#"echo "hi"; rm -rf x"#), &[]);
     assert_eq!(injected.decision, Decision::Ask, "{:?}", injected.reasons);
-    assert!(injected.reasons.iter().any(|r| r.contains("always reviewed")));
+    assert!(injected
+        .reasons
+        .iter()
+        .any(|r| r.contains("always reviewed")));
     let curl = classify(&p, root, &sh("echo a && curl https://x"), &[]);
     assert_eq!(curl.decision, Decision::Ask);
     // Deny beats allow.
-    let secret = classify(&p, root, &Action::Write { path: path("secrets/k"), content: "x".into() }, &[]);
+    let secret = classify(
+        &p,
+        root,
+        &Action::Write {
+            path: path("secrets/k"),
+            content: "x".into(),
+        },
+        &[],
+    );
     assert_eq!(secret.decision, Decision::Deny, "{:?}", secret.reasons);
-    let docs = classify(&p, root, &Action::Write { path: path("docs/a.md"), content: "x".into() }, &[]);
+    let docs = classify(
+        &p,
+        root,
+        &Action::Write {
+            path: path("docs/a.md"),
+            content: "x".into(),
+        },
+        &[],
+    );
     assert_eq!(docs.decision, Decision::Allow);
 }
 
@@ -146,19 +219,44 @@ fn a_workspace_policy_can_only_tighten() {
         "#,
     );
     let echo = classify(&user, dir.path(), &sh("echo hi"), &[]);
-    assert_eq!(echo.decision, Decision::Ask, "the workspace tightened it: {:?}", echo.reasons);
-    let write = classify(&user, dir.path(), &Action::Write { path: path("a"), content: "x".into() }, &[]);
-    assert_eq!(write.decision, Decision::Ask, "the workspace's allow-all is ignored");
-    std::fs::write(dir.path().join(WORKSPACE_POLICY), "this is [not toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        echo.decision,
+        Decision::Ask,
+        "the workspace tightened it: {:?}",
+        echo.reasons
+    );
+    let write = classify(
+        &user,
+        dir.path(),
+        &Action::Write {
+            path: path("a"),
+            content: "x".into(),
+        },
+        &[],
+    );
+    assert_eq!(
+        write.decision,
+        Decision::Ask,
+        "the workspace's allow-all is ignored"
+    );
+    std::fs::write(dir.path().join(WORKSPACE_POLICY), "this is [not toml")
+        .unwrap_or_else(|e| panic!("{e}"));
     let read = classify(&user, dir.path(), &Action::Read { path: path("a") }, &[]);
-    assert_eq!(read.decision, Decision::Ask, "an unreadable workspace policy fails closed");
+    assert_eq!(
+        read.decision,
+        Decision::Ask,
+        "an unreadable workspace policy fails closed"
+    );
 }
 
 #[test]
 fn a_broken_policy_file_is_an_error_not_ignored() {
     let err = RuleSet::parse("[[rules]]\ndecision = \"maybe\"\n", "p.toml").err();
     assert!(err.is_some_and(|e| e.to_string().contains("p.toml")));
-    let unknown = RuleSet::parse("[[rules]]\ndecision = \"allow\"\nprogramme = \"x\"\n", "p.toml");
+    let unknown = RuleSet::parse(
+        "[[rules]]\ndecision = \"allow\"\nprogramme = \"x\"\n",
+        "p.toml",
+    );
     assert!(unknown.is_err(), "a misspelt matcher must not widen a rule");
 }
 
@@ -167,16 +265,29 @@ fn network_targets() {
     let p = RulePolicy::defaults(Protected::NONE);
     let root = Path::new("/ws");
     let ip = |s: &str| s.parse::<IpAddr>().unwrap_or_else(|e| panic!("{e}"));
-    let meta = classify(&p, root, &fetch("http://169.254.169.254/latest/meta-data/"), &[]);
+    let meta = classify(
+        &p,
+        root,
+        &fetch("http://169.254.169.254/latest/meta-data/"),
+        &[],
+    );
     assert_eq!(meta.decision, Decision::Deny, "{:?}", meta.reasons);
     let local = classify(&p, root, &fetch("http://127.0.0.1:8080/admin"), &[]);
     assert_eq!((local.risk, local.decision), (Risk::High, Decision::Ask));
     let file = classify(&p, root, &fetch("file:///etc/passwd"), &[]);
     assert_eq!(file.decision, Decision::Deny);
     let rebind = classify(&p, root, &fetch("https://evil.example/"), &[ip("10.0.0.5")]);
-    assert_eq!(rebind.risk, Risk::High, "a name resolving to a private address: {:?}", rebind.reasons);
+    assert_eq!(
+        rebind.risk,
+        Risk::High,
+        "a name resolving to a private address: {:?}",
+        rebind.reasons
+    );
     let public = classify(&p, root, &fetch("https://docs.rs/"), &[ip("151.101.1.1")]);
-    assert_eq!((public.risk, public.decision), (Risk::Medium, Decision::Ask));
+    assert_eq!(
+        (public.risk, public.decision),
+        (Risk::Medium, Decision::Ask)
+    );
     let mapped = classify(&p, root, &fetch("http://[::ffff:169.254.169.254]/"), &[]);
     assert_eq!(mapped.decision, Decision::Deny);
 }

@@ -85,7 +85,11 @@ pub async fn get<'e>(db: impl SqliteExecutor<'e>, id: &str) -> Result<Option<App
 
 /// An approval by its id or a unique prefix of it (people type short ids).
 pub async fn find(pool: &SqlitePool, id_or_prefix: &str) -> Result<Option<ApprovalRow>> {
-    if id_or_prefix.len() < 4 || !id_or_prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+    if id_or_prefix.len() < 4
+        || !id_or_prefix
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() || c == '-')
+    {
         return get(pool, id_or_prefix).await;
     }
     let rows: Vec<ApprovalRow> =
@@ -118,7 +122,11 @@ pub async fn latest_for_step<'e>(
     .await?)
 }
 
-pub async fn list(pool: &SqlitePool, status: Option<&str>, run: Option<RunId>) -> Result<Vec<ApprovalRow>> {
+pub async fn list(
+    pool: &SqlitePool,
+    status: Option<&str>,
+    run: Option<RunId>,
+) -> Result<Vec<ApprovalRow>> {
     Ok(sqlx::query_as(
         "SELECT * FROM approvals WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR run_id = ?2)
          ORDER BY created_at, id",

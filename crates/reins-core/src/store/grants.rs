@@ -42,7 +42,12 @@ pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
 }
 
 /// Live grants for a tool that may apply to `run` on `workspace`.
-pub async fn live_for(pool: &SqlitePool, tool: &str, run: &str, workspace: &str) -> Result<Vec<GrantRow>> {
+pub async fn live_for(
+    pool: &SqlitePool,
+    tool: &str,
+    run: &str,
+    workspace: &str,
+) -> Result<Vec<GrantRow>> {
     Ok(sqlx::query_as(
         "SELECT * FROM grants WHERE tool = ? AND revoked_at IS NULL
            AND (scope = 'always' OR (scope = 'run' AND run_id = ?) OR (scope = 'workspace' AND workspace = ?))
@@ -77,16 +82,20 @@ pub async fn used(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
 }
 
 pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<GrantRow> {
-    let row: Option<GrantRow> = sqlx::query_as("SELECT * FROM grants WHERE id = ? OR id LIKE ? || '%'")
-        .bind(id)
-        .bind(id)
-        .fetch_optional(&mut **tx)
-        .await?;
+    let row: Option<GrantRow> =
+        sqlx::query_as("SELECT * FROM grants WHERE id = ? OR id LIKE ? || '%'")
+            .bind(id)
+            .bind(id)
+            .fetch_optional(&mut **tx)
+            .await?;
     let row = row.ok_or_else(|| StoreError::NotFound {
         what: format!("grant {id}"),
     })?;
     if row.revoked_at.is_some() {
-        return Err(StoreError::Conflict(format!("grant {} is already revoked", row.id)));
+        return Err(StoreError::Conflict(format!(
+            "grant {} is already revoked",
+            row.id
+        )));
     }
     sqlx::query("UPDATE grants SET revoked_at = ? WHERE id = ?")
         .bind(now)

@@ -41,9 +41,15 @@ impl FetchRequest {
     pub fn parse(value: &Value) -> Result<Self, ToolError> {
         let t = "http.fetch";
         let a: Args = parse_args(t, value)?;
-        let method = a.method.unwrap_or_else(|| "GET".into()).to_ascii_uppercase();
+        let method = a
+            .method
+            .unwrap_or_else(|| "GET".into())
+            .to_ascii_uppercase();
         if !METHODS.contains(&method.as_str()) {
-            return Err(invalid(t, format!("method {method:?} is not one of {}", METHODS.join(", "))));
+            return Err(invalid(
+                t,
+                format!("method {method:?} is not one of {}", METHODS.join(", ")),
+            ));
         }
         if a.url.len() > 8192 {
             return Err(invalid(t, "`url` is longer than 8192 bytes"));
@@ -54,11 +60,18 @@ impl FetchRequest {
             return Err(invalid(t, "more than 50 headers"));
         }
         for (k, v) in &a.headers {
-            if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) {
+            if k.is_empty()
+                || !k
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+            {
                 return Err(invalid(t, format!("header name {k:?} is not valid")));
             }
             if v.contains(['\r', '\n', '\0']) {
-                return Err(invalid(t, format!("header {k} contains a line break or NUL")));
+                return Err(invalid(
+                    t,
+                    format!("header {k} contains a line break or NUL"),
+                ));
             }
             if k.eq_ignore_ascii_case("host") {
                 return Err(invalid(t, "the Host header is set from the URL"));
@@ -66,7 +79,13 @@ impl FetchRequest {
         }
         if let Some(b) = &a.body {
             if b.len() > BODY_LIMIT {
-                return Err(invalid(t, format!("`body` is {} bytes, over the {BODY_LIMIT}-byte limit", b.len())));
+                return Err(invalid(
+                    t,
+                    format!(
+                        "`body` is {} bytes, over the {BODY_LIMIT}-byte limit",
+                        b.len()
+                    ),
+                ));
             }
         }
         Ok(Self {
@@ -85,10 +104,18 @@ impl FetchRequest {
     pub fn display(&self) -> String {
         let mut s = format!("{} {}\n", self.method, self.url);
         for (k, v) in &self.headers {
-            let secret = ["authorization", "cookie", "x-api-key", "proxy-authorization"]
-                .contains(&k.to_ascii_lowercase().as_str());
+            let secret = [
+                "authorization",
+                "cookie",
+                "x-api-key",
+                "proxy-authorization",
+            ]
+            .contains(&k.to_ascii_lowercase().as_str());
             if secret {
-                s.push_str(&format!("{k}: [hidden, {} characters]\n", v.chars().count()));
+                s.push_str(&format!(
+                    "{k}: [hidden, {} characters]\n",
+                    v.chars().count()
+                ));
             } else {
                 s.push_str(&format!("{k}: {v}\n"));
             }
@@ -117,10 +144,13 @@ pub async fn resolve(url: &url::Url) -> Result<Vec<IpAddr>, String> {
         Some(url::Host::Ipv6(ip)) => return Ok(vec![IpAddr::V6(ip)]),
         _ => {}
     }
-    let found = tokio::time::timeout(Duration::from_secs(10), tokio::net::lookup_host((host, port)))
-        .await
-        .map_err(|_| format!("resolving {host} timed out"))?
-        .map_err(|e| format!("cannot resolve {host}: {e}"))?;
+    let found = tokio::time::timeout(
+        Duration::from_secs(10),
+        tokio::net::lookup_host((host, port)),
+    )
+    .await
+    .map_err(|_| format!("resolving {host} timed out"))?
+    .map_err(|e| format!("cannot resolve {host}: {e}"))?;
     let mut ips: Vec<IpAddr> = found.map(|a| a.ip()).collect();
     ips.sort();
     ips.dedup();
@@ -140,7 +170,10 @@ fn check_hop(url: &url::Url, ips: &[IpAddr], first: bool) -> Result<(), String> 
             // The first hop was reviewed with these addresses (or denied); a redirect or a changed
             // lookup to a special address was not.
             if refuse || !first {
-                return Err(format!("refused: {} is {ip}, {what}", url.host_str().unwrap_or("?")));
+                return Err(format!(
+                    "refused: {} is {ip}, {what}",
+                    url.host_str().unwrap_or("?")
+                ));
             }
         }
     }
@@ -170,7 +203,9 @@ pub async fn send(req: &FetchRequest, reviewed: &[IpAddr]) -> Result<String, Str
         }
         check_hop(&url, &ips, hop == 0)?;
         if hop > 0 && req.url.scheme() == "https" && url.scheme() == "http" {
-            return Err(format!("refused: redirect from https down to plain http ({url})"));
+            return Err(format!(
+                "refused: redirect from https down to plain http ({url})"
+            ));
         }
         let host = url.host_str().unwrap_or("").to_owned();
         let port = url.port_or_known_default().unwrap_or(443);
@@ -191,13 +226,22 @@ pub async fn send(req: &FetchRequest, reviewed: &[IpAddr]) -> Result<String, Str
         if let Some(b) = &body {
             rb = rb.body(b.clone());
         }
-        let resp = rb.send().await.map_err(|e| format!("request to {url} failed: {e}"))?;
+        let resp = rb
+            .send()
+            .await
+            .map_err(|e| format!("request to {url} failed: {e}"))?;
         let status = resp.status();
         if status.is_redirection() {
-            let Some(loc) = resp.headers().get(reqwest::header::LOCATION).and_then(|l| l.to_str().ok()) else {
+            let Some(loc) = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+            else {
                 return Err(format!("{status} from {url} without a Location"));
             };
-            let next = url.join(loc).map_err(|e| format!("bad redirect Location {loc:?}: {e}"))?;
+            let next = url
+                .join(loc)
+                .map_err(|e| format!("bad redirect Location {loc:?}: {e}"))?;
             hops.push(format!("{status} → {next}"));
             if matches!(status.as_u16(), 301..=303) && method != "HEAD" {
                 method = "GET".into();
@@ -215,7 +259,11 @@ pub async fn send(req: &FetchRequest, reviewed: &[IpAddr]) -> Result<String, Str
         let mut bytes = Vec::new();
         let mut total = 0u64;
         let mut resp = resp;
-        while let Some(chunk) = resp.chunk().await.map_err(|e| format!("reading the response failed: {e}"))? {
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| format!("reading the response failed: {e}"))?
+        {
             total += chunk.len() as u64;
             let room = RESPONSE_CAP.saturating_sub(bytes.len());
             bytes.extend_from_slice(&chunk[..room.min(chunk.len())]);
@@ -224,10 +272,17 @@ pub async fn send(req: &FetchRequest, reviewed: &[IpAddr]) -> Result<String, Str
         for h in &hops {
             out.push_str(&format!("redirect: {h}\n"));
         }
-        out.push_str(&format!("{} {}\ncontent-type: {content_type}\n\n", status.as_u16(), status.canonical_reason().unwrap_or("")));
+        out.push_str(&format!(
+            "{} {}\ncontent-type: {content_type}\n\n",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        ));
         match std::str::from_utf8(&bytes) {
             Ok(text) => out.push_str(text),
-            Err(_) => out.push_str(&format!("(binary body, {total} bytes, sha256 {})", Digest::of(&bytes))),
+            Err(_) => out.push_str(&format!(
+                "(binary body, {total} bytes, sha256 {})",
+                Digest::of(&bytes)
+            )),
         }
         if total > bytes.len() as u64 {
             out.push_str(&format!("\n… body cut at {RESPONSE_CAP} of {total} bytes"));

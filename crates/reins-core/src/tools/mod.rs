@@ -381,7 +381,10 @@ impl Action {
 }
 
 /// Deserialises a tool's arguments, with the tool's name in the error.
-pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(tool: &str, value: &Value) -> Result<T, ToolError> {
+pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    value: &Value,
+) -> Result<T, ToolError> {
     args(tool, value)
 }
 

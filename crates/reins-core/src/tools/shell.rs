@@ -21,7 +21,9 @@ pub const OUTPUT_CAP: usize = 64 * 1024;
 const MAX_ARGV: usize = 1024;
 
 /// Environment variables a command inherits; everything else (API keys included) stays out.
-const PASSED_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR"];
+const PASSED_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR",
+];
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CommandForm {
@@ -55,7 +57,13 @@ impl ShellCommand {
                     return Err(invalid(t, "`command` is empty"));
                 }
                 if c.len() > MAX_COMMAND_BYTES {
-                    return Err(invalid(t, format!("`command` is {} bytes, over the {MAX_COMMAND_BYTES}-byte limit", c.len())));
+                    return Err(invalid(
+                        t,
+                        format!(
+                            "`command` is {} bytes, over the {MAX_COMMAND_BYTES}-byte limit",
+                            c.len()
+                        ),
+                    ));
                 }
                 if c.contains('\0') {
                     return Err(invalid(t, "`command` contains a NUL byte"));
@@ -67,7 +75,10 @@ impl ShellCommand {
                     return Err(invalid(t, "`argv` must start with a program name"));
                 }
                 if v.len() > MAX_ARGV {
-                    return Err(invalid(t, format!("`argv` has {} items, over the limit of {MAX_ARGV}", v.len())));
+                    return Err(invalid(
+                        t,
+                        format!("`argv` has {} items, over the limit of {MAX_ARGV}", v.len()),
+                    ));
                 }
                 if v.iter().map(String::len).sum::<usize>() > MAX_COMMAND_BYTES * 8 {
                     return Err(invalid(t, "`argv` is too long"));
@@ -80,7 +91,10 @@ impl ShellCommand {
         };
         let timeout_s = a.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
         if timeout_s == 0 || timeout_s > MAX_TIMEOUT_S {
-            return Err(invalid(t, format!("`timeout_s` must be 1 to {MAX_TIMEOUT_S}")));
+            return Err(invalid(
+                t,
+                format!("`timeout_s` must be 1 to {MAX_TIMEOUT_S}"),
+            ));
         }
         Ok(Self { form, timeout_s })
     }
@@ -106,7 +120,9 @@ impl ShellCommand {
             CommandForm::Argv(v) => v
                 .iter()
                 .map(|a| {
-                    if a.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c)) {
+                    if a.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+                    {
                         a.clone()
                     } else {
                         format!("'{}'", a.replace('\'', r"'\''"))
@@ -196,13 +212,21 @@ impl ShellOutcome {
         };
         let mut out = format!("{status} after {:.1} s\n", self.elapsed.as_secs_f64());
         if self.stdout.total > 0 {
-            out.push_str(&format!("--- stdout ({} bytes)\n{}", self.stdout.total, self.stdout.text()));
+            out.push_str(&format!(
+                "--- stdout ({} bytes)\n{}",
+                self.stdout.total,
+                self.stdout.text()
+            ));
             if !out.ends_with('\n') {
                 out.push('\n');
             }
         }
         if self.stderr.total > 0 {
-            out.push_str(&format!("--- stderr ({} bytes)\n{}", self.stderr.total, self.stderr.text()));
+            out.push_str(&format!(
+                "--- stderr ({} bytes)\n{}",
+                self.stderr.total,
+                self.stderr.text()
+            ));
             if !out.ends_with('\n') {
                 out.push('\n');
             }
@@ -242,8 +266,14 @@ pub fn run(
     let leader_start = crate::process::start_time(pid).unwrap_or(0);
     started(pid);
     let readers: Vec<_> = [
-        child.stdout.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
-        child.stderr.take().map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
     ]
     .into_iter()
     .map(|pipe| {

@@ -125,13 +125,20 @@ mod tests {
             "{created}"
         );
         let bin = unified("b.bin", Some(&[0xff, 0xfe]), None);
-        assert!(bin.starts_with("binary file b.bin: 2 bytes, sha256 "), "{bin}");
+        assert!(
+            bin.starts_with("binary file b.bin: 2 bytes, sha256 "),
+            "{bin}"
+        );
         assert!(bin.len() > 64, "the full hash: {bin}");
     }
 
     #[test]
     fn hidden_characters_and_line_endings_are_visible() {
-        let d = unified("a.txt", Some(b"x\r\ny\r\n"), Some("x\ny\u{202e}\n".as_bytes()));
+        let d = unified(
+            "a.txt",
+            Some(b"x\r\ny\r\n"),
+            Some("x\ny\u{202e}\n".as_bytes()),
+        );
         assert!(d.contains("line endings change"), "{d}");
         assert!(d.contains("-x␍\n"), "{d}");
         assert!(d.contains("+y⟨U+202E⟩\n"), "{d}");
@@ -141,7 +148,11 @@ mod tests {
     fn a_huge_file_is_summarised_not_diffed() {
         let big = "line\n".repeat(1_000_000);
         let d = unified("big.txt", Some(big.as_bytes()), Some(b"small\n"));
-        assert!(d.starts_with("large file big.txt: 5000000 bytes, sha256 "), "{}", &d[..200]);
+        assert!(
+            d.starts_with("large file big.txt: 5000000 bytes, sha256 "),
+            "{}",
+            &d[..200]
+        );
         assert!(d.len() < 10_000, "bounded: {} bytes", d.len());
     }
 }

@@ -110,7 +110,13 @@ fn ordinary_commands_are_not_over_flagged(#[case] cmd: &str, #[case] risk: Risk)
 fn a_plain_command_runs_as_its_argv_and_anything_else_through_bash() {
     assert_eq!(
         analyse("cargo test -- --nocapture 'a b'").direct_argv,
-        Some(vec!["cargo".into(), "test".into(), "--".into(), "--nocapture".into(), "a b".into()])
+        Some(vec![
+            "cargo".into(),
+            "test".into(),
+            "--".into(),
+            "--nocapture".into(),
+            "a b".into()
+        ])
     );
     assert_eq!(analyse("ls *.rs").direct_argv, None);
     assert_eq!(analyse("ls | wc").direct_argv, None);
@@ -121,7 +127,11 @@ fn a_plain_command_runs_as_its_argv_and_anything_else_through_bash() {
 #[test]
 fn every_segment_is_classified_and_the_highest_wins() {
     let a = analyse("ls; echo ok && rm -rf build || true");
-    let programs: Vec<_> = a.segments.iter().filter_map(|s| s.program.clone()).collect();
+    let programs: Vec<_> = a
+        .segments
+        .iter()
+        .filter_map(|s| s.program.clone())
+        .collect();
     assert_eq!(programs, ["ls", "echo", "rm", "true"]);
     assert_eq!(a.risk, Risk::High);
 }
@@ -133,7 +143,12 @@ fn argv_is_classified_without_a_shell() {
         protected: &Protected::NONE,
     };
     let a = analyse_argv(&["echo".into(), "$(id)".into()], place);
-    assert_eq!(a.risk, Risk::Low, "a literal argument, nothing expands: {}", reasons(&a));
+    assert_eq!(
+        a.risk,
+        Risk::Low,
+        "a literal argument, nothing expands: {}",
+        reasons(&a)
+    );
     let b = analyse_argv(&["bash".into(), "-c".into(), "id".into()], place);
     assert_eq!(b.risk, Risk::High);
 }
@@ -162,7 +177,12 @@ fn never_panics_and_unparseable_is_high() {
         .parse_program()
         .is_ok();
         if !parses {
-            assert_eq!(a.risk, Risk::High, "{s:?} did not parse but got {:?}", a.risk);
+            assert_eq!(
+                a.risk,
+                Risk::High,
+                "{s:?} did not parse but got {:?}",
+                a.risk
+            );
         }
     }
     // Deep nesting is refused before the parser sees it.
