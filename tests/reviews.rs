@@ -478,3 +478,44 @@ args = { command = "touch $(rm -rf docs)" }
     assert!(waiting(&engine.drive(run3, &Silent).await?));
     Ok(())
 }
+
+#[tokio::test]
+async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let options = reins_core::api::Options {
+        policy_file: Some(sb.tmp.path().join("no-policy.toml")),
+        ..reins_core::api::Options::default()
+    };
+    let reins = reins_core::api::Reins::open(sb.data(), options).await?;
+    let plan_file = sb.tmp.path().join("conf.toml");
+    std::fs::write(&plan_file, EDIT_CONF)?;
+    let run = reins
+        .create_script_run(&plan_file, &sb.ws(), &Silent)
+        .await?;
+    reins.drive(run, &Silent).await?;
+    let before = reins.approvals(Some("pending"), Some(run)).await?;
+    assert_eq!(before.len(), 1);
+    let mut watch = reins_core::approval::watch::Watch::new()?;
+    assert!(reins.watch_approvals(&mut watch).await?.is_empty());
+    assert_eq!(watch.watched(), 1, "the folder of config/logrotate.conf");
+    let conf = sb.ws().join("config/logrotate.conf");
+    std::fs::write(
+        &conf,
+        std::fs::read_to_string(&conf)? + "# changed by hand\n",
+    )?;
+    let mut superseded = Vec::new();
+    for _ in 0..50 {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        superseded = reins.watch_approvals(&mut watch).await?;
+        if !superseded.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(superseded, vec![before[0].row.id.clone()]);
+    let after = reins.approvals(Some("pending"), Some(run)).await?;
+    assert_eq!(after.len(), 1);
+    assert_ne!(after[0].row.id, before[0].row.id);
+    assert_ne!(after[0].row.pre_images, before[0].row.pre_images);
+    reins.close().await;
+    Ok(())
+}

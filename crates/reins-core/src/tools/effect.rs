@@ -38,8 +38,30 @@ fn failed(tool: &'static str, detail: String) -> ToolError {
     ToolError::Failed { tool, detail }
 }
 
-/// Step 3 of the protocol: read the pre-images through the jail and fix the effect.
+/// Step 3 of the protocol: read the pre-images through the jail and fix the effect. An executable
+/// file is called out above its diff (its mode is kept).
 pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
+    let mut plan = plan_bytes(action, ws)?;
+    let exec: Vec<String> = action
+        .touched()
+        .into_iter()
+        .filter_map(|p| {
+            ws.mode(p)
+                .filter(|m| m & 0o111 != 0)
+                .map(|m| format!("{p} (mode {m:o})"))
+        })
+        .collect();
+    if !exec.is_empty() {
+        plan.preview = format!(
+            "note: executable: {}; it stays executable\n{}",
+            exec.join(", "),
+            plan.preview
+        );
+    }
+    Ok(plan)
+}
+
+fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
     match action {
         Action::Write { path, content } => {
             let old = ws.image(path)?;

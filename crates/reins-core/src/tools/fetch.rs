@@ -54,7 +54,13 @@ impl FetchRequest {
         if a.url.len() > 8192 {
             return Err(invalid(t, "`url` is longer than 8192 bytes"));
         }
-        let url = url::Url::parse(&a.url)
+        // https by default: a bare host and path is taken as https.
+        let text = if a.url.contains("://") || a.url.contains(':') && !a.url.contains('.') {
+            a.url.clone()
+        } else {
+            format!("https://{}", a.url)
+        };
+        let url = url::Url::parse(&text)
             .map_err(|e| invalid(t, format!("`url` is not a valid URL: {e}")))?;
         if a.headers.len() > 50 {
             return Err(invalid(t, "more than 50 headers"));

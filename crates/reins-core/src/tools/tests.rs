@@ -145,3 +145,68 @@ fn search_finds_lines() -> anyhow::Result<()> {
     ));
     Ok(())
 }
+
+#[test]
+fn replacing_an_executable_keeps_its_mode_and_says_so() -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (t, ws) = ws()?;
+    let script = t.path().join("deploy.sh");
+    fs::write(&script, "#!/bin/sh\necho old\n")?;
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755))?;
+    let action = Action::parse(
+        &call(
+            "fs.write",
+            json!({"path": "deploy.sh", "content": "#!/bin/sh\necho new\n"}),
+        ),
+        &ws,
+    )?;
+    let p = plan(&action, &ws)?;
+    assert!(
+        p.preview
+            .starts_with("note: executable: deploy.sh (mode 755)"),
+        "{}",
+        p.preview
+    );
+    apply(&p, &ws)?;
+    assert_eq!(fs::metadata(&script)?.permissions().mode() & 0o777, 0o755);
+    assert_eq!(fs::read_to_string(&script)?, "#!/bin/sh\necho new\n");
+    Ok(())
+}
+
+#[test]
+fn shell_and_fetch_arguments_are_validated() -> anyhow::Result<()> {
+    let (_t, ws) = ws()?;
+    for bad in [
+        json!({}),
+        json!({"command": "ls", "argv": ["ls"]}),
+        json!({"command": "  "}),
+        json!({"argv": []}),
+        json!({"command": "ls", "timeout_s": 0}),
+        json!({"command": "ls", "timeout_s": 99999}),
+        json!({"command": "ls", "cwd": "/"}),
+    ] {
+        assert!(
+            Action::parse(&call("shell.exec", bad.clone()), &ws).is_err(),
+            "{bad}"
+        );
+    }
+    for bad in [
+        json!({"url": "not a url"}),
+        json!({"url": "https://x.example", "method": "TRACE"}),
+        json!({"url": "https://x.example", "headers": {"X-A": "a\r\nInjected: 1"}}),
+        json!({"url": "https://x.example", "headers": {"Host": "other"}}),
+    ] {
+        assert!(
+            Action::parse(&call("http.fetch", bad.clone()), &ws).is_err(),
+            "{bad}"
+        );
+    }
+    let ok = Action::parse(&call("http.fetch", json!({"url": "docs.rs/serde"})), &ws)?;
+    assert_eq!(
+        ok.host(),
+        Some("docs.rs"),
+        "a URL without a scheme is https"
+    );
+    assert!(ok.canonical_text().contains("https://docs.rs/serde"));
+    Ok(())
+}

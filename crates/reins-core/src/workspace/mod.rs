@@ -275,9 +275,18 @@ impl Workspace {
             .collect()
     }
 
+    /// The permission bits of an existing regular file (None: absent or not a regular file).
+    pub fn mode(&self, rel: &RelPath) -> Option<u32> {
+        let m = self.dir.symlink_metadata(rel.as_os()).ok()?;
+        m.is_file().then(|| m.mode() & 0o7777)
+    }
+
     /// Atomically replaces (or creates) a file: temp file beside it, fsync, rename, fsync directory.
+    /// A replaced file keeps its permission bits (an executable stays executable, and nothing
+    /// becomes executable that was not reviewed as such).
     pub fn write(&self, rel: &RelPath, bytes: &[u8]) -> Result<()> {
         self.image_kind_allows_write(rel)?;
+        let keep_mode = self.mode(rel);
         let parent = rel.parent();
         if !parent.is_root() {
             self.dir
@@ -294,6 +303,10 @@ impl Workspace {
             options.write(true).create_new(true);
             let mut file = self.dir.open_with(tmp.as_os(), &options)?;
             file.write_all(bytes)?;
+            if let Some(mode) = keep_mode {
+                use cap_std::fs::PermissionsExt as _;
+                file.set_permissions(cap_std::fs::Permissions::from_mode(mode))?;
+            }
             file.sync_all()?;
             drop(file);
             crate::fault_point!("during_effect");
