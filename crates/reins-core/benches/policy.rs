@@ -159,6 +159,13 @@ fn main() {
     let took = t.elapsed().as_secs_f64() * 1e3;
     let peak = status_kib("VmHWM").unwrap_or(0);
     let extra = peak.saturating_sub(base) * 1024;
+    // The meter itself: 50 MiB touched must read as about 50 MiB.
+    let base2 = status_kib("VmRSS").unwrap_or(0);
+    reset_peak();
+    let control = vec![1u8; 50 * 1024 * 1024];
+    let control_peak = status_kib("VmHWM").unwrap_or(0).saturating_sub(base2) as f64 / 1024.0;
+    drop(std::hint::black_box(control));
+    println!("meter check: a 50 MiB allocation reads as {control_peak:.1} MiB of peak extra RSS");
     println!(
         "preview of a 100 MB write: {took:.0} ms, peak extra RSS {:.2} MiB ({:.4} of the {:.0} MiB of input{}), preview {} bytes",
         extra as f64 / (1024.0 * 1024.0),

@@ -50,6 +50,13 @@ pub struct Decided {
     pub grant: Option<GrantRow>,
 }
 
+/// The run an approval belongs to.
+fn run_of(row: &ApprovalRow) -> Result<RunId> {
+    row.run_id
+        .parse()
+        .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)).into())
+}
+
 /// What a file action would do now: its plan, or why it cannot be planned.
 fn plan_now(action: &Action, ws: &Workspace) -> std::result::Result<Option<EffectPlan>, String> {
     if !action.is_file_effect() {
@@ -135,10 +142,7 @@ impl Engine {
                 )));
             }
         }
-        let run_id: RunId = row
-            .run_id
-            .parse()
-            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let run_id = run_of(&row)?;
         let run = runs::get(self.store.pool(), run_id).await?;
         let ws = Self::workspace_of(&run)?;
         if let Some(new) = self.refresh_with(&row, &ws).await? {
@@ -271,19 +275,8 @@ impl Engine {
                 }),
             ));
         }
-        let state = self.decided(&mut tx, run_id, &events, now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        let approval = approvals::get(self.store.pool(), &row.id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound {
-                what: format!("approval {}", row.id),
-            })?;
-        Ok(Decided {
-            approval,
-            run: run_id,
-            run_state: state,
-            grant,
-        })
+        self.conclude(tx, &row.id, run_id, &events, now, grant)
+            .await
     }
 
     pub async fn reject(&self, id: &str, reason: &str, by: &str) -> Result<Decided> {
@@ -295,10 +288,7 @@ impl Engine {
             ));
         }
         let row = self.pending(id).await?;
-        let run_id: RunId = row
-            .run_id
-            .parse()
-            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let run_id = run_of(&row)?;
         let now = now_ms();
         let mut tx = self.store.begin().await?;
         approvals::decide(
@@ -323,19 +313,7 @@ impl Engine {
                 "actionHash": row.action_hash, "previewSha256": row.preview_sha256, "reason": reason,
             }),
         )];
-        let state = self.decided(&mut tx, run_id, &events, now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        let approval = approvals::get(self.store.pool(), &row.id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound {
-                what: format!("approval {}", row.id),
-            })?;
-        Ok(Decided {
-            approval,
-            run: run_id,
-            run_state: state,
-            grant: None,
-        })
+        self.conclude(tx, &row.id, run_id, &events, now, None).await
     }
 
     /// Expires every pending approval past its deadline. Returns their ids.
@@ -353,10 +331,7 @@ impl Engine {
     }
 
     async fn expire(&self, row: &ApprovalRow) -> Result<()> {
-        let run_id: RunId = row
-            .run_id
-            .parse()
-            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let run_id = run_of(row)?;
         let now = now_ms();
         let mut tx = self.store.begin().await?;
         approvals::decide(
@@ -381,6 +356,31 @@ impl Engine {
         self.decided(&mut tx, run_id, &events, now).await?;
         tx.commit().await.map_err(StoreError::from)?;
         Ok(())
+    }
+
+    /// Commits a decision with its events and returns the approval as now stored.
+    async fn conclude(
+        &self,
+        mut tx: Tx,
+        id: &str,
+        run: RunId,
+        events: &[audit::Event],
+        now: i64,
+        grant: Option<GrantRow>,
+    ) -> Result<Decided> {
+        let run_state = self.decided(&mut tx, run, events, now).await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        let approval = approvals::get(self.store.pool(), id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                what: format!("approval {id}"),
+            })?;
+        Ok(Decided {
+            approval,
+            run,
+            run_state,
+            grant,
+        })
     }
 
     /// Records a decision's events and queues the run to carry it out (a paused run stays paused and
@@ -415,10 +415,7 @@ impl Engine {
         if row.status != "pending" {
             return Ok(None);
         }
-        let run_id: RunId = row
-            .run_id
-            .parse()
-            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let run_id = run_of(&row)?;
         let run = runs::get(self.store.pool(), run_id).await?;
         let ws = Self::workspace_of(&run)?;
         self.refresh_with(&row, &ws).await
@@ -491,10 +488,7 @@ impl Engine {
             fresh.risk = v.risk.as_str().into();
             fresh.reasons = serde_json::to_string(&v.reasons).unwrap_or_default();
         }
-        let run_id: RunId = row
-            .run_id
-            .parse()
-            .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)))?;
+        let run_id = run_of(row)?;
         let mut tx = self.store.begin().await?;
         approvals::insert(&mut tx, &fresh).await?;
         approvals::supersede(&mut tx, &row.id, &new_id, &why, now).await?;

@@ -119,31 +119,41 @@ impl Drive<'_> {
                 Some(self.owner()),
             )
             .await?;
+        let reason = format!(
+            "step {} ({}) needs a review [{} risk]: {joined}. `reins approval show {id}`",
+            rec.seq,
+            rec.tool,
+            risk.as_str(),
+        );
+        self.hand_over(tx, &joined, reason, now).await
+    }
+
+    /// Ends the attempt with the run waiting for a review decision, in the caller's transaction.
+    async fn hand_over(
+        &mut self,
+        mut tx: crate::store::Tx,
+        why: &str,
+        message: String,
+        now: i64,
+    ) -> Result<DriveOutcome> {
         runs::advance(
             &mut tx,
             self.run,
             Some(self.fence),
             RunEvent::AwaitApproval,
-            Some(&joined),
+            Some(why),
             now,
         )
         .await?;
         attempts::end_open(&mut tx, self.run, "awaiting approval", now).await?;
         tx.commit().await.map_err(StoreError::from)?;
-        let reason = format!(
-            "step {} ({}) needs a review [{} risk]: {joined}. `reins approval show {}`",
-            rec.seq,
-            rec.tool,
-            risk.as_str(),
-            &id
-        );
         self.obs.on(&Progress::Waiting {
             state: RunState::AwaitingApproval,
-            reason: reason.clone(),
+            reason: message.clone(),
         });
         Ok(DriveOutcome::NeedsHuman {
             state: RunState::AwaitingApproval,
-            reason,
+            reason: message,
         })
     }
 
@@ -193,25 +203,7 @@ impl Drive<'_> {
             now,
         )
         .await?;
-        runs::advance(
-            &mut tx,
-            self.run,
-            Some(self.fence),
-            RunEvent::AwaitApproval,
-            Some(&reason),
-            now,
-        )
-        .await?;
-        attempts::end_open(&mut tx, self.run, "awaiting approval", now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        self.obs.on(&Progress::Waiting {
-            state: RunState::AwaitingApproval,
-            reason: reason.clone(),
-        });
-        Ok(DriveOutcome::NeedsHuman {
-            state: RunState::AwaitingApproval,
-            reason,
-        })
+        self.hand_over(tx, &reason, reason.clone(), now).await
     }
 
     /// Step 6, bind: the approved action runs only if it is exactly what was approved and the files

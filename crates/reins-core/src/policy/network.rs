@@ -106,9 +106,15 @@ fn special_v4(v4: Ipv4Addr) -> Option<(bool, &'static str)> {
 /// Judges one address, adding to the assessment.
 pub fn judge_address(host: &str, ip: IpAddr, a: &mut Assessment) {
     if let Some((refuse, what)) = special_address(ip) {
+        let literal = host.trim_matches(['[', ']']) == ip.to_string();
+        let host = if literal {
+            host.to_owned()
+        } else {
+            format!("{host} ({ip})")
+        };
         if refuse {
             a.forbidden = true;
-            a.raise(Risk::High, format!("{host} is {ip}, {what}: refused"));
+            a.raise(Risk::High, format!("{host} is {what}: refused"));
         } else {
             a.raise(
                 Risk::High,

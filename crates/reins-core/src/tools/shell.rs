@@ -210,7 +210,17 @@ impl ShellOutcome {
                 (None, None) => "ended".into(),
             }
         };
-        let mut out = format!("{status} after {:.1} s\n", self.elapsed.as_secs_f64());
+        // The first line says how it ended and starts the output, for one-line summaries.
+        let first = String::from_utf8_lossy(&self.stdout.head)
+            .lines()
+            .chain(String::from_utf8_lossy(&self.stderr.head).lines())
+            .find(|l| !l.trim().is_empty())
+            .map(|l| format!(": {}", l.chars().take(120).collect::<String>()))
+            .unwrap_or_default();
+        let mut out = format!(
+            "{status} after {:.1} s{first}\n",
+            self.elapsed.as_secs_f64()
+        );
         if self.stdout.total > 0 {
             out.push_str(&format!(
                 "--- stdout ({} bytes)\n{}",

@@ -3,8 +3,6 @@
 //! Invisible, bidi and control characters are shown as visible markers, a line whose ending changes
 //! (CRLF ↔ LF) shows `␍`, and a change of line endings across the file is called out.
 
-use similar::TextDiff;
-
 use crate::digest::Digest;
 use crate::policy::text::reveal;
 
@@ -55,6 +53,7 @@ pub fn unified(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
         }
         return s;
     }
+    let mut cut = false;
     let mut notes = String::new();
     let (o_crlf, n_crlf) = (o.matches("\r\n").count(), n.matches("\r\n").count());
     if (o_crlf > 0) != (n_crlf > 0) && old.is_some() && new.is_some() {
@@ -63,19 +62,13 @@ pub fn unified(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
             o_crlf, n_crlf
         ));
     }
-    let diff = TextDiff::from_lines(o, n);
-    let mut body = String::new();
-    let mut cut = false;
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        let text = hunk.to_string();
-        if body.len() + text.len() > DIFF_OUTPUT_LIMIT {
+    let body = match hunks(o, n) {
+        Hunks::All(body) => body,
+        Hunks::Cut(body) => {
             cut = true;
-            break;
+            body
         }
-        for line in text.split_inclusive('\n') {
-            body.push_str(&visible_line(line));
-        }
-    }
+    };
     if body.is_empty() {
         return format!("(no change to {path})\n");
     }
@@ -87,6 +80,73 @@ pub fn unified(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String {
         ));
     }
     s
+}
+
+enum Hunks {
+    All(String),
+    Cut(String),
+}
+
+/// The unified-diff hunks (3 lines of context) from `old` to `new`. Lines are interned to numbers
+/// first, so the diff compares integers rather than strings.
+fn hunks(old: &str, new: &str) -> Hunks {
+    use similar::DiffTag;
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
+    let mut ids: std::collections::HashMap<&str, u32> =
+        std::collections::HashMap::with_capacity(a.len() + b.len());
+    let mut ia = Vec::with_capacity(a.len());
+    let mut ib = Vec::with_capacity(b.len());
+    for (lines, out) in [(&a, &mut ia), (&b, &mut ib)] {
+        for line in lines.iter() {
+            let next = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+            out.push(*ids.entry(line).or_insert(next));
+        }
+    }
+    let ops = similar::capture_diff_slices(similar::Algorithm::Myers, &ia, &ib);
+    let mut body = String::new();
+    for group in similar::group_diff_ops(ops, 3) {
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
+        let (o0, o1) = (first.old_range().start, last.old_range().end);
+        let (n0, n1) = (first.new_range().start, last.new_range().end);
+        let range = |start: usize, end: usize| {
+            let len = end - start;
+            format!("{},{len}", if len == 0 { start } else { start + 1 })
+        };
+        let mut hunk = format!("@@ -{} +{} @@\n", range(o0, o1), range(n0, n1));
+        for op in &group {
+            let (tag, old_r, new_r) = op.as_tag_tuple();
+            let (sign, lines) = match tag {
+                DiffTag::Equal => (' ', &a[old_r]),
+                DiffTag::Delete => ('-', &a[old_r]),
+                DiffTag::Insert => ('+', &b[new_r]),
+                DiffTag::Replace => {
+                    for line in &a[old_r] {
+                        push_line(&mut hunk, '-', line);
+                    }
+                    ('+', &b[new_r])
+                }
+            };
+            for line in lines {
+                push_line(&mut hunk, sign, line);
+            }
+        }
+        if body.len() + hunk.len() > DIFF_OUTPUT_LIMIT {
+            return Hunks::Cut(body);
+        }
+        body.push_str(&hunk);
+    }
+    Hunks::All(body)
+}
+
+fn push_line(out: &mut String, sign: char, line: &str) {
+    out.push(sign);
+    out.push_str(&visible_line(line));
+    if !line.ends_with('\n') {
+        out.push_str("\n\\ No newline at end of file\n");
+    }
 }
 
 /// A line with hidden characters revealed; a carriage return before the newline shows as `␍`.
@@ -154,5 +214,96 @@ mod tests {
             &d[..200]
         );
         assert!(d.len() < 10_000, "bounded: {} bytes", d.len());
+    }
+
+    /// Applies a unified diff made by `unified` to `old` (visible markers aside).
+    fn apply(old: &str, diff: &str) -> String {
+        let old: Vec<&str> = old.split_inclusive('\n').collect();
+        let mut out = String::new();
+        let mut at = 0;
+        let mut lines = diff.lines().peekable();
+        while let Some(l) = lines.next() {
+            let Some(rest) = l.strip_prefix("@@ -") else {
+                continue;
+            };
+            let start: usize = rest
+                .split([',', ' '])
+                .next()
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0);
+            let len: usize = rest
+                .split([',', ' '])
+                .nth(1)
+                .and_then(|x| x.parse().ok())
+                .unwrap_or(0);
+            let start = if len == 0 { start } else { start - 1 };
+            while at < start {
+                out.push_str(old[at]);
+                at += 1;
+            }
+            while let Some(h) = lines.peek() {
+                if h.starts_with("@@") {
+                    break;
+                }
+                let h = lines.next().unwrap_or_default();
+                match h.chars().next() {
+                    Some(' ') => {
+                        out.push_str(old[at]);
+                        at += 1;
+                    }
+                    Some('-') => at += 1,
+                    Some('+') => {
+                        out.push_str(&h[1..]);
+                        out.push('\n');
+                    }
+                    Some('\\') => {
+                        out.pop();
+                    }
+                    _ => {}
+                }
+            }
+        }
+        while at < old.len() {
+            out.push_str(old[at]);
+            at += 1;
+        }
+        out
+    }
+
+    #[test]
+    fn the_diff_applies_back_to_the_new_content() {
+        let mut state: u64 = 7;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..200 {
+            let n = (next() % 60) as usize;
+            let old: Vec<String> = (0..n).map(|i| format!("line {}\n", i % 7)).collect();
+            let mut new = old.clone();
+            for _ in 0..(next() % 6) {
+                let i = (next() as usize) % (new.len() + 1);
+                match next() % 3 {
+                    0 => new.insert(i, format!("added {round}\n")),
+                    1 if i < new.len() => {
+                        new.remove(i);
+                    }
+                    _ if i < new.len() => new[i] = format!("changed {round}\n"),
+                    _ => {}
+                }
+            }
+            let (o, mut nw) = (old.concat(), new.concat());
+            if round % 5 == 0 {
+                nw.push_str("no newline");
+            }
+            let d = unified("f", Some(o.as_bytes()), Some(nw.as_bytes()));
+            if o == nw {
+                assert!(d.starts_with("(no change"), "{d}");
+                continue;
+            }
+            assert_eq!(apply(&o, &d), nw, "round {round}\n{d}");
+        }
     }
 }
