@@ -253,6 +253,14 @@ impl Drive<'_> {
         };
         let verdict = self.classify(&action, &resolved);
         let plan = match self.plan(&action) {
+            // The agent is told when what ran is a person's edit of what it proposed.
+            Ok(p) if row.edited_action.is_some() => p.map(|mut p| {
+                p.summary = format!(
+                    "{} (a reviewer edited your proposed action; this is what ran)",
+                    p.summary
+                );
+                p
+            }),
             Ok(p) => p,
             Err(e) => {
                 let text = action.canonical_text();
