@@ -34,7 +34,7 @@ impl Drive<'_> {
         }
         if !matches!(
             prev.status.as_str(),
-            "done" | "failed" | "invalid" | "denied" | "skipped"
+            "done" | "failed" | "invalid" | "denied" | "skipped" | "rejected" | "expired"
         ) {
             let hint = match intents::for_step(self.e.store.pool(), self.run, seq).await? {
                 Some(i) if matches!(i.status.as_str(), "unknown" | "pending") => format!(

@@ -281,7 +281,7 @@ impl Drive<'_> {
                     "intent": intent, "step": seq, "tool": action.tool(), "actionHash": action_hash,
                     "effectClass": action.effect_class(), "pre": pre, "post": post,
                     "previewSha256": rec.preview.map(|p| Digest::of(p.as_bytes())),
-                    "approval": rec.approval,
+                    "approval": rec.approval, "verdict": rec.verdict,
                 }),
             )],
             now,
@@ -593,7 +593,7 @@ impl Drive<'_> {
         steps::insert(&mut tx, self.run, &step_row(rec, status, Some(result), now)).await?;
         let cp_seq = self
             .e
-            .insert_checkpoint(&mut tx, self.run, &prepared, now, vec![audit::Event::new(Actor::Agent, "step.finished", Some(self.run), serde_json::json!({ "step": rec.seq, "tool": rec.tool, "status": status, "actionHash": rec.action_hash }))], Some(self.owner()))
+            .insert_checkpoint(&mut tx, self.run, &prepared, now, vec![audit::Event::new(Actor::Agent, "step.finished", Some(self.run), serde_json::json!({ "step": rec.seq, "tool": rec.tool, "status": status, "actionHash": rec.action_hash, "verdict": rec.verdict, "approval": rec.approval }))], Some(self.owner()))
             .await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Step {
