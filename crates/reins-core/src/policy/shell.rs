@@ -137,6 +137,7 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
         reasons: top,
         risk: Risk::Low,
         plain: true,
+        cwd: None,
     };
     for list in &program.complete_commands {
         walk.list(list, 0);
@@ -152,6 +153,7 @@ pub fn analyse_argv(argv: &[String], place: Place<'_>) -> Analysis {
         reasons: Vec::new(),
         risk: Risk::Low,
         plain: true,
+        cwd: None,
     };
     for (i, a) in argv.iter().enumerate() {
         if let Some(r) = text::invisible_reason(&format!("argument {i}"), a) {
@@ -299,6 +301,8 @@ struct Walk<'a> {
     risk: Risk,
     /// Still one plain simple command (could run without a shell).
     plain: bool,
+    /// Where relative paths land after a `cd` inside the workspace (None: the workspace root).
+    cwd: Option<std::path::PathBuf>,
 }
 
 impl Walk<'_> {
@@ -671,6 +675,9 @@ impl Walk<'_> {
             }
         }
         let base = program_name(&program);
+        if matches!(base.as_str(), "cd" | "pushd") {
+            self.change_dir(&words[1..], &mut seg);
+        }
         let verdict = programs::classify(&base, &args);
         if program.contains('/') && !program.starts_with('/') {
             raise(
@@ -691,6 +698,51 @@ impl Walk<'_> {
         seg.program = Some(program);
         seg.args = words[1..].iter().map(Word::shown).collect();
         self.push(seg);
+    }
+
+    /// `cd`: later relative paths land where it goes. Outside the workspace, home, `-` or a
+    /// directory only known at run time would make every later path unknowable: high.
+    fn change_dir(&mut self, args: &[Word], seg: &mut Segment) {
+        let target = args.iter().find(|w| {
+            !w.literal
+                .as_deref()
+                .is_some_and(|l| l.starts_with('-') && l.len() > 1)
+        });
+        let Some(target) = target else {
+            raise(seg, Risk::High, "`cd` without a folder goes to the home directory, outside the workspace; later paths land there".into());
+            return;
+        };
+        let Some(lit) = target.literal.as_deref().filter(|_| !target.pattern) else {
+            raise(seg, Risk::High, format!("changes to a folder only known at run time (`{}`); later paths cannot be judged", short(&target.raw)));
+            return;
+        };
+        if lit == "-" {
+            raise(
+                seg,
+                Risk::High,
+                "`cd -` goes back to a folder Reins cannot see; later paths cannot be judged"
+                    .into(),
+            );
+            return;
+        }
+        let base = self
+            .cwd
+            .clone()
+            .unwrap_or_else(|| self.place.root.to_owned());
+        let to = lexical(&if lit.starts_with('/') {
+            std::path::PathBuf::from(lit)
+        } else {
+            base.join(lit)
+        });
+        if to.starts_with(self.place.root) {
+            self.cwd = Some(to);
+        } else {
+            raise(
+                seg,
+                Risk::High,
+                format!("changes to {lit}, outside the workspace: later commands act there"),
+            );
+        }
     }
 
     /// Judges a word that may name a path: protected anywhere is high; outside the workspace is
@@ -733,7 +785,7 @@ impl Walk<'_> {
         let joined = if p.starts_with('/') {
             std::path::PathBuf::from(p)
         } else {
-            root.join(p)
+            self.cwd.as_deref().unwrap_or(root).join(p)
         };
         let abs = lexical(&joined);
         let inside = abs

@@ -70,6 +70,10 @@ fn reasons(a: &Analysis) -> String {
 #[case::unparseable("echo 'unterminated", "does not parse")]
 #[case::npx("npx some-package", "network")]
 #[case::wget("wget https://x", "network")]
+#[case::cd_out("cd /etc && echo x > passwd", "outside the workspace")]
+#[case::cd_home("cd && rm notes", "home directory")]
+#[case::cd_up("cd .. && ls", "outside the workspace")]
+#[case::cd_var("cd $DIR && ls", "run time")]
 fn bad_inputs_are_high(#[case] cmd: &str, #[case] why: &str) {
     let a = analyse(cmd);
     assert_eq!(a.risk, Risk::High, "{cmd}: {}", reasons(&a));
@@ -101,6 +105,7 @@ fn a_long_chain_of_harmless_commands_ending_in_curl_is_high() {
 #[case("python3 scripts/gen.py", Risk::Medium)]
 #[case("ls > /dev/null 2>&1", Risk::Low)]
 #[case("cat /etc/hostname", Risk::Medium)]
+#[case("cd src && ls", Risk::Low)]
 fn ordinary_commands_are_not_over_flagged(#[case] cmd: &str, #[case] risk: Risk) {
     let a = analyse(cmd);
     assert_eq!(a.risk, risk, "{cmd}: {}", reasons(&a));
