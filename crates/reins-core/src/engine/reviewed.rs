@@ -159,37 +159,55 @@ impl Drive<'_> {
 
     /// The run resumed at a step parked for review: carry out its decision.
     pub(super) async fn continue_review(&mut self, seq: i64) -> Result<Option<DriveOutcome>> {
-        let pool = self.e.store.pool();
-        let Some(row) = approvals::latest_for_step(pool, self.run, seq).await? else {
-            return self
-                .suspend(&format!(
-                    "step {seq} was parked for review but no review is recorded"
-                ))
-                .await
-                .map(Some);
-        };
-        let why = steps::get(pool, self.run, seq).await?.and_then(|s| s.why);
-        match row.status.as_str() {
-            "pending" => self.wait_again(&row).await.map(Some),
-            "approved" => self.carry_out(&row, why.as_deref()).await,
-            "rejected" | "expired" => self.refused(&row, why.as_deref()).await.map(|_| None),
-            other => self
-                .suspend(&format!(
-                    "step {seq}: its latest review is {other}; nothing to carry out"
-                ))
-                .await
-                .map(Some),
+        // At most twice: a decision taken while this worker was about to wait is carried out.
+        for _ in 0..2 {
+            let pool = self.e.store.pool();
+            let Some(row) = approvals::latest_for_step(pool, self.run, seq).await? else {
+                return self
+                    .suspend(&format!(
+                        "step {seq} was parked for review but no review is recorded"
+                    ))
+                    .await
+                    .map(Some);
+            };
+            let why = steps::get(pool, self.run, seq).await?.and_then(|s| s.why);
+            return match row.status.as_str() {
+                "pending" => match self.wait_again(&row).await? {
+                    Some(outcome) => Ok(Some(outcome)),
+                    None => continue,
+                },
+                "approved" => self.carry_out(&row, why.as_deref()).await,
+                "rejected" | "expired" => self.refused(&row, why.as_deref()).await.map(|_| None),
+                other => self
+                    .suspend(&format!(
+                        "step {seq}: its latest review is {other}; nothing to carry out"
+                    ))
+                    .await
+                    .map(Some),
+            };
         }
+        self.suspend(&format!(
+            "step {seq}: its review keeps changing; look at it with `reins approvals --run {}`",
+            self.run
+        ))
+        .await
+        .map(Some)
     }
 
-    /// Still pending (the run was paused and resumed meanwhile): wait for the decision again.
-    async fn wait_again(&mut self, row: &ApprovalRow) -> Result<DriveOutcome> {
+    /// Still pending (the run was paused and resumed meanwhile): wait for the decision again. The
+    /// approval is read again inside the transaction: if a person decided it meanwhile, the run is
+    /// not parked (None), and the decision is carried out instead.
+    async fn wait_again(&mut self, row: &ApprovalRow) -> Result<Option<DriveOutcome>> {
         let now = now_ms();
         let reason = format!(
             "step {} ({}) still needs a review. `reins approval show {}`",
             row.step_seq, row.tool, &row.id
         );
         let mut tx = self.begin().await?;
+        let current = approvals::get(&mut *tx, &row.id).await?;
+        if current.is_none_or(|c| c.status != "pending") {
+            return Ok(None);
+        }
         // The audit append proves ownership, so it comes before the state leaves `running`.
         audit::append_all(
             &mut tx,
@@ -203,7 +221,9 @@ impl Drive<'_> {
             now,
         )
         .await?;
-        self.hand_over(tx, &reason, reason.clone(), now).await
+        self.hand_over(tx, &reason, reason.clone(), now)
+            .await
+            .map(Some)
     }
 
     /// Step 6, bind: the approved action runs only if it is exactly what was approved and the files
