@@ -482,8 +482,10 @@ args = { command = "touch $(rm -rf docs)" }
 #[tokio::test]
 async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
+    let policy = sb.tmp.path().join("policy.toml");
+    std::fs::write(&policy, "# the built-in defaults\n")?;
     let options = reins_core::api::Options {
-        policy_file: Some(sb.tmp.path().join("no-policy.toml")),
+        policy_file: Some(policy),
         ..reins_core::api::Options::default()
     };
     let reins = reins_core::api::Reins::open(sb.data(), options).await?;

@@ -166,6 +166,13 @@ impl Reins {
             .policy_file
             .clone()
             .unwrap_or_else(|| config_dir.join("policy.toml"));
+        if options.policy_file.is_some() && !policy_file.exists() {
+            return Err(Error::Invalid(format!(
+                "the policy file {} does not exist (without --policy, {} is used if it exists)",
+                policy_file.display(),
+                config_dir.join("policy.toml").display()
+            )));
+        }
         let protected = Protected::new(data_dir.root(), &config_dir, &policy_file);
         let policy = RulePolicy::load(&policy_file, protected)?;
         let engine = Engine::new(store, blobs, Arc::new(policy), options.lease_ms.max(1000))
