@@ -80,6 +80,10 @@ impl Observer for Printer {
                     kind.as_str()
                 )
             }
+            Progress::Recovered {
+                after_review: Some(step),
+                ..
+            } => writeln!(out, "  carrying out the review decision for step {step}"),
             Progress::Recovered { text, .. } => writeln!(out, "  recovery: {text}"),
             Progress::Settled { step, tool, how } => writeln!(out, "  ~ step {step} {tool}: {how}"),
             Progress::Step {

@@ -64,6 +64,8 @@ pub enum Progress {
         attempt: i64,
         changed_outside: usize,
         text: String,
+        /// Nothing happened but a review: the run simply goes on after a person's decision.
+        after_review: Option<i64>,
     },
     Settled {
         step: i64,
