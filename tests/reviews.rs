@@ -521,3 +521,25 @@ async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> a
     reins.close().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn cancelling_a_run_takes_its_reviews_out_of_the_inbox() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let engine = sb.engine(defaults()).await?;
+    let run = start(&sb, &engine, WRITE_NOTE).await?;
+    engine.drive(run, &Silent).await?;
+    let a = pending(&engine, run).await?;
+    engine.cancel(run, Some("wrong workspace")).await?;
+    let row = approvals::get(engine.store().pool(), &a.id)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("gone"))?;
+    assert_eq!(row.status, "expired");
+    assert!(
+        approvals::list(engine.store().pool(), Some("pending"), None)
+            .await?
+            .is_empty()
+    );
+    assert!(engine.approve(&a.id, approve_once()).await.is_err());
+    assert!(!sb.ws().join("docs/note.md").exists());
+    Ok(())
+}

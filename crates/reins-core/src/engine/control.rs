@@ -164,6 +164,21 @@ impl Engine {
             now,
         )
         .await?;
+        // Its pending reviews can never be carried out: they leave the inbox.
+        for approval in
+            crate::store::approvals::close_for_run(&mut tx, id, "the run was cancelled", now)
+                .await?
+        {
+            audit::append(
+                &mut tx,
+                Actor::System,
+                "approval.expired",
+                Some(id),
+                &serde_json::json!({ "approval": approval, "why": "the run was cancelled" }),
+                now,
+            )
+            .await?;
+        }
         tx.commit().await.map_err(StoreError::from)?;
         Ok(Control {
             run: id,

@@ -203,3 +203,17 @@ pub async fn supersede(tx: &mut Tx, id: &str, by: &str, why: &str, now: i64) -> 
     }
     Ok(())
 }
+
+/// Ends every pending approval of a run that will never carry it out (cancelled). Returns their ids.
+pub async fn close_for_run(tx: &mut Tx, run: RunId, why: &str, now: i64) -> Result<Vec<String>> {
+    let ids: Vec<String> = sqlx::query_scalar(
+        "UPDATE approvals SET status = 'expired', decided_at = ?, decided_by = 'system', note = ?
+         WHERE run_id = ? AND status = 'pending' RETURNING id",
+    )
+    .bind(now)
+    .bind(why)
+    .bind(run.to_string())
+    .fetch_all(&mut **tx)
+    .await?;
+    Ok(ids)
+}
