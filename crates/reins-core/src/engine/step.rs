@@ -449,6 +449,7 @@ impl Drive<'_> {
         let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let now = now_ms();
         let mut tx = self.begin().await?;
+        crate::store::processes::end_step(&mut tx, self.run, e.seq, now).await?;
         intents::settle_with_step(
             &mut tx,
             self.run,

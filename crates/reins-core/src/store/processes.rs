@@ -86,3 +86,17 @@ pub async fn end(
     .await?;
     Ok(())
 }
+
+/// Marks every process a step started as ended with the step (its group was ended when it finished).
+pub async fn end_step(tx: &mut super::Tx, run: RunId, step_seq: i64, now: i64) -> Result<()> {
+    sqlx::query(
+        "UPDATE processes SET ended_at = ?, outcome = 'ended with its step'
+         WHERE run_id = ? AND step_seq = ? AND ended_at IS NULL",
+    )
+    .bind(now)
+    .bind(run.to_string())
+    .bind(step_seq)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
