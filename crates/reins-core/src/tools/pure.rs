@@ -91,7 +91,16 @@ fn search(ws: &Workspace, pattern: &str, path: &RelPath) -> Result<String, ToolE
     let mut out = String::new();
     let mut hits = 0;
     let mut skipped = 0;
+    let mut protected = 0;
     'files: for e in entries.iter().filter(|e| e.kind == "file") {
+        // A search must not read what a reviewed fs.read would (secrets in .env, git config…).
+        if crate::policy::Protected::NONE
+            .why(ws.root(), e.path.as_str())
+            .is_some()
+        {
+            protected += 1;
+            continue;
+        }
         let bytes = match ws.read(&e.path, READ_LIMIT) {
             Ok(b) => b,
             Err(
@@ -127,6 +136,13 @@ fn search(ws: &Workspace, pattern: &str, path: &RelPath) -> Result<String, ToolE
         writeln!(
             out,
             "({skipped} files skipped: too large, hard-linked or not regular)"
+        )
+        .ok();
+    }
+    if protected > 0 {
+        writeln!(
+            out,
+            "({protected} protected files not searched: .git, .env and tool config; fs.read them, which is reviewed)"
         )
         .ok();
     }

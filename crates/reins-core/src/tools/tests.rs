@@ -210,3 +210,16 @@ fn shell_and_fetch_arguments_are_validated() -> anyhow::Result<()> {
     assert!(ok.canonical_text().contains("https://docs.rs/serde"));
     Ok(())
 }
+
+#[test]
+fn search_does_not_read_protected_files() -> anyhow::Result<()> {
+    let (t, ws) = ws()?;
+    fs::write(t.path().join(".env"), "API_KEY=sk-live-secret\n")?;
+    fs::create_dir_all(t.path().join(".git"))?;
+    fs::write(t.path().join(".git/config"), "[remote] url = secret\n")?;
+    let action = Action::parse(&call("fs.search", json!({"pattern": "secret"})), &ws)?;
+    let out = run_pure(&action, &ws)?;
+    assert!(!out.contains("sk-live"), "{out}");
+    assert!(out.contains("2 protected files not searched"), "{out}");
+    Ok(())
+}
