@@ -1,0 +1,128 @@
+//! git: global options first (some point git at other programs), then the subcommand.
+
+use super::{Class, ProgramVerdict};
+use crate::policy::Risk;
+
+pub(super) fn git(lits: &[&str], args: &[Option<String>]) -> ProgramVerdict {
+    use Risk::*;
+    let mut i = 0;
+    let mut reasons = Vec::new();
+    // Global options before the subcommand.
+    while let Some(a) = lits.get(i) {
+        match *a {
+            "-c" | "--config-env" => {
+                return ProgramVerdict::one(
+                    Class::Other,
+                    High,
+                    "`git -c` sets config for this command, and config can name programs git runs"
+                        .into(),
+                );
+            }
+            "-C" => {
+                reasons.push((
+                    Medium,
+                    format!("runs git in {}", lits.get(i + 1).unwrap_or(&"?")),
+                ));
+                i += 2;
+            }
+            a if a.starts_with("--git-dir")
+                || a.starts_with("--work-tree")
+                || a.starts_with("--exec-path")
+                || a.starts_with("--namespace") =>
+            {
+                return ProgramVerdict::one(
+                    Class::Other,
+                    High,
+                    format!("`git {a}` points git at other repositories or programs"),
+                );
+            }
+            a if a.starts_with('-') => i += 1,
+            _ => break,
+        }
+        if args.get(i.saturating_sub(1)).is_some_and(Option::is_none) {
+            return ProgramVerdict::one(
+                Class::Other,
+                High,
+                "a git option is only known at run time".into(),
+            );
+        }
+    }
+    let sub = lits.get(i).copied().unwrap_or("");
+    let rest = &lits[(i + 1).min(lits.len())..];
+    let has = |flags: &[&str]| rest.iter().any(|a| flags.contains(a));
+    let verdict: (Risk, String) = match sub {
+        "" | "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "ls-tree"
+        | "blame" | "grep" | "describe" | "shortlog" | "cat-file" | "help" | "version"
+        | "--version" | "whatchanged" | "name-rev" | "for-each-ref" | "count-objects"
+        | "rev-list" | "merge-base" | "show-ref" | "var" | "check-ignore" => (Low, String::new()),
+        "branch" | "tag" if has(&["-D", "--delete", "-d", "--force", "-f", "-M"]) => (
+            High,
+            format!("`git {sub}` with delete or force flags discards refs"),
+        ),
+        "branch" | "tag" if rest.iter().all(|a| a.starts_with('-')) => (Low, String::new()),
+        "push"
+            if has(&[
+                "--force",
+                "-f",
+                "--force-with-lease",
+                "--mirror",
+                "--delete",
+                "-d",
+                "--prune",
+            ]) || rest
+                .iter()
+                .any(|a| a.starts_with('+') || a.starts_with("--force")) =>
+        {
+            (
+                High,
+                "`git push --force` rewrites history on the remote, for everyone".into(),
+            )
+        }
+        "push" | "fetch" | "pull" | "clone" | "ls-remote" | "remote" | "submodule" | "archive"
+        | "send-email" | "request-pull" | "lfs" => (
+            High,
+            format!("`git {sub}` talks to the network: it can send or fetch code"),
+        ),
+        "reset" if has(&["--hard", "--merge", "--keep"]) => {
+            (High, "`git reset --hard` discards uncommitted work".into())
+        }
+        "clean" => (High, "`git clean` deletes untracked files".into()),
+        "checkout" | "restore" if has(&["--", ".", "-f", "--force", "--worktree", "-W"]) => (
+            High,
+            format!("`git {sub}` with these arguments discards uncommitted changes"),
+        ),
+        "stash" if has(&["drop", "clear"]) => {
+            (High, "`git stash drop/clear` discards saved work".into())
+        }
+        "config" => (
+            High,
+            "`git config` can name programs git runs (core.pager, core.hooksPath, aliases)".into(),
+        ),
+        "filter-branch" | "filter-repo" | "replace" | "update-ref" | "gc" | "prune" | "reflog"
+            if sub != "reflog" || has(&["expire", "delete"]) =>
+        {
+            (High, format!("`git {sub}` rewrites or drops history"))
+        }
+        "reflog" => (Low, String::new()),
+        "add" | "commit" | "checkout" | "switch" | "restore" | "stash" | "merge" | "rebase"
+        | "cherry-pick" | "revert" | "mv" | "rm" | "init" | "tag" | "branch" | "notes"
+        | "apply" | "am" | "format-patch" | "worktree" | "bisect" | "reset" | "commit-tree"
+        | "sparse-checkout" => (
+            Medium,
+            format!(
+                "`git {sub}` changes the repository or the working tree (commit hooks may run)"
+            ),
+        ),
+        other => (
+            High,
+            format!("`git {other}` is not a git command Reins knows"),
+        ),
+    };
+    if verdict.0 != Low || !verdict.1.is_empty() {
+        reasons.push(verdict);
+    }
+    ProgramVerdict {
+        class: Class::Other,
+        reasons,
+    }
+}

@@ -1,0 +1,114 @@
+//! A shell word's meaning before the shell runs: its literal value, or what expands in it.
+
+use brush_parser::word::{WordPiece, WordPieceWithSource};
+
+/// A word's meaning, as far as the classifier can know it before the shell runs.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Word {
+    pub(super) raw: String,
+    /// The word's value when it is a literal.
+    pub(super) literal: Option<String>,
+    /// `$(…)`, backquotes or `<(…)`: another command's output becomes part of this one.
+    pub(super) substitution: bool,
+    /// What expands at run time (`$HOME`, `~`), for the reasons.
+    pub(super) expands: Vec<String>,
+    /// Unquoted glob or brace-expansion characters: one word may become many.
+    pub(super) pattern: bool,
+    pub(super) home: bool,
+}
+
+impl Word {
+    pub(super) fn literal(s: &str) -> Self {
+        Self {
+            raw: s.into(),
+            literal: Some(s.into()),
+            ..Self::default()
+        }
+    }
+
+    pub(super) fn parse(raw: &str) -> Self {
+        let options = brush_parser::ParserOptions::default();
+        let mut w = Word {
+            raw: raw.into(),
+            ..Word::default()
+        };
+        match brush_parser::word::parse(raw, &options) {
+            Ok(pieces) => {
+                let mut lit = String::new();
+                let ok = w.pieces(raw, &pieces, &mut lit, false);
+                if ok && !w.substitution && w.expands.is_empty() {
+                    w.literal = Some(lit);
+                }
+            }
+            Err(_) => w.expands.push("a word the parser could not read".into()),
+        }
+        w
+    }
+
+    /// Appends literal text; false when something is not literal.
+    fn pieces(
+        &mut self,
+        raw: &str,
+        pieces: &[WordPieceWithSource],
+        lit: &mut String,
+        quoted: bool,
+    ) -> bool {
+        let mut ok = true;
+        for p in pieces {
+            let piece = &p.piece;
+            let src = raw.get(p.start_index..p.end_index).unwrap_or("");
+            match piece {
+                WordPiece::Text(s) => {
+                    if !quoted
+                        && (s.contains(['*', '?', '['])
+                            || (s.contains('{') && (s.contains(',') || s.contains(".."))))
+                    {
+                        self.pattern = true;
+                    }
+                    lit.push_str(s);
+                }
+                WordPiece::SingleQuotedText(s) => lit.push_str(s),
+                WordPiece::EscapeSequence(s) => lit.push_str(s.strip_prefix('\\').unwrap_or(s)),
+                WordPiece::DoubleQuotedSequence(inner)
+                | WordPiece::GettextDoubleQuotedSequence(inner) => {
+                    let inner_ok = self.pieces(raw, inner, lit, true);
+                    ok &= inner_ok;
+                }
+                WordPiece::AnsiCQuotedText(_) => {
+                    self.expands.push(format!("ANSI-C quoting {src}"));
+                    ok = false;
+                }
+                WordPiece::TildeExpansion(_) => {
+                    self.home = true;
+                    self.expands
+                        .push("~ (a home directory, outside the workspace)".into());
+                    ok = false;
+                }
+                WordPiece::ParameterExpansion(_) => {
+                    if src.contains("$(") || src.contains('`') {
+                        self.substitution = true;
+                    }
+                    self.expands.push(format!("the variable {src}"));
+                    ok = false;
+                }
+                WordPiece::ArithmeticExpression(e) => {
+                    if e.value.contains("$(") || e.value.contains('`') {
+                        self.substitution = true;
+                    }
+                    self.expands.push(format!("the arithmetic {src}"));
+                    ok = false;
+                }
+                WordPiece::CommandSubstitution(_) | WordPiece::BackquotedCommandSubstitution(_) => {
+                    self.substitution = true;
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
+
+    /// The literal value, or the word as written.
+    pub(super) fn shown(&self) -> String {
+        self.literal.clone().unwrap_or_else(|| self.raw.clone())
+    }
+}
