@@ -21,6 +21,7 @@ use crate::workspace::Workspace;
 
 mod control;
 mod drive;
+mod effect;
 mod heartbeat;
 mod recover;
 mod retention;
