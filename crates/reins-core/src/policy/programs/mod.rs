@@ -66,6 +66,34 @@ pub fn is_decoder(program: &str, args: &[String]) -> bool {
     }
 }
 
+/// An option through which an otherwise ordinary program runs another program.
+fn runs_through_option(program: &str, lits: &[&str]) -> Option<String> {
+    let options: &[&str] = match program {
+        "tar" => &[
+            "--to-command",
+            "--checkpoint-action",
+            "--use-compress-program",
+            "-I",
+            "--info-script",
+            "--new-volume-script",
+            "-F",
+            "--rsh-command",
+        ],
+        "zip" => &["-TT", "--unzip-command"],
+        "sort" => &["--compress-program"],
+        "rsync" => &["-e", "--rsh", "--rsync-path"],
+        "git" => &["--upload-pack", "--receive-pack", "--exec"],
+        _ => return None,
+    };
+    lits.iter()
+        .find(|a| {
+            options
+                .iter()
+                .any(|o| a == &o || a.starts_with(&format!("{o}=")))
+        })
+        .map(|a| (*a).to_owned())
+}
+
 /// Programs whose arguments are text, not paths (`echo .env` names nothing).
 pub fn ignores_paths(program: &str) -> bool {
     matches!(
@@ -333,6 +361,14 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
                     "sed scripts can write files (`w`) and GNU sed can run commands (`e`)".into(),
                 )
             };
+        }
+        _ if runs_through_option(p, &lits).is_some() => {
+            let opt = runs_through_option(p, &lits).unwrap_or_default();
+            return ProgramVerdict::one(
+                Other,
+                High,
+                format!("`{p} {opt}` runs a program named in its options"),
+            );
         }
         "sort"
             if lits

@@ -70,6 +70,12 @@ fn reasons(a: &Analysis) -> String {
 #[case::unparseable("echo 'unterminated", "does not parse")]
 #[case::npx("npx some-package", "network")]
 #[case::wget("wget https://x", "network")]
+#[case::tar_command("tar -xf a.tar --to-command=sh", "runs a program named in its options")]
+#[case::tar_compress("tar -I 'sh -c id' -cf x.tar .", "runs a program named in its options")]
+#[case::sort_compress(
+    "sort --compress-program=./x big.txt",
+    "runs a program named in its options"
+)]
 #[case::cd_out("cd /etc && echo x > passwd", "outside the workspace")]
 #[case::cd_home("cd && rm notes", "home directory")]
 #[case::cd_up("cd .. && ls", "outside the workspace")]
