@@ -150,3 +150,114 @@ pub fn covers(grant: &GrantRow, action: &Action, risk: Risk, place: Place<'_>) -
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::policy::Protected;
+    use crate::tools::{CommandForm, ShellCommand};
+    use crate::workspace::RelPath;
+
+    static NONE: Protected = Protected::NONE;
+
+    fn place() -> Place<'static> {
+        Place {
+            root: Path::new("/work/ws"),
+            protected: &NONE,
+        }
+    }
+
+    fn sh(cmd: &str) -> Action {
+        Action::Shell(ShellCommand {
+            form: CommandForm::Line(cmd.into()),
+            timeout_s: 120,
+        })
+    }
+
+    fn write(path: &str) -> Action {
+        Action::Write {
+            path: RelPath::parse(path).unwrap_or_else(|e| panic!("{e}")),
+            content: "x".into(),
+        }
+    }
+
+    fn row(spec: &GrantSpec) -> GrantRow {
+        GrantRow {
+            id: "g".into(),
+            scope: "run".into(),
+            run_id: None,
+            workspace: None,
+            tool: spec.tool.clone(),
+            matcher: spec.matcher.as_str().into(),
+            pattern: spec.pattern.clone(),
+            origin: "a".into(),
+            uses: 0,
+            last_used_at: None,
+            created_at: 0,
+            revoked_at: None,
+        }
+    }
+
+    #[test]
+    fn a_prefix_grant_covers_plain_commands_only() {
+        let spec = GrantSpec::for_action(&sh("cargo test -p core"), Some("cargo test"), place())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let g = row(&spec);
+        assert!(covers(
+            &g,
+            &sh("cargo test --workspace"),
+            Risk::Medium,
+            place()
+        ));
+        assert!(!covers(&g, &sh("cargo build"), Risk::Medium, place()));
+        assert!(!covers(
+            &g,
+            &sh("cargo test; rm -rf x"),
+            Risk::High,
+            place()
+        ));
+        assert!(!covers(&g, &sh("cargo test $(id)"), Risk::High, place()));
+        assert!(!covers(&g, &sh("cargo test > out"), Risk::Medium, place()));
+    }
+
+    #[test]
+    fn pattern_grants_are_refused_for_what_they_cannot_see_through() {
+        for (cmd, pattern) in [
+            ("bash -c 'ls'", "bash"),
+            ("python3 x.py", "python3"),
+            ("curl https://x", "curl"),
+            ("ls | wc", "ls"),
+            ("cargo test", "cargo build"),
+        ] {
+            assert!(
+                GrantSpec::for_action(&sh(cmd), Some(pattern), place()).is_err(),
+                "{cmd} / {pattern}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_glob_grant_never_covers_a_protected_path() {
+        let spec = GrantSpec::for_action(&write("docs/a.md"), Some("**"), place())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let g = row(&spec);
+        assert!(covers(&g, &write("src/x.rs"), Risk::Medium, place()));
+        assert!(!covers(
+            &g,
+            &write(".git/hooks/pre-commit"),
+            Risk::Medium,
+            place()
+        ));
+        assert!(!covers(&g, &write("src/x.rs"), Risk::High, place()));
+        let exact =
+            row(&GrantSpec::for_action(&write("a"), None, place())
+                .unwrap_or_else(|e| panic!("{e}")));
+        assert!(
+            covers(&exact, &write("a"), Risk::High, place()),
+            "an exact grant is what the person saw"
+        );
+        assert!(!covers(&exact, &write("b"), Risk::Medium, place()));
+    }
+}

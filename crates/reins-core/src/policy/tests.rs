@@ -291,3 +291,33 @@ fn network_targets() {
     let mapped = classify(&p, root, &fetch("http://[::ffff:169.254.169.254]/"), &[]);
     assert_eq!(mapped.decision, Decision::Deny);
 }
+
+#[test]
+fn special_addresses_in_every_spelling() {
+    use crate::policy::network::special_address;
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap_or_else(|e| panic!("{e}"));
+    for (addr, refused) in [
+        ("169.254.169.254", true),
+        ("fd00:ec2::254", true),
+        ("0.0.0.0", true),
+        ("::", true),
+        ("2002:a9fe:a9fe::", true),
+        ("64:ff9b::a9fe:a9fe", true),
+        ("::ffff:169.254.169.254", true),
+        ("127.0.0.1", false),
+        ("::1", false),
+        ("::ffff:127.0.0.1", false),
+        ("10.1.2.3", false),
+        ("172.16.0.1", false),
+        ("192.168.1.1", false),
+        ("fe80::1", false),
+        ("fc00::1", false),
+        ("100.64.0.1", false),
+    ] {
+        let found = special_address(ip(addr));
+        assert_eq!(found.map(|(r, _)| r), Some(refused), "{addr}: {found:?}");
+    }
+    for public in ["151.101.1.1", "2a04:4e42::1", "8.8.8.8"] {
+        assert_eq!(special_address(ip(public)), None, "{public}");
+    }
+}
