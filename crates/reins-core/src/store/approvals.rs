@@ -101,7 +101,7 @@ pub async fn find(pool: &SqlitePool, id_or_prefix: &str) -> Result<Option<Approv
     match rows.len() {
         1 => Ok(rows.into_iter().next()),
         0 => Ok(None),
-        _ => Err(StoreError::Invalid(format!(
+        _ => Err(StoreError::Conflict(format!(
             "{id_or_prefix:?} matches more than one approval; give more of the id"
         ))),
     }

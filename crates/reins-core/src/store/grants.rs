@@ -82,15 +82,26 @@ pub async fn used(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
 }
 
 pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<GrantRow> {
-    let row: Option<GrantRow> =
-        sqlx::query_as("SELECT * FROM grants WHERE id = ? OR id LIKE ? || '%'")
-            .bind(id)
-            .bind(id)
-            .fetch_optional(&mut **tx)
-            .await?;
-    let row = row.ok_or_else(|| StoreError::NotFound {
-        what: format!("grant {id}"),
-    })?;
+    // The full id, or a unique prefix of at least 4 id characters (no LIKE wildcards get through).
+    let prefix_ok = id.len() >= 4 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    let rows: Vec<GrantRow> = sqlx::query_as(
+        "SELECT * FROM grants WHERE id = ?1 OR (?2 AND id >= ?1 AND id < ?1 || 'g') LIMIT 2",
+    )
+    .bind(id)
+    .bind(prefix_ok)
+    .fetch_all(&mut **tx)
+    .await?;
+    if rows.len() > 1 {
+        return Err(StoreError::Conflict(format!(
+            "{id:?} matches more than one grant; give more of the id"
+        )));
+    }
+    let row = rows
+        .into_iter()
+        .next()
+        .ok_or_else(|| StoreError::NotFound {
+            what: format!("grant {id}"),
+        })?;
     if row.revoked_at.is_some() {
         return Err(StoreError::Conflict(format!(
             "grant {} is already revoked",
