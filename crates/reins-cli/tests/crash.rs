@@ -678,3 +678,84 @@ fn a_frozen_worker_wakes_up_fenced_out() -> anyhow::Result<()> {
     assert_eq!(doctor.status.code(), Some(0), "{}", text(&doctor));
     Ok(())
 }
+
+/// A reviewed action killed at every point of carrying it out: after the approval the worker dies;
+/// the next worker settles what the journal says from the disk and the approved edit runs exactly
+/// once, without a second review.
+#[test]
+fn an_approved_action_interrupted_by_a_crash_runs_once_without_a_second_review(
+) -> anyhow::Result<()> {
+    for point in [
+        "before_intent",
+        "after_intent",
+        "after_effect",
+        "after_confirm",
+    ] {
+        approved_then_crash_at(point)?;
+    }
+    Ok(())
+}
+
+fn approved_then_crash_at(point: &str) -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let effects = cli.tmp.path().join("effects.log");
+    let parked = cli
+        .strict_cmd()
+        .args(["run", "--no-wait", "--plan"])
+        .arg(Cli::plan("fix-logrotate.toml"))
+        .arg("--workspace")
+        .arg(cli.ws())
+        .output()?;
+    assert_eq!(parked.status.code(), Some(3), "{}", text(&parked));
+    let list: serde_json::Value = serde_json::from_slice(
+        &cli.strict_cmd()
+            .args(["approvals", "--json"])
+            .output()?
+            .stdout,
+    )?;
+    let id = list[0]["id"].as_str().unwrap_or_default().to_owned();
+    let approved = cli.strict_cmd().args(["approve", &id]).output()?;
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+
+    let crashed = cli
+        .strict_cmd()
+        .args(["worker", "--once"])
+        .env("REINS_FAULT", point)
+        .env("REINS_EFFECT_LOG", &effects)
+        .output()?;
+    assert_eq!(crashed.status.code(), None, "{point}: {}", text(&crashed));
+    let recovered = cli
+        .strict_cmd()
+        .args(["worker", "--once"])
+        .env("REINS_EFFECT_LOG", &effects)
+        .output()?;
+    let printed = text(&recovered);
+    assert_eq!(recovered.status.code(), Some(0), "{point}: {printed}");
+    let log = std::fs::read_to_string(&effects).unwrap_or_default();
+    assert_eq!(
+        log.lines()
+            .filter(|l| l.contains("config/logrotate.conf"))
+            .count(),
+        1,
+        "{point}: the approved edit ran exactly once: {log}\n{printed}"
+    );
+    assert!(cli.read("config/logrotate.conf")?.contains("rotate 7"));
+    let all: serde_json::Value = serde_json::from_slice(
+        &cli.strict_cmd()
+            .args(["approvals", "--all", "--json"])
+            .output()?
+            .stdout,
+    )?;
+    let statuses: Vec<(i64, String)> = all
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| Some((a["stepSeq"].as_i64()?, a["status"].as_str()?.to_owned())))
+        .collect();
+    assert_eq!(
+        statuses,
+        [(4, "approved".to_owned()), (5, "pending".to_owned())],
+        "{point}: no second review of step 4: {printed}"
+    );
+    Ok(())
+}

@@ -165,7 +165,11 @@ fn grants_are_listed_and_revoked() -> anyhow::Result<()> {
     assert_eq!(grants[0]["matcher"], "prefix");
     let gid = grants[0]["id"].as_str().unwrap_or_default().to_owned();
     let wildcard = strict(&cli, &["grants", "revoke", "%"])?;
-    assert_eq!(wildcard.status.code(), Some(2), "no wildcard revokes a grant");
+    assert_eq!(
+        wildcard.status.code(),
+        Some(2),
+        "no wildcard revokes a grant"
+    );
     let out = strict(&cli, &["grants", "revoke", &gid])?;
     assert!(String::from_utf8_lossy(&out.stdout).contains("revoked grant"));
     let grants = strict_json(&cli, &["grants"])?;

@@ -170,7 +170,17 @@ impl Drive<'_> {
                     .await
                     .map(Some);
             };
-            let why = steps::get(pool, self.run, seq).await?.and_then(|s| s.why);
+            let step = steps::get(pool, self.run, seq).await?;
+            // Carried out before a crash and settled from the journal since: its recorded result is
+            // reused; the action never runs a second time.
+            if let Some(done) = step.clone().filter(|s| s.status != "awaiting_review") {
+                let call: ToolCall = serde_json::from_str(&done.action).map_err(|e| {
+                    StoreError::Invalid(format!("step {seq}: recorded action: {e}"))
+                })?;
+                let hash = done.action_hash.clone();
+                return self.reuse(done, &call, &hash).await;
+            }
+            let why = step.and_then(|s| s.why);
             return match row.status.as_str() {
                 "pending" => match self.wait_again(&row).await? {
                     Some(outcome) => Ok(Some(outcome)),
