@@ -184,37 +184,6 @@ impl Engine {
         self.drain.load(Ordering::Relaxed)
     }
 
-    /// Records a process a tool just started for step `step` of `run` (in its own group, see
-    /// `process::spawn_in_group`), so a later attempt can end it if this worker dies.
-    pub async fn track_process(
-        &self,
-        run: RunId,
-        step: i64,
-        child: &std::process::Child,
-        command: &str,
-    ) -> Result<()> {
-        self.track_pid(run, step, child.id(), command).await
-    }
-
-    /// Records a process group leader by pid (see `track_process`).
-    pub async fn track_pid(&self, run: RunId, step: i64, pid: u32, command: &str) -> Result<()> {
-        let start = crate::process::start_time(pid).unwrap_or(0);
-        store::processes::record(
-            self.store.pool(),
-            run,
-            &store::processes::NewProcess {
-                step_seq: step,
-                pid,
-                start_time: start,
-                pgid: pid,
-                command,
-                now: now_ms(),
-            },
-        )
-        .await?;
-        Ok(())
-    }
-
     /// Reads a checkpoint back and verifies its checksum and payload.
     pub async fn verify_checkpoint(&self, run: RunId, seq: i64) -> Result<CheckpointV1> {
         checkpoint::stored::load(&self.store, &self.blobs, run, seq)

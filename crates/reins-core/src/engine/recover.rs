@@ -222,3 +222,42 @@ impl Drive<'_> {
             .collect())
     }
 }
+
+impl super::Engine {
+    /// Records a process a tool just started for step `step` of `run` (in its own group, see
+    /// `process::spawn_in_group`), so a later attempt can end it if this worker dies.
+    pub async fn track_process(
+        &self,
+        run: crate::ids::RunId,
+        step: i64,
+        child: &std::process::Child,
+        command: &str,
+    ) -> Result<()> {
+        self.track_pid(run, step, child.id(), command).await
+    }
+
+    /// Records a process group leader by pid (see `track_process`).
+    pub async fn track_pid(
+        &self,
+        run: crate::ids::RunId,
+        step: i64,
+        pid: u32,
+        command: &str,
+    ) -> Result<()> {
+        let start = crate::process::start_time(pid).unwrap_or(0);
+        crate::store::processes::record(
+            self.store.pool(),
+            run,
+            &crate::store::processes::NewProcess {
+                step_seq: step,
+                pid,
+                start_time: start,
+                pgid: pid,
+                command,
+                now: crate::clock::now_ms(),
+            },
+        )
+        .await?;
+        Ok(())
+    }
+}
