@@ -35,12 +35,6 @@ impl Scope {
             Scope::Always => "always",
         }
     }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        [Scope::Once, Scope::Run, Scope::Workspace, Scope::Always]
-            .into_iter()
-            .find(|x| x.as_str() == s)
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

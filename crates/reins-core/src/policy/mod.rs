@@ -4,7 +4,7 @@
 //! reviewed; anything not understood is high. Every decision carries plain-language reasons.
 
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -40,12 +40,6 @@ impl Risk {
             Risk::Medium => "medium",
             Risk::High => "high",
         }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        [Risk::Low, Risk::Medium, Risk::High]
-            .into_iter()
-            .find(|r| r.as_str() == s)
     }
 }
 
@@ -214,7 +208,6 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
 pub struct RulePolicy {
     protected: Protected,
     user: RuleSet,
-    source: Option<PathBuf>,
 }
 
 /// Where a workspace keeps its own (tighten-only) policy.
@@ -234,31 +227,18 @@ impl RulePolicy {
                 })
             }
         };
-        Ok(Self {
-            protected,
-            user,
-            source: Some(user_file.to_owned()),
-        })
+        Ok(Self { protected, user })
     }
 
     pub fn defaults(protected: Protected) -> Self {
         Self {
             protected,
             user: RuleSet::default(),
-            source: None,
         }
     }
 
     pub fn with_rules(protected: Protected, user: RuleSet) -> Self {
-        Self {
-            protected,
-            user,
-            source: None,
-        }
-    }
-
-    pub fn source(&self) -> Option<&Path> {
-        self.source.as_deref()
+        Self { protected, user }
     }
 
     pub fn protected(&self) -> &Protected {

@@ -87,8 +87,6 @@ pub struct RuleSet {
     rules: Vec<Rule>,
     expire_after_secs: Option<i64>,
     digest: Option<Digest>,
-    /// Allow rules dropped because this set may only tighten.
-    pub ignored_allows: usize,
 }
 
 fn glob(text: &str, what: &str, origin: &str) -> Result<GlobMatcher, PolicyError> {
@@ -152,25 +150,14 @@ impl RuleSet {
             rules,
             expire_after_secs: file.review.and_then(|r| r.expire_after_secs),
             digest: Some(Digest::of(text.as_bytes())),
-            ignored_allows: 0,
         })
     }
 
     /// Keeps only the rules that can make a decision stricter.
     pub fn tighten_only(mut self) -> Self {
-        let before = self.rules.len();
         self.rules.retain(|r| r.decision != Decision::Allow);
-        self.ignored_allows = before - self.rules.len();
         self.expire_after_secs = None;
         self
-    }
-
-    pub fn len(&self) -> usize {
-        self.rules.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.rules.is_empty()
     }
 
     pub fn digest(&self) -> Digest {
