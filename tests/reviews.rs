@@ -56,6 +56,16 @@ async fn kinds(engine: &Engine, run: RunId) -> anyhow::Result<Vec<String>> {
         .collect())
 }
 
+fn succeeded(outcome: &DriveOutcome) -> bool {
+    matches!(
+        outcome,
+        DriveOutcome::Finished {
+            state: RunState::Succeeded,
+            ..
+        }
+    )
+}
+
 fn waiting(outcome: &DriveOutcome) -> bool {
     matches!(
         outcome,
@@ -102,16 +112,7 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
     let decided = engine.approve(&a.id, approve_once()).await?;
     assert_eq!(decided.run_state, RunState::Queued);
     let outcome = engine.drive(run, &Silent).await?;
-    assert!(
-        matches!(
-            outcome,
-            DriveOutcome::Finished {
-                state: RunState::Succeeded,
-                ..
-            }
-        ),
-        "{outcome:?}"
-    );
+    assert!(succeeded(&outcome), "{outcome:?}");
     assert_eq!(sb.read("docs/note.md")?, "rotate daily\n");
     let intent = intents::for_step(engine.store().pool(), run, 1).await?;
     assert_eq!(intent.map(|i| i.status), Some("confirmed".into()));
@@ -197,16 +198,7 @@ async fn a_rejection_reaches_the_agent_and_nothing_runs() -> anyhow::Result<()> 
         .reject(&a.id, "we keep notes in the wiki", "user:test")
         .await?;
     let outcome = engine.drive(run, &Silent).await?;
-    assert!(
-        matches!(
-            outcome,
-            DriveOutcome::Finished {
-                state: RunState::Succeeded,
-                ..
-            }
-        ),
-        "{outcome:?}"
-    );
+    assert!(succeeded(&outcome), "{outcome:?}");
     let step = steps::get(engine.store().pool(), run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no step"))?;

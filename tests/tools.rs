@@ -47,6 +47,16 @@ async fn pending(engine: &Engine, run: RunId) -> anyhow::Result<ApprovalRow> {
         .ok_or_else(|| anyhow::anyhow!("no pending approval"))
 }
 
+fn succeeded(outcome: &DriveOutcome) -> bool {
+    matches!(
+        outcome,
+        DriveOutcome::Finished {
+            state: RunState::Succeeded,
+            ..
+        }
+    )
+}
+
 /// Drives, approves whatever is pending, drives again; returns step 1's status and result.
 async fn approve_and_run(engine: &Engine, run: RunId) -> anyhow::Result<(String, String)> {
     let first = engine.drive(run, &Silent).await?;
@@ -205,16 +215,7 @@ args = { url = "file:///etc/passwd" }
     )
     .await?;
     let outcome = engine.drive(run, &Silent).await?;
-    assert!(
-        matches!(
-            outcome,
-            DriveOutcome::Finished {
-                state: RunState::Succeeded,
-                ..
-            }
-        ),
-        "{outcome:?}"
-    );
+    assert!(succeeded(&outcome), "{outcome:?}");
     let rows = steps::list(engine.store().pool(), run).await?;
     assert_eq!(
         rows.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(),

@@ -147,12 +147,9 @@ impl Reins {
             args,
         };
         let action = Action::parse(&call, &ws)?;
-        let resolved = match &action {
-            Action::Fetch(req) => crate::tools::fetch::resolve(&req.url)
-                .await
-                .unwrap_or_default(),
-            _ => Vec::new(),
-        };
+        let resolved = crate::tools::fetch::addresses_of(&action)
+            .await
+            .unwrap_or_default();
         let policy = self.engine.policy();
         let v = policy.classify(
             &action,

@@ -6,7 +6,24 @@ use std::net::IpAddr;
 use crate::policy::shell::Place;
 use crate::policy::text::reveal;
 use crate::policy::Verdict;
-use crate::tools::{Action, CommandForm, FetchRequest, ShellCommand};
+use crate::tools::{Action, CommandForm, EffectPlan, FetchRequest, ShellCommand};
+
+/// The preview a person sees for `action`: the file diff from its plan, the parsed command, the
+/// request, or (a read held for review) the read itself.
+pub fn of(
+    action: &Action,
+    plan: Option<&EffectPlan>,
+    verdict: &Verdict,
+    resolved: &[IpAddr],
+    place: Place<'_>,
+) -> String {
+    match (action, plan) {
+        (_, Some(p)) => p.preview.clone(),
+        (Action::Shell(cmd), None) => shell(cmd, verdict, place),
+        (Action::Fetch(req), None) => fetch(req, resolved),
+        _ => read(action),
+    }
+}
 
 /// The command, how it will run, and each part with its risk.
 pub fn shell(cmd: &ShellCommand, verdict: &Verdict, place: Place<'_>) -> String {

@@ -4,8 +4,6 @@
 //! longer matches. Each decision is one guarded transaction with its audit events; a decision is
 //! written only over a pending approval, so none is ever overwritten.
 
-use std::net::IpAddr;
-
 use serde::Serialize;
 
 use crate::approval::preview;
@@ -16,12 +14,12 @@ use crate::error::{Error, Result};
 use crate::ids::{ApprovalId, GrantId, RunId};
 use crate::journal::FileImage;
 use crate::policy::shell::Place;
-use crate::policy::{Context, Decision, Verdict};
+use crate::policy::{Context, Decision};
 use crate::run::{RunEvent, RunState};
 use crate::store::approvals::{self, ApprovalRow, DecisionWrite};
 use crate::store::grants::{self, GrantRow};
 use crate::store::{audit, audit::Actor, runs, StoreError, Tx};
-use crate::tools::{self, Action, EffectPlan, ToolCall};
+use crate::tools::{self, Action, ToolCall};
 use crate::workspace::Workspace;
 
 use super::drive::{images_json, parse_images};
@@ -57,44 +55,11 @@ fn run_of(row: &ApprovalRow) -> Result<RunId> {
         .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)).into())
 }
 
-/// What a file action would do now: its plan, or why it cannot be planned.
-fn plan_now(action: &Action, ws: &Workspace) -> std::result::Result<Option<EffectPlan>, String> {
-    if !action.is_file_effect() {
-        return Ok(None);
-    }
-    tools::plan(action, ws).map(Some).map_err(|e| e.to_string())
-}
-
-/// The preview a person sees for `action`.
-pub(super) fn preview_of(
-    action: &Action,
-    plan: Option<&EffectPlan>,
-    verdict: &Verdict,
-    resolved: &[IpAddr],
-    place: Place<'_>,
-) -> String {
-    match (action, plan) {
-        (_, Some(p)) => p.preview.clone(),
-        (Action::Shell(cmd), None) => preview::shell(cmd, verdict, place),
-        (Action::Fetch(req), None) => preview::fetch(req, resolved),
-        _ => preview::read(action),
-    }
-}
-
 impl Engine {
     fn place<'a>(&'a self, ws: &'a Workspace) -> Place<'a> {
         Place {
             root: ws.root(),
             protected: self.policy.protected(),
-        }
-    }
-
-    async fn resolved_for(action: &Action) -> Result<Vec<IpAddr>> {
-        match action {
-            Action::Fetch(req) => tools::fetch::resolve(&req.url)
-                .await
-                .map_err(Error::Invalid),
-            _ => Ok(Vec::new()),
         }
     }
 
@@ -164,7 +129,9 @@ impl Engine {
                 }
                 let action = Action::parse(call, &ws)
                     .map_err(|e| Error::Invalid(format!("the edited action is invalid: {e}")))?;
-                let resolved = Self::resolved_for(&action).await?;
+                let resolved = tools::fetch::addresses_of(&action)
+                    .await
+                    .map_err(Error::Invalid)?;
                 let verdict = self.policy.classify(
                     &action,
                     &Context {
@@ -178,11 +145,13 @@ impl Engine {
                         verdict.reasons.join("; ")
                     )));
                 }
-                let plan = plan_now(&action, &ws).map_err(|e| {
-                    Error::Invalid(format!("the edited action cannot be carried out: {e}"))
-                })?;
+                let plan = tools::plan_files(&action, &ws)
+                    .map_err(|e| e.to_string())
+                    .map_err(|e| {
+                        Error::Invalid(format!("the edited action cannot be carried out: {e}"))
+                    })?;
                 let preview =
-                    preview_of(&action, plan.as_ref(), &verdict, &resolved, self.place(&ws));
+                    preview::of(&action, plan.as_ref(), &verdict, &resolved, self.place(&ws));
                 let pre = images_json(plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[]));
                 edited = Some((
                     action.canonical_text(),
@@ -457,9 +426,9 @@ impl Engine {
                         resolved: &[],
                     },
                 );
-                match plan_now(a, ws) {
+                match tools::plan_files(a, ws).map_err(|e| e.to_string()) {
                     Ok(plan) => (
-                        preview_of(a, plan.as_ref(), &verdict, &[], self.place(ws)),
+                        preview::of(a, plan.as_ref(), &verdict, &[], self.place(ws)),
                         images_json(plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[])),
                         Some(verdict),
                     ),

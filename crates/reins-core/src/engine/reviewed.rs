@@ -273,7 +273,7 @@ impl Drive<'_> {
         } else {
             None
         };
-        let resolved = match self.resolve(&action).await {
+        let resolved = match crate::tools::fetch::addresses_of(&action).await {
             Ok(r) => r,
             Err(e) => {
                 let text = action.canonical_text();
@@ -282,7 +282,7 @@ impl Drive<'_> {
             }
         };
         let verdict = self.classify(&action, &resolved);
-        let plan = match self.plan(&action) {
+        let plan = match crate::tools::plan_files(&action, &self.ws).map_err(|e| e.to_string()) {
             // The agent is told when what ran is a person's edit of what it proposed.
             Ok(p) if row.edited_action.is_some() => p.map(|mut p| {
                 p.summary = format!(
@@ -313,7 +313,8 @@ impl Drive<'_> {
                 )
             })
         });
-        let preview = self.preview(&action, plan.as_ref(), &verdict, &resolved);
+        let preview =
+            crate::approval::preview::of(&action, plan.as_ref(), &verdict, &resolved, self.place());
         let text = action.canonical_text();
         let rec = StepRecord {
             seq,

@@ -15,7 +15,7 @@ use crate::journal::IntentStatus;
 use crate::policy::shell::Place;
 use crate::policy::{Context, Decision, Verdict};
 use crate::store::{audit, audit::Actor, intents, steps, StoreError};
-use crate::tools::{self, Action, EffectPlan, ToolCall};
+use crate::tools::{self, Action, ToolCall};
 
 use super::drive::Drive;
 use super::{DriveOutcome, Progress};
@@ -114,18 +114,18 @@ impl Drive<'_> {
             approval: None,
         };
         // 2. Classify (a request's host is resolved first: the policy judges the addresses).
-        let resolved = match self.resolve(action).await {
+        let resolved = match tools::fetch::addresses_of(action).await {
             Ok(r) => r,
             Err(e) => return self.record(&rec, "failed", false, &e).await.map(|_| None),
         };
         let verdict = self.classify(action, &resolved);
         rec.verdict = Some(&verdict);
         // 3. Preview
-        let plan = match self.plan(action) {
+        let plan = match tools::plan_files(action, &self.ws).map_err(|e| e.to_string()) {
             Ok(p) => p,
             Err(err) => return self.record(&rec, "failed", false, &err).await.map(|_| None),
         };
-        let preview = self.preview(action, plan.as_ref(), &verdict, &resolved);
+        let preview = preview::of(action, plan.as_ref(), &verdict, &resolved, self.place());
         rec.preview = Some(&preview);
         match verdict.decision {
             Decision::Deny => {
@@ -143,47 +143,12 @@ impl Drive<'_> {
         self.execute(&rec, action, plan, &resolved).await
     }
 
-    pub(super) async fn resolve(
-        &self,
-        action: &Action,
-    ) -> std::result::Result<Vec<IpAddr>, String> {
-        match action {
-            Action::Fetch(req) => tools::fetch::resolve(&req.url).await,
-            _ => Ok(Vec::new()),
-        }
-    }
-
     pub(super) fn classify(&self, action: &Action, resolved: &[IpAddr]) -> Verdict {
         let cx = Context {
             root: self.ws.root(),
             resolved,
         };
         self.e.policy.classify(action, &cx)
-    }
-
-    /// A file effect's plan (pre- and post-images, diff); None for other actions.
-    pub(super) fn plan(&self, action: &Action) -> std::result::Result<Option<EffectPlan>, String> {
-        if !action.is_file_effect() {
-            return Ok(None);
-        }
-        tools::plan(action, &self.ws)
-            .map(Some)
-            .map_err(|e| e.to_string())
-    }
-
-    pub(super) fn preview(
-        &self,
-        action: &Action,
-        plan: Option<&EffectPlan>,
-        verdict: &Verdict,
-        resolved: &[IpAddr],
-    ) -> String {
-        match (action, plan) {
-            (_, Some(p)) => p.preview.clone(),
-            (Action::Shell(cmd), None) => preview::shell(cmd, verdict, self.place()),
-            (Action::Fetch(req), None) => preview::fetch(req, resolved),
-            _ => preview::read(action),
-        }
     }
 
     /// Nobody can say whether an effect happened: the intent and its step are marked unknown, and

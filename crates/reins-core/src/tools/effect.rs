@@ -38,6 +38,14 @@ fn failed(tool: &'static str, detail: String) -> ToolError {
     ToolError::Failed { tool, detail }
 }
 
+/// The plan of a file effect, or None for an action that changes no file.
+pub fn plan_files(action: &Action, ws: &Workspace) -> Result<Option<EffectPlan>, ToolError> {
+    if !action.is_file_effect() {
+        return Ok(None);
+    }
+    plan(action, ws).map(Some)
+}
+
 /// Step 3 of the protocol: read the pre-images through the jail and fix the effect. An executable
 /// file is called out above its diff (its mode is kept).
 pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {

@@ -137,6 +137,14 @@ impl FetchRequest {
     }
 }
 
+/// The addresses an action's host resolves to (none for actions that are not requests).
+pub async fn addresses_of(action: &super::Action) -> Result<Vec<IpAddr>, String> {
+    match action {
+        super::Action::Fetch(req) => resolve(&req.url).await,
+        _ => Ok(Vec::new()),
+    }
+}
+
 /// The addresses a URL's host resolves to (an IP literal resolves to itself).
 pub async fn resolve(url: &url::Url) -> Result<Vec<IpAddr>, String> {
     // Other schemes are refused by the policy; there is nothing to look up.

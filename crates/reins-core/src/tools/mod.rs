@@ -15,7 +15,7 @@ mod effect;
 pub mod fetch;
 mod pure;
 pub mod shell;
-pub use effect::{apply, plan, post_image, EffectPlan, FileOp};
+pub use effect::{apply, plan, plan_files, post_image, EffectPlan, FileOp};
 pub use fetch::FetchRequest;
 pub use pure::{describe, run_pure};
 pub use shell::{CommandForm, ShellCommand};
