@@ -116,6 +116,9 @@ enum Command {
     /// Explain policy decisions without running anything.
     #[command(subcommand)]
     Policy(commands::policy::PolicyCommand),
+    /// The tamper-evident audit log: verify it, export it (JSONL or CSV), check an export, list it.
+    #[command(subcommand)]
+    Audit(commands::audit::AuditCommand),
 }
 
 fn main() -> ExitCode {
@@ -138,7 +141,7 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
                 .unwrap_or_else(|_| "warn".into()),
         )
-        .with_writer(std::io::stderr)
+        .with_writer(output::RedactedStderr)
         .init();
     let cli = Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -157,6 +160,13 @@ fn main() -> ExitCode {
 
 async fn dispatch(cli: Cli) -> u8 {
     let json = cli.json;
+    // Checking an export needs no database (it may come from another machine).
+    if let Command::Audit(commands::audit::AuditCommand::VerifyExport(args)) = &cli.command {
+        return match commands::audit::verify_export(args, json) {
+            Ok(code) => code,
+            Err(e) => output::fail(&e, json),
+        };
+    }
     let reins = match open(&cli).await {
         Ok(r) => r,
         Err(e) => return output::fail(&e, json),
@@ -181,6 +191,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Reject(args) => commands::review::reject(&reins, args, json).await,
         Command::Grants(args) => commands::review::grants(&reins, args, json).await,
         Command::Policy(cmd) => commands::policy::exec(&reins, cmd, json).await,
+        Command::Audit(cmd) => commands::audit::exec(&reins, cmd, json).await,
     };
     reins.close().await;
     match result {

@@ -144,3 +144,36 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     }
     out
 }
+
+/// The log's writer: each event is scanned for secrets (`reins_core::secrets`) before it reaches
+/// stderr, so an error quoting a key or a token never puts it in a log file a person keeps.
+pub struct RedactedStderr;
+
+pub struct RedactedLine(Vec<u8>);
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactedStderr {
+    type Writer = RedactedLine;
+
+    fn make_writer(&'a self) -> RedactedLine {
+        RedactedLine(Vec::with_capacity(256))
+    }
+}
+
+impl std::io::Write for RedactedLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for RedactedLine {
+    fn drop(&mut self) {
+        use std::io::Write as _;
+        let text = String::from_utf8_lossy(&self.0);
+        let _ = std::io::stderr().write_all(reins_core::secrets::redact(&text).as_bytes());
+    }
+}

@@ -6,6 +6,7 @@
 pub mod agent;
 pub mod api;
 pub mod approval;
+pub mod audit;
 pub mod blob;
 pub mod checkpoint;
 pub mod clock;
@@ -22,6 +23,7 @@ pub mod policy;
 pub mod process;
 pub mod resume;
 pub mod run;
+pub mod secrets;
 pub mod store;
 pub mod tools;
 pub mod worker;

@@ -1,5 +1,6 @@
 //! One module per user operation.
 
+pub mod audit;
 pub mod control;
 pub mod doctor;
 pub mod gc;

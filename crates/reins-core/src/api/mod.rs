@@ -29,6 +29,7 @@ use crate::workspace::Workspace;
 
 pub use crate::engine::{Observer as RunObserver, Silent};
 
+mod audit_log;
 mod review;
 pub use review::{ApprovalView, PolicyCheck};
 
@@ -509,9 +510,13 @@ impl Reins {
                 }
             }
         }
-        let audit_chain = match audit::first_broken(&audit::all(pool).await?) {
+        let audit_chain = match crate::audit::verify::verify(self.store()).await?.damage {
             None => "ok".to_owned(),
-            Some(seq) => format!("broken at event {seq}"),
+            Some(d) => format!(
+                "{}: {} (`reins audit verify` for details)",
+                d.kind.as_str(),
+                d.detail
+            ),
         };
         let schema_version = self.store().schema_version().await?;
         let supported_schema = Store::supported_schema();

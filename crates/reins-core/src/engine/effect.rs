@@ -103,10 +103,11 @@ impl Drive<'_> {
             &small_pre_images,
         )
         .await?;
+        let decided = self.decided(rec);
         audit::append_all(
             &mut tx,
             Some(self.owner()),
-            &[audit::Event::new(
+            &[decided.into_iter().collect::<Vec<_>>(), vec![audit::Event::new(
                 Actor::Agent,
                 "intent.pending",
                 Some(self.run),
@@ -116,7 +117,7 @@ impl Drive<'_> {
                     "previewSha256": rec.preview.map(|p| Digest::of(p.as_bytes())),
                     "approval": rec.approval, "verdict": rec.verdict,
                 }),
-            )],
+            )]].concat(),
             now,
         )
         .await?;

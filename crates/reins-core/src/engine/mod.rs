@@ -415,6 +415,15 @@ impl Engine {
                 "lost: lease expired"
             };
             attempts::end_open(&mut tx, id, why, now).await?;
+            audit::append(
+                &mut tx,
+                Actor::Harness,
+                "attempt.lost",
+                Some(id),
+                &serde_json::json!({ "worker": row.owner, "why": why, "fence": row.fence }),
+                now,
+            )
+            .await?;
             // A lost worker uses the run's retry budget: a run that keeps killing its worker stops.
             lost_retry = Some(
                 store::retries::record(

@@ -89,7 +89,7 @@ impl Drive<'_> {
         )
         .await?;
         approvals::insert(&mut tx, &row).await?;
-        let mut events = Vec::new();
+        let mut events: Vec<audit::Event> = self.decided(rec).into_iter().collect();
         if let Some((old, why)) = supersedes {
             approvals::supersede(&mut tx, old, &id, why, now).await?;
             events.push(audit::Event::new(

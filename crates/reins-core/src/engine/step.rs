@@ -252,9 +252,26 @@ impl Drive<'_> {
             steps::reopen(&mut tx, self.run, rec.seq).await?;
         }
         steps::insert(&mut tx, self.run, &step_row(rec, status, Some(result), now)).await?;
+        let mut events: Vec<audit::Event> = self.decided(rec).into_iter().collect();
+        events.push(audit::Event::new(
+            Actor::Agent,
+            "step.finished",
+            Some(self.run),
+            serde_json::json!({
+                "step": rec.seq, "tool": rec.tool, "status": status, "actionHash": rec.action_hash,
+                "verdict": rec.verdict, "approval": rec.approval,
+            }),
+        ));
         let cp_seq = self
             .e
-            .insert_checkpoint(&mut tx, self.run, &prepared, now, vec![audit::Event::new(Actor::Agent, "step.finished", Some(self.run), serde_json::json!({ "step": rec.seq, "tool": rec.tool, "status": status, "actionHash": rec.action_hash, "verdict": rec.verdict, "approval": rec.approval }))], Some(self.owner()))
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                events,
+                Some(self.owner()),
+            )
             .await?;
         tx.commit().await.map_err(StoreError::from)?;
         self.obs.on(&Progress::Step {
@@ -267,6 +284,24 @@ impl Drive<'_> {
             reused: false,
         });
         Ok(())
+    }
+}
+
+impl Drive<'_> {
+    /// The policy's decision on a step, for the audit log, when the step got that far.
+    pub(super) fn decided(&self, rec: &StepRecord<'_>) -> Option<audit::Event> {
+        rec.verdict.map(|v| {
+            audit::Event::new(
+                Actor::Harness,
+                "policy.decided",
+                Some(self.run),
+                serde_json::json!({
+                    "step": rec.seq, "tool": rec.tool, "actionHash": rec.action_hash,
+                    "risk": v.risk, "decision": v.decision, "reasons": v.reasons,
+                    "policy": self.e.policy.version(),
+                }),
+            )
+        })
     }
 }
 

@@ -4,6 +4,7 @@
 use serde::Serialize;
 use sqlx::SqlitePool;
 
+use super::anchor::Mark;
 use super::{Result, StoreError, Tx};
 use crate::digest::Digest;
 use crate::ids::RunId;
@@ -31,7 +32,7 @@ impl Actor {
     }
 }
 
-#[derive(Clone, Debug, sqlx::FromRow, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditRow {
     pub seq: i64,
@@ -39,38 +40,78 @@ pub struct AuditRow {
     pub actor: String,
     pub kind: String,
     pub run_id: Option<String>,
+    pub step_seq: Option<i64>,
+    pub approval_id: Option<String>,
     pub payload: String,
     pub prev_hash: String,
     pub hash: String,
 }
 
-/// The bytes the chain hashes for one event, fixed field order.
-pub fn canonical(
-    seq: i64,
-    at: i64,
-    actor: &str,
-    kind: &str,
-    run_id: Option<&str>,
-    payload: &str,
-) -> String {
-    #[derive(Serialize)]
-    struct Canon<'a> {
-        seq: i64,
-        at: i64,
-        actor: &'a str,
-        kind: &'a str,
-        run: Option<&'a str>,
-        payload: &'a str,
+impl AuditRow {
+    /// The bytes the chain hashes for this event.
+    pub fn canonical(&self) -> String {
+        canonical(&Canon {
+            seq: self.seq,
+            at: self.at,
+            actor: &self.actor,
+            kind: &self.kind,
+            run: self.run_id.as_deref(),
+            step: self.step_seq,
+            approval: self.approval_id.as_deref(),
+            payload: &self.payload,
+        })
     }
-    serde_json::to_string(&Canon {
-        seq,
-        at,
-        actor,
-        kind,
-        run: run_id,
-        payload,
-    })
-    .unwrap_or_default()
+
+    /// Whether `hash` is what `prev_hash` and this event's fields give.
+    pub fn hash_holds(&self) -> bool {
+        self.hash_holds_in(&mut Vec::new())
+    }
+
+    /// `hash_holds`, reusing `buf` for the canonical bytes (verification walks millions).
+    pub fn hash_holds_in(&self, buf: &mut Vec<u8>) -> bool {
+        use sha2::Digest as _;
+        buf.clear();
+        let canon = Canon {
+            seq: self.seq,
+            at: self.at,
+            actor: &self.actor,
+            kind: &self.kind,
+            run: self.run_id.as_deref(),
+            step: self.step_seq,
+            approval: self.approval_id.as_deref(),
+            payload: &self.payload,
+        };
+        if serde_json::to_writer(&mut *buf, &canon).is_err() {
+            return false;
+        }
+        let mut h = sha2::Sha256::new();
+        h.update(self.prev_hash.as_bytes());
+        h.update(&buf[..]);
+        let digest = h.finalize();
+        let mut hex = [0u8; 64];
+        hex::encode_to_slice(digest, &mut hex).is_ok() && hex[..] == *self.hash.as_bytes()
+    }
+}
+
+/// The fields of one event in the fixed order the chain hashes them. `step` and `approval` are
+/// left out when unset, so events written before those columns existed hash as they did.
+#[derive(Serialize)]
+pub struct Canon<'a> {
+    pub seq: i64,
+    pub at: i64,
+    pub actor: &'a str,
+    pub kind: &'a str,
+    pub run: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<&'a str>,
+    pub payload: &'a str,
+}
+
+/// The bytes the chain hashes for one event.
+pub fn canonical(event: &Canon<'_>) -> String {
+    serde_json::to_string(event).unwrap_or_default()
 }
 
 pub fn chain_hash(prev_hash: &str, canonical_event: &str) -> Digest {
@@ -171,29 +212,43 @@ struct Row {
     actor: &'static str,
     kind: &'static str,
     run_id: Option<String>,
+    step: Option<i64>,
+    approval: Option<String>,
     payload: String,
     prev_hash: String,
     hash: String,
 }
 
-/// Chains `events` after (seq, hash).
+/// Chains `events` after (seq, hash). Every payload is redacted first: no secret reaches the log.
 fn chain(mut seq: i64, mut prev_hash: String, events: &[Event], now: i64) -> Vec<Row> {
     events
         .iter()
         .map(|event| {
             seq += 1;
             let run_id = event.run.map(|r| r.to_string());
+            let step = event
+                .payload
+                .get("step")
+                .and_then(serde_json::Value::as_i64);
+            let approval = event
+                .payload
+                .get("approval")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned);
             let payload = event.payload.to_string();
+            let payload = crate::secrets::redact_json_str(&payload).unwrap_or(payload);
             let hash = chain_hash(
                 &prev_hash,
-                &canonical(
+                &canonical(&Canon {
                     seq,
-                    now,
-                    event.actor.as_str(),
-                    event.kind,
-                    run_id.as_deref(),
-                    &payload,
-                ),
+                    at: now,
+                    actor: event.actor.as_str(),
+                    kind: event.kind,
+                    run: run_id.as_deref(),
+                    step,
+                    approval: approval.as_deref(),
+                    payload: &payload,
+                }),
             )
             .to_string();
             let prev = std::mem::replace(&mut prev_hash, hash.clone());
@@ -202,6 +257,8 @@ fn chain(mut seq: i64, mut prev_hash: String, events: &[Event], now: i64) -> Vec
                 actor: event.actor.as_str(),
                 kind: event.kind,
                 run_id,
+                step,
+                approval,
                 payload,
                 prev_hash: prev,
                 hash,
@@ -217,10 +274,25 @@ fn push_rows(q: &mut sqlx::QueryBuilder<'_, sqlx::Sqlite>, rows: &[Row], now: i6
             .push_bind(r.actor)
             .push_bind(r.kind)
             .push_bind(r.run_id.clone())
+            .push_bind(r.step)
+            .push_bind(r.approval.clone())
             .push_bind(r.payload.clone())
             .push_bind(r.prev_hash.clone())
             .push_bind(r.hash.clone());
     });
+}
+
+/// The anchor marks among `rows`, and the last row (the new head).
+fn marks_of(rows: &[Row]) -> Vec<Mark> {
+    let last = rows.len().saturating_sub(1);
+    rows.iter()
+        .enumerate()
+        .filter(|(i, r)| *i == last || Mark::wanted(r.seq))
+        .map(|(_, r)| Mark {
+            seq: r.seq,
+            hash: r.hash.clone(),
+        })
+        .collect()
 }
 
 /// Appends events in order inside `tx` and returns the last seq.
@@ -243,8 +315,8 @@ pub async fn append_all(
     if let Some((o, (seq, hash))) = owner.and_then(|o| o.remembered().map(|h| (o, h))) {
         let rows = chain(seq, hash.clone(), events, now);
         let mut insert = sqlx::QueryBuilder::new(
-            "INSERT INTO audit_events (seq, at, actor, kind, run_id, payload, prev_hash, hash)
-             SELECT column1, column2, column3, column4, column5, column6, column7, column8 FROM (",
+            "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash)
+             SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9, column10 FROM (",
         );
         push_rows(&mut insert, &rows, now);
         insert
@@ -259,6 +331,7 @@ pub async fn append_all(
             .push(" AND state = 'running')");
         let done = insert.build().execute(&mut **tx).await?;
         if done.rows_affected() == rows.len() as u64 {
+            tx.appended(marks_of(&rows));
             let last = rows.last().map(|r| (r.seq, r.hash.clone()));
             o.remember(last.clone());
             return Ok(last.map(|(seq, _)| seq).unwrap_or(seq));
@@ -305,10 +378,11 @@ pub async fn append_all(
         now,
     );
     let mut insert = sqlx::QueryBuilder::new(
-        "INSERT INTO audit_events (seq, at, actor, kind, run_id, payload, prev_hash, hash) ",
+        "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash) ",
     );
     push_rows(&mut insert, &rows, now);
     insert.build().execute(&mut **tx).await?;
+    tx.appended(marks_of(&rows));
     let last = rows.last().map(|r| (r.seq, r.hash.clone()));
     if let Some(o) = owner {
         o.remember(last.clone());
@@ -319,26 +393,31 @@ pub async fn append_all(
 /// Walks the chain in seq order; the seq of the first event that does not chain (a gap, a wrong
 /// `prev_hash`, or a hash its own fields do not give), or None when every event does.
 pub fn first_broken(events: &[AuditRow]) -> Option<i64> {
-    let mut prev = GENESIS.to_owned();
+    let mut prev = GENESIS;
     for (i, e) in events.iter().enumerate() {
         let expected_seq = i64::try_from(i).unwrap_or(i64::MAX) + 1;
-        let canon = canonical(
-            e.seq,
-            e.at,
-            &e.actor,
-            &e.kind,
-            e.run_id.as_deref(),
-            &e.payload,
-        );
-        if e.seq != expected_seq
-            || e.prev_hash != prev
-            || chain_hash(&prev, &canon).as_str() != e.hash
-        {
+        if e.seq != expected_seq || e.prev_hash != prev || !e.hash_holds() {
             return Some(e.seq);
         }
-        prev = e.hash.clone();
+        prev = &e.hash;
     }
     None
+}
+
+/// The anchor marks the table holds now: seq 1, every `MARK_EVERY`th seq, and the head.
+pub async fn marks(pool: &SqlitePool) -> Result<Vec<Mark>> {
+    let rows: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT seq, hash FROM audit_events
+         WHERE seq = 1 OR seq % ? = 0 OR seq = (SELECT MAX(seq) FROM audit_events)
+         ORDER BY seq",
+    )
+    .bind(super::anchor::MARK_EVERY)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(seq, hash)| Mark { seq, hash })
+        .collect())
 }
 
 pub async fn for_run(pool: &SqlitePool, run: RunId) -> Result<Vec<AuditRow>> {

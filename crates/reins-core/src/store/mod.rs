@@ -8,8 +8,11 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Sqlite, SqlitePool, Transaction};
+use std::sync::Arc;
 
+use sqlx::SqlitePool;
+
+pub mod anchor;
 pub mod approvals;
 pub mod attempts;
 pub mod audit;
@@ -21,13 +24,14 @@ pub mod processes;
 pub mod retries;
 pub mod runs;
 pub mod steps;
+mod tx;
 
 #[cfg(test)]
 mod damage_tests;
 #[cfg(test)]
 mod tests;
 
-pub type Tx = Transaction<'static, Sqlite>;
+pub use tx::Tx;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
@@ -79,6 +83,7 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 pub struct Store {
     pool: SqlitePool,
     path: PathBuf,
+    anchor: Arc<anchor::Anchor>,
 }
 
 impl Store {
@@ -112,10 +117,48 @@ impl Store {
                 path: path.to_owned(),
                 source,
             })?;
-        Ok(Self {
+        let store = Self {
             pool,
             path: path.to_owned(),
-        })
+            anchor: Arc::new(anchor::Anchor::for_database(path)),
+        };
+        store.ensure_anchor().await?;
+        Ok(store)
+    }
+
+    /// A database with events but no head anchor (made before anchors existed, or the file was
+    /// removed) gets one for its current head, and the chain records that it happened: from then
+    /// on truncation is caught, and `reins audit list --kind audit.anchor_created` shows since when.
+    async fn ensure_anchor(&self) -> Result<()> {
+        if self.anchor.path().exists() {
+            return Ok(());
+        }
+        let marks = audit::marks(&self.pool).await?;
+        let Some(head) = marks.last().cloned() else {
+            return Ok(());
+        };
+        let mut tx = self.begin().await?;
+        tx.appended(marks);
+        audit::append(
+            &mut tx,
+            audit::Actor::System,
+            "audit.anchor_created",
+            None,
+            &serde_json::json!({
+                "reason": "no head anchor was found beside the database",
+                "adopted": head,
+                "path": self.anchor.path(),
+            }),
+            crate::clock::now_ms(),
+        )
+        .await?;
+        tx.commit().await?;
+        self.anchor.flush();
+        Ok(())
+    }
+
+    pub fn anchor(&self) -> &anchor::Anchor {
+        &self.anchor
     }
 
     pub fn pool(&self) -> &SqlitePool {
@@ -128,7 +171,8 @@ impl Store {
 
     /// A write transaction that takes the database's write lock up front.
     pub async fn begin(&self) -> Result<Tx> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+        let inner = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        Ok(Tx::new(inner, Arc::clone(&self.anchor)))
     }
 
     /// The newest migration this build knows.
@@ -152,7 +196,9 @@ impl Store {
             .await?)
     }
 
+    /// Waits for the audit anchor to catch up with every commit, then closes the pool.
     pub async fn close(&self) {
+        self.anchor.flush();
         self.pool.close().await;
     }
 }

@@ -1,0 +1,410 @@
+//! `reins audit verify | export | verify-export | list`
+
+use std::io::{IsTerminal as _, Write as _};
+use std::path::PathBuf;
+
+use reins_core::api::Reins;
+use reins_core::audit::{ExportFormat, ExportRequest, Filter, PageRequest};
+use reins_core::Error;
+
+use crate::exit;
+use crate::output::{print_json, table, time};
+
+#[derive(clap::Subcommand)]
+pub enum AuditCommand {
+    /// Walk the hash chain and compare it with the head anchor kept beside the database. Names
+    /// the first bad seq and the damage (edited, deleted, reordered, truncated, replaced).
+    /// Exit 0 only when the log is intact (1 when it is not).
+    Verify,
+    /// Write events to a JSONL (verifiable, ends with a manifest line) or CSV file, atomically.
+    Export(ExportArgs),
+    /// Check a JSONL export on its own (no database needed). Exit 0 only when it holds.
+    VerifyExport(VerifyExportArgs),
+    /// Page through the log, newest first.
+    List(ListArgs),
+}
+
+#[derive(clap::Args)]
+pub struct FilterArgs {
+    /// Only this run's events (id or unique prefix).
+    #[arg(long, value_name = "RUN")]
+    run: Option<String>,
+    /// An exact kind (`approval.approved`) or a family (`approval`).
+    #[arg(long, value_name = "KIND")]
+    kind: Option<String>,
+    /// user, agent, harness or system.
+    #[arg(long, value_name = "ACTOR")]
+    actor: Option<String>,
+    /// From this time on: RFC 3339 (`2026-11-29T10:00:00Z`), a UTC date (`2026-11-29`), or an
+    /// age (`90m`, `2h`, `7d`).
+    #[arg(long, value_name = "TIME")]
+    since: Option<String>,
+    /// Before this time (same forms as --since).
+    #[arg(long, value_name = "TIME")]
+    until: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct ExportArgs {
+    #[arg(long, value_enum, default_value = "jsonl")]
+    format: FormatArg,
+    /// The file to write (its folder must exist).
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Replace FILE if it exists (otherwise an existing file is an error).
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    filter: FilterArgs,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FormatArg {
+    Jsonl,
+    Csv,
+}
+
+#[derive(clap::Args)]
+pub struct VerifyExportArgs {
+    /// A JSONL file written by `reins audit export`.
+    file: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// Events per page (1–10000).
+    #[arg(long, default_value_t = 50)]
+    limit: u32,
+    /// Only events before this seq (the `next` the previous page printed).
+    #[arg(long, value_name = "SEQ")]
+    before: Option<i64>,
+}
+
+pub async fn exec(reins: &Reins, cmd: AuditCommand, json: bool) -> reins_core::Result<u8> {
+    match cmd {
+        AuditCommand::Verify => verify(reins, json).await,
+        AuditCommand::Export(args) => export(reins, args, json).await,
+        AuditCommand::VerifyExport(args) => verify_export(&args, json),
+        AuditCommand::List(args) => list(reins, args, json).await,
+    }
+}
+
+async fn verify(reins: &Reins, json: bool) -> reins_core::Result<u8> {
+    let v = reins.audit_verify().await?;
+    let code = if v.intact {
+        exit::DONE
+    } else {
+        exit::RUN_FAILED
+    };
+    if json {
+        print_json(&v);
+        return Ok(code);
+    }
+    match &v.damage {
+        None => println!(
+            "intact: {} events, head seq {} ({}…), anchor {} ({} ms)",
+            v.events,
+            v.head.as_ref().map_or(0, |h| h.seq),
+            v.head.as_ref().map_or("-", |h| &h.hash[..12]),
+            v.anchor.status,
+            v.elapsed_ms
+        ),
+        Some(d) => {
+            println!(
+                "DAMAGED: {}{}",
+                d.kind.as_str(),
+                d.seq.map(|s| format!(" at seq {s}")).unwrap_or_default()
+            );
+            println!("  {}", d.detail);
+            println!(
+                "  {} events chain correctly before it; anchor {} ({})",
+                v.events, v.anchor.status, v.anchor.path
+            );
+            println!("  the log was not written to; export what is left with `reins audit export` to keep the evidence");
+        }
+    }
+    if let Some(seq) = v.anchor_created_at.last() {
+        println!("  note: the head anchor was (re)created at seq {seq}; before that, truncation could not be detected");
+    }
+    Ok(code)
+}
+
+async fn filter_of(reins: &Reins, args: FilterArgs) -> reins_core::Result<Filter> {
+    let now = reins_core::clock::now_ms();
+    let run = match &args.run {
+        Some(r) => Some(reins.resolve_run(r).await?),
+        None => None,
+    };
+    let filter = Filter {
+        run,
+        kind: args.kind,
+        actor: args.actor,
+        since: args
+            .since
+            .as_deref()
+            .map(|t| parse_time(t, now, "--since"))
+            .transpose()?,
+        until: args
+            .until
+            .as_deref()
+            .map(|t| parse_time(t, now, "--until"))
+            .transpose()?,
+    };
+    filter.validate().map_err(Error::Invalid)?;
+    Ok(filter)
+}
+
+/// RFC 3339, a UTC date, or an age before `now` (`45s`, `90m`, `2h`, `7d`, `2w`).
+fn parse_time(text: &str, now: i64, flag: &str) -> reins_core::Result<i64> {
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t.as_millisecond());
+    }
+    if let Ok(d) = text.parse::<jiff::civil::Date>() {
+        if let Ok(t) = d.to_zoned_datetime(jiff::tz::TimeZone::UTC) {
+            return Ok(t.timestamp().as_millisecond());
+        }
+    }
+    let unit_at = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (n, unit) = text.split_at(unit_at);
+    let ms = match unit {
+        "s" => 1_000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        "w" => 7 * 86_400_000,
+        _ => 0,
+    };
+    match n.parse::<i64>() {
+        Ok(n) if ms > 0 => Ok(now - n.saturating_mul(ms)),
+        _ => Err(Error::Invalid(format!(
+            "{flag} {text:?}: give an RFC 3339 time (2026-11-29T10:00:00Z), a UTC date (2026-11-29) or an age (90m, 2h, 7d)"
+        ))),
+    }
+}
+
+async fn export(reins: &Reins, args: ExportArgs, json: bool) -> reins_core::Result<u8> {
+    let filter = filter_of(reins, args.filter).await?;
+    let req = ExportRequest {
+        format: match args.format {
+            FormatArg::Jsonl => ExportFormat::Jsonl,
+            FormatArg::Csv => ExportFormat::Csv,
+        },
+        out: args.out,
+        filter,
+        overwrite: args.force,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let mut last_shown = std::time::Instant::now();
+    let mut progress = |done: u64, total: u64| {
+        if tty && (last_shown.elapsed().as_millis() >= 100 || done == total) {
+            last_shown = std::time::Instant::now();
+            let pct = (done * 100).checked_div(total).unwrap_or(100);
+            eprint!("\rexporting {done}/{total} events ({pct}%)");
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let summary = reins.audit_export(&req, &mut progress).await;
+    if tty {
+        eprintln!();
+    }
+    let summary = summary?;
+    if json {
+        print_json(&summary);
+        return Ok(exit::DONE);
+    }
+    println!(
+        "wrote {} events (seq {}–{}) to {} ({} bytes, sha256 {})",
+        summary.count,
+        summary.first_seq.map_or("-".into(), |s| s.to_string()),
+        summary.last_seq.map_or("-".into(), |s| s.to_string()),
+        summary.path,
+        summary.bytes,
+        summary.sha256
+    );
+    if summary.redacted_on_export > 0 {
+        println!(
+            "  {} event(s) held text that looks secret and were redacted on the way out (marked \"redacted\")",
+            summary.redacted_on_export
+        );
+    }
+    if req.format == ExportFormat::Jsonl {
+        println!(
+            "  check it anywhere with: reins audit verify-export {}",
+            summary.path
+        );
+    }
+    Ok(exit::DONE)
+}
+
+pub fn verify_export(args: &VerifyExportArgs, json: bool) -> reins_core::Result<u8> {
+    let check = Reins::audit_verify_export(&args.file)?;
+    let code = if check.ok {
+        exit::DONE
+    } else {
+        exit::RUN_FAILED
+    };
+    if json {
+        print_json(&check);
+        return Ok(code);
+    }
+    match (&check.problem, &check.manifest) {
+        (None, Some(m)) => {
+            println!(
+                "ok: {} events (seq {}–{}), exported {} by Reins {}",
+                check.events,
+                m.first_seq.map_or("-".into(), |s| s.to_string()),
+                m.last_seq.map_or("-".into(), |s| s.to_string()),
+                m.exported_at,
+                m.reins
+            );
+            if let Some(h) = &m.head {
+                println!("  the log's head then: seq {} {}", h.seq, h.hash);
+            }
+            if !m.filter.is_empty() {
+                println!(
+                    "  filter: {}",
+                    serde_json::to_string(&m.filter).unwrap_or_default()
+                );
+            }
+            if check.redacted > 0 {
+                println!(
+                    "  {} redacted event(s): their place in the chain is checked, their content cannot be",
+                    check.redacted
+                );
+            }
+        }
+        (Some(p), _) => {
+            println!(
+                "FAILED at line {}{}: {}",
+                p.line,
+                p.seq.map(|s| format!(" (seq {s})")).unwrap_or_default(),
+                p.detail
+            );
+        }
+        (None, None) => println!("FAILED: no manifest"),
+    }
+    Ok(code)
+}
+
+async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Result<u8> {
+    let filter = filter_of(reins, args.filter).await?;
+    let page = reins
+        .audit_page(&PageRequest {
+            filter,
+            before: args.before,
+            oldest_first: false,
+            limit: Some(args.limit),
+        })
+        .await?;
+    if json {
+        print_json(&page);
+        return Ok(exit::DONE);
+    }
+    if page.events.is_empty() {
+        println!("no events");
+        return Ok(exit::DONE);
+    }
+    let rows: Vec<Vec<String>> = page
+        .events
+        .iter()
+        .map(|e| {
+            vec![
+                e.seq.to_string(),
+                time(e.at),
+                e.actor.clone(),
+                e.kind.clone(),
+                e.run_id
+                    .as_deref()
+                    .map(|r| r.chars().take(13).collect())
+                    .unwrap_or_default(),
+                e.step_seq.map(|s| s.to_string()).unwrap_or_default(),
+                summary(&e.payload),
+            ]
+        })
+        .collect();
+    print!(
+        "{}",
+        table(
+            &["SEQ", "TIME", "ACTOR", "KIND", "RUN", "STEP", "DETAIL"],
+            &rows
+        )
+    );
+    if let Some(next) = page.next {
+        println!("more: reins audit list --before {next} (with the same filters)");
+    }
+    Ok(exit::DONE)
+}
+
+/// The payload in one short line: its fields as `key=value`, digests left out.
+fn summary(payload: &str) -> String {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str(payload) else {
+        return cut(payload, 100);
+    };
+    let digest = |k: &str| {
+        let k = k.to_ascii_lowercase();
+        k.ends_with("hash") || k.ends_with("sha256")
+    };
+    let parts: Vec<String> = map
+        .iter()
+        .filter(|(k, v)| !digest(k) && !v.is_null())
+        .map(|(k, v)| {
+            let text = match v {
+                serde_json::Value::String(s) => cut(s, 40),
+                serde_json::Value::Array(items) if items.is_empty() => "[]".into(),
+                serde_json::Value::Array(items) => {
+                    let first = match &items[0] {
+                        serde_json::Value::String(s) => cut(s, 40),
+                        other => cut(&other.to_string(), 40),
+                    };
+                    if items.len() > 1 {
+                        format!("[{first}, +{}]", items.len() - 1)
+                    } else {
+                        format!("[{first}]")
+                    }
+                }
+                serde_json::Value::Object(_) => "{…}".into(),
+                other => other.to_string(),
+            };
+            format!("{k}={text}")
+        })
+        .collect();
+    cut(&parts.join(" "), 120)
+}
+
+fn cut(text: &str, max: usize) -> String {
+    let one: String = text.replace('\n', "⏎").chars().take(max).collect();
+    if text.chars().count() > max {
+        format!("{one}…")
+    } else {
+        one
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_time;
+
+    #[test]
+    fn times_parse_in_three_forms() {
+        let now = 1_000_000_000_000;
+        assert_eq!(parse_time("2h", now, "--since").ok(), Some(now - 7_200_000));
+        assert_eq!(
+            parse_time("7d", now, "--since").ok(),
+            Some(now - 604_800_000)
+        );
+        assert_eq!(
+            parse_time("2026-11-29", now, "--since").ok(),
+            Some(1_795_910_400_000)
+        );
+        assert_eq!(
+            parse_time("2026-11-29T10:00:00Z", now, "--since").ok(),
+            Some(1_795_946_400_000)
+        );
+        assert!(parse_time("yesterday", now, "--since").is_err());
+        assert!(parse_time("5y", now, "--since").is_err());
+    }
+}

@@ -1,0 +1,155 @@
+//! Audit log benchmarks at scale (medians over rounds; the machine is shared and noisy).
+//!
+//!   cargo bench -p reins-core --bench audit [-- EVENTS ROUNDS]     (defaults 1000000 3)
+//!
+//! A log of EVENTS events (payloads shaped like `policy.decided`, ~350 bytes) is written once. Then,
+//! each round, in the same process on the same database:
+//! - baseline: a plain `SELECT` of every column of every event, in seq order, rows decoded;
+//! - `verify`: the whole chain walked, every hash recomputed, checked against the head anchor
+//!   (goal ≥ 500,000 events/s);
+//! - JSONL export of every event, with the secret re-scan, to a file fsynced and moved into place
+//!   (goal ≥ 200,000 events/s);
+//! - one page of `audit list --kind policy` from the newest end, and one from the middle.
+
+use std::time::Instant;
+
+use futures_util::TryStreamExt as _;
+use reins_core::audit::{self, ExportFormat, ExportRequest, Filter, PageRequest};
+use reins_core::store::audit::{append_all, Actor, AuditRow, Event};
+use reins_core::store::Store;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn payload(i: usize) -> serde_json::Value {
+    serde_json::json!({
+        "step": i % 500, "tool": "fs.write",
+        "actionHash": format!("{:064x}", i as u128 * 0x9e37_79b9_7f4a_7c15),
+        "risk": "medium", "decision": "ask",
+        "reasons": ["writes docs/incidents/2026-11-28-disk-full.md inside the workspace", "rule: every change is reviewed"],
+        "policy": "rules/1:e3b0c44298fc",
+    })
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let events = args.first().copied().unwrap_or(1_000_000);
+    let rounds = args.get(1).copied().unwrap_or(3).max(1);
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(&dir.path().join("reins.db")).await?;
+
+    let started = Instant::now();
+    let kinds = [
+        "policy.decided",
+        "intent.pending",
+        "intent.confirmed",
+        "checkpoint.written",
+    ];
+    let batch = 2_000;
+    let mut written = 0;
+    while written < events {
+        let n = batch.min(events - written);
+        let list: Vec<Event> = (written..written + n)
+            .map(|i| Event::new(Actor::Harness, kinds[i % kinds.len()], None, payload(i)))
+            .collect();
+        let mut tx = store.begin().await?;
+        append_all(&mut tx, None, &list, 1_700_000_000_000 + written as i64).await?;
+        tx.commit().await?;
+        written += n;
+        if written % 200_000 == 0 {
+            eprintln!("  … {written} events written");
+        }
+    }
+    let size = std::fs::metadata(store.path())?.len();
+    println!(
+        "log: {events} events, {:.0} MB, written in {:.1} s",
+        size as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+
+    let (mut base, mut ver, mut exp, mut page_new, mut page_mid) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let t = Instant::now();
+        let mut rows = sqlx::query_as::<_, AuditRow>(
+            "SELECT seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash
+             FROM audit_events ORDER BY seq",
+        )
+        .fetch(store.pool());
+        let mut n = 0u64;
+        while let Some(row) = rows.try_next().await? {
+            n += u64::from(row.seq > 0);
+        }
+        drop(rows);
+        base.push(n as f64 / t.elapsed().as_secs_f64());
+
+        let t = Instant::now();
+        let v = audit::verify::verify(&store).await?;
+        anyhow::ensure!(
+            v.intact && v.events >= events as i64,
+            "the log verifies: {v:?}"
+        );
+        ver.push(v.events as f64 / t.elapsed().as_secs_f64());
+
+        let out = dir.path().join(format!("export-{round}.jsonl"));
+        let t = Instant::now();
+        let s = audit::export::export(
+            &store,
+            &ExportRequest {
+                format: ExportFormat::Jsonl,
+                out: out.clone(),
+                filter: Filter::default(),
+                overwrite: false,
+            },
+            &mut |_, _| {},
+        )
+        .await?;
+        exp.push(s.count as f64 / t.elapsed().as_secs_f64());
+        std::fs::remove_file(&out)?;
+
+        let mut req = PageRequest {
+            filter: Filter {
+                kind: Some("policy".into()),
+                ..Filter::default()
+            },
+            limit: Some(50),
+            ..PageRequest::default()
+        };
+        let t = Instant::now();
+        let p = audit::query::page(&store, &req).await?;
+        page_new.push(t.elapsed().as_secs_f64() * 1e3);
+        anyhow::ensure!(p.events.len() == 50);
+        req.before = Some(events as i64 / 2);
+        let t = Instant::now();
+        audit::query::page(&store, &req).await?;
+        page_mid.push(t.elapsed().as_secs_f64() * 1e3);
+        eprintln!("  round {} done", round + 1);
+    }
+    let (base, ver, exp) = (median(base), median(ver), median(exp));
+    println!("baseline: plain SELECT scan      {:>10.0} events/s", base);
+    println!(
+        "verify (chain + anchor)          {:>10.0} events/s   {:.2}x of the scan   goal >= 500000 {}",
+        ver,
+        ver / base,
+        if ver >= 500_000.0 { "MET" } else { "MISSED" }
+    );
+    println!(
+        "export JSONL (+ secret re-scan)  {:>10.0} events/s   {:.2}x of the scan   goal >= 200000 {}",
+        exp,
+        exp / base,
+        if exp >= 200_000.0 { "MET" } else { "MISSED" }
+    );
+    println!(
+        "audit list --kind policy, 50 rows: newest page {:.2} ms, page from the middle {:.2} ms",
+        median(page_new),
+        median(page_mid)
+    );
+    println!("(medians of {rounds} rounds)");
+    Ok(())
+}

@@ -1,0 +1,38 @@
+//! The audit log: verify, export, check an export, page through.
+
+use std::path::Path;
+
+use super::Reins;
+use crate::audit::{
+    self, ExportCheck, ExportRequest, ExportSummary, Page, PageRequest, Verification,
+};
+use crate::error::Result;
+
+impl Reins {
+    /// Walks the chain against its head anchor. An intact log records that it was verified.
+    pub async fn audit_verify(&self) -> Result<Verification> {
+        let v = audit::verify::verify(self.store()).await?;
+        if v.intact {
+            audit::verify::record(self.store(), &v).await?;
+        }
+        Ok(v)
+    }
+
+    /// Exports the selected events; `progress(done, total)` is called as it goes.
+    pub async fn audit_export(
+        &self,
+        req: &ExportRequest,
+        progress: &mut (dyn FnMut(u64, u64) + Send),
+    ) -> Result<ExportSummary> {
+        audit::export::export(self.store(), req, progress).await
+    }
+
+    /// Checks an exported JSONL file on its own (no database needed).
+    pub fn audit_verify_export(path: &Path) -> Result<ExportCheck> {
+        audit::export::verify_export(path)
+    }
+
+    pub async fn audit_page(&self, req: &PageRequest) -> Result<Page> {
+        audit::query::page(self.store(), req).await
+    }
+}

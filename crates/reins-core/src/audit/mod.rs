@@ -1,0 +1,124 @@
+//! The audit log as people use it: verify the chain against its head anchor, export it to a file
+//! that verifies on its own, and page through it. Appending lives with the table
+//! (`store::audit`), because every event is written in the transaction of the change it records.
+//!
+//! Event kinds (`kind`, actor in brackets):
+//! - runs: `run.created` [user], `run.state_changed` [harness], `run.pause_requested`, `run.paused`,
+//!   `run.resumed`, `run.cancelled` [user], `run.suspended`, `run.recovered`, `run.retry_scheduled`,
+//!   `run.finished` [harness], `run.compat_overridden` [user]
+//! - attempts: `attempt.started`, `attempt.lost`, `attempt.adopted` [harness],
+//!   `process.orphan_ended` [harness]
+//! - checkpoints: `checkpoint.written`, `checkpoint.damage_detected` [harness]
+//! - steps: `policy.decided` [harness] (risk, decision, reasons, policy version), `step.finished` [agent]
+//! - the effect journal: `intent.pending` [agent], `intent.confirmed`, `intent.failed`,
+//!   `intent.outcome_unknown` [harness], `intent.resolved` [user]
+//! - reviews: `approval.requested` (the preview's SHA-256 and the context summary shown),
+//!   `approval.waiting`, `approval.approved` (scope), `approval.edited`, `approval.rejected`
+//!   (reason) [user], `approval.expired`, `approval.superseded` [harness]
+//! - grants: `grant.created`, `grant.revoked` [user], `grant.used` [harness]
+//! - rollback: `rollback.snapshot`, `rollback.performed` [user]
+//! - retention: `retention.pruned`, `retention.gc` [user]
+//! - the log itself: `audit.anchor_created` [system], `audit.verified`, `audit.exported` [user]
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::RunId;
+
+pub mod export;
+pub mod query;
+pub mod verify;
+
+#[cfg(test)]
+mod tests;
+
+pub use export::{ExportCheck, ExportFormat, ExportRequest, ExportSummary};
+pub use query::{Page, PageRequest};
+pub use verify::{Damage, DamageKind, Verification};
+
+/// Which events: all given conditions must hold.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Filter {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunId>,
+    /// An exact kind (`approval.approved`) or a family (`approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    /// Unix ms, inclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<i64>,
+    /// Unix ms, exclusive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub until: Option<i64>,
+}
+
+impl Filter {
+    pub fn is_empty(&self) -> bool {
+        self == &Filter::default()
+    }
+
+    /// Appends ` AND …` conditions for this filter to `q` (which already has a `WHERE`).
+    pub(crate) fn push_conditions(&self, q: &mut sqlx::QueryBuilder<'_, sqlx::Sqlite>) {
+        if let Some(run) = self.run {
+            q.push(" AND run_id = ").push_bind(run.to_string());
+        }
+        if let Some(kind) = &self.kind {
+            if kind.contains('.') {
+                q.push(" AND kind = ").push_bind(kind.clone());
+            } else {
+                // A family: `approval` is every `approval.*` (a range, so the kind index serves it).
+                q.push(" AND kind >= ")
+                    .push_bind(format!("{kind}."))
+                    .push(" AND kind < ")
+                    .push_bind(format!("{kind}/"));
+            }
+        }
+        if let Some(actor) = &self.actor {
+            q.push(" AND actor = ").push_bind(actor.clone());
+        }
+        if let Some(since) = self.since {
+            q.push(" AND at >= ").push_bind(since);
+        }
+        if let Some(until) = self.until {
+            q.push(" AND at < ").push_bind(until);
+        }
+    }
+
+    /// Checks what a person typed; the message says what is wrong.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(kind) = &self.kind {
+            let ok = !kind.is_empty()
+                && kind.len() <= 64
+                && kind
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b == b'.' || b == b'_');
+            if !ok {
+                return Err(format!(
+                    "--kind {kind:?}: a kind is lowercase words with dots, like `approval.approved` or `approval`"
+                ));
+            }
+        }
+        if let Some(actor) = &self.actor {
+            if !["user", "agent", "harness", "system"].contains(&actor.as_str()) {
+                return Err(format!(
+                    "--actor {actor:?}: one of user, agent, harness, system"
+                ));
+            }
+        }
+        if let (Some(since), Some(until)) = (self.since, self.until) {
+            if since >= until {
+                return Err("--since must be before --until".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Unix ms as an RFC 3339 UTC time, for people and exports.
+pub fn utc(at_ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(at_ms)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| at_ms.to_string())
+}

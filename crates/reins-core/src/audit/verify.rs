@@ -1,0 +1,339 @@
+//! Walking the chain: every event must follow the one before it (seq + 1, `prev_hash` = its hash),
+//! hash to what its own fields give, and agree with the head anchor kept outside the database. The
+//! first event that does not is named with the kind of damage that explains it best.
+
+use std::collections::BTreeMap;
+
+use futures_util::TryStreamExt as _;
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+use crate::store::anchor::{AnchorError, Head, Mark};
+use crate::store::audit::{self, AuditRow, GENESIS};
+use crate::store::{Store, StoreError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DamageKind {
+    /// An event's fields no longer give its hash.
+    Edited,
+    /// Events are missing from the middle.
+    Deleted,
+    /// Events are present but out of order.
+    Reordered,
+    /// The log ends before the head the anchor recorded.
+    Truncated,
+    /// The log is consistent on its own but is not the one the anchor recorded.
+    Replaced,
+    /// The anchor file cannot be read: nothing outside the database vouches for the head.
+    AnchorUnreadable,
+}
+
+impl DamageKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DamageKind::Edited => "edited",
+            DamageKind::Deleted => "deleted",
+            DamageKind::Reordered => "reordered",
+            DamageKind::Truncated => "truncated",
+            DamageKind::Replaced => "replaced",
+            DamageKind::AnchorUnreadable => "anchor_unreadable",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Damage {
+    /// The first seq that is not as it was written (None for an unreadable anchor).
+    pub seq: Option<i64>,
+    pub kind: DamageKind,
+    pub detail: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnchorView {
+    pub path: String,
+    /// `agrees`, `behind` (a crash can leave it one write behind: fine), `ahead`, `disagrees`,
+    /// `missing` (an empty log) or `unreadable`.
+    pub status: &'static str,
+    pub head: Option<Mark>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    pub intact: bool,
+    /// Events walked (up to the damage, if any).
+    pub events: i64,
+    /// The database's last event.
+    pub head: Option<Mark>,
+    pub anchor: AnchorView,
+    pub damage: Option<Damage>,
+    /// Seqs of `audit.anchor_created` events: before each, nothing outside the database vouched
+    /// for the log, so a truncation then would have gone unseen.
+    pub anchor_created_at: Vec<i64>,
+    pub elapsed_ms: u64,
+}
+
+/// Verifies the whole chain of `store` against its anchor.
+pub async fn verify(store: &Store) -> Result<Verification, StoreError> {
+    let started = std::time::Instant::now();
+    store.anchor().flush();
+    let anchor = store.anchor().read();
+    let anchor_path = store.anchor().path().display().to_string();
+    let (anchor_head, unreadable) = match anchor {
+        Ok(head) => (head, None),
+        Err(AnchorError::Unreadable { detail, .. }) => (None, Some(detail)),
+        Err(AnchorError::Io { source, .. }) => (None, Some(source.to_string())),
+    };
+    let walk = walk(store.pool(), anchor_head.as_ref()).await?;
+    let mut damage = match walk.first_bad {
+        Some(bad) => Some(classify(store.pool(), bad).await?),
+        None => None,
+    };
+    // The anchor names the earliest disagreement it can see; an internal break later than that is
+    // a consequence.
+    let replaced = walk.mark_mismatch.map(|(at, agreed)| Damage {
+        seq: Some(agreed + 1),
+        kind: DamageKind::Replaced,
+        detail: format!(
+            "the log differs from the head anchor at seq {at} (it agrees through seq {agreed}): events from seq {} on, at the latest from seq {at}, were rewritten",
+            agreed + 1
+        ),
+    });
+    if let Some(r) = replaced {
+        if damage.as_ref().is_none_or(|d| d.seq > r.seq) {
+            damage = Some(r);
+        }
+    }
+    let head_seq = walk.head.as_ref().map_or(0, |h| h.seq);
+    if damage.is_none() {
+        if let Some(anchored) = anchor_head.as_ref().filter(|a| a.head.seq > head_seq) {
+            damage = Some(Damage {
+                seq: Some(head_seq + 1),
+                kind: DamageKind::Truncated,
+                detail: format!(
+                    "the head anchor records seq {} (hash {}…); the log ends at seq {head_seq}: events from seq {} on are gone. If the database was replaced on purpose, move {anchor_path} aside",
+                    anchored.head.seq,
+                    &anchored.head.hash[..anchored.head.hash.len().min(12)],
+                    head_seq + 1
+                ),
+            });
+        }
+    }
+    if let (None, Some(detail)) = (&damage, &unreadable) {
+        damage = Some(Damage {
+            seq: None,
+            kind: DamageKind::AnchorUnreadable,
+            detail: format!("{anchor_path}: {detail}"),
+        });
+    }
+    let status = match (&unreadable, &anchor_head) {
+        (Some(_), _) => "unreadable",
+        (None, None) => "missing",
+        (None, Some(a)) => {
+            // Against the table as it is, not only the part that chained.
+            let (max, at_head): (Option<i64>, Option<String>) = sqlx::query_as(
+                "SELECT (SELECT MAX(seq) FROM audit_events),
+                        (SELECT hash FROM audit_events WHERE seq = ?)",
+            )
+            .bind(a.head.seq)
+            .fetch_one(store.pool())
+            .await?;
+            let max = max.unwrap_or(0);
+            if a.head.seq > max {
+                "ahead"
+            } else if walk.mark_mismatch.is_some() || at_head.as_deref() != Some(&a.head.hash) {
+                "disagrees"
+            } else if a.head.seq < max {
+                "behind"
+            } else {
+                "agrees"
+            }
+        }
+    };
+    let anchor_created_at: Vec<i64> = sqlx::query_scalar(
+        "SELECT seq FROM audit_events WHERE kind = 'audit.anchor_created' ORDER BY seq",
+    )
+    .fetch_all(store.pool())
+    .await?;
+    Ok(Verification {
+        intact: damage.is_none(),
+        events: walk.events,
+        head: walk.head,
+        anchor: AnchorView {
+            path: anchor_path,
+            status,
+            head: anchor_head.map(|a| a.head),
+        },
+        damage,
+        anchor_created_at,
+        elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    })
+}
+
+/// The first event that does not chain: where the walk expected it and what it found.
+struct Bad {
+    expected_seq: i64,
+    prev_hash: String,
+    row: AuditRow,
+}
+
+struct Walk {
+    events: i64,
+    head: Option<Mark>,
+    first_bad: Option<Bad>,
+    /// The first anchor mark the log disagrees with, and the last seq it agreed through.
+    mark_mismatch: Option<(i64, i64)>,
+}
+
+async fn walk(pool: &SqlitePool, anchor: Option<&Head>) -> Result<Walk, StoreError> {
+    let marks: BTreeMap<i64, &str> = anchor
+        .map(|a| {
+            a.marks
+                .iter()
+                .chain(std::iter::once(&a.head))
+                .map(|m| (m.seq, m.hash.as_str()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut rows = sqlx::query_as::<_, AuditRow>(
+        "SELECT seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash
+         FROM audit_events ORDER BY seq",
+    )
+    .fetch(pool);
+    let mut prev = GENESIS.to_owned();
+    let mut expected = 1_i64;
+    let mut agreed = 0_i64;
+    let mut mark_mismatch = None;
+    let mut buf = Vec::with_capacity(1024);
+    let mut first_bad = None;
+    while let Some(row) = rows.try_next().await? {
+        if row.seq != expected || row.prev_hash != prev || !row.hash_holds_in(&mut buf) {
+            first_bad = Some(Bad {
+                expected_seq: expected,
+                prev_hash: prev.clone(),
+                row,
+            });
+            break;
+        }
+        if let Some(&anchored) = marks.get(&row.seq) {
+            if anchored == row.hash {
+                agreed = row.seq;
+            } else if mark_mismatch.is_none() {
+                mark_mismatch = Some((row.seq, agreed));
+            }
+        }
+        prev.clear();
+        prev.push_str(&row.hash);
+        expected += 1;
+    }
+    let events = expected - 1;
+    Ok(Walk {
+        events,
+        head: (events > 0).then_some(Mark {
+            seq: events,
+            hash: prev,
+        }),
+        first_bad,
+        mark_mismatch,
+    })
+}
+
+/// Names the damage at the first event that does not chain.
+async fn classify(pool: &SqlitePool, bad: Bad) -> Result<Damage, StoreError> {
+    let Bad {
+        expected_seq: e,
+        prev_hash: prev,
+        row,
+    } = bad;
+    if row.seq > e {
+        let last = row.seq - 1;
+        let range = if last == e {
+            format!("seq {e} is")
+        } else {
+            format!("seqs {e}–{last} are")
+        };
+        return Ok(Damage {
+            seq: Some(e),
+            kind: DamageKind::Deleted,
+            detail: format!(
+                "{range} missing: the log jumps from seq {} to seq {}",
+                e - 1,
+                row.seq
+            ),
+        });
+    }
+    if row.prev_hash != prev {
+        // The event that followed seq e-1 is still here, under another seq: moved.
+        let moved: Option<i64> = sqlx::query_scalar(
+            "SELECT seq FROM audit_events WHERE prev_hash = ? AND seq <> ? ORDER BY seq LIMIT 1",
+        )
+        .bind(&prev)
+        .bind(row.seq)
+        .fetch_optional(pool)
+        .await?;
+        if let Some(m) = moved {
+            return Ok(Damage {
+                seq: Some(e),
+                kind: DamageKind::Reordered,
+                detail: format!(
+                    "the event at seq {e} does not follow seq {}; the one that did is now at seq {m}",
+                    e - 1
+                ),
+            });
+        }
+        // Renumbered to close a gap: the event hashes under a later seq it was written with.
+        let mut shifted = row.clone();
+        for gap in 1..=64 {
+            shifted.seq = row.seq + gap;
+            if shifted.hash_holds() {
+                return Ok(Damage {
+                    seq: Some(e),
+                    kind: DamageKind::Deleted,
+                    detail: format!(
+                        "{gap} event(s) before this one were removed and the rest renumbered: the event now at seq {e} was written as seq {}",
+                        shifted.seq
+                    ),
+                });
+            }
+        }
+        return Ok(Damage {
+            seq: Some(e),
+            kind: DamageKind::Edited,
+            detail: format!(
+                "the event at seq {e} ({}) does not link to the event before it",
+                row.kind
+            ),
+        });
+    }
+    Ok(Damage {
+        seq: Some(e),
+        kind: DamageKind::Edited,
+        detail: format!(
+            "the event at seq {e} ({}) was changed after it was written: its fields no longer give its hash",
+            row.kind
+        ),
+    })
+}
+
+/// Records a verification that found the log intact (a damaged log is evidence, and is not
+/// written to).
+pub async fn record(store: &Store, v: &Verification) -> Result<(), StoreError> {
+    let mut tx = store.begin().await?;
+    audit::append(
+        &mut tx,
+        audit::Actor::User,
+        "audit.verified",
+        None,
+        &serde_json::json!({
+            "events": v.events, "head": v.head, "anchor": v.anchor.status, "elapsedMs": v.elapsed_ms,
+        }),
+        crate::clock::now_ms(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}

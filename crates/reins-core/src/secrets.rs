@@ -1,0 +1,341 @@
+//! Finding secrets in text, so they can be kept out of the audit log (and, later, out of memory).
+//!
+//! What counts: API keys in the formats of common providers, bearer/basic credentials, JWTs,
+//! private key blocks, passwords in URLs, `password = …`-style assignments, base64 or hex text that
+//! decodes to any of those, and long high-entropy tokens. A found secret is replaced by
+//! `[redacted sha256:<first 12 hex of its SHA-256>]`: the same secret always reads the same, so two
+//! events can be seen to share one, without the log holding anything that gives it back.
+//!
+//! Deliberately conservative: a false alarm costs a redacted word in a log; a miss leaks a key.
+//! Hex strings are the exception — the log is full of digests and ids, and a hex secret is caught
+//! only when it decodes to one of the formats above.
+
+use std::borrow::Cow;
+use std::ops::Range;
+use std::sync::LazyLock;
+
+use base64::Engine as _;
+use regex::Regex;
+
+use crate::digest::Digest;
+
+/// What a finding looks like, for the reason a person is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecretKind {
+    PrivateKey,
+    Jwt,
+    ProviderKey,
+    Credential,
+    UrlPassword,
+    Assignment,
+    Encoded,
+    HighEntropy,
+}
+
+impl SecretKind {
+    pub fn describe(self) -> &'static str {
+        match self {
+            SecretKind::PrivateKey => "a private key block",
+            SecretKind::Jwt => "a JSON Web Token",
+            SecretKind::ProviderKey => "an API key in a known provider's format",
+            SecretKind::Credential => "a bearer or basic credential",
+            SecretKind::UrlPassword => "a password in a URL",
+            SecretKind::Assignment => "a value assigned to a password, secret, token or key",
+            SecretKind::Encoded => "base64 or hex text that decodes to a secret",
+            SecretKind::HighEntropy => "a long random-looking token",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Finding {
+    pub kind: SecretKind,
+    /// Byte range of the secret itself (for a URL password or an assignment, only the value).
+    pub range: Range<usize>,
+}
+
+/// Each alternative names the group holding the secret; the group name says its kind.
+static PATTERNS: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    let alternatives = [
+        r"(?P<pk>-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----(?s:.*?)(?:-----END[A-Z0-9 ]{0,40}PRIVATE KEY( BLOCK)?-----|\z))",
+        r"(?P<jwt>(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})",
+        concat!(
+            r"(?P<key>(?-u:\b)(?:",
+            r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}",
+            r"|sk-(?:ant-|proj-|svcacct-|admin-|or-v1-)?[A-Za-z0-9_-]{20,}",
+            r"|gh[pousr]_[A-Za-z0-9]{30,}",
+            r"|github_pat_[A-Za-z0-9_]{30,}",
+            r"|glpat-[A-Za-z0-9_-]{20,}",
+            r"|xox[abposr]-[A-Za-z0-9-]{10,}",
+            r"|AIza[0-9A-Za-z_-]{35}",
+            r"|[rsp]k_(?:live|test)_[0-9A-Za-z]{16,}",
+            r"|hf_[A-Za-z0-9]{30,}",
+            r"|npm_[A-Za-z0-9]{36}",
+            r"|pypi-[A-Za-z0-9_-]{50,}",
+            r"|SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}",
+            r"|gsk_[A-Za-z0-9]{40,}",
+            r"|xai-[A-Za-z0-9]{40,}",
+            r"|dop_v1_[a-f0-9]{64}",
+            r"))"
+        ),
+        r"(?i:(?-u:\b)(?:bearer|basic)\s+)(?P<cred>[A-Za-z0-9._~+/-]{12,}=*)",
+        r"(?i:(?-u:\b)[a-z][a-z0-9+.-]{0,20}://[^/\s:@]{0,256}:)(?P<url>[^@\s/]{1,256})@",
+        concat!(
+            r#"(?i:(?:password|passwd|passphrase|secret|api[_-]?key|access[_-]?key|access[_-]?token|auth[_-]?token|"#,
+            r#"refresh[_-]?token|client[_-]?secret|private[_-]?key|credentials?)["']?\s{0,4}[:=]\s{0,4}["']?)"#,
+            r#"(?P<assign>[^\s"',;&<>]{6,})"#,
+        ),
+    ];
+    Regex::new(&alternatives.join("|")).ok()
+});
+
+static TOKENS: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/=_-]{20,}").ok());
+
+/// Every secret in `text`, in order, not overlapping.
+pub fn find(text: &str) -> Vec<Finding> {
+    let mut found = Vec::new();
+    if text.len() < 8 {
+        return found;
+    }
+    match PATTERNS.as_ref() {
+        Some(re) => {
+            for caps in re.captures_iter(text) {
+                let named = [
+                    ("pk", SecretKind::PrivateKey),
+                    ("jwt", SecretKind::Jwt),
+                    ("key", SecretKind::ProviderKey),
+                    ("cred", SecretKind::Credential),
+                    ("url", SecretKind::UrlPassword),
+                    ("assign", SecretKind::Assignment),
+                ];
+                if let Some((m, kind)) = named
+                    .iter()
+                    .find_map(|(name, kind)| caps.name(name).map(|m| (m, *kind)))
+                {
+                    found.push(Finding {
+                        kind,
+                        range: m.range(),
+                    });
+                }
+            }
+        }
+        // The patterns are constant and tested; if they ever failed to build, everything long is
+        // treated as secret rather than nothing.
+        None => {
+            found.push(Finding {
+                kind: SecretKind::HighEntropy,
+                range: 0..text.len(),
+            });
+            return found;
+        }
+    }
+    if let Some(tokens) = TOKENS.as_ref() {
+        for m in tokens.find_iter(text) {
+            if found.iter().any(|f| overlaps(&f.range, &m.range())) {
+                continue;
+            }
+            if let Some(kind) = judge_token(m.as_str()) {
+                found.push(Finding {
+                    kind,
+                    range: m.range(),
+                });
+            }
+        }
+    }
+    found.sort_by_key(|f| f.range.start);
+    found
+}
+
+/// Whether `text` holds any secret.
+pub fn contains(text: &str) -> bool {
+    !find(text).is_empty()
+}
+
+/// `text` with every secret replaced by its `[redacted sha256:…]` marker.
+pub fn redact(text: &str) -> Cow<'_, str> {
+    let found = find(text);
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for f in found {
+        if f.range.start < at {
+            continue;
+        }
+        out.push_str(&text[at..f.range.start]);
+        out.push_str(&marker(&text[f.range.clone()]));
+        at = f.range.end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
+/// The marker that stands in for `secret`.
+pub fn marker(secret: &str) -> String {
+    format!(
+        "[redacted sha256:{}]",
+        Digest::of(secret.as_bytes()).short()
+    )
+}
+
+/// Redacts every string (and object key) inside `value`; true when anything was replaced.
+pub fn redact_json(value: &mut serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => match redact(s) {
+            Cow::Borrowed(_) => false,
+            Cow::Owned(clean) => {
+                *s = clean;
+                true
+            }
+        },
+        Value::Array(items) => {
+            let mut any = false;
+            for v in items {
+                any |= redact_json(v);
+            }
+            any
+        }
+        Value::Object(map) => {
+            let dirty_keys: Vec<String> = map.keys().filter(|k| contains(k)).cloned().collect();
+            let mut any = !dirty_keys.is_empty();
+            for key in dirty_keys {
+                if let Some(v) = map.remove(&key) {
+                    map.insert(redact(&key).into_owned(), v);
+                }
+            }
+            for v in map.values_mut() {
+                any = redact_json(v) || any;
+            }
+            any
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+/// The JSON text `json` with its strings redacted, or None when it holds no secret. Text without
+/// escapes is scanned as it is (a secret inside a string is found in the text around it); only
+/// text that finds something, or has escapes, is parsed and walked.
+pub fn redact_json_str(json: &str) -> Option<String> {
+    if !json.contains('\\') && find(json).is_empty() {
+        return None;
+    }
+    match serde_json::from_str::<serde_json::Value>(json) {
+        Ok(mut value) => redact_json(&mut value).then(|| value.to_string()),
+        Err(_) => match redact(json) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(clean) => Some(clean),
+        },
+    }
+}
+
+fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
+    a.start < b.end && b.start < a.end
+}
+
+/// A long token that is not a known format: encoded secret, random-looking, or harmless.
+fn judge_token(token: &str) -> Option<SecretKind> {
+    let bytes = token.as_bytes();
+    let hexish = bytes
+        .iter()
+        .all(|b| b.is_ascii_hexdigit() || *b == b'-' || *b == b'_');
+    if hexish {
+        return decodes_to_secret(hex_text(bytes).as_deref()).then_some(SecretKind::Encoded);
+    }
+    if token.len() >= 16 {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(token)
+            .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(token))
+            .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(token))
+            .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token))
+            .ok();
+        if decodes_to_secret(decoded.as_deref()) {
+            return Some(SecretKind::Encoded);
+        }
+        // Encoded plain text is judged by what it says, which the patterns just read.
+        if decoded.as_deref().is_some_and(is_text) {
+            return None;
+        }
+    }
+    high_entropy(token).then_some(SecretKind::HighEntropy)
+}
+
+/// The hex digits of `token` decoded, if they spell printable ASCII (the log is full of digests,
+/// which stop at their first byte or two).
+fn hex_text(token: &[u8]) -> Option<Vec<u8>> {
+    let nibble = |b: u8| {
+        char::from(b)
+            .to_digit(16)
+            .and_then(|d| u8::try_from(d).ok())
+    };
+    let mut digits = token.iter().filter_map(|&b| nibble(b));
+    let mut out = Vec::with_capacity(token.len() / 2);
+    while let Some(hi) = digits.next() {
+        let lo = digits.next()?;
+        let byte = hi << 4 | lo;
+        if !(byte == b'\n' || byte == b'\t' || (0x20..0x7f).contains(&byte)) {
+            return None;
+        }
+        out.push(byte);
+    }
+    (out.len() >= 8).then_some(out)
+}
+
+fn is_text(bytes: &[u8]) -> bool {
+    std::str::from_utf8(bytes).is_ok_and(|s| {
+        s.chars()
+            .all(|c| !c.is_control() || c.is_ascii_whitespace())
+    })
+}
+
+fn decodes_to_secret(decoded: Option<&[u8]>) -> bool {
+    match decoded {
+        // Every format the patterns know is text: random bytes decoded are not evidence of anything.
+        Some(bytes) if bytes.len() >= 8 && is_text(bytes) => {
+            let text = String::from_utf8_lossy(bytes);
+            PATTERNS.as_ref().is_some_and(|re| re.is_match(&text))
+        }
+        _ => false,
+    }
+}
+
+/// Random-looking: letters and digits mixed, with many distinct characters for its length. Words,
+/// identifiers and paths stay well below the bar; keys and tokens of 20+ characters clear it.
+fn high_entropy(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    let n = body.len();
+    if n < 20 {
+        return false;
+    }
+    let has_digit = body.bytes().any(|b| b.is_ascii_digit());
+    let has_upper = body.bytes().any(|b| b.is_ascii_uppercase());
+    let has_lower = body.bytes().any(|b| b.is_ascii_lowercase());
+    if !(has_digit && has_upper && has_lower) {
+        return false;
+    }
+    // Paths and dotted names are split by separators into short pieces.
+    if body.split(['/', '-', '_']).all(|piece| piece.len() < 16) {
+        return false;
+    }
+    let mut counts = [0u32; 128];
+    for b in body.bytes() {
+        counts[usize::from(b & 0x7f)] += 1;
+    }
+    let len = n as f64;
+    let entropy: f64 = counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / len;
+            -p * p.log2()
+        })
+        .sum();
+    // A random token over ~64 symbols scores close to log2(n) for short n and ~5.5 for long ones.
+    let bar = (len.log2() - 0.9).min(4.5);
+    entropy >= bar
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,110 @@
+use base64::Engine as _;
+use rstest::rstest;
+
+use super::*;
+
+fn kinds(text: &str) -> Vec<SecretKind> {
+    find(text).into_iter().map(|f| f.kind).collect()
+}
+
+#[rstest]
+#[case::aws("aws_access = AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE")]
+#[case::openai(
+    "key sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXyZ0",
+    "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXyZ0"
+)]
+#[case::anthropic(
+    "ANTHROPIC sk-ant-api03-q1w2e3r4t5y6u7i8o9p0asdfghjkl",
+    "sk-ant-api03-q1w2e3r4t5y6u7i8o9p0asdfghjkl"
+)]
+#[case::github(
+    "token ghp_0123456789abcdefghijABCDEFGHIJ012345 end",
+    "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+)]
+#[case::slack("xoxb-1234567890-abcdefghijkl", "xoxb-1234567890-abcdefghijkl")]
+#[case::google(
+    "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+    "AIzaSyA1234567890abcdefghijklmnopqrstuv"
+)]
+#[case::stripe("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "sk_live_4eC39HqLyjWDarjtT1zdp7dc")]
+#[case::bearer("Authorization: Bearer abc.def-ghi_jkl123456", "abc.def-ghi_jkl123456")]
+#[case::url_password("postgres://admin:s3cr3t-pw@db.internal:5432/app", "s3cr3t-pw")]
+#[case::assignment("DB_PASSWORD=hunter2hunter2\n", "hunter2hunter2")]
+#[case::json_assignment(r#"{"api_key": "zz-top-secret-value"}"#, "zz-top-secret-value")]
+fn finds_the_secret_itself(#[case] text: &str, #[case] secret: &str) {
+    let found = find(text);
+    assert_eq!(found.len(), 1, "one secret in {text:?}: {found:?}");
+    assert_eq!(&text[found[0].range.clone()], secret);
+    let clean = redact(text);
+    assert!(!clean.contains(secret), "{clean}");
+    assert!(clean.contains("[redacted sha256:"), "{clean}");
+}
+
+#[test]
+fn jwts_and_private_keys_are_found_whole() {
+    let jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+    assert_eq!(kinds(&format!("cookie: {jwt}")), [SecretKind::Jwt]);
+    let pem = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----";
+    let text = format!("key file:\n{pem}\ntrailing");
+    let clean = redact(&text);
+    assert_eq!(clean.matches("[redacted").count(), 1, "{clean}");
+    assert!(
+        clean.ends_with("\ntrailing") && !clean.contains("b3Bl"),
+        "{clean}"
+    );
+    // A block cut off by a size cap is still removed to the end.
+    let cut = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7";
+    assert!(!redact(cut).contains("MIIE"));
+}
+
+#[test]
+fn encoded_secrets_are_found() {
+    let key = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let b64 = base64::engine::general_purpose::STANDARD.encode(format!("token: {key}"));
+    let hexed = hex::encode(key);
+    assert_eq!(kinds(&format!("blob {b64} end")), [SecretKind::Encoded]);
+    assert_eq!(kinds(&hexed), [SecretKind::Encoded]);
+}
+
+#[test]
+fn random_tokens_are_high_entropy() {
+    for token in [
+        "Zk3vQ9xL2mR7tW1pN8sB4dF6hJ0gY5cA",
+        "q8Xz2LmP0vN4rT7wK1sD9fH3jB6gC5aE/+Q=",
+        "u3Kp9Vd2Hq8Lx5Rz1Tn7Wb4Ys6Ja0Mc",
+    ] {
+        assert_eq!(kinds(token), [SecretKind::HighEntropy], "{token}");
+    }
+}
+
+#[rstest]
+#[case::sha256("actionHash 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08")]
+#[case::uuid("run 01938f5e-7c1a-7d4e-9b2f-3a6c5d8e9f10")]
+#[case::path("crates/reins-core/src/engine/effect.rs and src/components/ApprovalCard2.tsx")]
+#[case::words("ConfigurationManagerFactory and test_fixture_2024_configuration")]
+#[case::kinds("approval.requested checkpoint.damage_detected intent.outcome_unknown")]
+#[case::url_with_port("fetch https://example.com:8080/path?q=1")]
+#[case::diff("@@ -1,3 +1,4 @@\n-let x = compute(1);\n+let x = compute_all(2);\n")]
+#[case::plain_b64("aGVsbG8gd29ybGQsIHRoaXMgaXMganVzdCBzb21lIHRleHQ=")]
+#[case::command("cargo test --workspace --all-features -- --test-threads=1")]
+#[case::short_password_word("the password is required")]
+fn harmless_text_is_left_alone(#[case] text: &str) {
+    assert_eq!(find(text), [], "{text}");
+    assert!(matches!(redact(text), Cow::Borrowed(_)));
+}
+
+#[test]
+fn markers_are_stable_and_json_is_walked() {
+    let key = "AKIAIOSFODNN7EXAMPLE";
+    assert_eq!(marker(key), marker(key));
+    let mut v = serde_json::json!({
+        "args": { "content": format!("export AWS={key}"), "n": 3 },
+        "list": ["ok", format!("Bearer {key}")],
+        key: "a key used as a name",
+    });
+    assert!(redact_json(&mut v));
+    let text = v.to_string();
+    assert!(!text.contains(key), "{text}");
+    assert_eq!(v["args"]["n"], 3);
+    assert!(!redact_json(&mut v), "a second pass finds nothing");
+}

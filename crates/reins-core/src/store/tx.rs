@@ -1,0 +1,62 @@
+//! A write transaction that also knows the audit chain head it produced, so committing it can move
+//! the head anchor outside the database (see `anchor`). Dereferences to the connection, so queries
+//! take `&mut **tx` as with a plain sqlx transaction.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
+
+use sqlx::{Sqlite, SqliteConnection, Transaction};
+
+use super::anchor::{Anchor, Mark};
+
+pub struct Tx {
+    inner: Transaction<'static, Sqlite>,
+    anchor: Arc<Anchor>,
+    /// The chain head and the marks this transaction appended, written out once it commits.
+    marks: Vec<Mark>,
+}
+
+impl Tx {
+    pub(super) fn new(inner: Transaction<'static, Sqlite>, anchor: Arc<Anchor>) -> Self {
+        Self {
+            inner,
+            anchor,
+            marks: Vec::new(),
+        }
+    }
+
+    /// Records events this transaction appended: the last becomes the head once committed.
+    pub(super) fn appended(&mut self, marks: impl IntoIterator<Item = Mark>) {
+        self.marks.extend(marks);
+    }
+
+    /// Commits, then hands the new head to the anchor's writer. A commit never waits for the
+    /// anchor and never fails because of it: an anchor behind the database is tolerated by
+    /// verification (one ahead of it, or disagreeing with it, is what it reports).
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        let Self {
+            inner,
+            anchor,
+            marks,
+        } = self;
+        inner.commit().await?;
+        if !marks.is_empty() {
+            anchor.submit(marks);
+        }
+        Ok(())
+    }
+}
+
+impl Deref for Tx {
+    type Target = SqliteConnection;
+
+    fn deref(&self) -> &SqliteConnection {
+        &self.inner
+    }
+}
+
+impl DerefMut for Tx {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        &mut self.inner
+    }
+}
