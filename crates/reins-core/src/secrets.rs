@@ -89,8 +89,37 @@ static PATTERNS: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(&alternatives.join("|")).ok()
 });
 
-static TOKENS: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/=_-]{20,}").ok());
+/// Base64 decoders that accept padded and unpadded input alike.
+const LENIENT: base64::engine::GeneralPurposeConfig = base64::engine::GeneralPurposeConfig::new()
+    .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent);
+const STANDARD: base64::engine::GeneralPurpose =
+    base64::engine::GeneralPurpose::new(&base64::alphabet::STANDARD, LENIENT);
+const URL_SAFE: base64::engine::GeneralPurpose =
+    base64::engine::GeneralPurpose::new(&base64::alphabet::URL_SAFE, LENIENT);
+
+/// Runs of 20 or more token characters (`A–Z a–z 0–9 + / = _ -`): the candidates for encoded or
+/// random secrets. A byte loop, several times faster than a regex for this.
+fn tokens(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
+    let bytes = text.as_bytes();
+    let is_token =
+        |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'-');
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        while at < bytes.len() {
+            while at < bytes.len() && !is_token(bytes[at]) {
+                at += 1;
+            }
+            let start = at;
+            while at < bytes.len() && is_token(bytes[at]) {
+                at += 1;
+            }
+            if at - start >= 20 {
+                return Some(start..at);
+            }
+        }
+        None
+    })
+}
 
 /// Every secret in `text`, in order, not overlapping.
 pub fn find(text: &str) -> Vec<Finding> {
@@ -130,17 +159,12 @@ pub fn find(text: &str) -> Vec<Finding> {
             return found;
         }
     }
-    if let Some(tokens) = TOKENS.as_ref() {
-        for m in tokens.find_iter(text) {
-            if found.iter().any(|f| overlaps(&f.range, &m.range())) {
-                continue;
-            }
-            if let Some(kind) = judge_token(m.as_str()) {
-                found.push(Finding {
-                    kind,
-                    range: m.range(),
-                });
-            }
+    for range in tokens(text) {
+        if found.iter().any(|f| overlaps(&f.range, &range)) {
+            continue;
+        }
+        if let Some(kind) = judge_token(&text[range.clone()]) {
+            found.push(Finding { kind, range });
         }
     }
     found.sort_by_key(|f| f.range.start);
@@ -244,13 +268,12 @@ fn judge_token(token: &str) -> Option<SecretKind> {
     if hexish {
         return decodes_to_secret(hex_text(bytes).as_deref()).then_some(SecretKind::Encoded);
     }
-    if token.len() >= 16 {
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(token)
-            .or_else(|_| base64::engine::general_purpose::URL_SAFE.decode(token))
-            .or_else(|_| base64::engine::general_purpose::STANDARD_NO_PAD.decode(token))
-            .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(token))
-            .ok();
+    // Base64 of a secret: only a token in one alphabet can be (paths mix `/` with `-`).
+    let standard = bytes.iter().any(|b| matches!(b, b'+' | b'/'));
+    let url_safe = bytes.iter().any(|b| matches!(b, b'-' | b'_'));
+    if token.len() >= 16 && !(standard && url_safe) {
+        let engine = if url_safe { &URL_SAFE } else { &STANDARD };
+        let decoded = engine.decode(token).ok();
         if decodes_to_secret(decoded.as_deref()) {
             return Some(SecretKind::Encoded);
         }

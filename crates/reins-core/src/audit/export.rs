@@ -20,7 +20,6 @@ use std::fs::File;
 use std::io::{BufRead as _, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use futures_util::TryStreamExt as _;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -28,12 +27,13 @@ use super::Filter;
 use crate::error::{Error, Result};
 use crate::store::anchor::Mark;
 use crate::store::audit::{self, AuditRow, GENESIS};
-use crate::store::Store;
+use crate::store::scan::{self, EventRef, Param};
+use crate::store::{Store, StoreError};
 
 pub const FORMAT: &str = "reins-audit-export/1";
 
-/// How often (in events) progress is reported.
-const PROGRESS_EVERY: u64 = 8192;
+/// Seqs per stretch handed to a formatting thread.
+const BATCH_SEQS: i64 = 4096;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -159,44 +159,102 @@ pub async fn export(
     .map(|(seq, hash)| Mark { seq, hash });
     let head_seq = head.as_ref().map_or(0, |h| h.seq);
 
-    let mut count_q = sqlx::QueryBuilder::new("SELECT COUNT(*) FROM audit_events WHERE seq <= ");
-    count_q.push_bind(head_seq);
-    req.filter.push_conditions(&mut count_q);
-    let total: i64 = count_q
-        .build_query_scalar()
+    let (conditions, mut params) = req.filter.conditions();
+    params.insert(0, Param::Int(head_seq));
+    let count_sql = format!("SELECT COUNT(*) FROM audit_events WHERE seq <= ?{conditions}");
+    let (total,): (i64,) = super::bind_all(sqlx::query_as(&count_sql), &params)
         .fetch_one(store.pool())
         .await
         .map_err(crate::store::StoreError::from)?;
     let total = u64::try_from(total).unwrap_or(0);
 
-    let mut q = sqlx::QueryBuilder::new(
-        "SELECT seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash
-         FROM audit_events WHERE seq <= ",
-    );
-    q.push_bind(head_seq);
-    req.filter.push_conditions(&mut q);
-    q.push(" ORDER BY seq");
-    let mut rows = q.build_query_as::<AuditRow>().fetch(store.pool());
-
-    let mut out = Writer::new(&target.partial, req.format)?;
-    let (mut count, mut first_seq, mut last_seq, mut redacted) = (0u64, None, None, 0u64);
-    progress(0, total);
-    while let Some(row) = rows
-        .try_next()
+    // The rows are read and formatted by two threads, each taking every other stretch of seqs on a
+    // read-only connection of its own (see `store::scan`); this thread writes the stretches in
+    // order. Progress comes back through a watch channel.
+    let (lo,): (Option<i64>,) = sqlx::query_as("SELECT MIN(seq) FROM audit_events")
+        .fetch_one(store.pool())
         .await
-        .map_err(crate::store::StoreError::from)?
-    {
-        if out.event(&row)? {
-            redacted += 1;
-        }
-        count += 1;
-        first_seq.get_or_insert(row.seq);
-        last_seq = Some(row.seq);
-        if count % PROGRESS_EVERY == 0 {
-            progress(count, total);
-        }
+        .map_err(StoreError::from)?;
+    let mut stretches = Vec::new();
+    let mut from = lo.unwrap_or(1);
+    while from <= head_seq {
+        let to = from
+            .saturating_add(BATCH_SEQS)
+            .min(head_seq.saturating_add(1));
+        stretches.push((from, to));
+        from = to;
     }
-    drop(rows);
+    let sql = format!(
+        "SELECT {} FROM audit_events WHERE seq >= ? AND seq < ?{conditions} ORDER BY seq",
+        scan::COLUMNS
+    );
+    params.remove(0);
+    let db = store.path().to_owned();
+    let format = req.format;
+    let mut out = Writer::new(&target.partial, format)?;
+    let (tell, mut told) = tokio::sync::watch::channel(0u64);
+    progress(0, total);
+    let mut work = tokio::task::spawn_blocking(move || {
+        let mut sum = Batch::default();
+        std::thread::scope(|scope| {
+            let workers = stretches.len().clamp(1, 2);
+            let mut inbox = Vec::new();
+            for w in 0..workers {
+                let (send, receive) = std::sync::mpsc::sync_channel::<Result<Batch>>(2);
+                inbox.push(receive);
+                let mine: Vec<(i64, i64)> =
+                    stretches.iter().skip(w).step_by(workers).copied().collect();
+                let (db, sql, params) = (&db, &sql, &params);
+                scope.spawn(move || {
+                    let reader = match scan::Reader::open(db) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            let _ = send.send(Err(e.into()));
+                            return;
+                        }
+                    };
+                    for (from, to) in mine {
+                        let mut bound = vec![Param::Int(from), Param::Int(to)];
+                        bound.extend(params.iter().cloned());
+                        let batch = format_batch(&reader, sql, &bound, format);
+                        let failed = batch.is_err();
+                        // The writer stopped (an error): nothing more to do.
+                        if send.send(batch).is_err() || failed {
+                            return;
+                        }
+                    }
+                });
+            }
+            for k in 0..stretches.len() {
+                let batch = inbox[k % workers]
+                    .recv()
+                    .map_err(|_| Error::Invalid("an export thread stopped".into()))??;
+                out.write_all(&batch.bytes)?;
+                sum.count += batch.count;
+                sum.redacted += batch.redacted;
+                if sum.first.is_none() {
+                    sum.first = batch.first;
+                }
+                sum.last = batch.last.or(sum.last);
+                tell.send_replace(sum.count);
+            }
+            Ok::<_, Error>(())
+        })?;
+        Ok::<_, Error>((out, sum.count, sum.first, sum.last, sum.redacted))
+    });
+    let done = loop {
+        tokio::select! {
+            finished = &mut work => break finished,
+            changed = told.changed() => {
+                if changed.is_ok() {
+                    let n = *told.borrow_and_update();
+                    progress(n, total);
+                }
+            }
+        }
+    };
+    let (out, count, first_seq, last_seq, redacted) =
+        done.map_err(|e| Error::Invalid(format!("the export task failed: {e}")))??;
     let manifest = Manifest {
         format: FORMAT.into(),
         count,
@@ -349,11 +407,140 @@ impl Drop for Target {
     }
 }
 
+/// The CSV columns, in order.
+pub const CSV_COLUMNS: [&str; 12] = [
+    "seq",
+    "time",
+    "at_ms",
+    "actor",
+    "kind",
+    "run_id",
+    "step_seq",
+    "approval_id",
+    "payload",
+    "prev_hash",
+    "hash",
+    "redacted",
+];
+
+/// Formatted events of one stretch of seqs.
+#[derive(Default)]
+struct Batch {
+    bytes: Vec<u8>,
+    count: u64,
+    first: Option<i64>,
+    last: Option<i64>,
+    redacted: u64,
+}
+
+/// Reads and formats the events `sql` selects (its first two parameters bound the stretch).
+fn format_batch(
+    reader: &scan::Reader,
+    sql: &str,
+    params: &[Param],
+    format: ExportFormat,
+) -> Result<Batch> {
+    let mut batch = Batch {
+        bytes: Vec::with_capacity(1 << 20),
+        ..Batch::default()
+    };
+    let mut csv_out = (format == ExportFormat::Csv).then(|| {
+        csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(Vec::with_capacity(1 << 20))
+    });
+    let mut failure = None;
+    reader.events(sql, params, |row| {
+        let cleaned = crate::secrets::redact_json_str(row.payload);
+        let redacted = cleaned.is_some();
+        let payload_text = cleaned.as_deref().unwrap_or(row.payload);
+        let written = match csv_out.as_mut() {
+            None => json_line(&mut batch.bytes, &row, payload_text, redacted),
+            Some(w) => {
+                let seq = row.seq.to_string();
+                let at = row.at.to_string();
+                let step = row.step_seq.map(|s| s.to_string()).unwrap_or_default();
+                w.write_record([
+                    seq.as_str(),
+                    &super::utc(row.at),
+                    &at,
+                    row.actor,
+                    row.kind,
+                    row.run_id.unwrap_or(""),
+                    &step,
+                    row.approval_id.unwrap_or(""),
+                    payload_text,
+                    row.prev_hash,
+                    row.hash,
+                    if redacted { "true" } else { "false" },
+                ])
+                .map_err(|e| Error::Invalid(format!("CSV: {e}")))
+            }
+        };
+        if let Err(e) = written {
+            failure = Some(e);
+            return Ok(false);
+        }
+        batch.count += 1;
+        batch.redacted += u64::from(redacted);
+        batch.first.get_or_insert(row.seq);
+        batch.last = Some(row.seq);
+        Ok(true)
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if let Some(w) = csv_out {
+        batch.bytes = w
+            .into_inner()
+            .map_err(|e| Error::Invalid(format!("CSV: {e}")))?;
+    }
+    Ok(batch)
+}
+
+/// One JSONL event line appended to `buf`.
+fn json_line(
+    buf: &mut Vec<u8>,
+    row: &EventRef<'_>,
+    payload_text: &str,
+    redacted: bool,
+) -> Result<()> {
+    let quoted;
+    let payload: &RawValue = match serde_json::from_str(payload_text) {
+        Ok(raw) => raw,
+        // Not JSON (only a damaged log has that): carried as a string, so nothing is lost.
+        Err(_) => {
+            quoted = serde_json::value::to_raw_value(payload_text)
+                .map_err(|e| Error::Invalid(e.to_string()))?;
+            &quoted
+        }
+    };
+    serde_json::to_writer(
+        &mut *buf,
+        &Line {
+            seq: row.seq,
+            at: row.at,
+            time: super::utc(row.at),
+            actor: row.actor,
+            kind: row.kind,
+            run: row.run_id,
+            step: row.step_seq,
+            approval: row.approval_id,
+            payload,
+            prev_hash: row.prev_hash,
+            hash: row.hash,
+            redacted,
+        },
+    )
+    .map_err(|e| Error::Invalid(e.to_string()))?;
+    buf.push(b'\n');
+    Ok(())
+}
+
 /// Writes lines, hashing every byte.
 struct Writer {
     file: BufWriter<Hashing<File>>,
     format: ExportFormat,
-    line: Vec<u8>,
     path: PathBuf,
 }
 
@@ -398,24 +585,17 @@ impl Writer {
                 },
             ),
             format,
-            line: Vec::with_capacity(4096),
             path: path.to_owned(),
         };
         if format == ExportFormat::Csv {
-            w.write_csv(&[
-                "seq",
-                "time",
-                "at_ms",
-                "actor",
-                "kind",
-                "run_id",
-                "step_seq",
-                "approval_id",
-                "payload",
-                "prev_hash",
-                "hash",
-                "redacted",
-            ])?;
+            let mut header = csv::Writer::from_writer(Vec::new());
+            header
+                .write_record(CSV_COLUMNS)
+                .map_err(|e| Error::Invalid(format!("CSV: {e}")))?;
+            let bytes = header
+                .into_inner()
+                .map_err(|e| Error::Invalid(format!("CSV: {e}")))?;
+            w.write_all(&bytes)?;
         }
         Ok(w)
     }
@@ -427,85 +607,8 @@ impl Writer {
         }
     }
 
-    /// Writes one event; true when its payload had to be redacted on the way out.
-    fn event(&mut self, row: &AuditRow) -> Result<bool> {
-        let cleaned = crate::secrets::redact_json_str(&row.payload);
-        let redacted = cleaned.is_some();
-        let payload_text = cleaned.as_deref().unwrap_or(&row.payload);
-        match self.format {
-            ExportFormat::Jsonl => {
-                let quoted;
-                let payload: &RawValue = match serde_json::from_str(payload_text) {
-                    Ok(raw) => raw,
-                    // Not JSON (only a damaged log has that): carried as a string, so nothing is lost.
-                    Err(_) => {
-                        quoted = serde_json::value::to_raw_value(payload_text)
-                            .map_err(|e| Error::Invalid(e.to_string()))?;
-                        &quoted
-                    }
-                };
-                self.line.clear();
-                serde_json::to_writer(
-                    &mut self.line,
-                    &Line {
-                        seq: row.seq,
-                        at: row.at,
-                        time: super::utc(row.at),
-                        actor: &row.actor,
-                        kind: &row.kind,
-                        run: row.run_id.as_deref(),
-                        step: row.step_seq,
-                        approval: row.approval_id.as_deref(),
-                        payload,
-                        prev_hash: &row.prev_hash,
-                        hash: &row.hash,
-                        redacted,
-                    },
-                )
-                .map_err(|e| Error::Invalid(e.to_string()))?;
-                self.line.push(b'\n');
-                let line = std::mem::take(&mut self.line);
-                let written = self.file.write_all(&line);
-                self.line = line;
-                written.map_err(|e| self.io(e))?;
-            }
-            ExportFormat::Csv => {
-                let seq = row.seq.to_string();
-                let at = row.at.to_string();
-                let step = row.step_seq.map(|s| s.to_string()).unwrap_or_default();
-                self.write_csv(&[
-                    &seq,
-                    &super::utc(row.at),
-                    &at,
-                    &row.actor,
-                    &row.kind,
-                    row.run_id.as_deref().unwrap_or(""),
-                    &step,
-                    row.approval_id.as_deref().unwrap_or(""),
-                    payload_text,
-                    &row.prev_hash,
-                    &row.hash,
-                    if redacted { "true" } else { "false" },
-                ])?;
-            }
-        }
-        Ok(redacted)
-    }
-
-    fn write_csv(&mut self, fields: &[&str]) -> Result<()> {
-        self.line.clear();
-        {
-            let mut w = csv::WriterBuilder::new()
-                .has_headers(false)
-                .from_writer(&mut self.line);
-            w.write_record(fields)
-                .and_then(|()| w.flush().map_err(csv::Error::from))
-                .map_err(|e| Error::Invalid(format!("CSV: {e}")))?;
-        }
-        let line = std::mem::take(&mut self.line);
-        let written = self.file.write_all(&line);
-        self.line = line;
-        written.map_err(|e| self.io(e))
+    fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        self.file.write_all(bytes).map_err(|e| self.io(e))
     }
 
     /// Adds the manifest (JSONL), flushes and fsyncs; returns the file's size and SHA-256.

@@ -23,6 +23,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ids::RunId;
+use crate::store::scan::Param;
 
 pub mod export;
 pub mod query;
@@ -59,31 +60,38 @@ impl Filter {
         self == &Filter::default()
     }
 
-    /// Appends ` AND …` conditions for this filter to `q` (which already has a `WHERE`).
-    pub(crate) fn push_conditions(&self, q: &mut sqlx::QueryBuilder<'_, sqlx::Sqlite>) {
+    /// ` AND …` conditions for this filter, with their values in order (`?` placeholders).
+    pub(crate) fn conditions(&self) -> (String, Vec<Param>) {
+        let mut sql = String::new();
+        let mut params = Vec::new();
         if let Some(run) = self.run {
-            q.push(" AND run_id = ").push_bind(run.to_string());
+            sql.push_str(" AND run_id = ?");
+            params.push(Param::Text(run.to_string()));
         }
         if let Some(kind) = &self.kind {
             if kind.contains('.') {
-                q.push(" AND kind = ").push_bind(kind.clone());
+                sql.push_str(" AND kind = ?");
+                params.push(Param::Text(kind.clone()));
             } else {
                 // A family: `approval` is every `approval.*` (a range, so the kind index serves it).
-                q.push(" AND kind >= ")
-                    .push_bind(format!("{kind}."))
-                    .push(" AND kind < ")
-                    .push_bind(format!("{kind}/"));
+                sql.push_str(" AND kind >= ? AND kind < ?");
+                params.push(Param::Text(format!("{kind}.")));
+                params.push(Param::Text(format!("{kind}/")));
             }
         }
         if let Some(actor) = &self.actor {
-            q.push(" AND actor = ").push_bind(actor.clone());
+            sql.push_str(" AND actor = ?");
+            params.push(Param::Text(actor.clone()));
         }
         if let Some(since) = self.since {
-            q.push(" AND at >= ").push_bind(since);
+            sql.push_str(" AND at >= ?");
+            params.push(Param::Int(since));
         }
         if let Some(until) = self.until {
-            q.push(" AND at < ").push_bind(until);
+            sql.push_str(" AND at < ?");
+            params.push(Param::Int(until));
         }
+        (sql, params)
     }
 
     /// Checks what a person typed; the message says what is wrong.
@@ -121,4 +129,18 @@ pub fn utc(at_ms: i64) -> String {
     jiff::Timestamp::from_millisecond(at_ms)
         .map(|t| t.to_string())
         .unwrap_or_else(|_| at_ms.to_string())
+}
+
+/// Binds scan parameters to an sqlx query, in order.
+pub(crate) fn bind_all<'q, O>(
+    mut q: sqlx::query::QueryAs<'q, sqlx::Sqlite, O, sqlx::sqlite::SqliteArguments<'q>>,
+    params: &'q [Param],
+) -> sqlx::query::QueryAs<'q, sqlx::Sqlite, O, sqlx::sqlite::SqliteArguments<'q>> {
+    for p in params {
+        q = match p {
+            Param::Int(i) => q.bind(*i),
+            Param::Text(t) => q.bind(t.as_str()),
+        };
+    }
+    q
 }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::Filter;
 use crate::error::{Error, Result};
 use crate::store::audit::AuditRow;
+use crate::store::scan::Param;
 use crate::store::{Store, StoreError};
 
 pub const DEFAULT_LIMIT: u32 = 50;
@@ -41,27 +42,26 @@ pub async fn page(store: &Store, req: &PageRequest) -> Result<Page> {
             "--limit {limit}: between 1 and {MAX_LIMIT}"
         )));
     }
-    let mut q = sqlx::QueryBuilder::new(
-        "SELECT seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash
-         FROM audit_events WHERE 1 = 1",
-    );
-    req.filter.push_conditions(&mut q);
-    let (cmp, order) = if req.oldest_first {
-        (" AND seq > ", " ORDER BY seq ASC")
-    } else {
-        (" AND seq < ", " ORDER BY seq DESC")
+    // A family of kinds: one indexed page per kind, merged — a range over kinds cannot be read in
+    // seq order from the index, and sorting a whole family is slow on a large log.
+    let family = req.filter.kind.as_ref().filter(|k| !k.contains('.'));
+    let mut events = match family {
+        Some(family) => {
+            let mut merged = Vec::new();
+            for kind in kinds_in(store, family).await? {
+                let mut one = req.clone();
+                one.filter.kind = Some(kind);
+                merged.extend(rows(store, &one, limit).await?);
+            }
+            if req.oldest_first {
+                merged.sort_by_key(|e| e.seq);
+            } else {
+                merged.sort_by_key(|e| std::cmp::Reverse(e.seq));
+            }
+            merged
+        }
+        None => rows(store, req, limit).await?,
     };
-    if let Some(cursor) = req.before {
-        q.push(cmp).push_bind(cursor);
-    }
-    q.push(order)
-        .push(" LIMIT ")
-        .push_bind(i64::from(limit) + 1);
-    let mut events: Vec<AuditRow> = q
-        .build_query_as()
-        .fetch_all(store.pool())
-        .await
-        .map_err(StoreError::from)?;
     let more = events.len() > limit as usize;
     events.truncate(limit as usize);
     let next = if more {
@@ -70,4 +70,47 @@ pub async fn page(store: &Store, req: &PageRequest) -> Result<Page> {
         None
     };
     Ok(Page { events, next })
+}
+
+/// The kinds present in `family` (`approval` → `approval.approved`, …), by a skip-scan of the
+/// kind index: one lookup per kind, however many events.
+async fn kinds_in(store: &Store, family: &str) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "WITH RECURSIVE k(kind) AS (
+             SELECT (SELECT MIN(kind) FROM audit_events WHERE kind >= ?1 AND kind < ?2)
+             UNION ALL
+             SELECT (SELECT MIN(kind) FROM audit_events WHERE kind > k.kind AND kind < ?2)
+             FROM k WHERE k.kind IS NOT NULL)
+         SELECT kind FROM k WHERE kind IS NOT NULL",
+    )
+    .bind(format!("{family}."))
+    .bind(format!("{family}/"))
+    .fetch_all(store.pool())
+    .await
+    .map_err(StoreError::from)?)
+}
+
+/// Up to `limit + 1` events for `req` (the extra one says there is a next page).
+async fn rows(store: &Store, req: &PageRequest, limit: u32) -> Result<Vec<AuditRow>> {
+    let (conditions, mut params) = req.filter.conditions();
+    let (cmp, order) = if req.oldest_first {
+        (" AND seq > ?", " ORDER BY seq ASC")
+    } else {
+        (" AND seq < ?", " ORDER BY seq DESC")
+    };
+    let mut sql = format!(
+        "SELECT {} FROM audit_events WHERE 1 = 1{conditions}",
+        crate::store::scan::COLUMNS
+    );
+    if let Some(cursor) = req.before {
+        sql.push_str(cmp);
+        params.push(Param::Int(cursor));
+    }
+    sql.push_str(order);
+    sql.push_str(" LIMIT ?");
+    params.push(Param::Int(i64::from(limit) + 1));
+    Ok(super::bind_all(sqlx::query_as(&sql), &params)
+        .fetch_all(store.pool())
+        .await
+        .map_err(StoreError::from)?)
 }

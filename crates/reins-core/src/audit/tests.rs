@@ -41,11 +41,18 @@ async fn exec(store: &Store, sql: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The damage verification names, walking the chain in one stretch and in two (as on a large log):
+/// both must say the same.
 async fn damage_of(store: &Store) -> anyhow::Result<(DamageKind, Option<i64>)> {
-    let v = verify::verify(store).await?;
-    assert!(!v.intact, "the damage must be seen: {v:?}");
-    let d = v.damage.ok_or_else(|| anyhow::anyhow!("no damage named"))?;
-    Ok((d.kind, d.seq))
+    let mut seen = Vec::new();
+    for split_at in [i64::MAX, 2] {
+        let v = verify::verify_split(store, split_at).await?;
+        assert!(!v.intact, "the damage must be seen: {v:?}");
+        let d = v.damage.ok_or_else(|| anyhow::anyhow!("no damage named"))?;
+        seen.push((d.kind, d.seq));
+    }
+    assert_eq!(seen[0], seen[1], "one stretch and two agree");
+    Ok(seen[0])
 }
 
 /// Rows a forger computes without touching the anchor: self-consistent from `from` on.
@@ -95,11 +102,13 @@ async fn insert_raw(store: &Store, rows: &[AuditRow]) -> anyhow::Result<()> {
 async fn an_untouched_log_verifies_and_its_anchor_agrees() -> TestResult {
     let dir = tempfile::tempdir()?;
     let store = store_with(dir.path(), 40).await?;
-    let v = verify::verify(&store).await?;
-    assert!(v.intact, "{v:?}");
-    assert_eq!(v.events, 40);
-    assert_eq!(v.anchor.status, "agrees");
-    assert_eq!(v.head.map(|h| h.seq), Some(40));
+    for split_at in [i64::MAX, 2] {
+        let v = verify::verify_split(&store, split_at).await?;
+        assert!(v.intact, "{v:?}");
+        assert_eq!(v.events, 40);
+        assert_eq!(v.anchor.status, "agrees");
+        assert_eq!(v.head.map(|h| h.seq), Some(40));
+    }
     Ok(())
 }
 
@@ -154,6 +163,18 @@ async fn each_kind_of_tampering_is_named_with_its_seq() -> TestResult {
     exec(&store, "UPDATE audit_events SET seq = 9 WHERE seq = -5").await?;
     exec(&store, "UPDATE audit_events SET seq = 5 WHERE seq = -9").await?;
     assert_eq!(damage_of(&store).await?, (DamageKind::Reordered, Some(5)));
+
+    // Right where two stretches meet (20 events split at seq 11).
+    let store = store_with(&dir.path().join("boundary"), 20).await?;
+    exec(&store, "DELETE FROM audit_events WHERE seq = 10").await?;
+    assert_eq!(damage_of(&store).await?, (DamageKind::Deleted, Some(10)));
+    let store = store_with(&dir.path().join("boundary2"), 20).await?;
+    exec(
+        &store,
+        r#"UPDATE audit_events SET payload = '{}' WHERE seq = 11"#,
+    )
+    .await?;
+    assert_eq!(damage_of(&store).await?, (DamageKind::Edited, Some(11)));
 
     let store = store_with(&dir.path().join("truncate"), 20).await?;
     exec(&store, "DELETE FROM audit_events WHERE seq > 14").await?;

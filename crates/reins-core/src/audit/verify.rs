@@ -4,13 +4,12 @@
 
 use std::collections::BTreeMap;
 
-use futures_util::TryStreamExt as _;
 use serde::Serialize;
 use sqlx::SqlitePool;
 
 use crate::store::anchor::{AnchorError, Head, Mark};
 use crate::store::audit::{self, AuditRow, GENESIS};
-use crate::store::{Store, StoreError};
+use crate::store::{scan, Store, StoreError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -79,6 +78,11 @@ pub struct Verification {
 
 /// Verifies the whole chain of `store` against its anchor.
 pub async fn verify(store: &Store) -> Result<Verification, StoreError> {
+    verify_split(store, SPLIT_AT).await
+}
+
+/// `verify`, walking in two stretches when the log has at least `split_at` events.
+pub(crate) async fn verify_split(store: &Store, split_at: i64) -> Result<Verification, StoreError> {
     let started = std::time::Instant::now();
     store.anchor().flush();
     let anchor = store.anchor().read();
@@ -88,7 +92,7 @@ pub async fn verify(store: &Store) -> Result<Verification, StoreError> {
         Err(AnchorError::Unreadable { detail, .. }) => (None, Some(detail)),
         Err(AnchorError::Io { source, .. }) => (None, Some(source.to_string())),
     };
-    let walk = walk(store.pool(), anchor_head.as_ref()).await?;
+    let walk = walk(store, anchor_head.as_ref(), split_at).await?;
     let mut damage = match walk.first_bad {
         Some(bad) => Some(classify(store.pool(), bad).await?),
         None => None,
@@ -189,57 +193,142 @@ struct Walk {
     mark_mismatch: Option<(i64, i64)>,
 }
 
-async fn walk(pool: &SqlitePool, anchor: Option<&Head>) -> Result<Walk, StoreError> {
-    let marks: BTreeMap<i64, &str> = anchor
+/// One stretch of the chain, walked on its own thread.
+struct Stretch {
+    events: i64,
+    last: Option<Mark>,
+    first_bad: Option<Bad>,
+    /// The first mark disagreed with, and the last agreed before it (0: none in this stretch).
+    mismatch: Option<(i64, i64)>,
+    last_agreed: i64,
+}
+
+/// Below this many events one thread walks the whole chain.
+const SPLIT_AT: i64 = 50_000;
+
+/// Walks the chain in two stretches at once (the machine's two cores): the second starts from the
+/// hash the first must end on, so together they check every link.
+async fn walk(store: &Store, anchor: Option<&Head>, split_at: i64) -> Result<Walk, StoreError> {
+    let marks: BTreeMap<i64, String> = anchor
         .map(|a| {
             a.marks
                 .iter()
                 .chain(std::iter::once(&a.head))
-                .map(|m| (m.seq, m.hash.as_str()))
+                .map(|m| (m.seq, m.hash.clone()))
                 .collect()
         })
         .unwrap_or_default();
-    let mut rows = sqlx::query_as::<_, AuditRow>(
-        "SELECT seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash
-         FROM audit_events ORDER BY seq",
+    let max: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM audit_events")
+        .fetch_one(store.pool())
+        .await?;
+    let max = max.unwrap_or(0);
+    let middle = if max >= split_at {
+        max / 2 + 1
+    } else {
+        i64::MAX
+    };
+    let boundary: Option<(i64, String)> = sqlx::query_as(
+        "SELECT seq, hash FROM audit_events WHERE seq < ? ORDER BY seq DESC LIMIT 1",
     )
-    .fetch(pool);
-    let mut prev = GENESIS.to_owned();
-    let mut expected = 1_i64;
-    let mut agreed = 0_i64;
-    let mut mark_mismatch = None;
-    let mut buf = Vec::with_capacity(1024);
-    let mut first_bad = None;
-    while let Some(row) = rows.try_next().await? {
-        if row.seq != expected || row.prev_hash != prev || !row.hash_holds_in(&mut buf) {
-            first_bad = Some(Bad {
-                expected_seq: expected,
-                prev_hash: prev.clone(),
-                row,
+    .bind(middle)
+    .fetch_optional(store.pool())
+    .await?;
+    let db = store.path().to_owned();
+    let joined = tokio::task::spawn_blocking(move || {
+        std::thread::scope(|scope| {
+            let second = (middle != i64::MAX).then(|| {
+                let (db, marks) = (&db, &marks);
+                let start = boundary
+                    .clone()
+                    .map_or((1, GENESIS.to_owned()), |(s, h)| (s + 1, h));
+                scope.spawn(move || stretch(db, middle, i64::MAX, start, marks))
             });
-            break;
-        }
-        if let Some(&anchored) = marks.get(&row.seq) {
-            if anchored == row.hash {
-                agreed = row.seq;
-            } else if mark_mismatch.is_none() {
-                mark_mismatch = Some((row.seq, agreed));
-            }
-        }
-        prev.clear();
-        prev.push_str(&row.hash);
-        expected += 1;
-    }
-    let events = expected - 1;
-    Ok(Walk {
-        events,
-        head: (events > 0).then_some(Mark {
-            seq: events,
-            hash: prev,
-        }),
-        first_bad,
-        mark_mismatch,
+            let first = stretch(&db, i64::MIN, middle, (1, GENESIS.to_owned()), &marks);
+            let second = second.map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    Err(StoreError::Invalid("the verification thread failed".into()))
+                })
+            });
+            (first, second)
+        })
     })
+    .await
+    .map_err(|e| StoreError::Invalid(format!("the verification task failed: {e}")))?;
+    let first = joined.0?;
+    let second = joined.1.transpose()?;
+    // Past a break in the first stretch the second proves nothing.
+    Ok(match second {
+        Some(second) if first.first_bad.is_none() => Walk {
+            events: first.events + second.events,
+            head: second.last.or(first.last),
+            first_bad: second.first_bad,
+            mark_mismatch: first.mismatch.or(second
+                .mismatch
+                .map(|(at, agreed)| (at, agreed.max(first.last_agreed)))),
+        },
+        _ => Walk {
+            events: first.events,
+            head: first.last,
+            first_bad: first.first_bad,
+            mark_mismatch: first.mismatch,
+        },
+    })
+}
+
+/// Walks seqs in `[lo, hi)`, expecting the first to be `start.0` chained to `start.1`.
+fn stretch(
+    db: &std::path::Path,
+    lo: i64,
+    hi: i64,
+    start: (i64, String),
+    marks: &BTreeMap<i64, String>,
+) -> Result<Stretch, StoreError> {
+    let (mut expected, mut prev) = start;
+    let mut out = Stretch {
+        events: 0,
+        last: None,
+        first_bad: None,
+        mismatch: None,
+        last_agreed: 0,
+    };
+    let mut buf = Vec::with_capacity(1024);
+    scan::events(
+        db,
+        &format!(
+            "SELECT {} FROM audit_events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq",
+            scan::COLUMNS
+        ),
+        &[scan::Param::Int(lo), scan::Param::Int(hi)],
+        |row| {
+            if row.seq != expected || row.prev_hash != prev || !row.hash_holds_in(&mut buf) {
+                out.first_bad = Some(Bad {
+                    expected_seq: expected,
+                    prev_hash: prev.clone(),
+                    row: row.to_owned_row(),
+                });
+                return Ok(false);
+            }
+            if let Some(anchored) = marks.get(&row.seq) {
+                if *anchored == row.hash {
+                    out.last_agreed = row.seq;
+                } else if out.mismatch.is_none() {
+                    out.mismatch = Some((row.seq, out.last_agreed));
+                }
+            }
+            prev.clear();
+            prev.push_str(row.hash);
+            expected += 1;
+            out.events += 1;
+            Ok(true)
+        },
+    )?;
+    if out.events > 0 {
+        out.last = Some(Mark {
+            seq: expected - 1,
+            hash: prev,
+        });
+    }
+    Ok(out)
 }
 
 /// Names the damage at the first event that does not chain.

@@ -108,3 +108,10 @@ fn markers_are_stable_and_json_is_walked() {
     assert_eq!(v["args"]["n"], 3);
     assert!(!redact_json(&mut v), "a second pass finds nothing");
 }
+
+#[test]
+fn tokens_are_runs_of_twenty_or_more() {
+    let text = "a abcdefghij0123456789 x/y+z=_-ABCDEFGHIJKLMNOP é short";
+    let found: Vec<&str> = tokens(text).map(|r| &text[r]).collect();
+    assert_eq!(found, ["abcdefghij0123456789", "x/y+z=_-ABCDEFGHIJKLMNOP"]);
+}

@@ -69,28 +69,36 @@ impl AuditRow {
 
     /// `hash_holds`, reusing `buf` for the canonical bytes (verification walks millions).
     pub fn hash_holds_in(&self, buf: &mut Vec<u8>) -> bool {
-        use sha2::Digest as _;
-        buf.clear();
-        let canon = Canon {
-            seq: self.seq,
-            at: self.at,
-            actor: &self.actor,
-            kind: &self.kind,
-            run: self.run_id.as_deref(),
-            step: self.step_seq,
-            approval: self.approval_id.as_deref(),
-            payload: &self.payload,
-        };
-        if serde_json::to_writer(&mut *buf, &canon).is_err() {
-            return false;
-        }
-        let mut h = sha2::Sha256::new();
-        h.update(self.prev_hash.as_bytes());
-        h.update(&buf[..]);
-        let digest = h.finalize();
-        let mut hex = [0u8; 64];
-        hex::encode_to_slice(digest, &mut hex).is_ok() && hex[..] == *self.hash.as_bytes()
+        hash_holds(
+            &Canon {
+                seq: self.seq,
+                at: self.at,
+                actor: &self.actor,
+                kind: &self.kind,
+                run: self.run_id.as_deref(),
+                step: self.step_seq,
+                approval: self.approval_id.as_deref(),
+                payload: &self.payload,
+            },
+            &self.prev_hash,
+            &self.hash,
+            buf,
+        )
     }
+}
+
+/// Whether `hash` (hex) is `SHA-256(prev_hash ‖ canonical(event))`; `buf` is scratch space.
+pub fn hash_holds(event: &Canon<'_>, prev_hash: &str, hash: &str, buf: &mut Vec<u8>) -> bool {
+    use sha2::Digest as _;
+    buf.clear();
+    if serde_json::to_writer(&mut *buf, event).is_err() {
+        return false;
+    }
+    let mut h = sha2::Sha256::new();
+    h.update(prev_hash.as_bytes());
+    h.update(&buf[..]);
+    let mut hex = [0u8; 64];
+    hex::encode_to_slice(h.finalize(), &mut hex).is_ok() && hex[..] == *hash.as_bytes()
 }
 
 /// The fields of one event in the fixed order the chain hashes them. `step` and `approval` are

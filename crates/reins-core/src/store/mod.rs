@@ -23,6 +23,7 @@ pub mod intents;
 pub mod processes;
 pub mod retries;
 pub mod runs;
+pub mod scan;
 pub mod steps;
 mod tx;
 
