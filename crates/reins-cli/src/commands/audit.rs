@@ -46,6 +46,9 @@ pub struct FilterArgs {
 
 #[derive(clap::Args)]
 pub struct ExportArgs {
+    /// jsonl: one event per line and a closing manifest, checkable with `verify-export`; csv: a
+    /// header row and the columns seq,time,at_ms,actor,kind,run_id,step_seq,approval_id,payload,
+    /// prev_hash,hash,redacted.
     #[arg(long, value_enum, default_value = "jsonl")]
     format: FormatArg,
     /// The file to write (its folder must exist).

@@ -29,7 +29,7 @@ impl Reins {
 
     /// Checks an exported JSONL file on its own (no database needed).
     pub fn audit_verify_export(path: &Path) -> Result<ExportCheck> {
-        audit::export::verify_export(path)
+        audit::exported::verify_export(path)
     }
 
     pub async fn audit_page(&self, req: &PageRequest) -> Result<Page> {

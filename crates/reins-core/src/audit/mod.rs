@@ -26,13 +26,16 @@ use crate::ids::RunId;
 use crate::store::scan::Param;
 
 pub mod export;
+mod export_file;
+pub mod exported;
 pub mod query;
 pub mod verify;
 
 #[cfg(test)]
 mod tests;
 
-pub use export::{ExportCheck, ExportFormat, ExportRequest, ExportSummary};
+pub use export::{ExportFormat, ExportRequest, ExportSummary};
+pub use exported::ExportCheck;
 pub use query::{Page, PageRequest};
 pub use verify::{Damage, DamageKind, Verification};
 

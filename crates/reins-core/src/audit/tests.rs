@@ -305,7 +305,7 @@ async fn an_export_verifies_on_its_own_and_one_changed_byte_fails_it() -> TestRe
         (30, Some(1), Some(30))
     );
     assert_eq!(calls.last(), Some(&(30, 30)), "progress ends at the total");
-    let check = export::verify_export(&out)?;
+    let check = exported::verify_export(&out)?;
     assert!(check.ok, "{check:?}");
     assert_eq!(check.events, 30);
     // The export is itself in the log.
@@ -328,7 +328,7 @@ async fn an_export_verifies_on_its_own_and_one_changed_byte_fails_it() -> TestRe
         changed[at..at + needle.len()].copy_from_slice(replacement);
         let tampered = dir.path().join("tampered.jsonl");
         std::fs::write(&tampered, &changed)?;
-        let check = export::verify_export(&tampered)?;
+        let check = exported::verify_export(&tampered)?;
         assert!(!check.ok, "a changed byte must fail the check");
         assert!(check.problem.is_some_and(|p| p.line >= 1));
     }
@@ -337,9 +337,9 @@ async fn an_export_verifies_on_its_own_and_one_changed_byte_fails_it() -> TestRe
     let lines: Vec<&str> = text.lines().collect();
     let dropped = [&lines[..10], &lines[11..]].concat().join("\n") + "\n";
     std::fs::write(dir.path().join("dropped.jsonl"), dropped)?;
-    assert!(!export::verify_export(&dir.path().join("dropped.jsonl"))?.ok);
+    assert!(!exported::verify_export(&dir.path().join("dropped.jsonl"))?.ok);
     std::fs::write(dir.path().join("cut.jsonl"), lines[..20].join("\n"))?;
-    let cut = export::verify_export(&dir.path().join("cut.jsonl"))?;
+    let cut = exported::verify_export(&dir.path().join("cut.jsonl"))?;
     assert!(!cut.ok && cut.problem.is_some_and(|p| p.detail.contains("manifest")));
     Ok(())
 }
@@ -361,7 +361,7 @@ async fn filtered_exports_verify_and_csv_has_its_columns() -> TestResult {
     )
     .await?;
     assert_eq!(s.count, 8, "odd i from 5 to 19");
-    let check = export::verify_export(&out)?;
+    let check = exported::verify_export(&out)?;
     assert!(check.ok, "{check:?}");
 
     let csv_out = dir.path().join("all.csv");
@@ -416,7 +416,7 @@ async fn an_existing_file_is_not_overwritten_unless_asked() -> TestResult {
     let mut req = export_req(&out, ExportFormat::Jsonl, Filter::default());
     req.overwrite = true;
     export::export(&store, &req, &mut |_, _| {}).await?;
-    assert!(export::verify_export(&out)?.ok);
+    assert!(exported::verify_export(&out)?.ok);
     let leftovers: Vec<_> = std::fs::read_dir(dir.path())?
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().contains("partial"))
@@ -469,7 +469,7 @@ async fn secrets_never_reach_the_log_and_the_export_scans_again() -> TestResult 
     assert_eq!(s.redacted_on_export, 1);
     let text = std::fs::read_to_string(&out)?;
     assert!(!text.contains("AKIAIOSFODNN7EXAMPLE") && !text.contains(key));
-    let check = export::verify_export(&out)?;
+    let check = exported::verify_export(&out)?;
     assert!(check.ok, "{check:?}");
     assert_eq!(check.redacted, 1);
     Ok(())

@@ -5,6 +5,7 @@ use serde::Serialize;
 use sqlx::SqlitePool;
 
 use super::anchor::Mark;
+use super::scan::EventRef;
 use super::{Result, StoreError, Tx};
 use crate::digest::Digest;
 use crate::ids::RunId;
@@ -48,18 +49,25 @@ pub struct AuditRow {
 }
 
 impl AuditRow {
-    /// The bytes the chain hashes for this event.
-    pub fn canonical(&self) -> String {
-        canonical(&Canon {
+    /// This row, borrowed.
+    pub fn as_event(&self) -> EventRef<'_> {
+        EventRef {
             seq: self.seq,
             at: self.at,
             actor: &self.actor,
             kind: &self.kind,
-            run: self.run_id.as_deref(),
-            step: self.step_seq,
-            approval: self.approval_id.as_deref(),
+            run_id: self.run_id.as_deref(),
+            step_seq: self.step_seq,
+            approval_id: self.approval_id.as_deref(),
             payload: &self.payload,
-        })
+            prev_hash: &self.prev_hash,
+            hash: &self.hash,
+        }
+    }
+
+    /// The bytes the chain hashes for this event.
+    pub fn canonical(&self) -> String {
+        canonical(&self.as_event().canon())
     }
 
     /// Whether `hash` is what `prev_hash` and this event's fields give.
@@ -69,21 +77,7 @@ impl AuditRow {
 
     /// `hash_holds`, reusing `buf` for the canonical bytes (verification walks millions).
     pub fn hash_holds_in(&self, buf: &mut Vec<u8>) -> bool {
-        hash_holds(
-            &Canon {
-                seq: self.seq,
-                at: self.at,
-                actor: &self.actor,
-                kind: &self.kind,
-                run: self.run_id.as_deref(),
-                step: self.step_seq,
-                approval: self.approval_id.as_deref(),
-                payload: &self.payload,
-            },
-            &self.prev_hash,
-            &self.hash,
-            buf,
-        )
+        self.as_event().hash_holds_in(buf)
     }
 }
 

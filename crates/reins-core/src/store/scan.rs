@@ -27,7 +27,7 @@ pub struct EventRef<'r> {
     pub hash: &'r str,
 }
 
-impl EventRef<'_> {
+impl<'r> EventRef<'r> {
     pub fn to_owned_row(&self) -> AuditRow {
         AuditRow {
             seq: self.seq,
@@ -43,23 +43,23 @@ impl EventRef<'_> {
         }
     }
 
+    /// The fields the chain hashes.
+    pub fn canon(&self) -> super::audit::Canon<'r> {
+        super::audit::Canon {
+            seq: self.seq,
+            at: self.at,
+            actor: self.actor,
+            kind: self.kind,
+            run: self.run_id,
+            step: self.step_seq,
+            approval: self.approval_id,
+            payload: self.payload,
+        }
+    }
+
     /// Whether `hash` is what `prev_hash` and the fields give (`buf` is reused scratch space).
     pub fn hash_holds_in(&self, buf: &mut Vec<u8>) -> bool {
-        super::audit::hash_holds(
-            &super::audit::Canon {
-                seq: self.seq,
-                at: self.at,
-                actor: self.actor,
-                kind: self.kind,
-                run: self.run_id,
-                step: self.step_seq,
-                approval: self.approval_id,
-                payload: self.payload,
-            },
-            self.prev_hash,
-            self.hash,
-            buf,
-        )
+        super::audit::hash_holds(&self.canon(), self.prev_hash, self.hash, buf)
     }
 }
 
