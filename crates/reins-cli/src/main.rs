@@ -119,6 +119,10 @@ enum Command {
     /// The tamper-evident audit log: verify it, export it (JSONL or CSV), check an export, list it.
     #[command(subcommand)]
     Audit(commands::audit::AuditCommand),
+    /// Long-term profile memory: list, show, add, edit, delete, clear facts; review agents'
+    /// suggestions; switch memory off and on.
+    #[command(subcommand)]
+    Memory(commands::memory::MemoryCommand),
 }
 
 fn main() -> ExitCode {
@@ -192,6 +196,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Grants(args) => commands::review::grants(&reins, args, json).await,
         Command::Policy(cmd) => commands::policy::exec(&reins, cmd, json).await,
         Command::Audit(cmd) => commands::audit::exec(&reins, cmd, json).await,
+        Command::Memory(cmd) => commands::memory::exec(&reins, cmd, json).await,
     };
     reins.close().await;
     match result {

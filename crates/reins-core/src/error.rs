@@ -38,6 +38,15 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl From<crate::memory::MemoryError> for Error {
+    fn from(e: crate::memory::MemoryError) -> Self {
+        match e {
+            crate::memory::MemoryError::Store(s) => Error::Store(s),
+            other => Error::Invalid(other.to_string()),
+        }
+    }
+}
+
 impl Error {
     /// A stable code for the CLI's exit status and the desktop app's `{code, message}`.
     pub fn code(&self) -> &'static str {

@@ -57,3 +57,11 @@ uuid_id!(
     /// One standing permission created by an approval.
     GrantId
 );
+uuid_id!(
+    /// One remembered profile fact (all its versions).
+    FactId
+);
+uuid_id!(
+    /// A fact an agent proposed that waits for the user.
+    SuggestionId
+);

@@ -19,6 +19,7 @@ pub mod failure;
 pub mod fault;
 pub mod ids;
 pub mod journal;
+pub mod memory;
 pub mod policy;
 pub mod process;
 pub mod resume;

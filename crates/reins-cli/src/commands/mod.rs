@@ -4,6 +4,7 @@ pub mod audit;
 pub mod control;
 pub mod doctor;
 pub mod gc;
+pub mod memory;
 pub mod policy;
 pub mod ps;
 pub mod review;

@@ -30,6 +30,7 @@ use crate::workspace::Workspace;
 pub use crate::engine::{Observer as RunObserver, Silent};
 
 mod audit_log;
+mod memory;
 mod review;
 pub use review::{ApprovalView, PolicyCheck};
 

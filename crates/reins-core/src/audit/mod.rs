@@ -18,6 +18,11 @@
 //! - grants: `grant.created`, `grant.revoked` [user], `grant.used` [harness]
 //! - rollback: `rollback.snapshot`, `rollback.performed` [user]
 //! - retention: `retention.pruned`, `retention.gc` [user]
+//! - memory (ids and categories only, never a key or a value): `memory.fact_added`,
+//!   `memory.fact_edited` [user or agent], `memory.suggested` [agent], `memory.suggestion_accepted`,
+//!   `memory.suggestion_dismissed`, `memory.fact_deleted`, `memory.cleared`, `memory.switched_on`,
+//!   `memory.switched_off` [user], `memory.fact_refused` (the reason, without the content)
+//! - settings: `settings.changed` [user] (key, old and new value)
 //! - the log itself: `audit.anchor_created` [system], `audit.verified`, `audit.exported` [user]
 
 use serde::{Deserialize, Serialize};

@@ -192,6 +192,14 @@ impl Drive<'_> {
                     Err(e) => self.settle_effect(record(&[]), Err(&e)).await?,
                 }
             }
+            (Action::Remember(r), None) => {
+                let outcome = self.remember(seq, r, rec.why).await;
+                fault_point!("after_effect");
+                match outcome {
+                    Ok(text) => self.settle_effect(record(&[]), Ok(&text)).await?,
+                    Err(e) => self.settle_effect(record(&[]), Err(&e)).await?,
+                }
+            }
             _ => {
                 self.settle_effect(record(&[]), Err("this action has no effect to run"))
                     .await?
@@ -242,6 +250,47 @@ impl Drive<'_> {
                     }
                 }
             }
+        }
+    }
+
+    /// `memory.remember` for step `seq`: what the agent is told. Idempotent (the same fact again
+    /// changes nothing, the same suggestion is not made twice), so a restart may simply do it again.
+    pub(super) async fn remember(
+        &self,
+        seq: i64,
+        r: &tools::Remember,
+        why: Option<&str>,
+    ) -> std::result::Result<String, String> {
+        use crate::memory::{self, NewFact, Origin, Remembered};
+        let outcome = memory::remember(
+            &self.e.store,
+            NewFact {
+                category: r.category.clone(),
+                key: r.key.clone(),
+                value: r.value.clone(),
+                confidence: r.confidence(),
+                origin: Origin::Agent {
+                    run: Some(self.run),
+                    step: Some(seq),
+                    source: r.source.clone().or_else(|| why.map(str::to_owned)),
+                },
+            },
+        )
+        .await;
+        match outcome {
+            Ok(Remembered::Stored { fact }) => Ok(format!(
+                "remembered {}.{} (version {})",
+                fact.category, fact.key, fact.version
+            )),
+            Ok(Remembered::Unchanged { fact }) => Ok(format!(
+                "already remembered {}.{}; nothing changed",
+                fact.category, fact.key
+            )),
+            Ok(Remembered::Suggested { suggestion }) => Ok(format!(
+                "not stored: {}; suggested to the user, who may accept it",
+                suggestion.reason
+            )),
+            Err(e) => Err(e.to_string()),
         }
     }
 

@@ -55,6 +55,23 @@ impl Drive<'_> {
             Ok(a) => a,
             Err(e) => return unknown(format!("the recorded action no longer validates: {e}")),
         };
+        if let Action::Remember(r) = &action {
+            // Remembering is idempotent: doing it again after a restart is safe.
+            let how = match self.remember(intent.step_seq, r, None).await {
+                Ok(text) => {
+                    format!("recovered: remembering is idempotent, so it was done again: {text}")
+                }
+                Err(e) => {
+                    return unknown(format!("remembering again after the restart failed: {e}"))
+                }
+            };
+            let id: IntentId = intent
+                .id
+                .parse()
+                .map_err(|_| StoreError::Invalid(format!("intent id {:?}", intent.id)))?;
+            self.confirm_recovered(id, intent, &how).await?;
+            return Ok((IntentStatus::Confirmed, how));
+        }
         if action.effect_class() == EffectClass::Pure || action.touched().is_empty() {
             return unknown("not a file effect; its outcome cannot be read from the disk".into());
         }

@@ -198,6 +198,18 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
             a.segments = analysis.segments;
         }
         Action::Fetch(req) => network::assess(req, cx.resolved, &mut a),
+        Action::Remember(r) => {
+            if let Some(why) = text::invisible_reason("the fact", &r.value) {
+                a.raise(Risk::High, why);
+            }
+            a.raise(
+                Risk::Low,
+                format!(
+                    "proposes a profile fact ({}): memory keeps it only in its categories and above its threshold, never a secret",
+                    r.category
+                ),
+            );
+        }
     }
     a
 }
@@ -297,6 +309,8 @@ impl Policy for RulePolicy {
             }
             Some(Decision::Allow) => Decision::Allow,
             None if pure && a.risk == Risk::Low => Decision::Allow,
+            // Memory's own limits decide what is kept (a rule may still ask or deny).
+            None if matches!(action, Action::Remember(_)) && a.risk == Risk::Low => Decision::Allow,
             None if pure => Decision::Ask,
             None => {
                 reasons.push("every action that changes something is reviewed unless a rule or grant allows it".into());

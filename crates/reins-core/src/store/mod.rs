@@ -20,6 +20,7 @@ pub mod blobs;
 pub mod checkpoints;
 pub mod grants;
 pub mod intents;
+pub mod memory;
 pub mod processes;
 pub mod retries;
 pub mod runs;
@@ -231,6 +232,9 @@ fn connect_options(path: &Path) -> Result<SqliteConnectOptions> {
         })?
         .filename(path)
         .foreign_keys(true)
+        // Deleted content is overwritten, not left in free pages: a deleted memory fact is gone
+        // from the file's bytes.
+        .pragma("secure_delete", "ON")
         .busy_timeout(Duration::from_secs(10)))
 }
 

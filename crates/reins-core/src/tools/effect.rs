@@ -166,7 +166,8 @@ fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> 
         | Action::List { .. }
         | Action::Search { .. }
         | Action::Shell(_)
-        | Action::Fetch(_) => Err(failed(
+        | Action::Fetch(_)
+        | Action::Remember(_) => Err(failed(
             "fs.read",
             "only file changes are planned from the disk".into(),
         )),

@@ -99,6 +99,12 @@ pub const SPECS: &[ToolSpec] = &[
         summary: "run a command in the workspace (timeout default 120 s, output capped)",
     },
     ToolSpec {
+        name: "memory.remember",
+        effect: EffectClass::Idempotent,
+        args: "{category, key, value, confidence?, source?}",
+        summary: "remember a fact about the user (kept when its category is allowed and confidence high enough; otherwise suggested to the user)",
+    },
+    ToolSpec {
         name: "http.fetch",
         effect: EffectClass::AtMostOnce,
         args: "{method?, url, headers?, body?}",
@@ -113,7 +119,7 @@ pub fn schema_hash() -> Digest {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
-    #[error("unknown tool {0:?}; the tools are fs.read, fs.list, fs.search, fs.write, fs.edit, fs.delete, fs.move, shell.exec, http.fetch")]
+    #[error("unknown tool {0:?}; the tools are fs.read, fs.list, fs.search, fs.write, fs.edit, fs.delete, fs.move, shell.exec, http.fetch, memory.remember")]
     Unknown(String),
     #[error("{tool}: invalid arguments: {detail}")]
     Args { tool: String, detail: String },
@@ -156,6 +162,74 @@ pub enum Action {
     },
     Shell(ShellCommand),
     Fetch(FetchRequest),
+    Remember(Remember),
+}
+
+/// `memory.remember`: a fact an agent proposes for the user's profile memory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Remember {
+    pub category: String,
+    pub key: String,
+    pub value: String,
+    /// Thousandths (0–1000), so the action compares exactly.
+    pub confidence_milli: Option<u16>,
+    /// The words the fact was drawn from.
+    pub source: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    category: String,
+    key: String,
+    value: String,
+    #[serde(default)]
+    confidence: Option<f64>,
+    #[serde(default)]
+    source: Option<String>,
+}
+
+impl Remember {
+    fn parse(value: &Value) -> Result<Self, ToolError> {
+        let t = "memory.remember";
+        let r: RememberArgs = args(t, value)?;
+        for (what, text, max) in [
+            ("category", r.category.as_str(), 32),
+            ("key", r.key.as_str(), 64),
+            ("value", r.value.as_str(), 1000),
+        ] {
+            if text.trim().is_empty() || text.chars().count() > max {
+                return Err(invalid(
+                    t,
+                    format!("`{what}` must be 1 to {max} characters"),
+                ));
+            }
+        }
+        if r.source.as_ref().is_some_and(|s| s.chars().count() > 2000) {
+            return Err(invalid(t, "`source` must be at most 2000 characters"));
+        }
+        let confidence_milli = match r.confidence {
+            None => None,
+            Some(c) if (0.0..=1.0).contains(&c) => u16::try_from((c * 1000.0).round() as i64).ok(),
+            Some(c) => {
+                return Err(invalid(
+                    t,
+                    format!("`confidence` {c} must be between 0 and 1"),
+                ))
+            }
+        };
+        Ok(Self {
+            category: r.category,
+            key: r.key,
+            value: r.value,
+            confidence_milli,
+            source: r.source,
+        })
+    }
+
+    pub fn confidence(&self) -> Option<f64> {
+        self.confidence_milli.map(|m| f64::from(m) / 1000.0)
+    }
 }
 
 #[derive(Deserialize)]
@@ -295,6 +369,7 @@ impl Action {
             }
             "shell.exec" => Action::Shell(ShellCommand::parse(a)?),
             "http.fetch" => Action::Fetch(FetchRequest::parse(a)?),
+            "memory.remember" => Action::Remember(Remember::parse(a)?),
             other => return Err(ToolError::Unknown(other.to_owned())),
         })
     }
@@ -310,6 +385,7 @@ impl Action {
             Action::Move { .. } => "fs.move",
             Action::Shell(_) => "shell.exec",
             Action::Fetch(_) => "http.fetch",
+            Action::Remember(_) => "memory.remember",
         }
     }
 
@@ -333,6 +409,10 @@ impl Action {
             Action::Move { from, to } => json!({ "from": from, "to": to }),
             Action::Shell(cmd) => cmd.canonical_args(),
             Action::Fetch(req) => req.canonical_args(),
+            Action::Remember(r) => json!({
+                "category": r.category, "key": r.key, "value": r.value,
+                "confidence": r.confidence(), "source": r.source,
+            }),
         };
         json!({ "tool": self.tool(), "args": args })
     }

@@ -1,0 +1,537 @@
+//! Long-term profile memory: a small set of facts about the user (language, style, expertise,
+//! format, workflow, preference) that the user fully controls.
+//!
+//! - Every fact keeps its versions and where each came from (the user, or an agent's run and step
+//!   with the words it was drawn from). A fact for an existing (category, key) is a new version;
+//!   nothing is overwritten silently.
+//! - An agent's fact is stored only when its category is allowed and its confidence reaches the
+//!   threshold; otherwise it waits as a suggestion the user accepts or dismisses.
+//! - Secrets are never stored: a fact whose key, value or source text holds one is refused with the
+//!   reason, and nothing of it is written anywhere (not versions, suggestions, the audit log or
+//!   logs).
+//! - Memory is data, never policy: nothing here is read by the policy.
+//! - Deleting a fact removes its value from every table (secure delete, WAL checkpointed); the audit
+//!   log records only that it happened — it never holds a key or a value.
+
+use serde::{Deserialize, Serialize};
+
+use crate::clock::now_ms;
+use crate::ids::{FactId, RunId, SuggestionId};
+use crate::store::audit::{self, Actor};
+use crate::store::memory::{self as table, FactRow, SuggestionRow, VersionRow};
+use crate::store::{Store, StoreError};
+
+#[cfg(test)]
+mod tests;
+
+/// The categories allowed until the user changes them.
+pub const DEFAULT_CATEGORIES: [&str; 6] = [
+    "language",
+    "style",
+    "expertise",
+    "format",
+    "workflow",
+    "preference",
+];
+/// An agent's fact below this confidence becomes a suggestion.
+pub const DEFAULT_THRESHOLD: f64 = 0.8;
+
+const MAX_KEY: usize = 64;
+const MAX_VALUE: usize = 1000;
+const MAX_SOURCE: usize = 2000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    #[error("not remembered: the {field} holds {what}; memory never stores secrets, and nothing of it was written")]
+    Secret {
+        field: &'static str,
+        what: &'static str,
+    },
+    #[error("{0}")]
+    Invalid(String),
+    #[error("memory is off: agents cannot add facts (`reins memory on` switches it back on)")]
+    Off,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Settings {
+    pub enabled: bool,
+    pub threshold: f64,
+    pub categories: Vec<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: DEFAULT_THRESHOLD,
+            categories: DEFAULT_CATEGORIES.iter().map(|c| (*c).to_owned()).collect(),
+        }
+    }
+}
+
+/// Where a fact comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Origin {
+    /// The user said it ("remember …", `reins memory add`, an edit, an accepted suggestion's value
+    /// is still the agent's).
+    User,
+    /// An agent proposed it (`memory.remember`), during a run's step, drawn from `source`.
+    Agent {
+        run: Option<RunId>,
+        step: Option<i64>,
+        source: Option<String>,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct NewFact {
+    pub category: String,
+    pub key: String,
+    pub value: String,
+    /// 0–1; the user's own facts default to 1.
+    pub confidence: Option<f64>,
+    pub origin: Origin,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase", tag = "outcome")]
+pub enum Remembered {
+    /// Stored as a new fact, or a new version of one.
+    Stored { fact: FactRow },
+    /// The same value was already the current version: nothing changed.
+    Unchanged { fact: FactRow },
+    /// Waiting for the user.
+    Suggested { suggestion: SuggestionRow },
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactDetail {
+    pub fact: FactRow,
+    /// Newest first.
+    pub history: Vec<VersionRow>,
+}
+
+/// Reads the memory settings (defaults for what was never set).
+pub async fn settings(store: &Store) -> Result<Settings> {
+    let mut s = Settings::default();
+    if let Some(v) = table::setting(store.pool(), "memory.enabled").await? {
+        s.enabled = v == "true";
+    }
+    if let Some(v) = table::setting(store.pool(), "memory.threshold").await? {
+        s.threshold = v.parse().unwrap_or(DEFAULT_THRESHOLD);
+    }
+    if let Some(v) = table::setting(store.pool(), "memory.categories").await? {
+        if let Ok(list) = serde_json::from_str::<Vec<String>>(&v) {
+            s.categories = list;
+        }
+    }
+    Ok(s)
+}
+
+/// Changes settings; each change is audited as `settings.changed` (old and new value).
+pub async fn configure(
+    store: &Store,
+    enabled: Option<bool>,
+    threshold: Option<f64>,
+    categories: Option<Vec<String>>,
+) -> Result<Settings> {
+    let mut changes: Vec<(&str, String)> = Vec::new();
+    if let Some(t) = threshold {
+        if !(0.0..=1.0).contains(&t) {
+            return Err(MemoryError::Invalid(format!(
+                "threshold {t}: between 0 and 1"
+            )));
+        }
+        changes.push(("memory.threshold", t.to_string()));
+    }
+    if let Some(list) = categories {
+        if list.is_empty() {
+            return Err(MemoryError::Invalid(
+                "at least one category (facts are grouped by category)".into(),
+            ));
+        }
+        for c in &list {
+            check_name("category", c, 32)?;
+        }
+        let json = serde_json::to_string(&list).map_err(|e| MemoryError::Invalid(e.to_string()))?;
+        changes.push(("memory.categories", json));
+    }
+    if let Some(on) = enabled {
+        changes.push(("memory.enabled", on.to_string()));
+    }
+    let now = now_ms();
+    let mut tx = store.begin().await?;
+    for (key, value) in &changes {
+        let old = table::set_setting(&mut tx, key, value, now).await?;
+        if old.as_deref() != Some(value.as_str()) {
+            let kind = match (*key, value.as_str()) {
+                ("memory.enabled", "true") => "memory.switched_on",
+                ("memory.enabled", _) => "memory.switched_off",
+                _ => "settings.changed",
+            };
+            audit::append(
+                &mut tx,
+                Actor::User,
+                kind,
+                None,
+                &serde_json::json!({ "setting": key, "from": old, "to": value }),
+                now,
+            )
+            .await?;
+        }
+    }
+    tx.commit().await.map_err(StoreError::from)?;
+    settings(store).await
+}
+
+fn check_name(what: &str, text: &str, max: usize) -> Result<()> {
+    let ok = !text.is_empty()
+        && text.len() <= max
+        && text.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.')
+        });
+    if ok {
+        Ok(())
+    } else {
+        Err(MemoryError::Invalid(format!(
+            "{what} {text:?}: 1–{max} characters of a–z, 0–9, `_`, `-`, `.`"
+        )))
+    }
+}
+
+/// Refuses text that holds a secret, naming the field and what was found (never the text).
+fn refuse_secrets(field: &'static str, text: &str) -> Result<()> {
+    match crate::secrets::find(text).first() {
+        Some(f) => Err(MemoryError::Secret {
+            field,
+            what: f.kind.describe(),
+        }),
+        None => Ok(()),
+    }
+}
+
+fn check(new: &NewFact) -> Result<(String, f64)> {
+    refuse_secrets("key", &new.key)?;
+    refuse_secrets("value", &new.value)?;
+    check_name("category", &new.category, 32)?;
+    let key = new.key.trim().to_lowercase();
+    check_name("key", &key, MAX_KEY)?;
+    let value = new.value.trim();
+    if value.is_empty() || value.chars().count() > MAX_VALUE {
+        return Err(MemoryError::Invalid(format!(
+            "value: 1–{MAX_VALUE} characters"
+        )));
+    }
+    if value.chars().any(|c| c.is_control() && c != '\n') {
+        return Err(MemoryError::Invalid("value: no control characters".into()));
+    }
+    let confidence = new.confidence.unwrap_or(1.0);
+    if !(0.0..=1.0).contains(&confidence) {
+        return Err(MemoryError::Invalid(format!(
+            "confidence {confidence}: between 0 and 1"
+        )));
+    }
+    if let Origin::Agent {
+        source: Some(source),
+        ..
+    } = &new.origin
+    {
+        if source.chars().count() > MAX_SOURCE {
+            return Err(MemoryError::Invalid(format!(
+                "source text: at most {MAX_SOURCE} characters"
+            )));
+        }
+        refuse_secrets("source text", source)?;
+    }
+    Ok((key, confidence))
+}
+
+/// Remembers a fact: stored (a new fact or version), unchanged, or — for an agent's fact outside the
+/// allowed categories or below the threshold — a suggestion. A refused fact (a secret, invalid
+/// input, memory off for agents) is written nowhere; its refusal is audited without its content.
+pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
+    let checked = check(&new);
+    let settings = settings(store).await?;
+    let is_agent = matches!(new.origin, Origin::Agent { .. });
+    let checked = match checked {
+        Ok(_) if is_agent && !settings.enabled => Err(MemoryError::Off),
+        other => other,
+    };
+    let (key, confidence) = match checked {
+        Ok(c) => c,
+        Err(e) => {
+            if matches!(e, MemoryError::Secret { .. }) {
+                let mut tx = store.begin().await?;
+                audit::append(
+                    &mut tx,
+                    if is_agent { Actor::Agent } else { Actor::User },
+                    "memory.fact_refused",
+                    run_of(&new.origin),
+                    &serde_json::json!({ "category": new.category, "reason": e.to_string() }),
+                    now_ms(),
+                )
+                .await?;
+                tx.commit().await.map_err(StoreError::from)?;
+            }
+            return Err(e);
+        }
+    };
+    let value = new.value.trim().to_owned();
+    let (run_id, step_seq, source_text, origin) = match &new.origin {
+        Origin::User => (None, None, None, "user"),
+        Origin::Agent { run, step, source } => {
+            (run.map(|r| r.to_string()), *step, source.clone(), "agent")
+        }
+    };
+    let now = now_ms();
+    let mut tx = store.begin().await?;
+    let allowed = settings.categories.iter().any(|c| c == &new.category);
+    if is_agent && (!allowed || confidence < settings.threshold) {
+        let reason = if allowed {
+            format!(
+                "confidence {confidence} is below the threshold {}",
+                settings.threshold
+            )
+        } else {
+            format!("category {:?} is not one memory keeps", new.category)
+        };
+        // The same proposal again (a step done again after a restart) is not a second suggestion.
+        if let Some(same) = table::suggestions(store.pool())
+            .await?
+            .into_iter()
+            .find(|s| {
+                s.category == new.category
+                    && s.key == key
+                    && s.value == value
+                    && s.run_id == run_id
+                    && s.step_seq == step_seq
+            })
+        {
+            return Ok(Remembered::Suggested { suggestion: same });
+        }
+        let row = SuggestionRow {
+            id: SuggestionId::new().to_string(),
+            category: new.category.clone(),
+            key,
+            value,
+            confidence,
+            run_id,
+            step_seq,
+            source_text,
+            reason,
+            created_at: now,
+        };
+        table::suggest(&mut tx, &row).await?;
+        audit::append(
+            &mut tx,
+            Actor::Agent,
+            "memory.suggested",
+            run_of(&new.origin),
+            &serde_json::json!({ "suggestion": row.id, "category": row.category, "step": step_seq, "reason": row.reason }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        return Ok(Remembered::Suggested { suggestion: row });
+    }
+    if !is_agent && !allowed {
+        return Err(MemoryError::Invalid(format!(
+            "category {:?}: memory keeps {} (`reins memory config --categories` changes the list)",
+            new.category,
+            settings.categories.join(", ")
+        )));
+    }
+    let existing = table::find(&mut tx, &new.category, &key).await?;
+    if let Some(current) = existing.as_ref().filter(|f| f.value == value) {
+        return Ok(Remembered::Unchanged {
+            fact: current.clone(),
+        });
+    }
+    let row = FactRow {
+        id: existing
+            .as_ref()
+            .map_or_else(|| FactId::new().to_string(), |f| f.id.clone()),
+        category: new.category.clone(),
+        key,
+        version: existing.as_ref().map_or(1, |f| f.version + 1),
+        value,
+        confidence,
+        origin: origin.into(),
+        run_id,
+        step_seq,
+        source_text,
+        created_at: existing.as_ref().map_or(now, |f| f.created_at),
+        updated_at: now,
+    };
+    table::put(&mut tx, &row).await?;
+    audit::append(
+        &mut tx,
+        if is_agent { Actor::Agent } else { Actor::User },
+        if row.version == 1 {
+            "memory.fact_added"
+        } else {
+            "memory.fact_edited"
+        },
+        run_of(&new.origin),
+        &serde_json::json!({ "fact": row.id, "category": row.category, "version": row.version, "origin": row.origin, "step": row.step_seq }),
+        now,
+    )
+    .await?;
+    tx.commit().await.map_err(StoreError::from)?;
+    Ok(Remembered::Stored { fact: row })
+}
+
+fn run_of(origin: &Origin) -> Option<RunId> {
+    match origin {
+        Origin::Agent { run, .. } => *run,
+        Origin::User => None,
+    }
+}
+
+/// The user's edit of a fact: a new version with the new value.
+pub async fn edit(store: &Store, id: &str, value: &str) -> Result<Remembered> {
+    let current = table::get(store.pool(), id).await?;
+    remember(
+        store,
+        NewFact {
+            category: current.category,
+            key: current.key,
+            value: value.into(),
+            confidence: Some(1.0),
+            origin: Origin::User,
+        },
+    )
+    .await
+}
+
+/// Facts, by category then key; optionally one category, and those whose key or value contains
+/// `search` (case-insensitive).
+pub async fn list(
+    store: &Store,
+    category: Option<&str>,
+    search: Option<&str>,
+) -> Result<Vec<FactRow>> {
+    let needle = search.map(str::to_lowercase);
+    Ok(table::list(store.pool())
+        .await?
+        .into_iter()
+        .filter(|f| category.is_none_or(|c| f.category == c))
+        .filter(|f| {
+            needle.as_ref().is_none_or(|n| {
+                f.key.to_lowercase().contains(n) || f.value.to_lowercase().contains(n)
+            })
+        })
+        .collect())
+}
+
+pub async fn show(store: &Store, id: &str) -> Result<FactDetail> {
+    let fact = table::get(store.pool(), id).await?;
+    let history = table::history(store.pool(), id).await?;
+    Ok(FactDetail { fact, history })
+}
+
+/// Deletes a fact and every version of it; the audit log records only that it happened.
+pub async fn delete(store: &Store, id: &str) -> Result<()> {
+    let mut tx = store.begin().await?;
+    let Some(category) = table::delete(&mut tx, id).await? else {
+        return Err(StoreError::NotFound {
+            what: format!("memory fact {id}"),
+        }
+        .into());
+    };
+    audit::append(
+        &mut tx,
+        Actor::User,
+        "memory.fact_deleted",
+        None,
+        &serde_json::json!({ "fact": id, "category": category }),
+        now_ms(),
+    )
+    .await?;
+    tx.commit().await.map_err(StoreError::from)?;
+    table::checkpoint(store.pool()).await?;
+    Ok(())
+}
+
+/// Deletes every fact and suggestion: (facts, suggestions) removed.
+pub async fn clear(store: &Store) -> Result<(u64, u64)> {
+    let mut tx = store.begin().await?;
+    let (facts, suggestions) = table::clear(&mut tx).await?;
+    audit::append(
+        &mut tx,
+        Actor::User,
+        "memory.cleared",
+        None,
+        &serde_json::json!({ "facts": facts, "suggestions": suggestions }),
+        now_ms(),
+    )
+    .await?;
+    tx.commit().await.map_err(StoreError::from)?;
+    table::checkpoint(store.pool()).await?;
+    Ok((facts, suggestions))
+}
+
+pub async fn suggestions(store: &Store) -> Result<Vec<SuggestionRow>> {
+    Ok(table::suggestions(store.pool()).await?)
+}
+
+/// Accepts a suggestion: it becomes a fact (or a new version), keeping where it came from.
+pub async fn accept(store: &Store, id: &str) -> Result<Remembered> {
+    let mut tx = store.begin().await?;
+    let s = table::take_suggestion(&mut tx, id).await?;
+    let now = now_ms();
+    let existing = table::find(&mut tx, &s.category, &s.key).await?;
+    let row = FactRow {
+        id: existing
+            .as_ref()
+            .map_or_else(|| FactId::new().to_string(), |f| f.id.clone()),
+        category: s.category.clone(),
+        key: s.key.clone(),
+        version: existing.as_ref().map_or(1, |f| f.version + 1),
+        value: s.value.clone(),
+        confidence: s.confidence,
+        origin: "agent".into(),
+        run_id: s.run_id.clone(),
+        step_seq: s.step_seq,
+        source_text: s.source_text.clone(),
+        created_at: existing.as_ref().map_or(now, |f| f.created_at),
+        updated_at: now,
+    };
+    table::put(&mut tx, &row).await?;
+    audit::append(
+        &mut tx,
+        Actor::User,
+        "memory.suggestion_accepted",
+        None,
+        &serde_json::json!({ "suggestion": s.id, "fact": row.id, "category": row.category, "version": row.version }),
+        now,
+    )
+    .await?;
+    tx.commit().await.map_err(StoreError::from)?;
+    Ok(Remembered::Stored { fact: row })
+}
+
+/// Dismisses a suggestion: its value is removed.
+pub async fn dismiss(store: &Store, id: &str) -> Result<()> {
+    let mut tx = store.begin().await?;
+    let s = table::take_suggestion(&mut tx, id).await?;
+    audit::append(
+        &mut tx,
+        Actor::User,
+        "memory.suggestion_dismissed",
+        None,
+        &serde_json::json!({ "suggestion": s.id, "category": s.category }),
+        now_ms(),
+    )
+    .await?;
+    tx.commit().await.map_err(StoreError::from)?;
+    table::checkpoint(store.pool()).await?;
+    Ok(())
+}
