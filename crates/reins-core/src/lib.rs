@@ -11,6 +11,7 @@ pub mod blob;
 pub mod checkpoint;
 pub mod clock;
 pub mod compat;
+pub mod context;
 pub mod data_dir;
 pub mod digest;
 pub mod engine;

@@ -535,3 +535,33 @@ pub async fn dismiss(store: &Store, id: &str) -> Result<()> {
     table::checkpoint(store.pool()).await?;
     Ok(())
 }
+
+/// The profile facts as context candidates (`category.key: value`, importance from confidence),
+/// counted with `counter`; none when memory is off — it is then neither extracted nor injected.
+pub async fn for_context(
+    store: &Store,
+    counter: &dyn crate::context::tokens::TokenCounter,
+) -> Result<Vec<crate::context::Item>> {
+    if !settings(store).await?.enabled {
+        return Ok(Vec::new());
+    }
+    Ok(table::list(store.pool())
+        .await?
+        .into_iter()
+        .map(|f| {
+            let text = format!("{}.{}: {}", f.category, f.key, f.value);
+            crate::context::Item {
+                tokens: counter.count(&text),
+                id: f.id,
+                kind: crate::context::Kind::Fact,
+                text,
+                relevance: 0.5,
+                importance: f.confidence as f32,
+                age: 0,
+                continuity: false,
+                version: None,
+                digest: None,
+            }
+        })
+        .collect())
+}

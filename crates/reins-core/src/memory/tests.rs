@@ -287,3 +287,33 @@ async fn accepting_a_suggestion_keeps_where_it_came_from() -> TestResult {
     assert!(accept(&store, &suggestion.id).await.is_err(), "once");
     Ok(())
 }
+
+#[tokio::test]
+async fn facts_reach_the_context_only_while_memory_is_on() -> TestResult {
+    use crate::context::{assemble, Budget};
+    let (_dir, store) = store().await?;
+    remember(&store, user("language", "code", "Rust")).await?;
+    let counter = crate::context::tokens::for_model("gpt-4o");
+    let budget = Budget {
+        window: 8000,
+        reserved_output: 1000,
+        tool_schemas: 500,
+        margin: 100,
+    };
+    let items = for_context(&store, &counter).await?;
+    assert_eq!(items.len(), 1);
+    assert_eq!(items[0].text, "language.code: Rust");
+    let on = assemble(budget, items, "o200k_base")?;
+    assert_eq!(
+        on.manifest.facts_used.len(),
+        1,
+        "the manifest says which facts were used"
+    );
+    configure(&store, Some(false), None, None).await?;
+    let off = assemble(budget, for_context(&store, &counter).await?, "o200k_base")?;
+    assert!(
+        off.manifest.facts_used.is_empty() && off.manifest.entries.is_empty(),
+        "off: no facts injected"
+    );
+    Ok(())
+}
