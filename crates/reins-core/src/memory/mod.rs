@@ -354,22 +354,23 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
             fact: current.clone(),
         });
     }
-    let row = FactRow {
-        id: existing
-            .as_ref()
-            .map_or_else(|| FactId::new().to_string(), |f| f.id.clone()),
-        category: new.category.clone(),
-        key,
-        version: existing.as_ref().map_or(1, |f| f.version + 1),
-        value,
-        confidence,
-        origin: origin.into(),
-        run_id,
-        step_seq,
-        source_text,
-        created_at: existing.as_ref().map_or(now, |f| f.created_at),
-        updated_at: now,
-    };
+    let row = next_version(
+        existing.as_ref(),
+        FactRow {
+            id: String::new(),
+            category: new.category.clone(),
+            key,
+            version: 1,
+            value,
+            confidence,
+            origin: origin.into(),
+            run_id,
+            step_seq,
+            source_text,
+            created_at: now,
+            updated_at: now,
+        },
+    );
     table::put(&mut tx, &row).await?;
     audit::append(
         &mut tx,
@@ -386,6 +387,24 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
     .await?;
     tx.commit().await.map_err(StoreError::from)?;
     Ok(Remembered::Stored { fact: row })
+}
+
+/// `row` as the next version of `existing` (same id, version + 1, first created time), or as a
+/// new fact at version 1.
+fn next_version(existing: Option<&FactRow>, row: FactRow) -> FactRow {
+    match existing {
+        Some(f) => FactRow {
+            id: f.id.clone(),
+            version: f.version + 1,
+            created_at: f.created_at,
+            ..row
+        },
+        None => FactRow {
+            id: FactId::new().to_string(),
+            version: 1,
+            ..row
+        },
+    }
 }
 
 fn run_of(origin: &Origin) -> Option<RunId> {
@@ -488,22 +507,23 @@ pub async fn accept(store: &Store, id: &str) -> Result<Remembered> {
     let s = table::take_suggestion(&mut tx, id).await?;
     let now = now_ms();
     let existing = table::find(&mut tx, &s.category, &s.key).await?;
-    let row = FactRow {
-        id: existing
-            .as_ref()
-            .map_or_else(|| FactId::new().to_string(), |f| f.id.clone()),
-        category: s.category.clone(),
-        key: s.key.clone(),
-        version: existing.as_ref().map_or(1, |f| f.version + 1),
-        value: s.value.clone(),
-        confidence: s.confidence,
-        origin: "agent".into(),
-        run_id: s.run_id.clone(),
-        step_seq: s.step_seq,
-        source_text: s.source_text.clone(),
-        created_at: existing.as_ref().map_or(now, |f| f.created_at),
-        updated_at: now,
-    };
+    let row = next_version(
+        existing.as_ref(),
+        FactRow {
+            id: String::new(),
+            category: s.category.clone(),
+            key: s.key.clone(),
+            version: 1,
+            value: s.value.clone(),
+            confidence: s.confidence,
+            origin: "agent".into(),
+            run_id: s.run_id.clone(),
+            step_seq: s.step_seq,
+            source_text: s.source_text.clone(),
+            created_at: now,
+            updated_at: now,
+        },
+    );
     table::put(&mut tx, &row).await?;
     audit::append(
         &mut tx,
