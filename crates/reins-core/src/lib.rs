@@ -23,6 +23,7 @@ pub mod journal;
 pub mod memory;
 pub mod policy;
 pub mod process;
+pub mod provider;
 pub mod resume;
 pub mod run;
 pub mod secrets;
