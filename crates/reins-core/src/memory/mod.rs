@@ -290,9 +290,16 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
             (run.map(|r| r.to_string()), *step, source.clone(), "agent")
         }
     };
+    let allowed = settings.categories.iter().any(|c| c == &new.category);
+    if !is_agent && !allowed {
+        return Err(MemoryError::Invalid(format!(
+            "category {:?}: memory keeps {} (`reins memory config --categories` changes the list)",
+            new.category,
+            settings.categories.join(", ")
+        )));
+    }
     let now = now_ms();
     let mut tx = store.begin().await?;
-    let allowed = settings.categories.iter().any(|c| c == &new.category);
     if is_agent && (!allowed || confidence < settings.threshold) {
         let reason = if allowed {
             format!(
@@ -303,16 +310,15 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
             format!("category {:?} is not one memory keeps", new.category)
         };
         // The same proposal again (a step done again after a restart) is not a second suggestion.
-        if let Some(same) = table::suggestions(store.pool())
-            .await?
-            .into_iter()
-            .find(|s| {
-                s.category == new.category
-                    && s.key == key
-                    && s.value == value
-                    && s.run_id == run_id
-                    && s.step_seq == step_seq
-            })
+        if let Some(same) = table::same_suggestion(
+            &mut tx,
+            &new.category,
+            &key,
+            &value,
+            run_id.as_deref(),
+            step_seq,
+        )
+        .await?
         {
             return Ok(Remembered::Suggested { suggestion: same });
         }
@@ -340,13 +346,6 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
         .await?;
         tx.commit().await.map_err(StoreError::from)?;
         return Ok(Remembered::Suggested { suggestion: row });
-    }
-    if !is_agent && !allowed {
-        return Err(MemoryError::Invalid(format!(
-            "category {:?}: memory keeps {} (`reins memory config --categories` changes the list)",
-            new.category,
-            settings.categories.join(", ")
-        )));
     }
     let existing = table::find(&mut tx, &new.category, &key).await?;
     if let Some(current) = existing.as_ref().filter(|f| f.value == value) {

@@ -392,20 +392,6 @@ pub async fn append_all(
     Ok(last.map(|(seq, _)| seq).unwrap_or(0))
 }
 
-/// Walks the chain in seq order; the seq of the first event that does not chain (a gap, a wrong
-/// `prev_hash`, or a hash its own fields do not give), or None when every event does.
-pub fn first_broken(events: &[AuditRow]) -> Option<i64> {
-    let mut prev = GENESIS;
-    for (i, e) in events.iter().enumerate() {
-        let expected_seq = i64::try_from(i).unwrap_or(i64::MAX) + 1;
-        if e.seq != expected_seq || e.prev_hash != prev || !e.hash_holds() {
-            return Some(e.seq);
-        }
-        prev = &e.hash;
-    }
-    None
-}
-
 /// The anchor marks the table holds now: seq 1, every `MARK_EVERY`th seq, and the head.
 pub async fn marks(pool: &SqlitePool) -> Result<Vec<Mark>> {
     let rows: Vec<(i64, String)> = sqlx::query_as(

@@ -178,6 +178,29 @@ pub async fn suggestions(pool: &SqlitePool) -> Result<Vec<SuggestionRow>> {
     )
 }
 
+/// A pending suggestion identical to this one (the same proposal made again), if any.
+pub async fn same_suggestion(
+    tx: &mut Tx,
+    category: &str,
+    key: &str,
+    value: &str,
+    run_id: Option<&str>,
+    step_seq: Option<i64>,
+) -> Result<Option<SuggestionRow>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM memory_suggestions
+         WHERE category = ? AND key = ? AND value = ? AND run_id IS ? AND step_seq IS ?
+         LIMIT 1",
+    )
+    .bind(category)
+    .bind(key)
+    .bind(value)
+    .bind(run_id)
+    .bind(step_seq)
+    .fetch_optional(&mut **tx)
+    .await?)
+}
+
 /// Takes a suggestion out (to accept or dismiss it).
 pub async fn take_suggestion(tx: &mut Tx, id: &str) -> Result<SuggestionRow> {
     sqlx::query_as("DELETE FROM memory_suggestions WHERE id = ? RETURNING *")
