@@ -23,6 +23,10 @@ pub enum Error {
     Checkpoint(#[from] CheckpointError),
     #[error(transparent)]
     Policy(#[from] crate::policy::PolicyError),
+    #[error(transparent)]
+    Provider(#[from] crate::provider::ProviderError),
+    #[error(transparent)]
+    Key(#[from] crate::keys::KeyError),
     /// The caller asked for something malformed.
     #[error("{0}")]
     Invalid(String),
@@ -71,6 +75,12 @@ impl Error {
             Error::Policy(_) => "policy",
             Error::Conflict(_) => "conflict",
             Error::Io { .. } => "io",
+            Error::Provider(_) => "provider",
+            Error::Key(
+                crate::keys::KeyError::Unavailable { .. } | crate::keys::KeyError::Locked { .. },
+            ) => "keyring_unavailable",
+            Error::Key(crate::keys::KeyError::Missing(_)) => "not_found",
+            Error::Key(_) => "invalid_input",
         }
     }
 

@@ -51,6 +51,7 @@ pub fn classify(e: &Error) -> FailureClass {
             FailureClass::CheckpointInvalid
         }
         Error::Checkpoint(_) => FailureClass::CheckpointInvalid,
+        Error::Provider(p) if p.is_transient() => FailureClass::Transient,
         _ => FailureClass::Permanent,
     }
 }

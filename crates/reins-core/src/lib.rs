@@ -20,6 +20,7 @@ pub mod failure;
 pub mod fault;
 pub mod ids;
 pub mod journal;
+pub mod keys;
 pub mod memory;
 pub mod policy;
 pub mod process;

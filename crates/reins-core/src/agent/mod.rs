@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::tools::ToolCall;
 
+pub mod llm;
 pub mod script;
 
 #[derive(Debug, thiserror::Error)]
@@ -21,9 +22,47 @@ pub enum AgentError {
 /// What the agent wants next.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Move {
-    Call { call: ToolCall, why: Option<String> },
-    Finish { summary: String },
-    Fail { reason: String },
+    Call {
+        call: ToolCall,
+        why: Option<String>,
+    },
+    /// Ask the model. The harness assembles the context under its budget, records the manifest,
+    /// makes the call as a step with its own checkpoint and hands the reply to [`Agent::replied`].
+    Think(ModelInput),
+    /// Ask the person a question; the run waits, and the answer comes back through
+    /// [`Agent::observe`] as the result of the `ask_user` call.
+    Ask {
+        question: String,
+    },
+    Finish {
+        summary: String,
+    },
+    Fail {
+        reason: String,
+    },
+}
+
+/// What an agent wants to send the model, in pieces the context assembler can rank and cut.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelInput {
+    pub settings: crate::provider::Settings,
+    pub parts: Vec<Part>,
+    /// OpenAI `tools` entries.
+    pub tools: Vec<serde_json::Value>,
+}
+
+/// One candidate for the context: the messages it stands for, and how it ranks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part {
+    pub id: String,
+    pub kind: crate::context::Kind,
+    pub messages: Vec<crate::provider::Message>,
+    pub relevance: f32,
+    pub importance: f32,
+    pub age: u32,
+    pub continuity: bool,
+    /// A shorter stand-in and the artifact holding the whole, for large items.
+    pub digest: Option<(Vec<crate::provider::Message>, String)>,
 }
 
 /// The result of one step, as the agent sees it.
@@ -47,6 +86,13 @@ pub trait Agent: Send + Sync {
     /// Told once when a run resumes, before the agent proposes anything: what was done, what was
     /// settled and what changed meanwhile. An LLM agent puts it in its context.
     fn recovered(&mut self, _summary: &crate::resume::RecoverySummary) {}
+    /// The model's answer to the [`Move::Think`] this agent proposed.
+    fn replied(&mut self, _reply: &crate::provider::Completion) {}
+    /// Goal, constraints, what is done and pending: kept in every checkpoint (in the agent state)
+    /// and shown on review cards.
+    fn working_memory(&self) -> Option<llm::WorkingMemory> {
+        None
+    }
 }
 
 /// Builds the agent a run was created with, from its stored kind and spec.
@@ -55,6 +101,7 @@ pub fn build(kind: &str, spec: &str) -> Result<Box<dyn Agent>, AgentError> {
         script::KIND => Ok(Box::new(script::ScriptAgent::new(script::Plan::from_json(
             spec,
         )?))),
+        llm::KIND => Ok(Box::new(llm::LlmAgent::new(llm::Spec::from_json(spec)?))),
         other => Err(AgentError::UnknownKind(other.to_owned())),
     }
 }

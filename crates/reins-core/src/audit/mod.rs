@@ -15,6 +15,9 @@
 //! - reviews: `approval.requested` (the preview's SHA-256 and the context summary shown),
 //!   `approval.waiting`, `approval.approved` (scope), `approval.edited`, `approval.rejected`
 //!   (reason) [user], `approval.expired`, `approval.superseded` [harness]
+//! - the model: `model.called` [agent] (model, usage, cost, finish reason, tool names, the context
+//!   budget used and the fact ids it included — never the prompt), `question.asked` [agent],
+//!   `question.answered` [user]
 //! - grants: `grant.created`, `grant.revoked` [user], `grant.used` [harness]
 //! - rollback: `rollback.snapshot`, `rollback.performed` [user]
 //! - retention: `retention.pruned`, `retention.gc` [user]

@@ -14,9 +14,9 @@
 //! where relevance and importance are 0–1 (given by the caller), `recency = 1 / (1 + age / 8)`
 //! (age in turns), continuity is 1 for items of the current task thread, and `cost` is the item's
 //! share of the input budget. Profile facts are capped at 5% of the budget together. Only the
-//! newest summary version is a candidate. A piece of tool evidence larger than a quarter of the
-//! budget (or one that no longer fits) goes in as its digest — a summary plus the artifact it
-//! refers to — when it has one.
+//! newest summary version is a candidate. An item larger than a quarter of the budget (or one that
+//! no longer fits) goes in as its digest — a summary plus the artifact it refers to — when it has
+//! one (tool evidence, a conversation turn carrying a large tool result).
 //!
 //! Pure: counts are given (computed once, when an item is stored), so assembling 11,000 candidates
 //! takes milliseconds.
@@ -313,7 +313,7 @@ pub fn assemble(budget: Budget, items: Vec<Item>, counter: &str) -> Result<Assem
             entry.why = Why::FactsCapped {
                 left: facts_left.min(left),
             };
-        } else if item.kind == Kind::ToolEvidence
+        } else if item.digest.is_some()
             && (item.tokens > input / 4 || item.tokens > left)
             && digest_fits(left).is_some()
         {

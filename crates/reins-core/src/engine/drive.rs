@@ -56,6 +56,8 @@ pub(super) struct Drive<'a> {
     pub(super) settled: Vec<crate::resume::SettledEffect>,
     /// Orphan processes of earlier attempts this one ended.
     pub(super) ended_processes: Vec<String>,
+    /// The API key, looked up once per attempt (outer None: not yet).
+    pub(super) api_key: Option<Option<crate::keys::Secret>>,
 }
 
 impl<'a> Drive<'a> {
@@ -185,6 +187,7 @@ impl<'a> Drive<'a> {
             stopped_because,
             settled,
             ended_processes: Vec::new(),
+            api_key: None,
             e,
             obs,
             run: row.id,
@@ -204,7 +207,14 @@ impl<'a> Drive<'a> {
         }
         self.orient().await?;
         if let Some(seq) = self.cp.current_step {
-            if let Some(outcome) = self.continue_review(seq).await? {
+            let question = steps::get(self.e.store.pool(), self.run, seq)
+                .await?
+                .filter(|s| s.kind == super::question::KIND);
+            let outcome = match question {
+                Some(step) => self.continue_question(step).await?,
+                None => self.continue_review(seq).await?,
+            };
+            if let Some(outcome) = outcome {
                 return Ok(outcome);
             }
         }
@@ -221,6 +231,16 @@ impl<'a> Drive<'a> {
                 }
             };
             match next {
+                Move::Think(input) => {
+                    if let Some(outcome) = self.think(input).await? {
+                        return Ok(outcome);
+                    }
+                }
+                Move::Ask { question } => {
+                    if let Some(outcome) = self.ask(question).await? {
+                        return Ok(outcome);
+                    }
+                }
                 Move::Finish { summary } => {
                     return self.finish(RunState::Succeeded, &summary).await
                 }
@@ -447,7 +467,14 @@ impl<'a> Drive<'a> {
             );
             return self.suspend(&reason).await;
         }
-        let delay = self.e.budget.delay_ms(n, salt);
+        // A server that says when to come back (429 Retry-After) is not called before then.
+        let asked = match error {
+            Error::Provider(p) => p
+                .retry_after_ms()
+                .map_or(0, |ms| i64::try_from(ms).unwrap_or(i64::MAX)),
+            _ => 0,
+        };
+        let delay = self.e.budget.delay_ms(n, salt).max(asked);
         crate::store::retries::record(
             &mut tx,
             self.run,

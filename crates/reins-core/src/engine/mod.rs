@@ -23,6 +23,7 @@ mod control;
 mod drive;
 mod effect;
 mod heartbeat;
+mod question;
 mod recover;
 mod retention;
 mod reuse;
@@ -31,6 +32,7 @@ mod reviewed;
 mod rollback;
 mod settle;
 mod step;
+mod think;
 
 pub use control::{Control, Resolution, Resolved, ResumeMode};
 pub use retention::{GcReport, BLOB_GRACE_MS};
@@ -85,6 +87,18 @@ pub enum Progress {
     Waiting {
         state: RunState,
         reason: String,
+    },
+    /// A model call began.
+    Thinking {
+        seq: i64,
+        model: String,
+        /// Tokens of context sent, and the input budget.
+        tokens: usize,
+        budget: usize,
+    },
+    /// Text the model is streaming, as it arrives.
+    Text {
+        text: String,
     },
     Finished {
         state: RunState,
@@ -144,6 +158,8 @@ pub struct Engine {
     /// Set when the worker should stop taking work and pause what it drives at the next safe point.
     drain: Arc<AtomicBool>,
     budget: crate::failure::RetryBudget,
+    /// Where API keys are read from (the OS keyring; a fake in tests).
+    secrets: Arc<dyn crate::keys::SecretStore>,
 }
 
 /// A checkpoint's bytes, ready to insert.
@@ -165,7 +181,18 @@ impl Engine {
             lease_ms,
             drain: Arc::new(AtomicBool::new(false)),
             budget: crate::failure::RetryBudget::default(),
+            secrets: Arc::new(crate::keys::Keyring::new()),
         }
+    }
+
+    /// Reads API keys from `secrets` instead of the OS keyring.
+    pub fn with_secrets(mut self, secrets: Arc<dyn crate::keys::SecretStore>) -> Self {
+        self.secrets = secrets;
+        self
+    }
+
+    pub fn secrets(&self) -> &Arc<dyn crate::keys::SecretStore> {
+        &self.secrets
     }
 
     /// Sets how many retries (transient failures and lost workers) a run may use.

@@ -9,7 +9,7 @@ use eventsource_stream::Eventsource as _;
 use futures_util::{Stream, StreamExt as _};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum StreamError {
     #[error("the model's stream broke off: {0}")]
     Transport(String),

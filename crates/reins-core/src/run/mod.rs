@@ -14,6 +14,8 @@ pub enum RunState {
     Queued,
     Running,
     AwaitingApproval,
+    /// The agent asked the person a question (`ask_user`); `reins answer` carries the answer back.
+    AwaitingInput,
     PauseRequested,
     Paused,
     /// Needs a human: outcome unknown, incompatible checkpoint, budget, I/O error.
@@ -24,10 +26,11 @@ pub enum RunState {
 }
 
 impl RunState {
-    pub const ALL: [RunState; 9] = [
+    pub const ALL: [RunState; 10] = [
         RunState::Queued,
         RunState::Running,
         RunState::AwaitingApproval,
+        RunState::AwaitingInput,
         RunState::PauseRequested,
         RunState::Paused,
         RunState::Suspended,
@@ -41,6 +44,7 @@ impl RunState {
             RunState::Queued => "queued",
             RunState::Running => "running",
             RunState::AwaitingApproval => "awaiting_approval",
+            RunState::AwaitingInput => "awaiting_input",
             RunState::PauseRequested => "pause_requested",
             RunState::Paused => "paused",
             RunState::Suspended => "suspended",
@@ -70,7 +74,10 @@ impl RunState {
     pub fn needs_human(self) -> bool {
         matches!(
             self,
-            RunState::AwaitingApproval | RunState::Suspended | RunState::Paused
+            RunState::AwaitingApproval
+                | RunState::AwaitingInput
+                | RunState::Suspended
+                | RunState::Paused
         )
     }
 }
@@ -91,6 +98,10 @@ pub enum RunEvent {
     AwaitApproval,
     /// The review was decided (approved, rejected or expired); the run is queued to carry it out.
     Decide,
+    /// The agent asked the person a question.
+    AwaitInput,
+    /// The person answered; the run is queued to hand the answer to the agent.
+    Answer,
     RequestPause,
     /// The worker reached a safe point and verified its checkpoint.
     ReachSafePoint,
@@ -105,10 +116,12 @@ pub enum RunEvent {
 }
 
 impl RunEvent {
-    pub const ALL: [RunEvent; 11] = [
+    pub const ALL: [RunEvent; 13] = [
         RunEvent::Start,
         RunEvent::AwaitApproval,
         RunEvent::Decide,
+        RunEvent::AwaitInput,
+        RunEvent::Answer,
         RunEvent::RequestPause,
         RunEvent::ReachSafePoint,
         RunEvent::Resume,
@@ -127,6 +140,8 @@ impl RunEvent {
             RunEvent::Start => "start",
             RunEvent::AwaitApproval => "wait for a review",
             RunEvent::Decide => "take a review decision",
+            RunEvent::AwaitInput => "wait for an answer",
+            RunEvent::Answer => "take an answer",
             RunEvent::RequestPause => "be paused",
             RunEvent::ReachSafePoint => "reach a safe point",
             RunEvent::Resume => "be resumed",
@@ -149,6 +164,7 @@ const TABLE: &[(RunState, RunEvent, RunState)] = &[
     // A queued run is at a safe point already: nothing runs, nothing to wait for.
     (S::Queued, E::RequestPause, S::Paused),
     (S::Running, E::AwaitApproval, S::AwaitingApproval),
+    (S::Running, E::AwaitInput, S::AwaitingInput),
     (S::Running, E::RequestPause, S::PauseRequested),
     (S::Running, E::Suspend, S::Suspended),
     (S::Running, E::Retry, S::Queued),
@@ -161,9 +177,16 @@ const TABLE: &[(RunState, RunEvent, RunState)] = &[
     (S::AwaitingApproval, E::RequestPause, S::Paused),
     (S::AwaitingApproval, E::Suspend, S::Suspended),
     (S::AwaitingApproval, E::Cancel, S::Cancelled),
+    // Like a review: the worker let go when the agent asked; whoever claims the run next hands the
+    // answer over. Waiting for it is a safe point.
+    (S::AwaitingInput, E::Answer, S::Queued),
+    (S::AwaitingInput, E::RequestPause, S::Paused),
+    (S::AwaitingInput, E::Suspend, S::Suspended),
+    (S::AwaitingInput, E::Cancel, S::Cancelled),
     (S::PauseRequested, E::ReachSafePoint, S::Paused),
     // The step the worker was finishing needs a review: waiting for it is the safe point.
     (S::PauseRequested, E::AwaitApproval, S::AwaitingApproval),
+    (S::PauseRequested, E::AwaitInput, S::AwaitingInput),
     // The person withdraws the pause before the worker reached a safe point: it just goes on.
     (S::PauseRequested, E::Resume, S::Running),
     (S::PauseRequested, E::Suspend, S::Suspended),

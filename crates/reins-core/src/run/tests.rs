@@ -11,6 +11,12 @@ use RunState as S;
 #[case(S::Queued, E::Cancel, S::Cancelled)]
 #[case(S::Queued, E::RequestPause, S::Paused)]
 #[case(S::Running, E::AwaitApproval, S::AwaitingApproval)]
+#[case(S::Running, E::AwaitInput, S::AwaitingInput)]
+#[case(S::AwaitingInput, E::Answer, S::Queued)]
+#[case(S::AwaitingInput, E::RequestPause, S::Paused)]
+#[case(S::AwaitingInput, E::Suspend, S::Suspended)]
+#[case(S::AwaitingInput, E::Cancel, S::Cancelled)]
+#[case(S::PauseRequested, E::AwaitInput, S::AwaitingInput)]
 #[case(S::Running, E::RequestPause, S::PauseRequested)]
 #[case(S::Running, E::Suspend, S::Suspended)]
 #[case(S::Running, E::Retry, S::Queued)]
@@ -47,6 +53,12 @@ const LEGAL: &[(RunState, RunEvent)] = &[
     (S::Queued, E::Cancel),
     (S::Queued, E::RequestPause),
     (S::Running, E::AwaitApproval),
+    (S::Running, E::AwaitInput),
+    (S::AwaitingInput, E::Answer),
+    (S::AwaitingInput, E::RequestPause),
+    (S::AwaitingInput, E::Suspend),
+    (S::AwaitingInput, E::Cancel),
+    (S::PauseRequested, E::AwaitInput),
     (S::Running, E::RequestPause),
     (S::Running, E::Suspend),
     (S::Running, E::Retry),
@@ -86,7 +98,10 @@ fn every_other_pair_is_illegal() {
             }
         }
     }
-    assert_eq!(illegal, 9 * 11 - LEGAL.len());
+    assert_eq!(
+        illegal,
+        RunState::ALL.len() * RunEvent::ALL.len() - LEGAL.len()
+    );
 }
 
 #[test]

@@ -20,6 +20,7 @@ pub mod blobs;
 pub mod checkpoints;
 pub mod grants;
 pub mod intents;
+pub mod manifests;
 pub mod memory;
 pub mod processes;
 pub mod retries;

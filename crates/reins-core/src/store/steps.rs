@@ -125,3 +125,62 @@ pub async fn recent(pool: &SqlitePool, run: RunId, before: i64, n: i64) -> Resul
     rows.reverse();
     Ok(rows)
 }
+
+/// Records a model call's token usage and cost (in millionths of a dollar) on its step.
+pub async fn set_usage(
+    tx: &mut Tx,
+    run: RunId,
+    seq: i64,
+    tokens_in: i64,
+    tokens_out: i64,
+    cost_micros: Option<i64>,
+) -> Result<()> {
+    sqlx::query(
+        "UPDATE steps SET tokens_in = ?, tokens_out = ?, cost_micros = ? WHERE run_id = ? AND seq = ?",
+    )
+    .bind(tokens_in)
+    .bind(tokens_out)
+    .bind(cost_micros)
+    .bind(run.to_string())
+    .bind(seq)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Token totals of a run's model calls: (calls, tokens in, tokens out, cost in micro-dollars).
+pub async fn usage(pool: &SqlitePool, run: RunId) -> Result<(i64, i64, i64, Option<i64>)> {
+    Ok(sqlx::query_as(
+        "SELECT COUNT(*), COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0), SUM(cost_micros)
+           FROM steps WHERE run_id = ? AND kind = 'model_call'",
+    )
+    .bind(run.to_string())
+    .fetch_one(pool)
+    .await?)
+}
+
+/// The question a run is waiting on: its step seq and text.
+pub async fn open_question(tx: &mut Tx, run: RunId) -> Result<Option<(i64, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT seq, action FROM steps WHERE run_id = ? AND kind = 'question'
+           AND status = 'awaiting_input' ORDER BY seq DESC LIMIT 1",
+    )
+    .bind(run.to_string())
+    .fetch_optional(&mut **tx)
+    .await?)
+}
+
+/// Records a person's answer as the question step's result.
+pub async fn answer(tx: &mut Tx, run: RunId, seq: i64, text: &str, now: i64) -> Result<()> {
+    sqlx::query(
+        "UPDATE steps SET status = 'answered', result = ?, ended_at = ?
+           WHERE run_id = ? AND seq = ? AND status = 'awaiting_input'",
+    )
+    .bind(text)
+    .bind(now)
+    .bind(run.to_string())
+    .bind(seq)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}

@@ -27,13 +27,17 @@ pub struct FetchRequest {
     pub body: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
+    /// GET (default), HEAD, POST, PUT, PATCH or DELETE.
     method: Option<String>,
+    /// An https:// URL.
     url: String,
+    /// Request headers.
     #[serde(default)]
     headers: Headers,
+    /// The request body (text).
     body: Option<String>,
 }
 

@@ -177,14 +177,19 @@ pub struct Remember {
     pub source: Option<String>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RememberArgs {
+    /// One of the allowed categories: language, style, expertise, format, workflow, preference.
     category: String,
+    /// A short name for the fact, e.g. `preferred_language`.
     key: String,
+    /// The fact itself, in a few words.
     value: String,
+    /// 0 to 1: how sure you are the user meant this to be remembered.
     #[serde(default)]
     confidence: Option<f64>,
+    /// The user's words the fact comes from.
     #[serde(default)]
     source: Option<String>,
 }
@@ -232,44 +237,114 @@ impl Remember {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct PathArgs {
+    /// A path relative to the workspace root.
     path: String,
 }
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ListArgs {
+    /// A directory relative to the workspace root (default: the root).
     #[serde(default)]
     path: Option<String>,
+    /// Also list subdirectories' entries.
     #[serde(default)]
     recursive: bool,
 }
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct SearchArgs {
+    /// A regular expression (Rust syntax).
     pattern: String,
+    /// A file or directory relative to the workspace root (default: the root).
     #[serde(default)]
     path: Option<String>,
 }
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct WriteArgs {
+    /// A path relative to the workspace root.
     path: String,
+    /// The whole new content of the file.
     content: String,
 }
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct EditArgs {
+    /// A path relative to the workspace root.
     path: String,
+    /// The exact text to replace; it must occur exactly once.
     old: String,
+    /// The text to put in its place.
     new: String,
 }
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct MoveArgs {
+    /// The file to move, relative to the workspace root.
     from: String,
+    /// Where to move it (must not exist).
     to: String,
+}
+
+/// The JSON Schema of each built-in tool's arguments, generated from the very types its calls are
+/// parsed into: one source of truth for what a model is told and what the harness accepts.
+pub fn arg_schema(tool: &str) -> Option<Value> {
+    let schema = match tool {
+        "fs.read" | "fs.delete" => schemars::schema_for!(PathArgs),
+        "fs.list" => schemars::schema_for!(ListArgs),
+        "fs.search" => schemars::schema_for!(SearchArgs),
+        "fs.write" => schemars::schema_for!(WriteArgs),
+        "fs.edit" => schemars::schema_for!(EditArgs),
+        "fs.move" => schemars::schema_for!(MoveArgs),
+        "shell.exec" => schemars::schema_for!(shell::Args),
+        "http.fetch" => schemars::schema_for!(fetch::Args),
+        "memory.remember" => schemars::schema_for!(RememberArgs),
+        _ => return None,
+    };
+    Some(clean_schema(schemars::Schema::to_value(schema)))
+}
+
+/// Drops what a function's parameters need not carry (`$schema`, the Rust type's title).
+pub(crate) fn clean_schema(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("$schema");
+        o.remove("title");
+    }
+    v
+}
+
+/// A tool's name as a model function (`fs.read` → `fs_read`: function names allow no dots).
+pub fn function_name(tool: &str) -> String {
+    tool.replace('.', "_")
+}
+
+/// The built-in tool a model function names, if any.
+pub fn tool_for_function(name: &str) -> Option<&'static str> {
+    SPECS
+        .iter()
+        .map(|s| s.name)
+        .find(|t| function_name(t) == name || *t == name)
+}
+
+/// Every built-in tool as an OpenAI `tools` entry.
+pub fn function_schemas() -> Vec<Value> {
+    SPECS
+        .iter()
+        .filter_map(|spec| {
+            let parameters = arg_schema(spec.name)?;
+            Some(json!({
+                "type": "function",
+                "function": {
+                    "name": function_name(spec.name),
+                    "description": spec.summary,
+                    "parameters": parameters,
+                },
+            }))
+        })
+        .collect()
 }
 
 fn args<T: serde::de::DeserializeOwned>(tool: &str, value: &Value) -> Result<T, ToolError> {

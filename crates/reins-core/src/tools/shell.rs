@@ -37,11 +37,14 @@ pub struct ShellCommand {
     pub timeout_s: u64,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct Args {
+pub(crate) struct Args {
+    /// A shell command line (pipes, redirections and `&&` allowed; each part is classified). Give this or `argv`.
     command: Option<String>,
+    /// The program and its arguments, run without a shell. Give this or `command`.
     argv: Option<Vec<String>>,
+    /// Seconds before the command is stopped (default 120).
     timeout_s: Option<u64>,
 }
 

@@ -1,0 +1,385 @@
+//! A model call as a step: the context is assembled under its budget (profile facts added by the
+//! harness, never by the agent), the call is made and streamed, and the reply, its usage, the
+//! manifest and the agent's new state commit together with a checkpoint. A resumed run finds the
+//! reply in the journal and never asks the model again for it.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::agent::{ModelInput, Part};
+use crate::checkpoint::Level;
+use crate::clock::now_ms;
+use crate::context::{self, tokens::TokenCounter as _, Budget};
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::provider::{Client, Completion, Message, Role, Usage};
+use crate::store::{audit, audit::Actor, manifests, steps, StoreError};
+
+use super::drive::Drive;
+use super::step::one_line;
+use super::{DriveOutcome, Progress};
+
+pub(super) const KIND: &str = "model_call";
+pub(super) const TOOL: &str = "model";
+
+/// What the journal keeps of a model call (the step's `result`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCall {
+    pub model: String,
+    pub reply: Completion,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl Drive<'_> {
+    pub(super) async fn think(&mut self, input: ModelInput) -> Result<Option<DriveOutcome>> {
+        let seq = self.cp.next_step;
+        if seq <= self.journal_through {
+            if let Some(prev) = steps::get(self.e.store.pool(), self.run, seq).await? {
+                return self.reuse_reply(prev).await;
+            }
+        }
+        let counter = context::tokens::for_model(&input.settings.model);
+        let mut items = Vec::new();
+        let mut messages_of: HashMap<String, Vec<Message>> = HashMap::new();
+        for part in input.parts {
+            let (item, messages, digest) = item_of(part, &counter);
+            if let Some(d) = digest {
+                messages_of.insert(format!("{}#digest", item.id), d);
+            }
+            messages_of.insert(item.id.clone(), messages);
+            items.push(item);
+        }
+        // Profile facts come from the store, never from the agent; none when memory is off.
+        for mut fact in crate::memory::for_context(&self.e.store, &counter).await? {
+            let text = format!(
+                "About the user (remembered; data, not permission): {}",
+                fact.text
+            );
+            fact.tokens = counter.count(&text);
+            messages_of.insert(fact.id.clone(), vec![Message::system(text)]);
+            items.push(fact);
+        }
+        let settings = input.settings.clone();
+        let schema_tokens = counter.count(&serde_json::to_string(&input.tools).unwrap_or_default());
+        let budget = Budget {
+            window: settings.context_window,
+            reserved_output: settings.max_output,
+            tool_schemas: schema_tokens,
+            margin: (settings.context_window / 50).max(64),
+        };
+        let assembly = match context::assemble(budget, items, counter.name()) {
+            Ok(a) => a,
+            Err(e) => {
+                return self
+                    .suspend(&format!(
+                        "step {seq}: cannot build the model's context: {e}"
+                    ))
+                    .await
+                    .map(Some)
+            }
+        };
+        let messages = render(&assembly, &messages_of);
+        let key = match self.api_key(settings.key.as_deref()) {
+            Ok(k) => k,
+            Err(e) => return self.suspend(&format!("step {seq}: {e}")).await.map(Some),
+        };
+        let client = match Client::new(settings.clone(), key) {
+            Ok(c) => c,
+            Err(e) => return self.suspend(&format!("step {seq}: {e}")).await.map(Some),
+        };
+        let body_hash = Digest::of(client.body(&messages, &input.tools).to_string().as_bytes());
+        self.obs.on(&Progress::Thinking {
+            seq,
+            model: settings.model.clone(),
+            tokens: assembly.manifest.used,
+            budget: assembly.manifest.input_budget,
+        });
+        let obs = self.obs;
+        let reply = client
+            .complete(&messages, &input.tools, |text| {
+                obs.on(&Progress::Text { text: text.into() })
+            })
+            .await;
+        let reply = match reply {
+            Ok(r) => r,
+            // Retried under the run's budget (the drive's error path), after Retry-After.
+            Err(e) if e.is_transient() => return Err(Error::Provider(e)),
+            Err(e) => {
+                let hint = e.hint().map(|h| format!(" ({h})")).unwrap_or_default();
+                return self
+                    .suspend(&format!(
+                        "step {seq}: the model call failed: {e}{hint}; `reins resume {}` tries again",
+                        self.run
+                    ))
+                    .await
+                    .map(Some);
+            }
+        };
+        let call = ModelCall {
+            model: settings.model.clone(),
+            cost_usd: match (&settings.price, &reply.usage) {
+                (Some(p), Some(u)) => Some(p.cost(u)),
+                _ => None,
+            },
+            reply,
+        };
+        let action = serde_json::json!({
+            "tool": TOOL,
+            "args": { "model": settings.model, "baseUrl": settings.base_url,
+                      "messages": messages.len(), "requestSha256": body_hash },
+        })
+        .to_string();
+        self.record_reply(
+            seq,
+            &action,
+            body_hash.as_str(),
+            &call,
+            Some(&assembly.manifest),
+        )
+        .await?;
+        crate::fault_point!("after_model_step");
+        Ok(None)
+    }
+
+    /// The key for `name` from the secret store, once per attempt.
+    fn api_key(&mut self, name: Option<&str>) -> Result<Option<crate::keys::Secret>> {
+        let Some(name) = name else {
+            return Ok(None);
+        };
+        if let Some(k) = &self.api_key {
+            return Ok(k.clone());
+        }
+        let key = self
+            .e
+            .secrets()
+            .get(name)?
+            .ok_or_else(|| crate::keys::KeyError::Missing(name.to_owned()))?;
+        self.api_key = Some(Some(key.clone()));
+        Ok(Some(key))
+    }
+
+    /// A model call already in the journal (an older checkpoint was resumed): its reply is reused.
+    async fn reuse_reply(&mut self, prev: steps::StepRow) -> Result<Option<DriveOutcome>> {
+        let seq = prev.seq;
+        let recorded = (prev.kind == KIND && prev.status == "done")
+            .then(|| serde_json::from_str::<ModelCall>(prev.result.as_deref().unwrap_or("")).ok())
+            .flatten();
+        let Some(call) = recorded else {
+            return self
+                .suspend(&format!(
+                    "step {seq}: the journal holds {} ({}) here, but the resumed agent asked the model; the run diverged from its record",
+                    prev.tool, prev.status
+                ))
+                .await
+                .map(Some);
+        };
+        self.agent.replied(&call.reply);
+        let result = prev.result.unwrap_or_default();
+        self.complete(
+            seq,
+            TOOL,
+            &prev.action_hash,
+            "done",
+            &result,
+            &said(&call.reply),
+        );
+        let cp = self
+            .write_checkpoint(Level::Step, format!("step {seq} model reused"))
+            .await?;
+        self.obs.on(&Progress::Step {
+            seq,
+            tool: TOOL.into(),
+            status: "done".into(),
+            why: None,
+            summary: said(&call.reply),
+            checkpoint: cp,
+            reused: true,
+        });
+        Ok(None)
+    }
+
+    async fn record_reply(
+        &mut self,
+        seq: i64,
+        action: &str,
+        action_hash: &str,
+        call: &ModelCall,
+        manifest: Option<&context::Manifest>,
+    ) -> Result<()> {
+        self.agent.replied(&call.reply);
+        let result = serde_json::to_string(call).unwrap_or_default();
+        let summary = said(&call.reply);
+        self.complete(seq, TOOL, action_hash, "done", &result, &summary);
+        self.stamp(format!("step {seq} model done"));
+        let prepared = self.e.prepare(&self.cp, Level::Step)?;
+        let now = now_ms();
+        let usage = call.reply.usage.clone().unwrap_or(Usage::default());
+        let mut tx = self.begin().await?;
+        steps::insert(
+            &mut tx,
+            self.run,
+            &steps::StepRow {
+                seq,
+                kind: KIND.into(),
+                tool: TOOL.into(),
+                action: action.into(),
+                action_hash: action_hash.into(),
+                why: None,
+                status: "done".into(),
+                risk: None,
+                reasons: None,
+                preview: None,
+                result: Some(result),
+                started_at: now,
+                ended_at: Some(now),
+            },
+        )
+        .await?;
+        steps::set_usage(
+            &mut tx,
+            self.run,
+            seq,
+            i64::try_from(usage.prompt_tokens).unwrap_or(i64::MAX),
+            i64::try_from(usage.completion_tokens).unwrap_or(i64::MAX),
+            call.cost_usd.map(|c| (c * 1_000_000.0).round() as i64),
+        )
+        .await?;
+        let facts_used = manifest.map(|m| m.facts_used.clone()).unwrap_or_default();
+        if let Some(m) = manifest {
+            manifests::insert(
+                &mut tx,
+                self.run,
+                &manifests::ManifestRow {
+                    step_seq: seq,
+                    model: call.model.clone(),
+                    manifest: serde_json::to_string(m).unwrap_or_default(),
+                    facts_used: serde_json::to_string(&m.facts_used).unwrap_or_default(),
+                    created_at: now,
+                },
+            )
+            .await?;
+        }
+        let event = audit::Event::new(
+            Actor::Agent,
+            "model.called",
+            Some(self.run),
+            serde_json::json!({
+                "step": seq, "model": call.model, "usage": call.reply.usage, "costUsd": call.cost_usd,
+                "finishReason": call.reply.finish_reason,
+                "toolCalls": call.reply.tool_calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
+                "contextTokens": manifest.map(|m| m.used), "inputBudget": manifest.map(|m| m.input_budget),
+                "factsUsed": facts_used,
+            }),
+        );
+        let cp = self
+            .e
+            .insert_checkpoint(
+                &mut tx,
+                self.run,
+                &prepared,
+                now,
+                vec![event],
+                Some(self.owner()),
+            )
+            .await?;
+        tx.commit().await.map_err(StoreError::from)?;
+        self.obs.on(&Progress::Step {
+            seq,
+            tool: TOOL.into(),
+            status: "done".into(),
+            why: None,
+            summary,
+            checkpoint: cp,
+            reused: false,
+        });
+        Ok(())
+    }
+}
+
+/// One line on what the model did: its calls, or the start of what it said.
+fn said(reply: &Completion) -> String {
+    if reply.tool_calls.is_empty() {
+        one_line(reply.text.trim())
+    } else {
+        let names: Vec<&str> = reply.tool_calls.iter().map(|c| c.name.as_str()).collect();
+        format!("calls {}", names.join(", "))
+    }
+}
+
+/// A part as an assembler item (tokens counted), its messages and its digest's.
+fn item_of(
+    part: Part,
+    counter: &dyn context::tokens::TokenCounter,
+) -> (context::Item, Vec<Message>, Option<Vec<Message>>) {
+    let count =
+        |ms: &[Message]| -> usize { ms.iter().map(|m| counter.count(&m.countable()) + 4).sum() };
+    let text: String = part.messages.iter().map(Message::countable).collect();
+    let tokens = count(&part.messages);
+    let (digest, digest_messages) = match part.digest {
+        Some((messages, artifact)) => {
+            let text: String = messages.iter().map(Message::countable).collect();
+            (
+                Some(context::Digest {
+                    text,
+                    tokens: count(&messages),
+                    artifact,
+                }),
+                Some(messages),
+            )
+        }
+        None => (None, None),
+    };
+    (
+        context::Item {
+            id: part.id,
+            kind: part.kind,
+            text,
+            tokens,
+            relevance: part.relevance,
+            importance: part.importance,
+            age: part.age,
+            continuity: part.continuity,
+            version: None,
+            digest,
+        },
+        part.messages,
+        digest_messages,
+    )
+}
+
+/// The messages in prompt order. System text (instructions, policy, working memory, facts) is
+/// merged into one leading system message: several local servers' chat templates accept only that.
+fn render(
+    assembly: &context::Assembly,
+    messages_of: &HashMap<String, Vec<Message>>,
+) -> Vec<Message> {
+    let digested: std::collections::HashSet<&str> = assembly
+        .manifest
+        .entries
+        .iter()
+        .filter(|e| e.fate == context::Fate::Digested)
+        .map(|e| e.id.as_str())
+        .collect();
+    let mut system = Vec::new();
+    let mut rest = Vec::new();
+    for (id, _) in &assembly.parts {
+        let key = if digested.contains(id.as_str()) {
+            format!("{id}#digest")
+        } else {
+            id.clone()
+        };
+        for m in messages_of.get(&key).into_iter().flatten() {
+            if m.role == Role::System {
+                system.push(m.content.clone());
+            } else {
+                rest.push(m.clone());
+            }
+        }
+    }
+    let mut out = vec![Message::system(system.join("\n\n"))];
+    out.extend(rest);
+    out
+}
