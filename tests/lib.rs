@@ -85,3 +85,4 @@ pub fn example_plan(name: &str) -> anyhow::Result<Plan> {
 pub fn plan(text: &str) -> anyhow::Result<Plan> {
     Ok(Plan::from_toml(text, "inline plan")?)
 }
+pub mod mock_llm;

@@ -30,8 +30,10 @@ use crate::workspace::Workspace;
 pub use crate::engine::{Observer as RunObserver, Silent};
 
 mod audit_log;
+mod llm;
 mod memory;
 mod review;
+pub use llm::{ContextView, FactUse, KeyStatus, UsageView};
 pub use review::{ApprovalView, PolicyCheck};
 
 /// Default lease: how long a worker owns a run without writing before another may take it over.

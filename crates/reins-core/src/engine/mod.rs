@@ -35,9 +35,11 @@ mod step;
 mod think;
 
 pub use control::{Control, Resolution, Resolved, ResumeMode};
+pub use question::MAX_TEXT as MAX_ANSWER;
 pub use retention::{GcReport, BLOB_GRACE_MS};
 pub use review::{ApproveRequest, Decided};
 pub use rollback::{RollbackChange, RollbackReport};
+pub use think::ModelCall;
 
 /// Something worth telling the person watching a run.
 #[derive(Clone, Debug, Serialize)]
@@ -162,6 +164,15 @@ pub struct Engine {
     secrets: Arc<dyn crate::keys::SecretStore>,
 }
 
+/// What a new run is made of.
+struct NewRun<'a> {
+    kind: &'static str,
+    version: &'static str,
+    name: &'a str,
+    goal: &'a str,
+    spec: String,
+}
+
 /// A checkpoint's bytes, ready to insert.
 pub(crate) struct Prepared {
     level: Level,
@@ -239,21 +250,51 @@ impl Engine {
     /// Creates a queued run from a script plan: the run row, its first checkpoint and the audit event
     /// commit together.
     pub async fn create_script_run(&self, plan: &Plan, workspace: &Workspace) -> Result<RunId> {
+        self.create_run(
+            NewRun {
+                kind: crate::agent::script::KIND,
+                version: crate::agent::script::VERSION,
+                name: &plan.name,
+                goal: &plan.goal,
+                spec: plan.to_json(),
+            },
+            workspace,
+        )
+        .await
+    }
+
+    /// Creates a queued run for the LLM agent.
+    pub async fn create_llm_run(
+        &self,
+        spec: &crate::agent::llm::Spec,
+        workspace: &Workspace,
+    ) -> Result<RunId> {
+        spec.settings.check().map_err(Error::Invalid)?;
+        self.create_run(
+            NewRun {
+                kind: crate::agent::llm::KIND,
+                version: crate::agent::llm::VERSION,
+                name: &spec.name,
+                goal: &spec.goal,
+                spec: spec.to_json(),
+            },
+            workspace,
+        )
+        .await
+    }
+
+    async fn create_run(&self, new: NewRun<'_>, workspace: &Workspace) -> Result<RunId> {
         let id = RunId::new();
         let now = now_ms();
-        let spec = plan.to_json();
-        let compat = crate::compat::Compat::current(
-            crate::agent::script::KIND,
-            crate::agent::script::VERSION,
-            &spec,
-        );
+        let spec_hash = crate::digest::Digest::of(new.spec.as_bytes());
+        let compat = crate::compat::Compat::current(new.kind, new.version, &new.spec);
         let row = runs::RunRow {
             id,
-            name: plan.name.clone(),
-            goal: plan.goal.clone(),
+            name: new.name.to_owned(),
+            goal: new.goal.to_owned(),
             workspace: workspace.root().to_string_lossy().into_owned(),
-            agent_kind: crate::agent::script::KIND.into(),
-            agent_spec: spec,
+            agent_kind: new.kind.into(),
+            agent_spec: new.spec,
             compat: compat.to_json(),
             state: RunState::Queued,
             state_version: 0,
@@ -266,7 +307,7 @@ impl Engine {
             not_before: None,
         };
         let first = CheckpointV1 {
-            goal: plan.goal.clone(),
+            goal: row.goal.clone(),
             next_step: 1,
             meta: Meta {
                 written_at: now,
@@ -289,7 +330,7 @@ impl Engine {
                 Some(id),
                 serde_json::json!({
                     "name": row.name, "goal": row.goal, "workspace": row.workspace,
-                    "agentKind": row.agent_kind, "specHash": plan.hash(),
+                    "agentKind": row.agent_kind, "specHash": spec_hash,
                 }),
             )],
             None,

@@ -13,7 +13,7 @@ use crate::clock::now_ms;
 use crate::context::{self, tokens::TokenCounter as _, Budget};
 use crate::digest::Digest;
 use crate::error::{Error, Result};
-use crate::provider::{Client, Completion, Message, Role, Usage};
+use crate::provider::{Client, Completion, Message, Role};
 use crate::store::{audit, audit::Actor, manifests, steps, StoreError};
 
 use super::drive::Drive;
@@ -216,7 +216,7 @@ impl Drive<'_> {
         self.stamp(format!("step {seq} model done"));
         let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let now = now_ms();
-        let usage = call.reply.usage.clone().unwrap_or(Usage::default());
+        let usage = call.reply.usage.clone().unwrap_or_default();
         let mut tx = self.begin().await?;
         steps::insert(
             &mut tx,

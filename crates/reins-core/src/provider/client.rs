@@ -193,7 +193,7 @@ impl Client {
         );
         let completion = stream::collect(Box::pin(guarded), &mut on_text).await;
         match completion {
-            Err(StreamError::Transport(detail)) if detail.starts_with(STALLED) => {
+            Err(StreamError::Transport(detail)) if detail.contains(STALLED) => {
                 Err(ProviderError::Timeout {
                     secs,
                     phase: "in the middle of the answer",

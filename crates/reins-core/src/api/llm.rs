@@ -1,0 +1,237 @@
+//! LLM runs, questions and answers, context manifests, and API keys.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::Reins;
+use crate::agent::llm::Spec;
+use crate::engine::{Observer, Progress};
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+use crate::keys::{KeyError, Secret, SecretStore};
+use crate::run::{RunEvent, RunState};
+use crate::store::{audit, audit::Actor, manifests, runs, steps};
+use crate::workspace::Workspace;
+
+/// One model call's context, as `reins show RUN --context` prints it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextView {
+    pub step: i64,
+    pub model: String,
+    pub created_at: i64,
+    pub manifest: serde_json::Value,
+    /// The profile facts it used, with their current text (None: the fact was deleted since).
+    pub facts: Vec<FactUse>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FactUse {
+    pub id: String,
+    pub fact: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyStatus {
+    pub name: String,
+    pub set: bool,
+}
+
+/// Model usage of a run.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageView {
+    pub model_calls: i64,
+    pub tokens_in: i64,
+    pub tokens_out: i64,
+    pub cost_usd: Option<f64>,
+}
+
+impl Reins {
+    /// Uses `secrets` for API keys instead of the OS keyring (tests, or an embedding app's own).
+    pub fn with_secrets(self, secrets: Arc<dyn SecretStore>) -> Self {
+        Self {
+            engine: self.engine.with_secrets(secrets),
+            ..self
+        }
+    }
+
+    /// Creates a queued LLM run on a workspace folder.
+    pub async fn create_llm_run(
+        &self,
+        spec: &Spec,
+        workspace: &Path,
+        observer: &dyn Observer,
+    ) -> Result<RunId> {
+        if spec.goal.trim().is_empty() {
+            return Err(Error::Invalid("the goal must not be empty".into()));
+        }
+        let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
+        if let Some(name) = &spec.settings.key {
+            // Said now, not after the run has started: the key must exist.
+            if self.engine.secrets().get(name)?.is_none() {
+                return Err(KeyError::Missing(name.clone()).into());
+            }
+        }
+        let id = self.engine.create_llm_run(spec, &ws).await?;
+        observer.on(&Progress::Created {
+            run: id,
+            name: spec.name.clone(),
+            workspace: ws.root().display().to_string(),
+        });
+        Ok(id)
+    }
+
+    /// The question a run waits on, if it waits on one: (step, question).
+    pub async fn question(&self, id: RunId) -> Result<Option<(i64, String)>> {
+        let mut tx = self.store().begin().await?;
+        let q = steps::open_question(&mut tx, id).await?;
+        drop(tx);
+        Ok(q.map(|(seq, action)| {
+            let text = serde_json::from_str::<serde_json::Value>(&action)
+                .ok()
+                .and_then(|v| v["args"]["question"].as_str().map(str::to_owned))
+                .unwrap_or(action);
+            (seq, text)
+        }))
+    }
+
+    /// Answers the question a run waits on; the run is queued to go on with it.
+    pub async fn answer(&self, id: RunId, text: &str) -> Result<i64> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(Error::Invalid("the answer must not be empty".into()));
+        }
+        if text.chars().count() > crate::engine::MAX_ANSWER {
+            return Err(Error::Invalid(format!(
+                "the answer is over {} characters",
+                crate::engine::MAX_ANSWER
+            )));
+        }
+        let now = crate::clock::now_ms();
+        let row = runs::get(self.store().pool(), id).await?;
+        if row.state != RunState::AwaitingInput {
+            return Err(Error::Conflict(format!(
+                "run {id} is {}; it is not waiting for an answer",
+                row.state
+            )));
+        }
+        // `advance` below re-checks the state inside the transaction.
+        let mut tx = self.store().begin().await?;
+        let Some((seq, _)) = steps::open_question(&mut tx, id).await? else {
+            return Err(Error::Conflict(format!(
+                "run {id} waits for input but has no open question"
+            )));
+        };
+        steps::answer(&mut tx, id, seq, text, now).await?;
+        runs::advance(&mut tx, id, None, RunEvent::Answer, None, now).await?;
+        audit::append(
+            &mut tx,
+            Actor::User,
+            "question.answered",
+            Some(id),
+            &serde_json::json!({ "step": seq, "answer": text }),
+            now,
+        )
+        .await?;
+        tx.commit().await.map_err(crate::store::StoreError::from)?;
+        Ok(seq)
+    }
+
+    /// What went into each model call of a run, oldest first.
+    pub async fn context(&self, id: RunId) -> Result<Vec<ContextView>> {
+        runs::get(self.store().pool(), id).await?;
+        let mut out = Vec::new();
+        for row in manifests::list(self.store().pool(), id).await? {
+            let ids: Vec<String> = serde_json::from_str(&row.facts_used).unwrap_or_default();
+            let mut facts = Vec::new();
+            for fid in ids {
+                let fact = match crate::store::memory::get(self.store().pool(), &fid).await {
+                    Ok(f) => Some(format!("{}.{}: {}", f.category, f.key, f.value)),
+                    Err(crate::store::StoreError::NotFound { .. }) => None,
+                    Err(e) => return Err(e.into()),
+                };
+                facts.push(FactUse { id: fid, fact });
+            }
+            out.push(ContextView {
+                step: row.step_seq,
+                model: row.model,
+                created_at: row.created_at,
+                manifest: serde_json::from_str(&row.manifest).unwrap_or_default(),
+                facts,
+            });
+        }
+        Ok(out)
+    }
+
+    pub async fn usage(&self, id: RunId) -> Result<UsageView> {
+        let (calls, tin, tout, cost) = steps::usage(self.store().pool(), id).await?;
+        Ok(UsageView {
+            model_calls: calls,
+            tokens_in: tin,
+            tokens_out: tout,
+            cost_usd: cost.map(|c| c as f64 / 1_000_000.0),
+        })
+    }
+
+    /// Stores an API key in the OS keyring under `name`.
+    pub async fn keys_set(&self, name: &str, key: Secret) -> Result<()> {
+        let store = Arc::clone(self.engine.secrets());
+        let name = name.to_owned();
+        blocking(move || store.set(&name, &key)).await
+    }
+
+    /// Whether each named key is set (the keys themselves never leave the keyring here).
+    pub async fn keys_status(&self, names: Vec<String>) -> Result<Vec<KeyStatus>> {
+        let store = Arc::clone(self.engine.secrets());
+        blocking(move || {
+            store.probe()?;
+            names
+                .into_iter()
+                .map(|name| {
+                    let set = store.get(&name)?.is_some();
+                    Ok(KeyStatus { name, set })
+                })
+                .collect::<std::result::Result<Vec<_>, KeyError>>()
+        })
+        .await
+    }
+
+    /// Whether there was a key to delete.
+    pub async fn keys_delete(&self, name: &str) -> Result<bool> {
+        let store = Arc::clone(self.engine.secrets());
+        let name = name.to_owned();
+        blocking(move || store.delete(&name)).await
+    }
+
+    /// Key names runs in this data dir refer to (for `reins keys status`).
+    pub async fn key_names_in_use(&self) -> Result<Vec<String>> {
+        let specs: Vec<String> =
+            sqlx::query_scalar("SELECT agent_spec FROM runs WHERE agent_kind = ?")
+                .bind(crate::agent::llm::KIND)
+                .fetch_all(self.store().pool())
+                .await
+                .map_err(crate::store::StoreError::from)?;
+        let mut names: Vec<String> = specs
+            .iter()
+            .filter_map(|s| Spec::from_json(s).ok()?.settings.key)
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+}
+
+/// Keyring calls block (D-Bus); run them off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::result::Result<T, KeyError> + Send + 'static,
+) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::Invalid(format!("keyring task failed: {e}")))?
+        .map_err(Error::from)
+}

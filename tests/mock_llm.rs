@@ -1,0 +1,288 @@
+//! A scripted OpenAI-compatible server on 127.0.0.1 for the LLM agent's tests: each request to
+//! `/v1/chat/completions` takes the next reply from the script (streamed text, tool calls split
+//! across chunks, an HTTP error, a stream that stalls) and is recorded, so a test can count requests
+//! and read what the agent sent.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// SSE `data:` payloads, sent `gap_ms` apart, then `[DONE]`.
+    Stream { chunks: Vec<String>, gap_ms: u64 },
+    /// An HTTP error.
+    Status {
+        code: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
+    /// Sends these chunks, then holds the connection open and silent.
+    Stall { chunks: Vec<String> },
+}
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub body: Value,
+    pub authorization: Option<String>,
+}
+
+#[derive(Default)]
+struct Inner {
+    script: VecDeque<Reply>,
+    seen: Vec<Seen>,
+}
+
+#[derive(Clone)]
+pub struct MockLlm {
+    port: u16,
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl MockLlm {
+    /// Starts the server on its own thread; it lives until the test process ends.
+    pub fn start(script: Vec<Reply>) -> anyhow::Result<Self> {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+        listener.set_nonblocking(true)?;
+        let port = listener.local_addr()?.port();
+        let inner = Arc::new(Mutex::new(Inner {
+            script: script.into(),
+            seen: Vec::new(),
+        }));
+        let shared = Arc::clone(&inner);
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()?;
+        std::thread::spawn(move || {
+            rt.block_on(async move {
+                let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+                    return;
+                };
+                while let Ok((socket, _)) = listener.accept().await {
+                    tokio::spawn(serve(socket, Arc::clone(&shared)));
+                }
+            });
+        });
+        Ok(Self { port, inner })
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    pub fn push(&self, reply: Reply) {
+        self.lock().script.push_back(reply);
+    }
+
+    /// Requests served so far.
+    pub fn count(&self) -> usize {
+        self.lock().seen.len()
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.lock().seen.clone()
+    }
+
+    /// Replies not yet used.
+    pub fn left(&self) -> usize {
+        self.lock().script.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+async fn serve(mut socket: tokio::net::TcpStream, inner: Arc<Mutex<Inner>>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    // Headers, then the body by Content-Length.
+    let (head_end, length) = loop {
+        let Ok(n) = socket.read(&mut chunk).await else {
+            return;
+        };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(pos) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&buf[..pos]).to_string();
+            let length = header(&head, "content-length")
+                .and_then(|v| v.parse::<usize>().ok())
+                .unwrap_or(0);
+            break (pos + 4, length);
+        }
+    };
+    while buf.len() < head_end + length {
+        let Ok(n) = socket.read(&mut chunk).await else {
+            return;
+        };
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
+    let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+    let reply = {
+        let mut g = inner.lock().unwrap_or_else(|p| p.into_inner());
+        g.seen.push(Seen {
+            body,
+            authorization: header(&head, "authorization"),
+        });
+        g.script.pop_front()
+    };
+    let reply = reply.unwrap_or(Reply::Status {
+        code: 500,
+        headers: Vec::new(),
+        body: r#"{"error":{"message":"mock script exhausted"}}"#.into(),
+    });
+    let sse_head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    match reply {
+        Reply::Stream { chunks, gap_ms } => {
+            if socket.write_all(sse_head.as_bytes()).await.is_err() {
+                return;
+            }
+            for c in chunks.iter().map(String::as_str).chain(["[DONE]"]) {
+                if socket
+                    .write_all(format!("data: {c}\n\n").as_bytes())
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                let _ = socket.flush().await;
+                if gap_ms > 0 {
+                    tokio::time::sleep(Duration::from_millis(gap_ms)).await;
+                }
+            }
+        }
+        Reply::Status {
+            code,
+            headers,
+            body,
+        } => {
+            let mut text = format!(
+                "HTTP/1.1 {code} Mock\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+                body.len()
+            );
+            for (k, v) in headers {
+                text.push_str(&format!("{k}: {v}\r\n"));
+            }
+            text.push_str("\r\n");
+            text.push_str(&body);
+            let _ = socket.write_all(text.as_bytes()).await;
+        }
+        Reply::Stall { chunks } => {
+            if socket.write_all(sse_head.as_bytes()).await.is_err() {
+                return;
+            }
+            for c in chunks {
+                let _ = socket.write_all(format!("data: {c}\n\n").as_bytes()).await;
+            }
+            let _ = socket.flush().await;
+            tokio::time::sleep(Duration::from_secs(600)).await;
+        }
+    }
+    let _ = socket.shutdown().await;
+}
+
+fn header(head: &str, name: &str) -> Option<String> {
+    head.lines().find_map(|line| {
+        let (k, v) = line.split_once(':')?;
+        k.trim()
+            .eq_ignore_ascii_case(name)
+            .then(|| v.trim().to_owned())
+    })
+}
+
+/// A final answer streamed in pieces of `piece` characters, with usage.
+pub fn text(answer: &str, piece: usize) -> Reply {
+    let chars: Vec<char> = answer.chars().collect();
+    let mut chunks: Vec<String> = chars
+        .chunks(piece.max(1))
+        .map(|c| {
+            json!({ "choices": [{ "index": 0, "delta": { "content": c.iter().collect::<String>() } }] })
+                .to_string()
+        })
+        .collect();
+    chunks.push(
+        json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] }).to_string(),
+    );
+    chunks.push(usage(120, 30));
+    Reply::Stream { chunks, gap_ms: 0 }
+}
+
+/// Tool calls (id, function name, JSON arguments), each one's arguments split into three chunks,
+/// the calls interleaved by index as a real server sends parallel calls.
+pub fn calls(said: &str, calls: &[(&str, &str, &str)]) -> Reply {
+    let mut chunks = Vec::new();
+    if !said.is_empty() {
+        chunks
+            .push(json!({ "choices": [{ "index": 0, "delta": { "content": said } }] }).to_string());
+    }
+    for (i, (id, name, _)) in calls.iter().enumerate() {
+        chunks.push(
+            json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
+                { "index": i, "id": id, "type": "function", "function": { "name": name, "arguments": "" } }
+            ] } }] })
+            .to_string(),
+        );
+    }
+    for third in 0..3 {
+        for (i, (_, _, args)) in calls.iter().enumerate() {
+            let chars: Vec<char> = args.chars().collect();
+            let size = chars.len().div_ceil(3).max(1);
+            let piece: String = chars.iter().skip(third * size).take(size).collect();
+            chunks.push(
+                json!({ "choices": [{ "index": 0, "delta": { "tool_calls": [
+                    { "index": i, "function": { "arguments": piece } }
+                ] } }] })
+                .to_string(),
+            );
+        }
+    }
+    chunks.push(
+        json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "tool_calls" }] })
+            .to_string(),
+    );
+    chunks.push(usage(200, 40));
+    Reply::Stream { chunks, gap_ms: 0 }
+}
+
+fn usage(prompt: u64, completion: u64) -> String {
+    json!({ "choices": [], "usage": { "prompt_tokens": prompt, "completion_tokens": completion } })
+        .to_string()
+}
+
+pub fn status(code: u16, retry_after: Option<&str>) -> Reply {
+    Reply::Status {
+        code,
+        headers: retry_after
+            .map(|r| vec![("retry-after".to_owned(), r.to_owned())])
+            .unwrap_or_default(),
+        body: json!({ "error": { "message": format!("mock says {code}") } }).to_string(),
+    }
+}
+
+/// The tool messages of a recorded request: (tool_call_id, content).
+pub fn tool_results(seen: &Seen) -> Vec<(String, String)> {
+    seen.body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap_or("").to_owned(),
+                m["content"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
