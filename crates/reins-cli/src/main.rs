@@ -79,8 +79,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Start a run of a plan file on a workspace folder and drive it, printing a line per step.
+    /// Start a run on a workspace folder — a plan file (--plan) or the LLM agent on a goal (--llm) —
+    /// and drive it, printing a line per step and the model's text as it streams.
     Run(commands::run::Args),
+    /// Answer the question an agent asked (`ask_user`); without TEXT, show it.
+    Answer(commands::answer::Args),
+    /// API keys for model servers, kept only in the OS keyring: set, status, delete.
+    #[command(subcommand)]
+    Keys(commands::keys::KeysCommand),
     /// Drive every runnable run (queued, or abandoned by a crashed worker).
     Worker(commands::worker::Args),
     /// List runs, newest first.
@@ -178,6 +184,8 @@ async fn dispatch(cli: Cli) -> u8 {
     let result = match cli.command {
         Command::Run(args) => commands::run::exec(&reins, args, json).await,
         Command::Worker(args) => commands::worker::exec(&reins, args, json).await,
+        Command::Answer(args) => commands::answer::exec(&reins, args, json).await,
+        Command::Keys(cmd) => commands::keys::exec(&reins, cmd, json).await,
         Command::Ps => commands::ps::exec(&reins, json).await,
         Command::Show(args) => commands::show::exec(&reins, args, json).await,
         Command::Pause(args) => commands::control::pause(&reins, args, json).await,

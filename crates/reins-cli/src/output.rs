@@ -38,19 +38,52 @@ pub fn fail(e: &Error, json: bool) -> u8 {
     }
 }
 
-/// Prints each progress event as it happens: a line of text, or a JSON line.
+/// Prints each progress event as it happens: a line of text, or a JSON line. A model's streamed
+/// text is printed as it arrives, on its own indented lines.
 pub struct Printer {
-    pub json: bool,
+    json: bool,
+    /// The model's text left the cursor mid-line.
+    mid_line: std::sync::atomic::AtomicBool,
+}
+
+impl Printer {
+    pub fn new(json: bool) -> Self {
+        Self {
+            json,
+            mid_line: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
 }
 
 impl Observer for Printer {
     fn on(&self, p: &Progress) {
+        use std::sync::atomic::Ordering;
         let mut out = std::io::stdout().lock();
         if self.json {
             let _ = writeln!(out, "{}", serde_json::to_string(p).unwrap_or_default());
             return;
         }
+        if let Progress::Text { text } = p {
+            let start = !self.mid_line.swap(true, Ordering::Relaxed);
+            let text = text.replace('\n', "\n    ");
+            let _ = write!(out, "{}{text}", if start { "    " } else { "" });
+            let _ = out.flush();
+            return;
+        }
+        if self.mid_line.swap(false, Ordering::Relaxed) {
+            let _ = writeln!(out);
+        }
         let _ = match p {
+            Progress::Text { .. } => Ok(()),
+            Progress::Thinking {
+                seq,
+                model,
+                tokens,
+                budget,
+            } => writeln!(
+                out,
+                "  … #{seq} asking {model} ({tokens} of {budget} context tokens)"
+            ),
             Progress::Created {
                 run,
                 name,
@@ -96,7 +129,7 @@ impl Observer for Printer {
                 reused,
             } => {
                 let mark = match status.as_str() {
-                    "done" => "✓",
+                    "done" | "answered" => "✓",
                     "awaiting_review" => "?",
                     _ => "✗",
                 };

@@ -1,9 +1,11 @@
 //! One module per user operation.
 
+pub mod answer;
 pub mod audit;
 pub mod control;
 pub mod doctor;
 pub mod gc;
+pub mod keys;
 pub mod memory;
 pub mod policy;
 pub mod ps;

@@ -350,7 +350,7 @@ async fn after_decision(
     }
     match decided.run_state {
         RunState::Queued if drive => {
-            let printer = Printer { json };
+            let printer = Printer::new(json);
             let outcome = reins.drive(decided.run, &printer).await?;
             Ok(match outcome {
                 reins_core::engine::DriveOutcome::Finished {

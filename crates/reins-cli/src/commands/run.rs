@@ -1,20 +1,27 @@
-//! `reins run --plan FILE --workspace DIR`
+//! `reins run --plan FILE --workspace DIR` · `reins run --llm GOAL --workspace DIR`
 
+use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use reins_core::agent::llm::Spec;
 use reins_core::api::Reins;
 use reins_core::engine::DriveOutcome;
+use reins_core::provider::{Price, Settings, DEFAULT_BASE_URL, DEFAULT_MODEL};
 use reins_core::run::RunState;
 
 use crate::exit;
 use crate::output::Printer;
 
 #[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("agent").required(true).args(["plan", "llm"])))]
 pub struct Args {
     /// The plan file (TOML): name, goal and a list of [[steps]] tool calls. See examples/plans/.
     #[arg(long, value_name = "FILE")]
-    plan: PathBuf,
+    plan: Option<PathBuf>,
+    /// Run the LLM agent on this goal (an OpenAI-compatible server: a local Ollama by default).
+    #[arg(long, value_name = "GOAL")]
+    llm: Option<String>,
     /// The folder the agent works in; every file path is jailed beneath it.
     #[arg(long, value_name = "DIR")]
     workspace: PathBuf,
@@ -24,13 +31,99 @@ pub struct Args {
     /// Only create the run and leave it queued for a worker (`reins worker`, the desktop app).
     #[arg(long, conflicts_with = "no_wait")]
     queue: bool,
+    #[command(flatten)]
+    model: ModelArgs,
+}
+
+/// The model an LLM run talks to. Read from the command line or the environment only — never from
+/// a file in the workspace.
+#[derive(clap::Args)]
+#[command(next_help_heading = "Model (with --llm)")]
+pub struct ModelArgs {
+    /// The server's OpenAI-compatible base URL (ends in /v1).
+    #[arg(long, env = "REINS_BASE_URL", value_name = "URL", default_value = DEFAULT_BASE_URL)]
+    base_url: String,
+    /// The model name as the server knows it (`ollama list`).
+    #[arg(long, env = "REINS_MODEL", value_name = "NAME", default_value = DEFAULT_MODEL)]
+    model: String,
+    /// The keyring entry holding the API key (`reins keys set NAME`); none for a local server.
+    #[arg(long, env = "REINS_KEY", value_name = "NAME")]
+    key: Option<String>,
+    /// Tokens the model takes in (prompt and answer).
+    #[arg(long, value_name = "TOKENS", default_value_t = 32_768)]
+    context_window: usize,
+    /// Tokens reserved for each answer.
+    #[arg(long, value_name = "TOKENS", default_value_t = 4_096)]
+    max_output: usize,
+    #[arg(long)]
+    temperature: Option<f32>,
+    /// The longest the server may stay silent (before the first byte, between chunks).
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    timeout: u64,
+    /// Most model calls the run makes before it stops.
+    #[arg(long, value_name = "N", default_value_t = reins_core::agent::llm::DEFAULT_MAX_TURNS)]
+    max_turns: u32,
+    /// Price in US dollars per million prompt tokens (with --price-out: cost per step).
+    #[arg(long, value_name = "USD", requires = "price_out")]
+    price_in: Option<f64>,
+    /// Price in US dollars per million answer tokens.
+    #[arg(long, value_name = "USD", requires = "price_in")]
+    price_out: Option<f64>,
+    /// A name for the run (default: the goal's first words).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+impl ModelArgs {
+    fn spec(self, goal: String) -> Spec {
+        let name = self.name.unwrap_or_else(|| {
+            let mut n: String = goal.chars().take(60).collect();
+            if goal.chars().count() > 60 {
+                n.push('…');
+            }
+            n
+        });
+        Spec {
+            name,
+            goal,
+            settings: Settings {
+                base_url: self.base_url,
+                model: self.model,
+                context_window: self.context_window,
+                max_output: self.max_output,
+                temperature: self.temperature,
+                timeout_s: self.timeout,
+                key: self.key,
+                price: self.price_in.zip(self.price_out).map(|(i, o)| Price {
+                    input_per_mtok: i,
+                    output_per_mtok: o,
+                }),
+            },
+            max_turns: self.max_turns,
+        }
+    }
 }
 
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
-    let printer = Printer { json };
-    let id = reins
-        .create_script_run(&args.plan, &args.workspace, &printer)
-        .await?;
+    let printer = Printer::new(json);
+    let id = match (args.plan, args.llm) {
+        (Some(plan), _) => {
+            reins
+                .create_script_run(&plan, &args.workspace, &printer)
+                .await?
+        }
+        (None, Some(goal)) => {
+            let spec = args.model.spec(goal);
+            reins
+                .create_llm_run(&spec, &args.workspace, &printer)
+                .await?
+        }
+        (None, None) => {
+            return Err(reins_core::Error::Invalid(
+                "give --plan FILE or --llm GOAL".into(),
+            ))
+        }
+    };
     if args.queue {
         if !json {
             println!("queued; a worker picks it up (`reins worker`), `reins show {id}` follows it");
@@ -89,6 +182,11 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
             }
             return Ok(exit::NEEDS_HUMAN);
         }
+        if waiting == RunState::AwaitingInput && !json && std::io::stdin().is_terminal() {
+            if ask_here(reins, id).await? {
+                continue;
+            }
+        }
         if !json {
             println!("  waiting for a human (Ctrl-C detaches; the run stays safe in the database)");
         }
@@ -128,5 +226,36 @@ fn exit_for(state: RunState) -> u8 {
         exit::DONE
     } else {
         exit::RUN_FAILED
+    }
+}
+
+/// On a terminal, the agent's question is answered right here. False when no answer was given
+/// (end of input): then the run waits for `reins answer` like any other.
+async fn ask_here(reins: &Reins, id: reins_core::ids::RunId) -> reins_core::Result<bool> {
+    let Some((_, question)) = reins.question(id).await? else {
+        return Ok(false);
+    };
+    println!("  ? {question}");
+    loop {
+        print!("  answer> ");
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        let line = tokio::task::spawn_blocking(|| {
+            let mut line = String::new();
+            std::io::stdin().read_line(&mut line).map(|n| (n, line))
+        })
+        .await
+        .map_err(|e| reins_core::Error::Invalid(e.to_string()))?;
+        match line {
+            Ok((0, _)) | Err(_) => {
+                println!();
+                return Ok(false);
+            }
+            Ok((_, text)) if text.trim().is_empty() => continue,
+            Ok((_, text)) => {
+                reins.answer(id, &text).await?;
+                return Ok(true);
+            }
+        }
     }
 }

@@ -11,17 +11,135 @@ use crate::output::{print_json, table, time};
 pub struct Args {
     /// The run id (or a unique prefix of it).
     run: String,
+    /// What went into each model call: every candidate, its tokens, whether it went in and why,
+    /// and the profile facts used.
+    #[arg(long, conflicts_with = "step")]
+    context: bool,
+    /// One step in full: its action, result (the whole output) and review.
+    #[arg(long, value_name = "N")]
+    step: Option<i64>,
 }
 
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
     let id = reins.resolve_run(&args.run).await?;
+    if args.context {
+        let calls = reins.context(id).await?;
+        if json {
+            print_json(&calls);
+        } else {
+            print!("{}", render_context(&calls));
+        }
+        return Ok(exit::DONE);
+    }
     let detail = reins.run_detail(id).await?;
+    if let Some(n) = args.step {
+        let Some(step) = detail.steps.iter().find(|s| s.seq == n) else {
+            return Err(reins_core::Error::Invalid(format!(
+                "run {id} has no step {n} (it has {})",
+                detail.steps.len()
+            )));
+        };
+        if json {
+            print_json(step);
+        } else {
+            println!("step {} {} {}", step.seq, step.tool, step.status);
+            println!("action: {}", step.action);
+            if let Some(why) = &step.why {
+                println!("why: {why}");
+            }
+            if let Some(r) = &step.risk {
+                println!("risk: {r}");
+            }
+            println!(
+                "result:\n{}",
+                step.result.as_deref().unwrap_or("(none yet)")
+            );
+        }
+        return Ok(exit::DONE);
+    }
     if json {
         print_json(&detail);
     } else {
         print!("{}", render(&detail));
+        let usage = reins.usage(id).await?;
+        if usage.model_calls > 0 {
+            let cost = usage
+                .cost_usd
+                .map(|c| format!(", ${c:.4}"))
+                .unwrap_or_default();
+            println!(
+                "\nmodel: {} call(s), {} tokens in, {} out{cost} (`reins show {id} --context` for what went in)",
+                usage.model_calls, usage.tokens_in, usage.tokens_out
+            );
+        }
     }
     Ok(exit::DONE)
+}
+
+fn render_context(calls: &[reins_core::api::ContextView]) -> String {
+    let mut s = String::new();
+    if calls.is_empty() {
+        let _ = writeln!(s, "no model calls (only LLM runs have a context)");
+        return s;
+    }
+    let mut facts: Vec<String> = Vec::new();
+    for c in calls {
+        let m = &c.manifest;
+        let _ = writeln!(
+            s,
+            "step {}  {}  {} of {} input tokens used (window {}, output {}, tool schemas {}, margin {}; counted with {})",
+            c.step,
+            c.model,
+            m["used"],
+            m["inputBudget"],
+            m["budget"]["window"],
+            m["budget"]["reservedOutput"],
+            m["budget"]["toolSchemas"],
+            m["budget"]["margin"],
+            m["counter"].as_str().unwrap_or("?"),
+        );
+        let rows: Vec<Vec<String>> = m["entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| {
+                let text = |k: &str| match &e[k] {
+                    serde_json::Value::String(v) => v.clone(),
+                    serde_json::Value::Null => String::new(),
+                    other => other.to_string(),
+                };
+                vec![
+                    text("id"),
+                    text("kind"),
+                    text("tokens"),
+                    text("fate"),
+                    text("why"),
+                ]
+            })
+            .collect();
+        for line in table(&["ITEM", "KIND", "TOKENS", "FATE", "WHY"], &rows).lines() {
+            let _ = writeln!(s, "  {line}");
+        }
+        for f in &c.facts {
+            let line = match &f.fact {
+                Some(text) => format!("{} ({})", text, f.id),
+                None => format!("{} (deleted since)", f.id),
+            };
+            if !facts.contains(&line) {
+                facts.push(line);
+            }
+        }
+        let _ = writeln!(s);
+    }
+    if facts.is_empty() {
+        let _ = writeln!(s, "profile facts used: none");
+    } else {
+        let _ = writeln!(s, "profile facts used:");
+        for f in facts {
+            let _ = writeln!(s, "  {f}");
+        }
+    }
+    s
 }
 
 fn short(hash: &str) -> String {

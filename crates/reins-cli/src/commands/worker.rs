@@ -18,7 +18,7 @@ pub struct Args {
 }
 
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
-    let printer = Printer { json };
+    let printer = Printer::new(json);
     crate::signals::drain_on_signal(reins.drain_flag());
     let summary = reins
         .work(
