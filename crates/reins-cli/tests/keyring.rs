@@ -1,0 +1,99 @@
+//! The real OS keyring (Secret Service over D-Bus). Ignored in a plain `cargo test`: it needs a
+//! session bus with an unlocked keyring, which `scripts/test` provides (`dbus-run-session` +
+//! `gnome-keyring-daemon --unlock`) and then runs it with `--ignored`. There it fails, never skips,
+//! when the keyring is missing.
+
+mod common;
+
+use common::{text, Cli};
+use reins_tests::mock_llm::{self, MockLlm};
+
+fn set_key(cli: &Cli, name: &str, key: &str) -> anyhow::Result<std::process::Output> {
+    let mut child = cli
+        .cmd()
+        .args(["keys", "set", name])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write as _;
+        stdin.write_all(key.as_bytes())?;
+    }
+    Ok(child.wait_with_output()?)
+}
+
+#[test]
+#[ignore = "needs a Secret Service on the session bus: scripts/test runs it under dbus-run-session"]
+fn a_key_lives_in_the_os_keyring_and_only_there() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no session bus: run this under dbus-run-session with gnome-keyring-daemon --unlock (see scripts/test)"
+    );
+    let cli = Cli::new()?;
+    let name = format!("reins-it-{}", std::process::id());
+    let key = "sk-it-Mv5Lp8Qr2Ws7Ye4Tu1Io9Pa3Sd6Fg0Hj";
+    let out = set_key(&cli, &name, key)?;
+    assert!(out.status.success(), "keys set: {}", text(&out));
+    assert!(!text(&out).contains(key));
+    let status = cli.json(&["keys", "status", &name])?;
+    assert_eq!(status[0]["set"], true, "{status}");
+
+    let mock = MockLlm::start(vec![mock_llm::text("done", 50)])?;
+    let out = cli
+        .cmd()
+        .args(["run", "--llm", "say done", "--workspace"])
+        .arg(cli.ws())
+        .args([
+            "--base-url",
+            &mock.base_url(),
+            "--model",
+            "m",
+            "--key",
+            &name,
+        ])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        mock.seen()[0].authorization.as_deref(),
+        Some(format!("Bearer {key}").as_str()),
+        "the key reached the server, in the header"
+    );
+    assert!(!text(&out).contains(key));
+    let status = cli.json(&["keys", "status"])?;
+    assert_eq!(
+        status[0]["name"],
+        name.as_str(),
+        "names in use are listed: {status}"
+    );
+    for dir in [cli.data(), cli.ws(), cli.tmp.path().join("config")] {
+        for file in walk(&dir)? {
+            let bytes = std::fs::read(&file)?;
+            assert!(
+                !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
+                "the key is in {}",
+                file.display()
+            );
+        }
+    }
+    let out = cli.cmd().args(["keys", "delete", &name]).output()?;
+    assert!(text(&out).contains("deleted key"), "{}", text(&out));
+    assert_eq!(cli.json(&["keys", "status", &name])?[0]["set"], false);
+    Ok(())
+}
+
+fn walk(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    if !dir.exists() {
+        return Ok(out);
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let p = entry?.path();
+        if p.is_dir() {
+            out.extend(walk(&p)?);
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
