@@ -407,6 +407,15 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
         true,
     )
     .await?;
+    s.reins
+        .memory_remember(reins_core::memory::NewFact {
+            category: "workflow".into(),
+            key: "notes".into(),
+            value: "notes go in docs/".into(),
+            confidence: None,
+            origin: reins_core::memory::Origin::User,
+        })
+        .await?;
     let run = s.start(&s.spec("leave a note")).await?;
     let outcome = s.settle(run, &Silent).await?;
     assert!(
@@ -454,6 +463,14 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
     assert_eq!(s.sb.read("docs/NOTE.md")?, "rotate daily\n");
     std::fs::remove_file(s.sb.ws().join("docs/NOTE.md"))?;
     let pending = s.reins.approvals(Some("pending"), Some(run)).await?;
+    // The card is built from the agent's working memory: the steps it did, not the model's JSON,
+    // and the profile facts its context used.
+    let card = &pending[0].context_summary;
+    assert_eq!(card.steps_done, 1, "{card:?}");
+    assert_eq!(card.recent.len(), 1, "{card:?}");
+    assert!(card.recent[0].starts_with("step 2 fs.write ok"), "{card:?}");
+    assert_eq!(card.memory, ["workflow.notes: notes go in docs/"]);
+    assert_eq!(card.why.as_deref(), Some("Trying again."));
     s.reins
         .reject(&pending[0].row.id, "we keep notes in the wiki", "user:test")
         .await?;

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use sqlx::SqlitePool;
 
+use crate::agent::llm::WorkingMemory;
 use crate::ids::RunId;
 use crate::store::{self, steps};
 
@@ -19,41 +20,46 @@ pub struct ContextSummary {
     pub why: Option<String>,
     /// Paths the run has read or listed (newest first, at most 20).
     pub read: Vec<String>,
-    /// Profile facts the agent's context used (filled once memory exists).
+    /// Profile facts the agent's latest model call used (`category.key: value`).
     #[serde(default)]
     pub memory: Vec<String>,
+    /// Calls the agent made that wait behind this one (from its working memory).
+    #[serde(default)]
+    pub pending: Vec<String>,
+    /// Constraints the run works under (from its working memory).
+    #[serde(default)]
+    pub constraints: Vec<String>,
 }
 
 impl ContextSummary {
+    /// From the agent's working memory when it keeps one (the LLM agent), else from the journal.
     pub async fn build(
         pool: &SqlitePool,
         run: RunId,
         goal: &str,
         seq: i64,
         why: Option<&str>,
+        working: Option<&WorkingMemory>,
     ) -> store::Result<Self> {
         let steps_done: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'",
+            "SELECT COUNT(*) FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'
+               AND kind = 'tool_call'",
         )
         .bind(run.to_string())
         .bind(seq)
         .fetch_one(pool)
         .await?;
-        let recent = steps::recent(pool, run, seq, 5)
-            .await?
-            .into_iter()
-            .map(|s| {
-                let result = s
-                    .result
-                    .as_deref()
-                    .unwrap_or("")
-                    .lines()
-                    .next()
-                    .unwrap_or("");
-                let result: String = result.chars().take(120).collect();
-                format!("step {} {} {}: {result}", s.seq, s.tool, s.status)
-            })
-            .collect();
+        let recent = match working {
+            Some(w) => w.recent(5),
+            None => steps::recent(pool, run, seq, 5)
+                .await?
+                .into_iter()
+                .map(|s| {
+                    let result: String = s.summary_line().chars().take(120).collect();
+                    format!("step {} {} {}: {result}", s.seq, s.tool, s.status)
+                })
+                .collect(),
+        };
         let actions: Vec<String> = sqlx::query_scalar(
             "SELECT action FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'
                AND tool IN ('fs.read', 'fs.list', 'fs.search') ORDER BY seq DESC LIMIT 200",
@@ -82,7 +88,9 @@ impl ContextSummary {
             recent,
             why: why.map(str::to_owned),
             read,
-            memory: Vec::new(),
+            memory: facts_used(pool, run).await?,
+            pending: working.map(|w| w.pending.clone()).unwrap_or_default(),
+            constraints: working.map(|w| w.constraints.clone()).unwrap_or_default(),
         })
     }
 
@@ -99,6 +107,15 @@ impl ContextSummary {
             "\nWhy (the agent's words): {}",
             self.why.as_deref().unwrap_or("(the agent gave no reason)")
         ));
+        if !self.pending.is_empty() {
+            s.push_str(&format!(
+                "\nStill to run after this: {}",
+                self.pending.join(", ")
+            ));
+        }
+        for c in &self.constraints {
+            s.push_str(&format!("\nConstraint: {c}"));
+        }
         if !self.read.is_empty() {
             s.push_str(&format!("\nHas read: {}", self.read.join(", ")));
         }
@@ -110,4 +127,27 @@ impl ContextSummary {
         }
         s
     }
+}
+
+/// The profile facts the run's latest model call used, as `category.key: value` (deleted facts
+/// are left out: their text is gone).
+async fn facts_used(pool: &SqlitePool, run: RunId) -> store::Result<Vec<String>> {
+    let latest: Option<String> = sqlx::query_scalar(
+        "SELECT facts_used FROM context_manifests WHERE run_id = ? ORDER BY step_seq DESC LIMIT 1",
+    )
+    .bind(run.to_string())
+    .fetch_optional(pool)
+    .await?;
+    let ids: Vec<String> = latest
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for id in ids {
+        match store::memory::get(pool, &id).await {
+            Ok(f) => out.push(format!("{}.{}: {}", f.category, f.key, f.value)),
+            Err(store::StoreError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
 }

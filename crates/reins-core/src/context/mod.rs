@@ -30,6 +30,7 @@ pub mod tokens;
 mod tests;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Budget {
     pub window: usize,
     pub reserved_output: usize,

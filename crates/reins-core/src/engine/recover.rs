@@ -88,6 +88,7 @@ impl Drive<'_> {
             .await?
             .into_iter()
             .map(|st| {
+                let line = st.summary_line();
                 let result = st.result.unwrap_or_default();
                 crate::checkpoint::ToolRecord {
                     seq: st.seq,
@@ -95,13 +96,7 @@ impl Drive<'_> {
                     action_hash: st.action_hash,
                     status: st.status,
                     result_sha256: Digest::of(result.as_bytes()),
-                    summary: result
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                        .chars()
-                        .take(200)
-                        .collect(),
+                    summary: line.chars().take(200).collect(),
                 }
             })
             .collect();

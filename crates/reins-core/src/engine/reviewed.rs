@@ -34,12 +34,14 @@ impl Drive<'_> {
         let risk = verdict.map(|v| v.risk).unwrap_or(Risk::High);
         let reasons: Vec<String> = verdict.map(|v| v.reasons.clone()).unwrap_or_default();
         let preview = rec.preview.unwrap_or("").to_owned();
+        let working = self.agent.working_memory();
         let context = ContextSummary::build(
             self.e.store.pool(),
             self.run,
             &self.cp.goal,
             rec.seq,
             rec.why,
+            working.as_ref(),
         )
         .await?;
         let now = now_ms();

@@ -23,6 +23,31 @@ pub struct StepRow {
     pub ended_at: Option<i64>,
 }
 
+impl StepRow {
+    /// The result's first line, for people; a model call's is what the model said or called.
+    pub fn summary_line(&self) -> String {
+        let result = self.result.as_deref().unwrap_or("");
+        if self.kind == "model_call" {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(result) {
+                let calls: Vec<&str> = v["reply"]["toolCalls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["name"].as_str())
+                    .collect();
+                let said = v["reply"]["text"].as_str().unwrap_or("").trim();
+                let said = said.lines().next().unwrap_or("");
+                return match (said.is_empty(), calls.is_empty()) {
+                    (_, false) if said.is_empty() => format!("calls {}", calls.join(", ")),
+                    (_, false) => format!("{said} (calls {})", calls.join(", ")),
+                    _ => said.to_owned(),
+                };
+            }
+        }
+        result.lines().next().unwrap_or("").to_owned()
+    }
+}
+
 pub(crate) const INSERT: &str =
     "INSERT INTO steps (run_id, seq, kind, tool, action, action_hash, why, status, risk, reasons,
                         preview, result, started_at, ended_at)
