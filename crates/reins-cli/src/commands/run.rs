@@ -182,10 +182,12 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
             }
             return Ok(exit::NEEDS_HUMAN);
         }
-        if waiting == RunState::AwaitingInput && !json && std::io::stdin().is_terminal() {
-            if ask_here(reins, id).await? {
-                continue;
-            }
+        if waiting == RunState::AwaitingInput
+            && !json
+            && std::io::stdin().is_terminal()
+            && ask_here(reins, id).await?
+        {
+            continue;
         }
         if !json {
             println!("  waiting for a human (Ctrl-C detaches; the run stays safe in the database)");
