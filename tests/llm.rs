@@ -641,3 +641,47 @@ fn walk(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
     }
     Ok(out)
 }
+
+#[tokio::test]
+async fn a_large_tool_output_reaches_the_model_as_an_excerpt_of_a_stored_artifact(
+) -> anyhow::Result<()> {
+    let s = setup(
+        vec![
+            mock_llm::calls("", &[("big", "fs_read", r#"{"path":"logs/big.log"}"#)]),
+            mock_llm::text("Read it.", 50),
+        ],
+        false,
+    )
+    .await?;
+    let log: String = (0..2000)
+        .map(|i| format!("line {i:05} disk usage high\n"))
+        .collect();
+    std::fs::write(s.sb.ws().join("logs/big.log"), &log)?;
+    let run = s.start(&s.spec("read the big log")).await?;
+    let outcome = s.settle(run, &Silent).await?;
+    assert!(finished(&outcome, RunState::Succeeded), "{outcome:?}");
+    let told = mock_llm::tool_results(&s.mock.seen()[1]);
+    let text = &told[0].1;
+    let digest = reins_core::digest::Digest::of(log.as_bytes());
+    assert!(
+        text.len() < 9 * 1024,
+        "an excerpt, not {} bytes",
+        text.len()
+    );
+    assert!(text.starts_with("line 00000"), "the head: {}", &text[..40]);
+    assert!(
+        text.trim_end().ends_with("line 01999 disk usage high"),
+        "the tail"
+    );
+    assert!(
+        text.contains(&format!("artifact {digest} in the blob store")),
+        "the reference: {text}"
+    );
+    let blobs = reins_core::blob::BlobStore::open(&s.sb.data().blobs())?;
+    assert_eq!(
+        blobs.get(&digest)?,
+        log.as_bytes(),
+        "the whole output is stored, verified"
+    );
+    Ok(())
+}

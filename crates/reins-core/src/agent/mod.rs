@@ -72,7 +72,14 @@ pub struct Observation {
     pub tool: String,
     pub ok: bool,
     pub output: String,
+    /// A large output is also kept whole in the blob store under this digest (see
+    /// [`ARTIFACT_BYTES`]); an agent may hand the model a part of it and this reference.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<crate::digest::Digest>,
 }
+
+/// Outputs longer than this are stored as artifacts in the blob store.
+pub const ARTIFACT_BYTES: usize = 8 * 1024;
 
 #[async_trait]
 pub trait Agent: Send + Sync {

@@ -243,6 +243,7 @@ expect_output = "created"
             tool: "fs.read".into(),
             ok: true,
             output: "hi".into(),
+            artifact: None,
         });
         let saved = a.state();
 
@@ -256,6 +257,7 @@ expect_output = "created"
             tool: "fs.write".into(),
             ok: true,
             output: "replaced b".into(),
+            artifact: None,
         });
         assert!(
             matches!(b.next().await?, Move::Fail { ref reason } if reason.contains("\"created\""))

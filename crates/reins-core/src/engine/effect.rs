@@ -4,7 +4,6 @@
 
 use std::net::IpAddr;
 
-use crate::agent::Observation;
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::digest::Digest;
@@ -306,12 +305,7 @@ impl Drive<'_> {
             Ok(summary) => (true, summary),
             Err(error) => (false, error),
         };
-        self.agent.observe(&Observation {
-            seq: e.seq,
-            tool: e.tool.into(),
-            ok,
-            output: text.into(),
-        });
+        self.observe(e.seq, e.tool, ok, text)?;
         let (intent_status, step_status, kind, payload) = if ok {
             for img in e.post {
                 self.cp.files.insert(img.path.clone(), img.sha256.clone());

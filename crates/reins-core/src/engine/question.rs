@@ -2,7 +2,6 @@
 //! `awaiting_input` (a safe point: no worker holds it) until `reins answer RUN TEXT` records the
 //! answer as the step's result; the next worker hands it to the agent as the call's result.
 
-use crate::agent::Observation;
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::digest::Digest;
@@ -145,12 +144,7 @@ impl Drive<'_> {
             }));
         }
         let answer = step.result.clone().unwrap_or_default();
-        self.agent.observe(&Observation {
-            seq: step.seq,
-            tool: TOOL.into(),
-            ok: true,
-            output: answer.clone(),
-        });
+        self.observe(step.seq, TOOL, true, &answer)?;
         self.complete(
             step.seq,
             TOOL,

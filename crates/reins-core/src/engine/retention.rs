@@ -113,6 +113,13 @@ impl Engine {
                     .filter_map(|i| i.payload.as_ref().ok())
                     .filter_map(|cp| cp.workspace.clone()),
             );
+            // Large tool outputs the agent refers to as artifacts.
+            for result in
+                crate::store::steps::large_results(pool, run.id, crate::agent::ARTIFACT_BYTES)
+                    .await?
+            {
+                needed.insert(Digest::of(result.as_bytes()));
+            }
         }
 
         for (digest, path) in self.blobs.list()? {

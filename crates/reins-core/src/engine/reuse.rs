@@ -1,7 +1,6 @@
 //! Reusing a step the journal already holds: after resuming from an earlier checkpoint the agent
 //! proposes it again, and gets the recorded result instead of a second run.
 
-use crate::agent::Observation;
 use crate::checkpoint::Level;
 use crate::error::Result;
 use crate::journal::{EffectClass, IntentStatus};
@@ -58,12 +57,7 @@ impl Drive<'_> {
             }
         }
         let ok = prev.status == "done";
-        self.agent.observe(&Observation {
-            seq,
-            tool: prev.tool.clone(),
-            ok,
-            output: result.clone(),
-        });
+        self.observe(seq, &prev.tool, ok, &result)?;
         let summary = match Action::parse(call, &self.ws) {
             Ok(a) if ok && a.effect_class() == EffectClass::Pure => tools::describe(&a, &result),
             _ => one_line(&result),

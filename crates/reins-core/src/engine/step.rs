@@ -237,12 +237,7 @@ impl Drive<'_> {
         result: &str,
         summary: &str,
     ) -> Result<()> {
-        self.agent.observe(&Observation {
-            seq: rec.seq,
-            tool: rec.tool.into(),
-            ok,
-            output: result.into(),
-        });
+        self.observe(rec.seq, rec.tool, ok, result)?;
         self.complete(rec.seq, rec.tool, rec.action_hash, status, result, summary);
         self.stamp(format!("step {} {} {status}", rec.seq, rec.tool));
         let prepared = self.e.prepare(&self.cp, Level::Step)?;
@@ -288,6 +283,24 @@ impl Drive<'_> {
 }
 
 impl Drive<'_> {
+    /// Tells the agent what a step returned. A large output is first stored whole in the blob store
+    /// (fsynced, content-addressed) so the agent can refer to it instead of carrying it.
+    pub(super) fn observe(&mut self, seq: i64, tool: &str, ok: bool, output: &str) -> Result<()> {
+        let artifact = if output.len() > crate::agent::ARTIFACT_BYTES {
+            Some(self.e.blobs.put(output.as_bytes())?)
+        } else {
+            None
+        };
+        self.agent.observe(&Observation {
+            seq,
+            tool: tool.into(),
+            ok,
+            output: output.into(),
+            artifact,
+        });
+        Ok(())
+    }
+
     /// The policy's decision on a step, for the audit log, when the step got that far.
     pub(super) fn decided(&self, rec: &StepRecord<'_>) -> Option<audit::Event> {
         rec.verdict.map(|v| {

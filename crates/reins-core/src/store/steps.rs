@@ -151,6 +151,17 @@ pub async fn recent(pool: &SqlitePool, run: RunId, before: i64, n: i64) -> Resul
     Ok(rows)
 }
 
+/// Results longer than `over` bytes (kept as artifacts in the blob store too).
+pub async fn large_results(pool: &SqlitePool, run: RunId, over: usize) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT result FROM steps WHERE run_id = ? AND kind = 'tool_call' AND length(CAST(result AS BLOB)) > ?",
+    )
+    .bind(run.to_string())
+    .bind(i64::try_from(over).unwrap_or(i64::MAX))
+    .fetch_all(pool)
+    .await?)
+}
+
 /// Records a model call's token usage and cost (in millionths of a dollar) on its step.
 pub async fn set_usage(
     tx: &mut Tx,

@@ -30,8 +30,8 @@ pub const MAX_BAD_REPLIES: u32 = 3;
 /// Most model calls one run makes.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
 /// A tool result longer than this reaches the model as its head and tail plus a reference to the
-/// whole, which stays in the step journal (`reins show RUN --step N`).
-pub const RESULT_EXCERPT_BYTES: usize = 8 * 1024;
+/// whole, which the harness kept as an artifact in the blob store (and the step journal has).
+pub const RESULT_EXCERPT_BYTES: usize = crate::agent::ARTIFACT_BYTES;
 
 /// The pseudo-tool the model uses to ask the person something.
 pub const ASK_USER: &str = "ask_user";
@@ -201,14 +201,20 @@ fn kind_of(v: &Value) -> &'static str {
 }
 
 /// Head and tail of a long result, with where the whole is.
-pub fn excerpt(text: &str, seq: i64) -> String {
+pub fn excerpt(text: &str, seq: i64, artifact: Option<&str>) -> String {
     if text.len() <= RESULT_EXCERPT_BYTES {
         return text.to_owned();
     }
+    let whole = match artifact {
+        Some(a) => {
+            format!("artifact {a} in the blob store; `reins show RUN --step {seq}` prints it")
+        }
+        None => format!("`reins show RUN --step {seq}` prints it"),
+    };
     let head = floor(text, RESULT_EXCERPT_BYTES * 3 / 4);
     let tail_start = ceil(text, text.len() - RESULT_EXCERPT_BYTES / 4);
     format!(
-        "{}\n[… {} bytes omitted; the whole output is kept as the artifact of step {seq} (`reins show RUN --step {seq}`) …]\n{}",
+        "{}\n[… {} bytes omitted; the whole output is kept: {whole} …]\n{}",
         &text[..head],
         tail_start - head,
         &text[tail_start..]
@@ -287,11 +293,9 @@ impl Agent for LlmAgent {
             return;
         };
         let status = if obs.ok { "ok" } else { "error" };
-        let content = if obs.ok {
-            excerpt(&obs.output, obs.seq)
-        } else {
-            format!("error: {}", excerpt(&obs.output, obs.seq))
-        };
+        let artifact = obs.artifact.as_ref().map(|d| d.to_string());
+        let cut = excerpt(&obs.output, obs.seq, artifact.as_deref());
+        let content = if obs.ok { cut } else { format!("error: {cut}") };
         self.state.messages.push(Message::tool(&p.id, content));
         self.state.working.done.push(DoneStep {
             step: obs.seq,
@@ -305,8 +309,7 @@ impl Agent for LlmAgent {
                 .chars()
                 .take(160)
                 .collect(),
-            artifact: (obs.output.len() > RESULT_EXCERPT_BYTES)
-                .then(|| format!("step:{}", obs.seq)),
+            artifact,
         });
         self.state.working.pending = self.state.pending.iter().map(|p| p.name.clone()).collect();
     }
@@ -351,10 +354,16 @@ impl Agent for LlmAgent {
     }
 
     fn recovered(&mut self, summary: &crate::resume::RecoverySummary) {
-        self.state
-            .working
-            .notes
-            .push(format!("Resumed after an interruption. {}", summary.text));
+        // Going on after a review or an answer is no interruption worth telling the model about.
+        let plain_continue = summary.current_step.is_some()
+            && summary.settled.is_empty()
+            && summary.ended_processes.is_empty()
+            && summary.changed_outside.is_empty();
+        if plain_continue {
+            return;
+        }
+        // Only the latest resume matters; older notes describe a past that is in the steps now.
+        self.state.working.notes = vec![format!("Resumed after an interruption. {}", summary.text)];
     }
 
     fn working_memory(&self) -> Option<WorkingMemory> {

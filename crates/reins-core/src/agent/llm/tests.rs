@@ -61,6 +61,7 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
             tool: "fs.read".into(),
             ok: true,
             output: format!("content of {path}"),
+            artifact: None,
         });
     }
     let Move::Think(input) = a.next().await? else {
@@ -145,6 +146,7 @@ async fn state_survives_a_restore_mid_turn() -> anyhow::Result<()> {
         tool: "ask_user".into(),
         ok: true,
         output: "the one in config/".into(),
+        artifact: None,
     });
     let Move::Call { call, .. } = b.next().await? else {
         anyhow::bail!("the second call follows")
@@ -157,8 +159,9 @@ async fn state_survives_a_restore_mid_turn() -> anyhow::Result<()> {
 #[test]
 fn long_results_are_excerpted_with_a_reference() {
     let long = "line\n".repeat(5000);
-    let e = excerpt(&long, 7);
+    let e = excerpt(&long, 7, Some("sha256:abc"));
     assert!(e.len() < RESULT_EXCERPT_BYTES + 300);
-    assert!(e.contains("artifact of step 7"));
-    assert_eq!(excerpt("short", 1), "short");
+    assert!(e.contains("artifact sha256:abc in the blob store"), "{e}");
+    assert!(e.contains("--step 7"), "{e}");
+    assert_eq!(excerpt("short", 1, None), "short");
 }
