@@ -469,7 +469,12 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
     assert_eq!(card.steps_done, 1, "{card:?}");
     assert_eq!(card.recent.len(), 1, "{card:?}");
     assert!(card.recent[0].starts_with("step 2 fs.write ok"), "{card:?}");
-    assert_eq!(card.memory, ["workflow.notes: notes go in docs/"]);
+    assert_eq!(card.memory.len(), 1, "the fact's id only: {card:?}");
+    assert_eq!(
+        pending[0].facts[0].fact.as_deref(),
+        Some("workflow.notes: notes go in docs/"),
+        "resolved when shown"
+    );
     assert_eq!(card.why.as_deref(), Some("Trying again."));
     s.reins
         .reject(&pending[0].row.id, "we keep notes in the wiki", "user:test")
@@ -480,7 +485,25 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
         !s.sb.ws().join("docs/NOTE.md").exists(),
         "the rejected write never ran"
     );
-    let seen = s.mock.seen();
+    // Deleting the fact leaves no trace of its text: not in the approvals' summaries, the manifests,
+    // the audit log or anywhere else in the database file and its WAL.
+    let fact_id = card_fact(&s, run).await?;
+    s.reins.memory_delete(&fact_id).await?;
+    assert!(s.reins.approvals(None, Some(run)).await?[0].facts[0]
+        .fact
+        .is_none());
+    let seen_before_close = s.mock.seen();
+    s.reins.close().await;
+    for file in walk(&s.sb.tmp.path().join("data"))? {
+        let bytes = std::fs::read(&file)?;
+        let needle = b"notes go in docs/";
+        assert!(
+            !bytes.windows(needle.len()).any(|w| w == needle),
+            "the deleted fact is in {}",
+            file.display()
+        );
+    }
+    let seen = seen_before_close;
     assert_eq!(seen.len(), 3);
     let told = mock_llm::tool_results(&seen[2]);
     assert!(
@@ -627,6 +650,13 @@ async fn the_api_key_is_sent_only_in_the_header_and_is_on_no_disk() -> anyhow::R
         );
     }
     Ok(())
+}
+
+async fn card_fact(s: &Setup, run: RunId) -> anyhow::Result<String> {
+    let all = s.reins.approvals(None, Some(run)).await?;
+    all.first()
+        .and_then(|a| a.context_summary.memory.first().cloned())
+        .ok_or_else(|| anyhow::anyhow!("no fact on the card"))
 }
 
 fn walk(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {

@@ -232,7 +232,25 @@ fn print_card(v: &ApprovalView) {
         println!("  - {reason}");
     }
     println!("\ncontext:");
-    for line in v.context_summary.describe().lines() {
+    let facts: Vec<String> = v
+        .facts
+        .iter()
+        .map(|f| {
+            f.fact
+                .clone()
+                .unwrap_or_else(|| format!("{} (deleted since)", f.id))
+        })
+        .collect();
+    let described = if facts.is_empty() {
+        v.context_summary.describe()
+    } else {
+        format!(
+            "{}\nRemembered facts used: {}",
+            v.context_summary.describe(),
+            facts.join("; ")
+        )
+    };
+    for line in described.lines() {
         println!("  {line}");
     }
     let (title, preview) = match &r.edited_preview {

@@ -148,15 +148,7 @@ impl Reins {
         let mut out = Vec::new();
         for row in manifests::list(self.store().pool(), id).await? {
             let ids: Vec<String> = serde_json::from_str(&row.facts_used).unwrap_or_default();
-            let mut facts = Vec::new();
-            for fid in ids {
-                let fact = match crate::store::memory::get(self.store().pool(), &fid).await {
-                    Ok(f) => Some(format!("{}.{}: {}", f.category, f.key, f.value)),
-                    Err(crate::store::StoreError::NotFound { .. }) => None,
-                    Err(e) => return Err(e.into()),
-                };
-                facts.push(FactUse { id: fid, fact });
-            }
+            let facts = self.facts_by_id(ids).await?;
             out.push(ContextView {
                 step: row.step_seq,
                 model: row.model,
@@ -166,6 +158,20 @@ impl Reins {
             });
         }
         Ok(out)
+    }
+
+    /// Profile facts by id with their current text (None: deleted since).
+    pub(super) async fn facts_by_id(&self, ids: Vec<String>) -> Result<Vec<FactUse>> {
+        let mut facts = Vec::new();
+        for id in ids {
+            let fact = match crate::store::memory::get(self.store().pool(), &id).await {
+                Ok(f) => Some(format!("{}.{}: {}", f.category, f.key, f.value)),
+                Err(crate::store::StoreError::NotFound { .. }) => None,
+                Err(e) => return Err(e.into()),
+            };
+            facts.push(FactUse { id, fact });
+        }
+        Ok(facts)
     }
 
     pub async fn usage(&self, id: RunId) -> Result<UsageView> {

@@ -26,6 +26,8 @@ pub struct ApprovalView {
     pub reason_list: Vec<String>,
     pub context_summary: ContextSummary,
     pub segment_list: Vec<Segment>,
+    /// The profile facts the agent's context used, resolved from the summary's ids now.
+    pub facts: Vec<super::FactUse>,
 }
 
 impl ApprovalView {
@@ -38,6 +40,7 @@ impl ApprovalView {
                 .as_deref()
                 .and_then(|s| serde_json::from_str(s).ok())
                 .unwrap_or_default(),
+            facts: Vec::new(),
             row,
         }
     }
@@ -66,11 +69,17 @@ impl Reins {
         run: Option<RunId>,
     ) -> Result<Vec<ApprovalView>> {
         self.engine.expire_due().await?;
-        Ok(approvals::list(self.store().pool(), status, run)
-            .await?
-            .into_iter()
-            .map(ApprovalView::of)
-            .collect())
+        let mut views = Vec::new();
+        for row in approvals::list(self.store().pool(), status, run).await? {
+            views.push(self.view(row).await?);
+        }
+        Ok(views)
+    }
+
+    async fn view(&self, row: ApprovalRow) -> Result<ApprovalView> {
+        let mut v = ApprovalView::of(row);
+        v.facts = self.facts_by_id(v.context_summary.memory.clone()).await?;
+        Ok(v)
     }
 
     /// One approval by id or unique prefix; a pending one is first checked against the disk, and
@@ -85,11 +94,11 @@ impl Reins {
         if row.status == "pending" {
             if let Some(new) = self.engine.refresh_approval(&row.id).await? {
                 if let Some(fresh) = approvals::get(self.store().pool(), &new).await? {
-                    return Ok(ApprovalView::of(fresh));
+                    return self.view(fresh).await;
                 }
             }
         }
-        Ok(ApprovalView::of(row))
+        self.view(row).await
     }
 
     pub async fn approve(&self, id: &str, req: ApproveRequest) -> Result<Decided> {

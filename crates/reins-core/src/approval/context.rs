@@ -20,7 +20,9 @@ pub struct ContextSummary {
     pub why: Option<String>,
     /// Paths the run has read or listed (newest first, at most 20).
     pub read: Vec<String>,
-    /// Profile facts the agent's latest model call used (`category.key: value`).
+    /// Ids of the profile facts the agent's latest model call used. Ids only: this summary is kept
+    /// with the approval and in the audit log, and a deleted fact must leave no trace of its text;
+    /// readers resolve the ids to the facts' current text.
     #[serde(default)]
     pub memory: Vec<String>,
     /// Calls the agent made that wait behind this one (from its working memory).
@@ -119,18 +121,11 @@ impl ContextSummary {
         if !self.read.is_empty() {
             s.push_str(&format!("\nHas read: {}", self.read.join(", ")));
         }
-        if !self.memory.is_empty() {
-            s.push_str(&format!(
-                "\nRemembered facts used: {}",
-                self.memory.join("; ")
-            ));
-        }
         s
     }
 }
 
-/// The profile facts the run's latest model call used, as `category.key: value` (deleted facts
-/// are left out: their text is gone).
+/// The ids of the profile facts the run's latest model call used.
 async fn facts_used(pool: &SqlitePool, run: RunId) -> store::Result<Vec<String>> {
     let latest: Option<String> = sqlx::query_scalar(
         "SELECT facts_used FROM context_manifests WHERE run_id = ? ORDER BY step_seq DESC LIMIT 1",
@@ -138,16 +133,7 @@ async fn facts_used(pool: &SqlitePool, run: RunId) -> store::Result<Vec<String>>
     .bind(run.to_string())
     .fetch_optional(pool)
     .await?;
-    let ids: Vec<String> = latest
+    Ok(latest
         .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    for id in ids {
-        match store::memory::get(pool, &id).await {
-            Ok(f) => out.push(format!("{}.{}: {}", f.category, f.key, f.value)),
-            Err(store::StoreError::NotFound { .. }) => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(out)
+        .unwrap_or_default())
 }
