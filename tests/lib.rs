@@ -85,4 +85,5 @@ pub fn example_plan(name: &str) -> anyhow::Result<Plan> {
 pub fn plan(text: &str) -> anyhow::Result<Plan> {
     Ok(Plan::from_toml(text, "inline plan")?)
 }
+pub mod llm_setup;
 pub mod mock_llm;

@@ -1,0 +1,116 @@
+//! Creating runs: the run row, its first checkpoint and the audit event commit together.
+
+use crate::agent::script::Plan;
+use crate::checkpoint::{CheckpointV1, Level, Meta};
+use crate::clock::now_ms;
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+use crate::run::RunState;
+use crate::store::{audit, audit::Actor, runs};
+use crate::workspace::Workspace;
+
+use super::Engine;
+
+/// What a new run is made of.
+struct NewRun<'a> {
+    kind: &'static str,
+    version: &'static str,
+    name: &'a str,
+    goal: &'a str,
+    spec: String,
+}
+
+impl Engine {
+    /// Creates a queued run from a script plan: the run row, its first checkpoint and the audit event
+    /// commit together.
+    pub async fn create_script_run(&self, plan: &Plan, workspace: &Workspace) -> Result<RunId> {
+        self.create_run(
+            NewRun {
+                kind: crate::agent::script::KIND,
+                version: crate::agent::script::VERSION,
+                name: &plan.name,
+                goal: &plan.goal,
+                spec: plan.to_json(),
+            },
+            workspace,
+        )
+        .await
+    }
+
+    /// Creates a queued run for the LLM agent.
+    pub async fn create_llm_run(
+        &self,
+        spec: &crate::agent::llm::Spec,
+        workspace: &Workspace,
+    ) -> Result<RunId> {
+        spec.settings.check().map_err(Error::Invalid)?;
+        self.create_run(
+            NewRun {
+                kind: crate::agent::llm::KIND,
+                version: crate::agent::llm::VERSION,
+                name: &spec.name,
+                goal: &spec.goal,
+                spec: spec.to_json(),
+            },
+            workspace,
+        )
+        .await
+    }
+
+    async fn create_run(&self, new: NewRun<'_>, workspace: &Workspace) -> Result<RunId> {
+        let id = RunId::new();
+        let now = now_ms();
+        let spec_hash = crate::digest::Digest::of(new.spec.as_bytes());
+        let compat = crate::compat::Compat::current(new.kind, new.version, &new.spec);
+        let row = runs::RunRow {
+            id,
+            name: new.name.to_owned(),
+            goal: new.goal.to_owned(),
+            workspace: workspace.root().to_string_lossy().into_owned(),
+            agent_kind: new.kind.into(),
+            agent_spec: new.spec,
+            compat: compat.to_json(),
+            state: RunState::Queued,
+            state_version: 0,
+            fence: 0,
+            owner: None,
+            lease_until: None,
+            last_error: None,
+            created_at: now,
+            updated_at: now,
+            not_before: None,
+        };
+        let first = CheckpointV1 {
+            goal: row.goal.clone(),
+            next_step: 1,
+            meta: Meta {
+                written_at: now,
+                note: "created".into(),
+                ..Meta::default()
+            },
+            ..CheckpointV1::default()
+        };
+        let prepared = self.prepare(&first, Level::Task)?;
+        let mut tx = self.store.begin().await?;
+        runs::insert(&mut tx, &row).await?;
+        self.insert_checkpoint(
+            &mut tx,
+            id,
+            &prepared,
+            now,
+            vec![audit::Event::new(
+                Actor::User,
+                "run.created",
+                Some(id),
+                serde_json::json!({
+                    "name": row.name, "goal": row.goal, "workspace": row.workspace,
+                    "agentKind": row.agent_kind, "specHash": spec_hash,
+                }),
+            )],
+            None,
+        )
+        .await?;
+        tx.commit().await.map_err(crate::store::StoreError::from)?;
+        Ok(id)
+    }
+}
