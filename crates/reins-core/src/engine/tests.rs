@@ -1,7 +1,9 @@
 //! Engine tests that need its internals (checkpoint preparation and insertion).
 use super::*;
+use crate::agent::script::Plan;
 use crate::checkpoint::stored;
 use crate::policy::PermitAll;
+use crate::workspace::Workspace;
 
 #[tokio::test]
 async fn a_checkpoint_over_one_mib_goes_to_the_blob_store_and_verifies() -> anyhow::Result<()> {
