@@ -324,9 +324,8 @@ impl Agent for LlmAgent {
             tool_call_id: None,
         });
         let said = reply.text.trim();
-        if !said.is_empty() {
-            self.state.working.intent = Some(said.chars().take(300).collect());
-        }
+        // The reason shown for this reply's calls: its own words, never an earlier reply's.
+        self.state.working.intent = (!said.is_empty()).then(|| said.chars().take(300).collect());
         if reply.tool_calls.is_empty() {
             self.state.finished = Some(if said.is_empty() {
                 "the model finished without a final message".into()

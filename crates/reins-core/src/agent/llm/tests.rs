@@ -67,6 +67,10 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
     let Move::Think(input) = a.next().await? else {
         anyhow::bail!("back to the model")
     };
+    assert_eq!(
+        a.working_memory().and_then(|w| w.intent),
+        Some("reading both".into())
+    );
     let request = input
         .parts
         .iter()
@@ -82,6 +86,19 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
         ["c1", "c2"],
         "both results answer their calls, in order"
     );
+    a.replied(&reply("", &[("c3", "fs_list", "{}")]));
+    let Move::Call { why, .. } = a.next().await? else {
+        anyhow::bail!("a call")
+    };
+    assert_eq!(why, None, "a silent reply's call carries no earlier reason");
+    a.observe(&Observation {
+        seq: 4,
+        tool: "fs.list".into(),
+        ok: true,
+        output: "a\nb".into(),
+        artifact: None,
+    });
+    assert!(matches!(a.next().await?, Move::Think(_)));
     a.replied(&reply("All done.", &[]));
     assert_eq!(
         a.next().await?,
