@@ -7,7 +7,7 @@ use reins_core::ids::RunId;
 use reins_core::keys::{Secret, SecretStore as _};
 use reins_core::run::RunState;
 use reins_core::store::audit;
-use reins_tests::llm_setup::{finished, setup, walk, Setup};
+use reins_tests::llm_setup::{files_containing, finished, setup, Setup};
 use reins_tests::mock_llm;
 
 #[tokio::test]
@@ -109,15 +109,8 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
         .is_none());
     let seen_before_close = s.mock.seen();
     s.reins.close().await;
-    for file in walk(&s.sb.tmp.path().join("data"))? {
-        let bytes = std::fs::read(&file)?;
-        let needle = b"notes go in docs/";
-        assert!(
-            !bytes.windows(needle.len()).any(|w| w == needle),
-            "the deleted fact is in {}",
-            file.display()
-        );
-    }
+    let found = files_containing(&s.sb.tmp.path().join("data"), b"notes go in docs/")?;
+    assert!(found.is_empty(), "the deleted fact is in {found:?}");
     let seen = seen_before_close;
     assert_eq!(seen.len(), 3);
     let told = mock_llm::tool_results(&seen[2]);
@@ -256,14 +249,8 @@ async fn the_api_key_is_sent_only_in_the_header_and_is_on_no_disk() -> anyhow::R
     );
     assert!(!seen[0].body.to_string().contains(key), "never in the body");
     s.reins.close().await;
-    for entry in walk(&s.sb.tmp.path().join("data"))? {
-        let bytes = std::fs::read(&entry)?;
-        assert!(
-            !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
-            "the key is in {}",
-            entry.display()
-        );
-    }
+    let found = files_containing(&s.sb.tmp.path().join("data"), key.as_bytes())?;
+    assert!(found.is_empty(), "the key is in {found:?}");
     Ok(())
 }
 

@@ -108,15 +108,25 @@ pub fn finished(o: &DriveOutcome, want: RunState) -> bool {
     matches!(o, DriveOutcome::Finished { state, .. } if *state == want)
 }
 
-pub fn walk(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let mut out = Vec::new();
+/// Files under `dir` whose bytes contain `needle`. A file that vanishes while being read (SQLite's
+/// `-shm` at close, the audit anchor's temp file being moved into place) cannot hold it.
+pub fn files_containing(
+    dir: &std::path::Path,
+    needle: &[u8],
+) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    let mut found = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let p = entry?.path();
         if p.is_dir() {
-            out.extend(walk(&p)?);
-        } else {
-            out.push(p);
+            found.extend(files_containing(&p, needle)?);
+            continue;
+        }
+        match std::fs::read(&p) {
+            Ok(bytes) if bytes.windows(needle.len()).any(|w| w == needle) => found.push(p),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
         }
     }
-    Ok(out)
+    Ok(found)
 }
