@@ -84,6 +84,19 @@ pub fn check_value(value: &str) -> Result<(), KeyError> {
     Ok(())
 }
 
+/// [`SecretStore::get`] on a blocking thread (keyring calls block on D-Bus).
+pub async fn get_blocking(
+    store: std::sync::Arc<dyn SecretStore>,
+    name: &str,
+) -> Result<Option<Secret>, KeyError> {
+    let name = name.to_owned();
+    tokio::task::spawn_blocking(move || store.get(&name))
+        .await
+        .map_err(|e| KeyError::Unavailable {
+            detail: format!("keyring task failed: {e}"),
+        })?
+}
+
 pub trait SecretStore: Send + Sync {
     /// Whether keys can be stored and read now; the error says how to fix it.
     fn probe(&self) -> Result<(), KeyError>;

@@ -73,7 +73,8 @@ impl Reins {
         let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
         if let Some(name) = &spec.settings.key {
             // Said now, not after the run has started: the key must exist.
-            if self.engine.secrets().get(name)?.is_none() {
+            let store = Arc::clone(self.engine.secrets());
+            if crate::keys::get_blocking(store, name).await?.is_none() {
                 return Err(KeyError::Missing(name.clone()).into());
             }
         }

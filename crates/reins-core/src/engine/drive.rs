@@ -56,8 +56,8 @@ pub(super) struct Drive<'a> {
     pub(super) settled: Vec<crate::resume::SettledEffect>,
     /// Orphan processes of earlier attempts this one ended.
     pub(super) ended_processes: Vec<String>,
-    /// The API key, looked up once per attempt (outer None: not yet).
-    pub(super) api_key: Option<Option<crate::keys::Secret>>,
+    /// The API key, once looked up in this attempt.
+    pub(super) api_key: Option<crate::keys::Secret>,
 }
 
 impl<'a> Drive<'a> {

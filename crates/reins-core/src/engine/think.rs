@@ -82,7 +82,7 @@ impl Drive<'_> {
             }
         };
         let messages = render(&assembly, &messages_of);
-        let key = match self.api_key(settings.key.as_deref()) {
+        let key = match self.api_key(settings.key.as_deref()).await {
             Ok(k) => k,
             Err(e) => return self.suspend(&format!("step {seq}: {e}")).await.map(Some),
         };
@@ -144,20 +144,19 @@ impl Drive<'_> {
         Ok(None)
     }
 
-    /// The key for `name` from the secret store, once per attempt.
-    fn api_key(&mut self, name: Option<&str>) -> Result<Option<crate::keys::Secret>> {
+    /// The key for `name` from the secret store (a blocking D-Bus call: off the async threads),
+    /// once per attempt.
+    async fn api_key(&mut self, name: Option<&str>) -> Result<Option<crate::keys::Secret>> {
         let Some(name) = name else {
             return Ok(None);
         };
         if let Some(k) = &self.api_key {
-            return Ok(k.clone());
+            return Ok(Some(k.clone()));
         }
-        let key = self
-            .e
-            .secrets()
-            .get(name)?
+        let key = crate::keys::get_blocking(std::sync::Arc::clone(self.e.secrets()), name)
+            .await?
             .ok_or_else(|| crate::keys::KeyError::Missing(name.to_owned()))?;
-        self.api_key = Some(Some(key.clone()));
+        self.api_key = Some(key.clone());
         Ok(Some(key))
     }
 
