@@ -117,6 +117,10 @@ impl Observer for Printer {
                 after_review: Some(step),
                 ..
             } => writeln!(out, "  carrying out the review decision for step {step}"),
+            Progress::Recovered {
+                after_answer: Some(step),
+                ..
+            } => writeln!(out, "  handing your answer to step {step} to the agent"),
             Progress::Recovered { text, .. } => writeln!(out, "  recovery: {text}"),
             Progress::Settled { step, tool, how } => writeln!(out, "  ~ step {step} {tool}: {how}"),
             Progress::Step {

@@ -115,6 +115,11 @@ fn a_question_is_answered_with_reins_answer() -> anyhow::Result<()> {
     assert_eq!(again.status.code(), Some(2), "{}", text(&again));
     let out = cli.cmd().args(["worker", "--once"]).output()?;
     assert!(text(&out).contains("Set to 14 days."), "{}", text(&out));
+    assert!(
+        text(&out).contains("handing your answer to step 2 to the agent"),
+        "{}",
+        text(&out)
+    );
     let told = mock_llm::tool_results(&mock.seen()[1]);
     assert_eq!(told, vec![("q".to_owned(), "14 days".to_owned())]);
     Ok(())

@@ -79,7 +79,12 @@ pub fn describe(s: &RecoverySummary) -> String {
         ));
     }
     if let Some(seq) = s.current_step {
-        out.push(format!("Step {seq} was waiting for a review."));
+        let what = if s.last_error.as_deref() == Some("awaiting input") {
+            "an answer to its question"
+        } else {
+            "a review"
+        };
+        out.push(format!("Step {seq} was waiting for {what}."));
     }
     if let Some(err) = &s.last_error {
         out.push(format!("It had stopped because: {err}."));

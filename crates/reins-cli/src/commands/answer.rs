@@ -48,7 +48,7 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
     if json {
         print_json(&serde_json::json!({ "run": id, "step": step, "answered": true }));
     } else {
-        println!("answered step {step}; the run is queued to go on (`reins worker`, or `reins resume` is not needed)");
+        println!("answered step {step}; the run is queued: `reins worker` (or the desktop app) carries it on");
     }
     Ok(exit::DONE)
 }

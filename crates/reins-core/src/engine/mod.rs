@@ -70,6 +70,8 @@ pub enum Progress {
         text: String,
         /// Nothing happened but a review: the run simply goes on after a person's decision.
         after_review: Option<i64>,
+        /// Nothing happened but a question: the run goes on with the person's answer.
+        after_answer: Option<i64>,
     },
     Settled {
         step: i64,

@@ -134,16 +134,20 @@ impl Drive<'_> {
         .await?;
         tx.commit().await.map_err(StoreError::from)?;
         let after_review = summary.current_step.filter(|_| {
-            summary.last_error.as_deref() == Some("awaiting approval")
-                && summary.settled.is_empty()
+            matches!(
+                summary.last_error.as_deref(),
+                Some("awaiting approval" | "awaiting input")
+            ) && summary.settled.is_empty()
                 && summary.ended_processes.is_empty()
                 && summary.changed_outside.is_empty()
         });
+        let answered = summary.last_error.as_deref() == Some("awaiting input");
         self.obs.on(&Progress::Recovered {
             attempt: self.attempt,
             changed_outside: summary.changed_outside.len(),
             text: summary.text,
-            after_review,
+            after_review: after_review.filter(|_| !answered),
+            after_answer: after_review.filter(|_| answered),
         });
         Ok(())
     }
