@@ -115,6 +115,9 @@ pub fn files_containing(
     needle: &[u8],
 ) -> anyhow::Result<Vec<std::path::PathBuf>> {
     let mut found = Vec::new();
+    if !dir.exists() {
+        return Ok(found);
+    }
     for entry in std::fs::read_dir(dir)? {
         let p = entry?.path();
         if p.is_dir() {

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{text, Cli};
+use reins_tests::llm_setup::files_containing;
 use reins_tests::mock_llm::{self, MockLlm};
 
 fn set_key(cli: &Cli, name: &str, key: &str) -> anyhow::Result<std::process::Output> {
@@ -67,33 +68,11 @@ fn a_key_lives_in_the_os_keyring_and_only_there() -> anyhow::Result<()> {
         "names in use are listed: {status}"
     );
     for dir in [cli.data(), cli.ws(), cli.tmp.path().join("config")] {
-        for file in walk(&dir)? {
-            let bytes = std::fs::read(&file)?;
-            assert!(
-                !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
-                "the key is in {}",
-                file.display()
-            );
-        }
+        let found = files_containing(&dir, key.as_bytes())?;
+        assert!(found.is_empty(), "the key is in {found:?}");
     }
     let out = cli.cmd().args(["keys", "delete", &name]).output()?;
     assert!(text(&out).contains("deleted key"), "{}", text(&out));
     assert_eq!(cli.json(&["keys", "status", &name])?[0]["set"], false);
     Ok(())
-}
-
-fn walk(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let mut out = Vec::new();
-    if !dir.exists() {
-        return Ok(out);
-    }
-    for entry in std::fs::read_dir(dir)? {
-        let p = entry?.path();
-        if p.is_dir() {
-            out.extend(walk(&p)?);
-        } else {
-            out.push(p);
-        }
-    }
-    Ok(out)
 }

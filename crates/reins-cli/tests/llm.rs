@@ -6,6 +6,7 @@
 mod common;
 
 use common::{text, Cli};
+use reins_tests::llm_setup::files_containing;
 use reins_tests::mock_llm::{self, MockLlm};
 
 fn llm_run(cli: &Cli, mock: &MockLlm, goal: &str, strict: bool) -> std::process::Command {
@@ -155,14 +156,8 @@ fn without_a_keyring_a_key_is_refused_and_stored_nowhere() -> anyhow::Result<()>
     // The key on the command line is not even accepted as an argument.
     let out = cli.cmd().args(["keys", "set", "openai", key]).output()?;
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
-    for file in walk(&cli.data())? {
-        let bytes = std::fs::read(&file)?;
-        assert!(
-            !bytes.windows(key.len()).any(|w| w == key.as_bytes()),
-            "the key is in {}",
-            file.display()
-        );
-    }
+    let found = files_containing(&cli.data(), key.as_bytes())?;
+    assert!(found.is_empty(), "the key is in {found:?}");
     // A run naming a key that is not there is refused before it starts.
     let out = cli
         .cmd()
@@ -219,17 +214,4 @@ fn a_crash_after_a_model_call_repeats_no_call_and_no_effect() -> anyhow::Result<
     let log = std::fs::read_to_string(&effects)?;
     assert_eq!(log.lines().count(), 2, "each write ran once: {log}");
     Ok(())
-}
-
-fn walk(dir: &std::path::Path) -> anyhow::Result<Vec<std::path::PathBuf>> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir)? {
-        let p = entry?.path();
-        if p.is_dir() {
-            out.extend(walk(&p)?);
-        } else {
-            out.push(p);
-        }
-    }
-    Ok(out)
 }
