@@ -151,6 +151,23 @@ async fn a_question_waits_for_the_answer_and_the_model_gets_it() -> anyhow::Resu
         s.reins.drive(run, &Silent).await?,
         DriveOutcome::Skipped { .. }
     ));
+    // Paused and resumed before anyone answered: it goes back to waiting, asking nothing again.
+    s.reins.pause(run).await?;
+    s.reins
+        .resume(run, reins_core::engine::ResumeMode::Continue)
+        .await?;
+    let outcome = s.settle(run, &Silent).await?;
+    assert!(
+        matches!(
+            &outcome,
+            DriveOutcome::NeedsHuman {
+                state: RunState::AwaitingInput,
+                ..
+            }
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(s.mock.count(), 1, "the question was not asked again");
     assert!(
         s.reins.answer(run, "  ").await.is_err(),
         "an empty answer is refused"
