@@ -84,17 +84,24 @@ pub fn check_value(value: &str) -> Result<(), KeyError> {
     Ok(())
 }
 
-/// [`SecretStore::get`] on a blocking thread (keyring calls block on D-Bus).
+/// Runs keyring calls on a blocking thread: they block on D-Bus.
+pub async fn off_thread<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, KeyError> + Send + 'static,
+) -> Result<T, KeyError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| KeyError::Unavailable {
+            detail: format!("keyring task failed: {e}"),
+        })?
+}
+
+/// [`SecretStore::get`] off the async threads.
 pub async fn get_blocking(
     store: std::sync::Arc<dyn SecretStore>,
     name: &str,
 ) -> Result<Option<Secret>, KeyError> {
     let name = name.to_owned();
-    tokio::task::spawn_blocking(move || store.get(&name))
-        .await
-        .map_err(|e| KeyError::Unavailable {
-            detail: format!("keyring task failed: {e}"),
-        })?
+    off_thread(move || store.get(&name)).await
 }
 
 pub trait SecretStore: Send + Sync {

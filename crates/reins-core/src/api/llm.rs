@@ -89,9 +89,7 @@ impl Reins {
 
     /// The question a run waits on, if it waits on one: (step, question).
     pub async fn question(&self, id: RunId) -> Result<Option<(i64, String)>> {
-        let mut tx = self.store().begin().await?;
-        let q = steps::open_question(&mut tx, id).await?;
-        drop(tx);
+        let q = steps::open_question(self.store().pool(), id).await?;
         Ok(q.map(|(seq, action)| {
             let text = serde_json::from_str::<serde_json::Value>(&action)
                 .ok()
@@ -123,7 +121,7 @@ impl Reins {
         }
         // `advance` below re-checks the state inside the transaction.
         let mut tx = self.store().begin().await?;
-        let Some((seq, _)) = steps::open_question(&mut tx, id).await? else {
+        let Some((seq, _)) = steps::open_question(&mut *tx, id).await? else {
             return Err(Error::Conflict(format!(
                 "run {id} waits for input but has no open question"
             )));
@@ -189,13 +187,13 @@ impl Reins {
     pub async fn keys_set(&self, name: &str, key: Secret) -> Result<()> {
         let store = Arc::clone(self.engine.secrets());
         let name = name.to_owned();
-        blocking(move || store.set(&name, &key)).await
+        Ok(crate::keys::off_thread(move || store.set(&name, &key)).await?)
     }
 
     /// Whether each named key is set (the keys themselves never leave the keyring here).
     pub async fn keys_status(&self, names: Vec<String>) -> Result<Vec<KeyStatus>> {
         let store = Arc::clone(self.engine.secrets());
-        blocking(move || {
+        Ok(crate::keys::off_thread(move || {
             store.probe()?;
             names
                 .into_iter()
@@ -205,14 +203,14 @@ impl Reins {
                 })
                 .collect::<std::result::Result<Vec<_>, KeyError>>()
         })
-        .await
+        .await?)
     }
 
     /// Whether there was a key to delete.
     pub async fn keys_delete(&self, name: &str) -> Result<bool> {
         let store = Arc::clone(self.engine.secrets());
         let name = name.to_owned();
-        blocking(move || store.delete(&name)).await
+        Ok(crate::keys::off_thread(move || store.delete(&name)).await?)
     }
 
     /// Key names runs in this data dir refer to (for `reins keys status`).
@@ -231,14 +229,4 @@ impl Reins {
         names.dedup();
         Ok(names)
     }
-}
-
-/// Keyring calls block (D-Bus); run them off the async threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> std::result::Result<T, KeyError> + Send + 'static,
-) -> Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| Error::Invalid(format!("keyring task failed: {e}")))?
-        .map_err(Error::from)
 }

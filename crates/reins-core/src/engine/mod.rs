@@ -38,7 +38,6 @@ pub use question::MAX_TEXT as MAX_ANSWER;
 pub use retention::{GcReport, BLOB_GRACE_MS};
 pub use review::{ApproveRequest, Decided};
 pub use rollback::{RollbackChange, RollbackReport};
-pub use think::ModelCall;
 
 /// Something worth telling the person watching a run.
 #[derive(Clone, Debug, Serialize)]

@@ -7,7 +7,7 @@ use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::Result;
 use crate::run::{RunEvent, RunState};
-use crate::store::{attempts, audit, audit::Actor, runs, steps, StoreError};
+use crate::store::{attempts, audit, audit::Actor, runs, steps, StoreError, Tx};
 
 use super::drive::Drive;
 use super::step::one_line;
@@ -87,6 +87,16 @@ impl Drive<'_> {
             "the agent asks: {question} — answer with `reins answer {} \"…\"`",
             self.run
         );
+        self.wait_for_answer(tx, reason).await
+    }
+
+    /// Moves the run to `awaiting_input` with what `tx` already holds, commits, and reports it.
+    async fn wait_for_answer(
+        &mut self,
+        mut tx: Tx,
+        reason: String,
+    ) -> Result<Option<DriveOutcome>> {
+        let now = now_ms();
         let (_, to, _) = runs::advance(
             &mut tx,
             self.run,
@@ -114,20 +124,6 @@ impl Drive<'_> {
             // Resumed (say, after a pause) before anyone answered: back to waiting.
             let now = now_ms();
             let mut tx = self.begin().await?;
-            let reason = format!(
-                "still waiting for an answer to step {}; `reins answer {} \"…\"`",
-                step.seq, self.run
-            );
-            runs::advance(
-                &mut tx,
-                self.run,
-                Some(self.fence),
-                RunEvent::AwaitInput,
-                Some(&reason),
-                now,
-            )
-            .await?;
-            attempts::end_open(&mut tx, self.run, "awaiting input", now).await?;
             audit::append(
                 &mut tx,
                 Actor::Harness,
@@ -137,11 +133,11 @@ impl Drive<'_> {
                 now,
             )
             .await?;
-            tx.commit().await.map_err(StoreError::from)?;
-            return Ok(Some(DriveOutcome::NeedsHuman {
-                state: RunState::AwaitingInput,
-                reason,
-            }));
+            let reason = format!(
+                "still waiting for an answer to step {}; `reins answer {} \"…\"`",
+                step.seq, self.run
+            );
+            return self.wait_for_answer(tx, reason).await;
         }
         let answer = step.result.clone().unwrap_or_default();
         self.observe(step.seq, TOOL, true, &answer)?;

@@ -196,13 +196,16 @@ pub async fn usage(pool: &SqlitePool, run: RunId) -> Result<(i64, i64, i64, Opti
 }
 
 /// The question a run is waiting on: its step seq and text.
-pub async fn open_question(tx: &mut Tx, run: RunId) -> Result<Option<(i64, String)>> {
+pub async fn open_question<'e>(
+    db: impl SqliteExecutor<'e>,
+    run: RunId,
+) -> Result<Option<(i64, String)>> {
     Ok(sqlx::query_as(
         "SELECT seq, action FROM steps WHERE run_id = ? AND kind = 'question'
            AND status = 'awaiting_input' ORDER BY seq DESC LIMIT 1",
     )
     .bind(run.to_string())
-    .fetch_optional(&mut **tx)
+    .fetch_optional(db)
     .await?)
 }
 
