@@ -7,6 +7,7 @@ use sha2::{Digest as _, Sha256};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
+#[cfg_attr(feature = "specta", derive(specta::Type), specta(transparent))]
 pub struct Digest(String);
 
 impl Digest {

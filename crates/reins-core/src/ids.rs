@@ -11,6 +11,7 @@ macro_rules! uuid_id {
         $(#[$doc])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(transparent)]
+        #[cfg_attr(feature = "specta", derive(specta::Type), specta(transparent))]
         pub struct $name(Uuid);
 
         impl $name {

@@ -13,6 +13,7 @@ use crate::workspace::fingerprint::{Change, ChangeKind};
 /// How an effect left unsettled by the previous attempt was settled.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SettledEffect {
     pub step: i64,
     pub tool: String,
@@ -23,6 +24,7 @@ pub struct SettledEffect {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RecoverySummary {
     pub attempt: i64,
     /// The checkpoint this attempt continues from.

@@ -18,6 +18,7 @@ use crate::workspace::Workspace;
 /// One model call's context, as `reins show RUN --context` prints it.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ContextView {
     pub step: i64,
     pub model: String,
@@ -29,6 +30,7 @@ pub struct ContextView {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct FactUse {
     pub id: String,
     pub fact: Option<String>,
@@ -36,6 +38,7 @@ pub struct FactUse {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct KeyStatus {
     pub name: String,
     pub set: bool,
@@ -44,6 +47,7 @@ pub struct KeyStatus {
 /// Model usage of a run.
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct UsageView {
     pub model_calls: i64,
     pub tokens_in: i64,

@@ -32,8 +32,10 @@ pub use crate::engine::{Observer as RunObserver, Silent};
 mod audit_log;
 mod llm;
 mod memory;
+mod provider;
 mod review;
 pub use llm::{ContextView, FactUse, KeyStatus, UsageView};
+pub use provider::ProviderDefaults;
 pub use review::{ApprovalView, PolicyCheck};
 
 /// Default lease: how long a worker owns a run without writing before another may take it over.
@@ -65,6 +67,7 @@ pub struct Reins {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RunSummary {
     pub id: RunId,
     pub name: String,
@@ -78,6 +81,7 @@ pub struct RunSummary {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RunView {
     pub id: RunId,
     pub name: String,
@@ -97,6 +101,7 @@ pub struct RunView {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Recovery {
     /// The checkpoint a resume would start from.
     pub point: Option<i64>,
@@ -107,6 +112,7 @@ pub struct Recovery {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RunDetail {
     pub run: RunView,
     pub attempts: Vec<AttemptRow>,
@@ -338,6 +344,12 @@ impl Reins {
 
     pub async fn cancel(&self, id: RunId, reason: Option<&str>) -> Result<Control> {
         self.engine.cancel(id, reason).await
+    }
+
+    /// Changes whenever anything a screen shows changes, in this process or another one on the
+    /// same data dir (see `store::audit::change_stamp`).
+    pub async fn change_stamp(&self) -> Result<(i64, i64)> {
+        Ok(audit::change_stamp(self.store().pool()).await?)
     }
 
     pub async fn run_state(&self, id: RunId) -> Result<RunState> {

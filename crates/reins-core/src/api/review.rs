@@ -20,6 +20,7 @@ use crate::workspace::Workspace;
 /// An approval with its JSON columns read.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ApprovalView {
     #[serde(flatten)]
     pub row: ApprovalRow,

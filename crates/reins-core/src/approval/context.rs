@@ -10,6 +10,7 @@ use crate::store::{self, steps};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ContextSummary {
     pub goal: String,
     /// Steps finished before this one.

@@ -15,6 +15,7 @@ pub use grant::{GrantSpec, Matcher};
 /// How far an approval reaches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Scope {
     /// Only this action, this once.
     Once,

@@ -38,6 +38,7 @@ const BATCH_SEQS: i64 = 4096;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum ExportFormat {
     Jsonl,
     Csv,
@@ -63,6 +64,7 @@ pub struct ExportRequest {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ExportSummary {
     pub path: String,
     pub format: ExportFormat,
@@ -79,6 +81,7 @@ pub struct ExportSummary {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Manifest {
     pub format: String,
     pub count: u64,

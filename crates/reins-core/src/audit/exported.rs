@@ -41,6 +41,7 @@ struct ManifestLine {
 /// What checking an exported file found.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ExportCheck {
     pub ok: bool,
     pub path: String,
@@ -54,6 +55,7 @@ pub struct ExportCheck {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ExportProblem {
     pub line: u64,
     pub seq: Option<i64>,

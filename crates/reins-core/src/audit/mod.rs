@@ -50,6 +50,7 @@ pub use verify::{Damage, DamageKind, Verification};
 /// Which events: all given conditions must hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Filter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunId>,

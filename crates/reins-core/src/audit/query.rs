@@ -13,6 +13,7 @@ pub const MAX_LIMIT: u32 = 10_000;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct PageRequest {
     #[serde(default)]
     pub filter: Filter,
@@ -28,6 +29,7 @@ pub struct PageRequest {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Page {
     pub events: Vec<AuditRow>,
     /// The cursor for the next page, when there is one.

@@ -13,6 +13,9 @@ use crate::store::{scan, Store, StoreError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+// Two types named Damage reach the app\'s TypeScript; serde\'s container name is what specta uses.
+#[serde(rename = "ChainDamageKind")]
 pub enum DamageKind {
     /// An event's fields no longer give its hash.
     Edited,
@@ -43,6 +46,9 @@ impl DamageKind {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+// Two types named Damage reach the app\'s TypeScript; serde\'s container name is what specta uses.
+#[serde(rename = "ChainDamage")]
 pub struct Damage {
     /// The first seq that is not as it was written (None for an unreadable anchor).
     pub seq: Option<i64>,
@@ -52,6 +58,7 @@ pub struct Damage {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct AnchorView {
     pub path: String,
     /// `agrees`, `behind` (a crash can leave it one write behind: fine), `ahead`, `disagrees`,
@@ -62,6 +69,7 @@ pub struct AnchorView {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Verification {
     pub intact: bool,
     /// Events walked (up to the damage, if any).

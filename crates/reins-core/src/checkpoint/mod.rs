@@ -93,6 +93,7 @@ pub struct CheckpointV1 {
 
 /// One completed tool call, as a later resume needs to know it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ToolRecord {
     pub seq: i64,
     pub tool: String,

@@ -13,6 +13,9 @@ pub enum Health {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+// Two types named Damage reach the app\'s TypeScript; serde\'s container name is what specta uses.
+#[serde(rename = "CheckpointDamageKind")]
 pub enum DamageKind {
     /// A seq is missing: a checkpoint was lost.
     Gap,
@@ -30,6 +33,9 @@ impl DamageKind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+// Two types named Damage reach the app\'s TypeScript; serde\'s container name is what specta uses.
+#[serde(rename = "CheckpointDamage")]
 pub struct Damage {
     pub seq: i64,
     pub kind: DamageKind,

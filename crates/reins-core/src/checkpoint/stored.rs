@@ -24,6 +24,7 @@ pub struct Inspected {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CheckpointSummary {
     pub seq: i64,
     pub level: String,

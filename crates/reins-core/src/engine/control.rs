@@ -17,6 +17,7 @@ use super::Engine;
 
 /// How to resume.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum ResumeMode {
     /// Go on from the recovery point.
     Continue,
@@ -29,6 +30,7 @@ pub enum ResumeMode {
 /// What a control action did.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Control {
     pub run: RunId,
     pub from: RunState,

@@ -19,6 +19,7 @@ pub const BLOB_GRACE_MS: i64 = 10 * 60 * 1000;
 
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct GcReport {
     pub dry_run: bool,
     pub keep: usize,

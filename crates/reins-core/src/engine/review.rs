@@ -41,6 +41,7 @@ pub struct ApproveRequest {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Decided {
     pub approval: ApprovalRow,
     pub run: RunId,

@@ -21,6 +21,7 @@ use super::Engine;
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RollbackChange {
     pub path: String,
     pub from: Option<Digest>,
@@ -30,6 +31,7 @@ pub struct RollbackChange {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RollbackReport {
     pub run: RunId,
     pub to: i64,

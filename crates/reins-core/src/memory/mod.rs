@@ -59,6 +59,7 @@ pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Settings {
     pub enabled: bool,
     pub threshold: f64,
@@ -101,6 +102,7 @@ pub struct NewFact {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase", tag = "outcome")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Remembered {
     /// Stored as a new fact, or a new version of one.
     Stored { fact: FactRow },
@@ -112,6 +114,7 @@ pub enum Remembered {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct FactDetail {
     pub fact: FactRow,
     /// Newest first.

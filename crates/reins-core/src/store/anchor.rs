@@ -27,6 +27,7 @@ const WRITE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50)
 const FORMAT: &str = "reins-audit-anchor/1";
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Mark {
     pub seq: i64,
     pub hash: String,

@@ -9,6 +9,7 @@ use crate::ids::RunId;
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ApprovalRow {
     pub id: String,
     pub run_id: String,

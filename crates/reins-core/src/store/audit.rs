@@ -35,6 +35,7 @@ impl Actor {
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct AuditRow {
     pub seq: i64,
     pub at: i64,
@@ -421,4 +422,16 @@ pub async fn all(pool: &SqlitePool) -> Result<Vec<AuditRow>> {
     Ok(sqlx::query_as("SELECT * FROM audit_events ORDER BY seq")
         .fetch_all(pool)
         .await?)
+}
+
+/// What a screen watching the store compares to notice that something changed, whichever process
+/// changed it: the audit chain's head and the latest run update. (Every decision, step, state
+/// change and memory edit appends an audit event; run rows change with every state move.)
+pub async fn change_stamp(pool: &SqlitePool) -> Result<(i64, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM audit_events), \
+                (SELECT COALESCE(MAX(updated_at), 0) FROM runs)",
+    )
+    .fetch_one(pool)
+    .await?)
 }

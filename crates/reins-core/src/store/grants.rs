@@ -7,6 +7,7 @@ use super::{Result, StoreError, Tx};
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct GrantRow {
     pub id: String,
     pub scope: String,

@@ -10,6 +10,7 @@ use crate::ids::RunId;
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct IntentRow {
     pub id: String,
     pub step_seq: i64,

@@ -7,6 +7,7 @@ use super::{map_not_found, Result, Tx};
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct FactRow {
     pub id: String,
     pub category: String,
@@ -24,6 +25,7 @@ pub struct FactRow {
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct VersionRow {
     pub version: i64,
     pub value: String,
@@ -37,6 +39,7 @@ pub struct VersionRow {
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct SuggestionRow {
     pub id: String,
     pub category: String,

@@ -7,6 +7,7 @@ use crate::ids::RunId;
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct RetryRow {
     pub n: i64,
     pub at: i64,

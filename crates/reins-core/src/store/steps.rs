@@ -7,6 +7,7 @@ use crate::ids::RunId;
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StepRow {
     pub seq: i64,
     pub kind: String,

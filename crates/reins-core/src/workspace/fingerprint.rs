@@ -43,6 +43,7 @@ pub struct Stat {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum ChangeKind {
     Added,
     Modified,
@@ -51,6 +52,7 @@ pub enum ChangeKind {
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Change {
     pub path: String,
     pub kind: ChangeKind,

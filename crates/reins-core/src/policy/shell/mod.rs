@@ -27,6 +27,7 @@ const MAX_SEGMENTS: usize = 256;
 
 /// One simple command and what the classifier made of it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Segment {
     /// The command as written.
     pub text: String,
