@@ -1,0 +1,84 @@
+use reins_core::api::ApprovalView;
+use reins_core::engine::{ApproveRequest, Decided};
+use reins_core::tools::ToolCall;
+use tauri::State;
+
+use super::changing;
+use crate::args::{self, Approve};
+use crate::error::{IpcError, Result};
+use crate::state::AppState;
+
+/// Who decided, as the audit log records it: the desktop user.
+pub fn reviewer() -> String {
+    std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty() && u.len() < 64)
+        .map(|u| format!("user:{u} (desktop)"))
+        .unwrap_or_else(|| "user (desktop)".into())
+}
+
+/// Pending approvals (default) or those with `status`, oldest first.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_approvals(
+    state: State<'_, AppState>,
+    status: Option<String>,
+) -> Result<Vec<ApprovalView>> {
+    let status = status.unwrap_or_else(|| "pending".into());
+    if !matches!(
+        status.as_str(),
+        "pending" | "approved" | "rejected" | "expired" | "superseded"
+    ) {
+        return Err(IpcError::invalid(format!("no approval status {status:?}")));
+    }
+    Ok(state.reins.approvals(Some(&status), None).await?)
+}
+
+/// One approval, re-checked against the disk first (a changed file supersedes it).
+#[tauri::command]
+#[specta::specta]
+pub async fn approval(state: State<'_, AppState>, id: String) -> Result<ApprovalView> {
+    Ok(state.reins.approval(&args::id("approval", &id)?).await?)
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn approve(state: State<'_, AppState>, id: String, approve: Approve) -> Result<Decided> {
+    let id = args::id("approval", &id)?;
+    approve.check()?;
+    let edited = match approve.edited_args {
+        Some(args) => {
+            let current = state.reins.approval(&id).await?;
+            Some(ToolCall {
+                tool: current.row.tool,
+                args,
+            })
+        }
+        None => None,
+    };
+    let req = ApproveRequest {
+        scope: approve.scope,
+        pattern: approve.pattern.filter(|p| !p.trim().is_empty()),
+        edited,
+        note: approve.note.filter(|n| !n.trim().is_empty()),
+        expect_hash: Some(approve.expect_hash),
+        by: reviewer(),
+    };
+    changing(&state, |r| async move { r.approve(&id, req).await }).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn reject(state: State<'_, AppState>, id: String, reason: String) -> Result<Decided> {
+    let id = args::id("approval", &id)?;
+    let reason = args::line("reason", reason.trim())?;
+    if reason.is_empty() {
+        return Err(IpcError::invalid(
+            "say why: the agent reads the reason and tries another way",
+        ));
+    }
+    changing(&state, |r| async move {
+        r.reject(&id, &reason, &reviewer()).await
+    })
+    .await
+}

@@ -1,0 +1,133 @@
+use reins_core::api::{ContextView, RunDetail, RunSummary, Silent, UsageView};
+use reins_core::engine::{Control, ResumeMode, RollbackReport};
+use tauri::State;
+
+use super::changing;
+use crate::args::{self, StartLlm};
+use crate::error::{IpcError, Result};
+use crate::state::AppState;
+
+#[tauri::command]
+#[specta::specta]
+pub async fn list_runs(state: State<'_, AppState>) -> Result<Vec<RunSummary>> {
+    Ok(state.reins.runs().await?)
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn run_detail(state: State<'_, AppState>, id: String) -> Result<RunDetail> {
+    Ok(state.reins.run_detail(args::run_id(&id)?).await?)
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn run_context(state: State<'_, AppState>, id: String) -> Result<Vec<ContextView>> {
+    Ok(state.reins.context(args::run_id(&id)?).await?)
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn run_usage(state: State<'_, AppState>, id: String) -> Result<UsageView> {
+    Ok(state.reins.usage(args::run_id(&id)?).await?)
+}
+
+/// Queues a run of a plan file on a folder; the in-process worker picks it up.
+#[tauri::command]
+#[specta::specta]
+pub async fn start_plan_run(
+    state: State<'_, AppState>,
+    plan: String,
+    workspace: String,
+) -> Result<String> {
+    let plan = args::path("plan file", &plan)?;
+    let workspace = args::path("workspace folder", &workspace)?;
+    let id = changing(&state, |r| async move {
+        r.create_script_run(&plan, &workspace, &Silent).await
+    })
+    .await?;
+    Ok(id.to_string())
+}
+
+/// Queues an LLM run with the provider defaults from Settings.
+#[tauri::command]
+#[specta::specta]
+pub async fn start_llm_run(state: State<'_, AppState>, start: StartLlm) -> Result<String> {
+    let goal = args::line("goal", start.goal.trim())?;
+    if goal.is_empty() {
+        return Err(IpcError::invalid("say what the agent should do"));
+    }
+    let workspace = args::path("workspace folder", &start.workspace)?;
+    let defaults = state.reins.provider_defaults().await?;
+    let mut settings = reins_core::provider::Settings {
+        base_url: defaults.base_url,
+        model: defaults.model,
+        key: defaults.key,
+        ..Default::default()
+    };
+    if let Some(m) = start.model.filter(|m| !m.trim().is_empty()) {
+        settings.model = args::line("model", m.trim())?;
+    }
+    let spec = reins_core::agent::llm::Spec {
+        name: goal.chars().take(60).collect(),
+        goal,
+        settings,
+        max_turns: start
+            .max_turns
+            .unwrap_or(reins_core::agent::llm::DEFAULT_MAX_TURNS)
+            .clamp(1, 1000),
+    };
+    let id = changing(&state, |r| async move {
+        r.create_llm_run(&spec, &workspace, &Silent).await
+    })
+    .await?;
+    Ok(id.to_string())
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn pause_run(state: State<'_, AppState>, id: String) -> Result<Control> {
+    let id = args::run_id(&id)?;
+    changing(&state, |r| async move { r.pause(id).await }).await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn resume_run(state: State<'_, AppState>, id: String) -> Result<Control> {
+    let id = args::run_id(&id)?;
+    changing(&state, |r| async move {
+        r.resume(id, ResumeMode::Continue).await
+    })
+    .await
+}
+
+#[tauri::command]
+#[specta::specta]
+pub async fn cancel_run(
+    state: State<'_, AppState>,
+    id: String,
+    reason: Option<String>,
+) -> Result<Control> {
+    let id = args::run_id(&id)?;
+    let reason = reason.map(|r| args::line("reason", &r)).transpose()?;
+    changing(
+        &state,
+        |r| async move { r.cancel(id, reason.as_deref()).await },
+    )
+    .await
+}
+
+/// Rolls the run's files back to checkpoint `to`; with `dryRun`, only says what would change.
+#[tauri::command]
+#[specta::specta]
+pub async fn rollback_run(
+    state: State<'_, AppState>,
+    id: String,
+    to: i64,
+    dry_run: bool,
+) -> Result<RollbackReport> {
+    let id = args::run_id(&id)?;
+    if to < 0 {
+        return Err(IpcError::invalid("a checkpoint seq is 0 or more"));
+    }
+    changing(&state, |r| async move { r.rollback(id, to, dry_run).await }).await
+}

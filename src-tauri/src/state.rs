@@ -1,0 +1,14 @@
+//! What every command shares: the core facade, opened once per process on the data dir, and a way
+//! to wake the watcher when this process itself changed something.
+
+use std::sync::Arc;
+
+use reins_core::api::Reins;
+use tokio::sync::Notify;
+
+pub struct AppState {
+    pub reins: Arc<Reins>,
+    /// Woken after a command or the in-process worker changed something, so the UI hears of it
+    /// without waiting for the next poll.
+    pub wake: Arc<Notify>,
+}

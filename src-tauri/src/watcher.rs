@@ -1,0 +1,143 @@
+//! The in-process worker and the watcher that keeps the screens, the tray and the notifications
+//! current. The watcher compares the store's change stamp, so changes made by the `reins` CLI on the
+//! same data dir show up too.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reins_core::api::{Reins, RunObserver};
+use reins_core::engine::Progress;
+use tauri::AppHandle;
+use tauri_specta::Event as _;
+use tokio::sync::Notify;
+
+use crate::events::{Changed, OpenApproval};
+
+/// How often the store is looked at when nothing in this process said it changed.
+const POLL: Duration = Duration::from_millis(120);
+
+/// Wakes the watcher whenever the in-process worker did something a screen shows.
+struct Waker(Arc<Notify>);
+
+impl RunObserver for Waker {
+    fn on(&self, progress: &Progress) {
+        if !matches!(progress, Progress::Text { .. } | Progress::Thinking { .. }) {
+            self.0.notify_one();
+        }
+    }
+}
+
+/// Drives runnable runs until the app drains (quit), retrying after a storage error.
+pub async fn work(reins: Arc<Reins>, wake: Arc<Notify>) {
+    let observer = Waker(wake);
+    loop {
+        match reins
+            .work(false, Duration::from_millis(200), &observer)
+            .await
+        {
+            Ok(_) => return,
+            Err(e) => {
+                tracing::error!("the worker stopped on an error and restarts in 1 s: {e}");
+                if reins.draining() {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
+    let mut last = None;
+    let mut known: Option<HashSet<String>> = None;
+    loop {
+        tokio::select! {
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(POLL) => {}
+        }
+        let stamp = match reins.change_stamp().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("cannot read the store: {e}");
+                continue;
+            }
+        };
+        if last == Some(stamp) {
+            continue;
+        }
+        last = Some(stamp);
+        let pending = match reins.approvals(Some("pending"), None).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("cannot list approvals: {e}");
+                continue;
+            }
+        };
+        let ids: HashSet<String> = pending.iter().map(|a| a.row.id.clone()).collect();
+        // Approvals already pending when the app started were announced before; only new ones are.
+        let fresh: Vec<&reins_core::api::ApprovalView> = match &known {
+            Some(k) => pending.iter().filter(|a| !k.contains(&a.row.id)).collect(),
+            None => Vec::new(),
+        };
+        for a in &fresh {
+            notify(&app, a);
+        }
+        let event = Changed {
+            pending: pending.len() as u32,
+            new_approvals: fresh.iter().map(|a| a.row.id.clone()).collect(),
+        };
+        crate::tray::show_pending(&app, event.pending);
+        if let Err(e) = event.emit(&app) {
+            tracing::warn!("cannot tell the window: {e}");
+        }
+        known = Some(ids);
+    }
+}
+
+/// A desktop notification for a new approval; clicking it opens that approval in the app.
+fn notify(app: &AppHandle, a: &reins_core::api::ApprovalView) {
+    let risk = &a.row.risk;
+    let why = a
+        .context_summary
+        .why
+        .clone()
+        .unwrap_or_else(|| a.reason_list.join("; "));
+    let summary = format!(
+        "Reins: {} wants to run {} ({risk} risk)",
+        short(&a.row.run_id),
+        a.row.tool
+    );
+    let body: String = why.chars().take(200).collect();
+    let id = a.row.id.clone();
+    let app = app.clone();
+    // The notification server may be absent (a headless session): that is logged, not fatal.
+    std::thread::spawn(move || {
+        let shown = notify_rust::Notification::new()
+            .appname("Reins")
+            .summary(&summary)
+            .body(&body)
+            .action("default", "Review")
+            .show();
+        match shown {
+            Ok(handle) => handle.wait_for_action(|action| {
+                if action == "default" {
+                    open_approval(&app, &id);
+                }
+            }),
+            Err(e) => tracing::info!("no desktop notification ({e})"),
+        }
+    });
+}
+
+fn short(run: &str) -> &str {
+    run.get(..8).unwrap_or(run)
+}
+
+/// Brings the window up on the approval.
+pub fn open_approval(app: &AppHandle, id: &str) {
+    crate::show_main(app);
+    if let Err(e) = (OpenApproval { id: id.to_owned() }).emit(app) {
+        tracing::warn!("cannot tell the window: {e}");
+    }
+}
