@@ -1,0 +1,83 @@
+import { useEffect } from "react";
+import { QueryClientProvider, useQuery, useQueryClient, type QueryClient } from "@tanstack/react-query";
+import type { Backend } from "./lib/ipc/backend";
+import { BackendProvider, useBackend } from "./lib/ipc/context";
+import { setUi, useUi, type View } from "./lib/store";
+import { Inbox } from "./features/approvals/Inbox";
+import { Runs } from "./features/runs/Runs";
+import { RunDetailView } from "./features/runs/RunDetail";
+import { Memory } from "./features/memory/Memory";
+import { Audit } from "./features/audit/Audit";
+import { Rules } from "./features/rules/Rules";
+import { SettingsView } from "./features/settings/Settings";
+
+const NAV: { view: View; label: string; key: string }[] = [
+  { view: "approvals", label: "Approvals", key: "1" },
+  { view: "runs", label: "Runs", key: "2" },
+  { view: "memory", label: "Memory", key: "3" },
+  { view: "audit", label: "Audit log", key: "4" },
+  { view: "rules", label: "Rules", key: "5" },
+  { view: "settings", label: "Settings", key: "6" },
+];
+
+export function App({ backend, client }: { backend: Backend; client: QueryClient }) {
+  return (
+    <BackendProvider backend={backend}>
+      <QueryClientProvider client={client}>
+        <Shell />
+      </QueryClientProvider>
+    </BackendProvider>
+  );
+}
+
+/** Refetch what is shown whenever Rust says something changed. */
+function useLiveData() {
+  const backend = useBackend();
+  const qc = useQueryClient();
+  useEffect(() => {
+    const offChanged = backend.onChanged(() => void qc.invalidateQueries());
+    const offOpen = backend.onOpenApproval((id) => setUi({ view: "approvals", approvalId: id }));
+    return () => {
+      offChanged();
+      offOpen();
+    };
+  }, [backend, qc]);
+}
+
+function Shell() {
+  useLiveData();
+  const ui = useUi();
+  const backend = useBackend();
+  const pending = useQuery({ queryKey: ["approvals", "pending"], queryFn: () => backend.listApprovals(null) });
+  const count = pending.data?.length ?? 0;
+  return (
+    <div className="shell">
+      <nav className="sidebar" aria-label="Views">
+        <div className="brand">
+          <span className="logo" aria-hidden>R</span> Reins
+        </div>
+        {NAV.map((n) => (
+          <button
+            key={n.view}
+            className={`nav ${ui.view === n.view ? "active" : ""}`}
+            data-view={n.view}
+            onClick={() => setUi({ view: n.view, runId: n.view === "runs" ? null : ui.runId })}
+          >
+            <span>{n.label}</span>
+            {n.view === "approvals" && count > 0 && (
+              <span className="badge" data-testid="pending-count">{count}</span>
+            )}
+          </button>
+        ))}
+      </nav>
+      <main className="content">
+        {ui.view === "approvals" && <Inbox />}
+        {ui.view === "runs" && (ui.runId ? <RunDetailView id={ui.runId} /> : <Runs />)}
+        {ui.view === "memory" && <Memory />}
+        {ui.view === "audit" && <Audit />}
+        {ui.view === "rules" && <Rules />}
+        {ui.view === "settings" && <SettingsView />}
+      </main>
+    </div>
+  );
+}

@@ -1,0 +1,60 @@
+import { useState, type ReactNode } from "react";
+import type { ApprovalView } from "../../lib/ipc/bindings";
+import { ago, shortId } from "../../lib/format";
+import { setUi } from "../../lib/store";
+import { Preview, RiskBadge, target } from "./Preview";
+
+/** What the agent wants to do, why, and exactly what will change — readable in seconds. */
+export function Card({ a, runName, children }: { a: ApprovalView; runName: string; children: ReactNode }) {
+  const c = a.contextSummary;
+  // When this approval first reached the screen (wall clock, ms): the e2e suite measures latency.
+  const [shownAt] = useState(() => performance.timeOrigin + performance.now());
+  return (
+    <article className="card" data-testid="approval-card" data-approval={a.id}
+      data-shown-at={shownAt.toFixed(1)}>
+      <header className="card-head">
+        <RiskBadge risk={a.risk} />
+        <h2>
+          <span className="tool">{a.tool}</span> <code className="target">{target(a)}</code>
+        </h2>
+        <span className="muted">
+          <button className="link" onClick={() => setUi({ view: "runs", runId: a.runId })}>{runName}</button>
+          {" · "}step {a.stepSeq} · asked {ago(a.createdAt)} · {shortId(a.id)}
+        </span>
+      </header>
+
+      {a.reasonList.length > 0 && (
+        <section className="why-risky">
+          <h3>Why this needs you</h3>
+          <ul>{a.reasonList.map((r, i) => <li key={i}>{r}</li>)}</ul>
+        </section>
+      )}
+
+      <section className="context-summary">
+        <dl>
+          <dt>Goal</dt>
+          <dd data-testid="goal">{c.goal}</dd>
+          <dt>Agent's reason</dt>
+          <dd className="agent-text">{c.why ?? <em>none given</em>}</dd>
+          <dt>Progress</dt>
+          <dd>
+            {c.stepsDone} step{c.stepsDone === 1 ? "" : "s"} done
+            {c.recent.length > 0 && <ul className="recent">{c.recent.map((r, i) => <li key={i}>{r}</li>)}</ul>}
+          </dd>
+          {c.read.length > 0 && (<><dt>It read</dt><dd>{c.read.map((p) => <code key={p} className="chip">{p}</code>)}</dd></>)}
+          {(c.pending ?? []).length > 0 && (<><dt>Queued after this</dt><dd><ul>{(c.pending ?? []).map((p, i) => <li key={i}>{p}</li>)}</ul></dd></>)}
+          {(c.constraints ?? []).length > 0 && (<><dt>Constraints</dt><dd><ul>{(c.constraints ?? []).map((p, i) => <li key={i}>{p}</li>)}</ul></dd></>)}
+          {a.facts.length > 0 && (
+            <><dt>Profile facts used</dt><dd><ul>{a.facts.map((f) => <li key={f.id}>{f.fact ?? <em>deleted since</em>}</li>)}</ul></dd></>
+          )}
+        </dl>
+      </section>
+
+      <section className="preview">
+        <h3>{a.editedPreview ? "As you edited it (this is what runs)" : a.tool.startsWith("fs.") && a.tool !== "fs.read" ? "Exactly what will change" : "Exactly what will run"}</h3>
+        <Preview a={a} />
+      </section>
+      {children}
+    </article>
+  );
+}

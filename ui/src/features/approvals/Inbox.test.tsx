@@ -1,0 +1,156 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { QueryClient } from "@tanstack/react-query";
+import { App } from "../../App";
+import { fakeBackend } from "../../lib/ipc/fake";
+import { resetUi } from "../../lib/store";
+import type { ApprovalView } from "../../lib/ipc/bindings";
+import { batchable, nextIndex } from "./triage";
+
+const HASH = "a".repeat(64);
+
+function approval(over: Partial<ApprovalView> = {}): ApprovalView {
+  const base = {
+    id: "0193aaaa-0000-7000-8000-000000000001",
+    runId: "0193bbbb-0000-7000-8000-000000000001",
+    stepSeq: 4,
+    tool: "fs.edit",
+    action: JSON.stringify({ tool: "fs.edit", args: { path: "config/logrotate.conf", old: "weekly", new: "daily" } }),
+    actionHash: HASH,
+    risk: "medium",
+    reasons: "[]",
+    segments: null,
+    preview: "--- a/config/logrotate.conf\n+++ b/config/logrotate.conf\n@@ -1,2 +1,2 @@\n /var/log/app/*.log {\n-    weekly\n+    daily\n",
+    previewSha256: "b".repeat(64),
+    preImages: "[]",
+    context: "{}",
+    policy: "{}",
+    status: "pending",
+    createdAt: Date.now() - 5000,
+    expiresAt: Date.now() + 3_600_000,
+    decidedAt: null,
+    decidedBy: null,
+    note: null,
+    scope: null,
+    editedAction: null,
+    editedHash: null,
+    editedPreview: null,
+    supersededBy: null,
+    staleReason: null,
+    reasonList: ["it changes a file in the workspace"],
+    contextSummary: {
+      goal: "Fix log rotation",
+      stepsDone: 3,
+      recent: ["#3 fs.read config/logrotate.conf"],
+      why: "rotate daily so the disk stops filling",
+      read: ["logs/app.log"],
+      memory: [],
+      pending: [],
+      constraints: [],
+    },
+    segmentList: [],
+    facts: [],
+  };
+  return { ...base, ...over } as ApprovalView;
+}
+
+function mount(approvals: ApprovalView[]) {
+  const fake = fakeBackend({ approvals });
+  const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
+  render(<App backend={fake.backend} client={client} />);
+  return fake;
+}
+
+beforeEach(() => resetUi());
+afterEach(cleanup);
+
+describe("approvals inbox", () => {
+  it("shows the risk, the reasons, the context and the diff", async () => {
+    mount([approval()]);
+    const card = await screen.findByTestId("approval-card");
+    expect(card.textContent).toContain("it changes a file in the workspace");
+    expect(card.textContent).toContain("rotate daily so the disk stops filling");
+    expect(screen.getByTestId("goal").textContent).toBe("Fix log rotation");
+    const del = card.querySelector('.diff-line[data-kind="del"]');
+    const add = card.querySelector('.diff-line[data-kind="add"]');
+    expect(del?.textContent).toContain("weekly");
+    expect(add?.textContent).toContain("daily");
+    expect(screen.getByTestId("pending-count").textContent).toBe("1");
+  });
+
+  it("approves with `a`, bound to the hash the card showed", async () => {
+    const fake = mount([approval()]);
+    await screen.findByTestId("approval-card");
+    fireEvent.keyDown(window, { key: "a" });
+    await waitFor(() => expect(fake.calls.some((c) => c.name === "approve")).toBe(true));
+    const call = fake.calls.find((c) => c.name === "approve");
+    expect(call?.args[0]).toBe(approval().id);
+    expect(call?.args[1]).toMatchObject({ scope: "once", expectHash: HASH, editedArgs: null });
+  });
+
+  it("rejects with `r` only once a reason is given", async () => {
+    const fake = mount([approval()]);
+    await screen.findByTestId("approval-card");
+    fireEvent.keyDown(window, { key: "r" });
+    const confirm = await screen.findByTestId("confirm-reject");
+    expect((confirm as HTMLButtonElement).disabled).toBe(true);
+    fireEvent.change(document.querySelector('textarea[name="reject-reason"]') as Element, { target: { value: "keep weekly, add maxsize" } });
+    fireEvent.click(confirm);
+    await waitFor(() => expect(fake.calls.find((c) => c.name === "reject")?.args).toEqual([approval().id, "keep weekly, add maxsize"]));
+  });
+
+  it("edit-then-approve sends the edited arguments", async () => {
+    const fake = mount([approval()]);
+    await screen.findByTestId("approval-card");
+    fireEvent.keyDown(window, { key: "e" });
+    await screen.findByTestId("edit-box");
+    fireEvent.change(document.querySelector('textarea[name="edit-new"]') as Element, { target: { value: "daily\n    maxsize 100M" } });
+    fireEvent.click(screen.getByTestId("approve-edited"));
+    await waitFor(() => expect(fake.calls.some((c) => c.name === "approve")).toBe(true));
+    const args = fake.calls.find((c) => c.name === "approve")?.args[1] as { editedArgs: Record<string, string> };
+    expect(args.editedArgs).toEqual({ path: "config/logrotate.conf", old: "weekly", new: "daily\n    maxsize 100M" });
+  });
+
+  it("moves with j/k and keeps keys away from text fields", async () => {
+    const second = approval({ id: "0193aaaa-0000-7000-8000-000000000002", contextSummary: { ...approval().contextSummary, why: "second one" } });
+    const fake = mount([approval(), second]);
+    await screen.findByTestId("approval-card");
+    fireEvent.keyDown(window, { key: "j" });
+    await waitFor(() => expect(screen.getByTestId("approval-card").getAttribute("data-approval")).toBe(second.id));
+    fireEvent.keyDown(window, { key: "k" });
+    await waitFor(() => expect(screen.getByTestId("approval-card").getAttribute("data-approval")).toBe(approval().id));
+    fireEvent.keyDown(window, { key: "r" });
+    const box = (await screen.findByTestId("confirm-reject")) && document.querySelector('textarea[name="reject-reason"]');
+    fireEvent.keyDown(box as Element, { key: "a" });
+    expect(fake.calls.some((c) => c.name === "approve")).toBe(false);
+  });
+
+  it("renders agent text as text, never as HTML", async () => {
+    const evil = approval({ contextSummary: { ...approval().contextSummary, why: '<img src=x onerror="alert(1)">pwned' } });
+    mount([evil]);
+    const card = await screen.findByTestId("approval-card");
+    expect(card.querySelector("img")).toBeNull();
+    expect(card.textContent).toContain('<img src=x onerror="alert(1)">pwned');
+  });
+
+  it("refetches when Rust says something changed", async () => {
+    const fake = mount([]);
+    await screen.findByTestId("inbox-empty");
+    fake.state.approvals.push(approval());
+    act(() => fake.emitChanged());
+    expect(await screen.findByTestId("approval-card")).toBeTruthy();
+  });
+});
+
+describe("triage rules", () => {
+  it("batches only low and medium risk", () => {
+    expect(batchable([{ risk: "low" }, { risk: "medium" }])).toBe(true);
+    expect(batchable([{ risk: "low" }, { risk: "high" }])).toBe(false);
+    expect(batchable([])).toBe(false);
+  });
+  it("clamps j/k at the ends", () => {
+    expect(nextIndex(0, 3, -1)).toBe(0);
+    expect(nextIndex(2, 3, 1)).toBe(2);
+    expect(nextIndex(1, 3, 1)).toBe(2);
+  });
+});

@@ -1,0 +1,174 @@
+import { useEffect, useMemo, useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import type { ApprovalView, Scope } from "../../lib/ipc/bindings";
+import { useBackend } from "../../lib/ipc/context";
+import { setUi, useUi } from "../../lib/store";
+import { ago } from "../../lib/format";
+import { Card } from "./Card";
+import { Decision, type Mode } from "./Decision";
+import { RiskBadge, target } from "./Preview";
+import { batchable, nextIndex } from "./triage";
+
+export function Inbox() {
+  const backend = useBackend();
+  const qc = useQueryClient();
+  const ui = useUi();
+  const pending = useQuery({ queryKey: ["approvals", "pending"], queryFn: () => backend.listApprovals(null) });
+  const runs = useQuery({ queryKey: ["runs"], queryFn: () => backend.listRuns() });
+  const list = useMemo(() => pending.data ?? [], [pending.data]);
+  const names = useMemo(() => new Map((runs.data ?? []).map((r) => [r.id, r.name])), [runs.data]);
+  const [mode, setMode] = useState<Mode>("idle");
+  const [checked, setChecked] = useState<Set<string>>(new Set());
+  const [error, setError] = useState<string | null>(null);
+
+  const index = Math.max(0, list.findIndex((a) => a.id === ui.approvalId));
+  const current: ApprovalView | undefined = list[index];
+
+  useEffect(() => {
+    setMode("idle");
+    setError(null);
+  }, [current?.id]);
+
+  const done = () => {
+    setMode("idle");
+    setError(null);
+    void qc.invalidateQueries();
+  };
+  const fail = (e: unknown) => setError(e instanceof Error ? e.message : String(e));
+
+  const approve = useMutation({
+    mutationFn: (v: { a: ApprovalView; scope: Scope; pattern: string | null; edited: Record<string, unknown> | null }) =>
+      backend.approve(v.a.id, {
+        scope: v.scope,
+        pattern: v.pattern,
+        editedArgs: v.edited as never,
+        note: null,
+        expectHash: v.a.actionHash,
+      }),
+    onSuccess: done,
+    onError: fail,
+  });
+  const reject = useMutation({
+    mutationFn: (v: { a: ApprovalView; reason: string }) => backend.reject(v.a.id, v.reason),
+    onSuccess: done,
+    onError: fail,
+  });
+  const batch = useMutation({
+    mutationFn: async (items: ApprovalView[]) => {
+      for (const a of items) {
+        await backend.approve(a.id, { scope: "once", pattern: null, editedArgs: null, note: "batch", expectHash: a.actionHash });
+      }
+    },
+    onSuccess: () => {
+      setChecked(new Set());
+      done();
+    },
+    onError: fail,
+  });
+  const busy = approve.isPending || reject.isPending || batch.isPending;
+
+  // Keyboard triage: j/k move, a approve, r reject, e edit. Not while typing.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      const t = e.target as HTMLElement | null;
+      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.isContentEditable)) return;
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      if (e.key === "j" || e.key === "k") {
+        const i = nextIndex(index, list.length, e.key === "j" ? 1 : -1);
+        if (list[i]) setUi({ approvalId: list[i].id });
+      } else if (current && mode === "idle" && !busy) {
+        if (e.key === "a") document.querySelector<HTMLButtonElement>('[data-testid="approve"]')?.click();
+        else if (e.key === "r") setMode("reject");
+        else if (e.key === "e") setMode("edit");
+        else return;
+      } else return;
+      e.preventDefault();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [index, list, current, mode, busy]);
+
+  const selected = list.filter((a) => checked.has(a.id));
+  const canBatch = selected.length > 0 && batchable(selected);
+
+  if (pending.isLoading) return <div className="empty">Loading…</div>;
+  if (pending.error) return <div className="error" role="alert">{String((pending.error as Error).message)}</div>;
+  if (!list.length) return <EmptyInbox />;
+
+  return (
+    <div className="inbox">
+      <aside className="queue" aria-label="Pending approvals">
+        <div className="queue-head">
+          <strong>{list.length} waiting</strong>
+          <button data-testid="batch-approve" disabled={!canBatch || busy}
+            title="Approves the checked low- and medium-risk actions, once each"
+            onClick={() => batch.mutate(selected)}>
+            Approve {selected.length || ""} checked
+          </button>
+        </div>
+        {selected.length > 0 && !canBatch && <div className="hint">High-risk actions are decided one at a time.</div>}
+        <ul>
+          {list.map((a, i) => (
+            <li key={a.id} className={i === index ? "selected" : ""} data-testid="queue-item"
+              onClick={() => setUi({ approvalId: a.id })}>
+              <input type="checkbox" aria-label="select for batch approval" checked={checked.has(a.id)}
+                disabled={a.risk === "high" || a.risk === "critical"}
+                onClick={(e) => e.stopPropagation()}
+                onChange={(e) => {
+                  const s = new Set(checked);
+                  if (e.target.checked) s.add(a.id);
+                  else s.delete(a.id);
+                  setChecked(s);
+                }} />
+              <div>
+                <div><RiskBadge risk={a.risk} /> <span className="tool">{a.tool}</span></div>
+                <code className="target">{target(a)}</code>
+                <div className="muted">{names.get(a.runId) ?? a.runId.slice(0, 8)} · {ago(a.createdAt)}</div>
+              </div>
+            </li>
+          ))}
+        </ul>
+        <div className="keys muted"><kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve · <kbd>r</kbd> reject · <kbd>e</kbd> edit</div>
+      </aside>
+      {current && (
+        <Card key={current.id} a={current} runName={names.get(current.runId) ?? current.runId.slice(0, 8)}>
+          <Decision
+            a={current}
+            mode={mode}
+            setMode={setMode}
+            busy={busy}
+            error={error}
+            onApprove={(scope, pattern, edited) => approve.mutate({ a: current, scope, pattern, edited })}
+            onReject={(reason) => reject.mutate({ a: current, reason })}
+          />
+        </Card>
+      )}
+    </div>
+  );
+}
+
+function EmptyInbox() {
+  const backend = useBackend();
+  const qc = useQueryClient();
+  const runs = useQuery({ queryKey: ["runs"], queryFn: () => backend.listRuns() });
+  const demo = useMutation({
+    mutationFn: () => backend.startDemo(),
+    onSuccess: () => void qc.invalidateQueries(),
+  });
+  const first = (runs.data?.length ?? 0) === 0;
+  return (
+    <div className="empty" data-testid="inbox-empty">
+      <h2>Nothing waits for you</h2>
+      <p>When an agent wants to do something risky — change a file, run a command, call a server — it stops here, and nothing happens until you decide.</p>
+      {first && (
+        <div className="welcome">
+          <p>New here? The demo copies an example ops workspace and runs a plan that fixes its log rotation. It stops at its first change, so you see the diff and decide.</p>
+          <button className="primary" data-testid="start-demo" disabled={demo.isPending} onClick={() => demo.mutate()}>
+            Start the demo
+          </button>
+          {demo.error && <div className="error" role="alert">{(demo.error as Error).message}</div>}
+        </div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,92 @@
+import type { ApprovalView, Segment } from "../../lib/ipc/bindings";
+import { DiffView } from "./DiffView";
+import { marks } from "../../lib/diff";
+
+export function RiskBadge({ risk }: { risk: string }) {
+  return <span className={`risk risk-${risk}`} data-risk={risk}>{risk}</span>;
+}
+
+/** The action's arguments (`{"tool","args"}` as the harness stored it). */
+export function argsOf(a: { action: string; editedAction?: string | null }): Record<string, unknown> {
+  try {
+    const parsed = JSON.parse(a.editedAction ?? a.action) as { args?: Record<string, unknown> };
+    return parsed.args ?? {};
+  } catch {
+    return {};
+  }
+}
+
+/** One line saying what the action touches: a path, a command, a URL. */
+export function target(a: ApprovalView): string {
+  const args = argsOf(a);
+  if (a.tool === "shell.exec") return commandText(args);
+  for (const k of ["path", "url", "from", "key"]) {
+    if (typeof args[k] === "string") return args[k] as string;
+  }
+  return "";
+}
+
+function Visible({ text }: { text: string }) {
+  return (
+    <>
+      {marks(text).map((m, i) =>
+        m.invisible ? <span key={i} className="invisible-char">{m.text}</span> : <span key={i}>{m.text}</span>,
+      )}
+    </>
+  );
+}
+
+export function commandText(args: Record<string, unknown>): string {
+  if (typeof args.command === "string") return args.command;
+  if (Array.isArray(args.argv)) return args.argv.map(String).join(" ");
+  return "";
+}
+
+function CommandView({ a }: { a: ApprovalView }) {
+  const args = argsOf(a);
+  const segs: Segment[] = a.segmentList;
+  return (
+    <div className="command" data-testid="command">
+      <pre className="command-text"><Visible text={commandText(args)} /></pre>
+      {segs.length > 0 && (
+        <table className="segments">
+          <thead>
+            <tr><th>Segment</th><th>Program</th><th>Risk</th><th>Why</th></tr>
+          </thead>
+          <tbody>
+            {segs.map((s, i) => (
+              <tr key={i}>
+                <td><code><Visible text={s.text} /></code></td>
+                <td>{s.program ?? <em>not a literal name</em>}</td>
+                <td><RiskBadge risk={s.risk} /></td>
+                <td>{s.reasons.join("; ") || "—"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function HttpView({ a }: { a: ApprovalView }) {
+  const args = argsOf(a);
+  // Headers and body come from the harness's preview, where credentials are already masked.
+  return (
+    <div className="http" data-testid="http">
+      <div className="http-line">
+        <strong>{String(args.method ?? "GET")}</strong> <code><Visible text={String(args.url ?? "")} /></code>
+      </div>
+      <pre className="command-text"><Visible text={a.editedPreview ?? a.preview} /></pre>
+    </div>
+  );
+}
+
+/** The exact thing that runs on approval: a diff, a parsed command, or an HTTP request. */
+export function Preview({ a }: { a: ApprovalView }) {
+  const preview = a.editedPreview ?? a.preview;
+  if (a.tool === "shell.exec") return <CommandView a={a} />;
+  if (a.tool === "http.fetch") return <HttpView a={a} />;
+  if (a.tool.startsWith("fs.") && preview.includes("@@")) return <DiffView preview={preview} />;
+  return <pre className="command-text" data-testid="preview-text"><Visible text={preview} /></pre>;
+}

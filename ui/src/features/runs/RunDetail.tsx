@@ -1,0 +1,178 @@
+import { useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import type { RollbackReport, RunDetail, StepRow } from "../../lib/ipc/bindings";
+import { useBackend } from "../../lib/ipc/context";
+import { setUi } from "../../lib/store";
+import { ago, duration, stateLabel, time } from "../../lib/format";
+import { DiffView } from "../approvals/DiffView";
+import { ContextManifests } from "./Manifests";
+
+const ACTIVE = new Set(["queued", "running", "awaiting_approval", "awaiting_input", "pause_requested"]);
+const FINAL = new Set(["succeeded", "failed", "cancelled"]);
+
+function firstLine(s: string | null): string {
+  return (s ?? "").split("\n")[0].slice(0, 300);
+}
+
+export function RunDetailView({ id }: { id: string }) {
+  const backend = useBackend();
+  const qc = useQueryClient();
+  const detail = useQuery({ queryKey: ["run", id], queryFn: () => backend.runDetail(id) });
+  const usage = useQuery({ queryKey: ["run", id, "usage"], queryFn: () => backend.runUsage(id) });
+  const [error, setError] = useState<string | null>(null);
+  const control = useMutation({
+    mutationFn: (what: "pause" | "resume" | "cancel") =>
+      what === "pause" ? backend.pauseRun(id) : what === "resume" ? backend.resumeRun(id) : backend.cancelRun(id, "cancelled in the desktop app"),
+    onSuccess: () => {
+      setError(null);
+      void qc.invalidateQueries();
+    },
+    onError: (e) => setError((e as Error).message),
+  });
+  if (detail.isLoading) return <div className="empty">Loading…</div>;
+  if (detail.error || !detail.data) return <div className="error" role="alert">{(detail.error as Error)?.message}</div>;
+  const d: RunDetail = detail.data;
+  const r = d.run;
+  const u = usage.data;
+  return (
+    <div className="page run-detail" data-testid="run-detail">
+      <button className="link" onClick={() => setUi({ runId: null })}>← All runs</button>
+      <header className="page-head">
+        <div>
+          <h1>{r.name}</h1>
+          <div className="muted">{r.goal}</div>
+          <div className="muted mono small">{r.id} · {r.agentKind} agent · {r.workspace}</div>
+        </div>
+        <div className="row">
+          <span className={`state state-${r.state}`} data-testid="run-state">{stateLabel(r.state)}</span>
+          {ACTIVE.has(r.state) && <button onClick={() => control.mutate("pause")}>Pause</button>}
+          {(r.state === "paused" || r.state === "suspended") && <button onClick={() => control.mutate("resume")}>Resume</button>}
+          {!FINAL.has(r.state) && <button className="danger" onClick={() => control.mutate("cancel")}>Cancel run</button>}
+        </div>
+      </header>
+      {error && <div className="error" role="alert">{error}</div>}
+      {r.lastError && <div className="notice">{r.lastError}</div>}
+      {u && u.modelCalls > 0 && (
+        <div className="stats">
+          <span>{u.modelCalls} model calls</span>
+          <span>{u.tokensIn.toLocaleString()} tokens in</span>
+          <span>{u.tokensOut.toLocaleString()} out</span>
+          {u.costUsd != null && <span>${u.costUsd.toFixed(4)}</span>}
+        </div>
+      )}
+      <Timeline steps={d.steps} approvals={d.approvals} />
+      {d.recoverySummary && (
+        <section className="panel">
+          <h2>Recovery</h2>
+          <pre className="agent-text">{d.recoverySummary.text}</pre>
+        </section>
+      )}
+      <Checkpoints d={d} />
+      <section className="panel">
+        <h2>Effects (intents and outcomes)</h2>
+        {d.intents.length === 0 ? <div className="muted">No side effects yet.</div> : (
+          <table className="table">
+            <thead><tr><th>Step</th><th>Tool</th><th>Class</th><th>Status</th><th>Settled by</th><th>At</th></tr></thead>
+            <tbody>
+              {d.intents.map((i) => (
+                <tr key={i.id}>
+                  <td>{i.stepSeq}</td><td>{i.tool}</td><td>{i.effectClass}</td>
+                  <td><span className={`pill pill-${i.status}`}>{i.status}</span></td>
+                  <td>{i.settledBy ?? "—"}</td><td>{time(i.createdAt)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+      {r.agentKind === "llm" && <ContextManifests id={id} />}
+    </div>
+  );
+}
+
+function Timeline({ steps, approvals }: { steps: StepRow[]; approvals: RunDetail["approvals"] }) {
+  return (
+    <section className="panel">
+      <h2>Timeline</h2>
+      {steps.length === 0 && <div className="muted">No steps yet.</div>}
+      <ol className="timeline" data-testid="timeline">
+        {steps.map((s) => {
+          const decided = approvals.filter((a) => a.stepSeq === s.seq && a.status !== "pending" && a.status !== "superseded");
+          return (
+            <li key={s.seq} className={`step step-${s.status}`} data-testid="step" data-status={s.status}>
+              <div className="step-head">
+                <span className="seq">#{s.seq}</span>
+                <span className="tool">{s.tool}</span>
+                <span className={`pill pill-${s.status}`}>{s.status}</span>
+                {s.risk && <span className={`risk risk-${s.risk}`}>{s.risk}</span>}
+                <span className="muted">{duration(s.endedAt != null ? s.endedAt - s.startedAt : null)}</span>
+              </div>
+              {s.why && <div className="agent-text why">“{s.why}”</div>}
+              {s.result && <div className="result mono small">{firstLine(s.result)}</div>}
+              {decided.map((a) => (
+                <div key={a.id} className="decided small">
+                  {a.status} by {a.decidedBy ?? "—"}{a.scope ? ` (${a.scope})` : ""}{a.editedAction ? ", edited" : ""}
+                  {a.note ? `: ${a.note}` : ""}
+                </div>
+              ))}
+            </li>
+          );
+        })}
+      </ol>
+    </section>
+  );
+}
+
+function Checkpoints({ d }: { d: RunDetail }) {
+  const backend = useBackend();
+  const qc = useQueryClient();
+  const [compare, setCompare] = useState<RollbackReport | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const id = d.run.id;
+  const preview = useMutation({
+    mutationFn: (to: number) => backend.rollbackRun(id, to, true),
+    onSuccess: (r) => { setCompare(r); setError(null); },
+    onError: (e) => setError((e as Error).message),
+  });
+  const apply = useMutation({
+    mutationFn: (to: number) => backend.rollbackRun(id, to, false),
+    onSuccess: () => { setCompare(null); void qc.invalidateQueries(); },
+    onError: (e) => setError((e as Error).message),
+  });
+  return (
+    <section className="panel">
+      <h2>Checkpoints</h2>
+      <div className="muted small">
+        Recovery point: {d.recovery.point ?? "none"}
+        {d.recovery.damage.length > 0 && ` · ${d.recovery.damage.length} damaged`}
+        {d.recovery.prunedThrough > 0 && ` · retention removed up to #${d.recovery.prunedThrough}`}
+      </div>
+      <table className="table">
+        <thead><tr><th>Seq</th><th>Level</th><th>Checksum</th><th>Size</th><th>Written</th><th></th></tr></thead>
+        <tbody>
+          {d.checkpoints.map((c) => (
+            <tr key={c.seq}>
+              <td>{c.seq}</td><td>{c.level}</td>
+              <td><span className={`pill pill-${c.status === "ok" ? "done" : "failed"}`} title={c.sha256}>{c.status}</span></td>
+              <td>{c.size} B</td><td>{ago(c.createdAt)}</td>
+              <td><button className="small" onClick={() => preview.mutate(c.seq)}>Roll back to here…</button></td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {error && <div className="error" role="alert">{error}</div>}
+      {compare && (
+        <div className="compare" data-testid="rollback-compare">
+          <h3>Rolling back to checkpoint {compare.to} changes {compare.changes.length} file{compare.changes.length === 1 ? "" : "s"}</h3>
+          {compare.changes.length === 0 && <div className="muted">The files already match that checkpoint.</div>}
+          {compare.changes.map((c) => <DiffView key={c.path} preview={c.diff} />)}
+          <p className="muted">The current state is saved as a checkpoint first, so this rollback can be undone.</p>
+          <div className="row">
+            <button className="danger" disabled={apply.isPending} onClick={() => apply.mutate(compare.to)}>Roll back</button>
+            <button onClick={() => setCompare(null)}>Cancel</button>
+          </div>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,115 @@
+import { useMemo, useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { useBackend } from "../../lib/ipc/context";
+import { setUi } from "../../lib/store";
+import { ago, stateLabel, WAITING } from "../../lib/format";
+
+export function Runs() {
+  const backend = useBackend();
+  const runs = useQuery({ queryKey: ["runs"], queryFn: () => backend.listRuns() });
+  const pending = useQuery({ queryKey: ["approvals", "pending"], queryFn: () => backend.listApprovals(null) });
+  const perRun = useMemo(() => {
+    const m = new Map<string, number>();
+    for (const a of pending.data ?? []) m.set(a.runId, (m.get(a.runId) ?? 0) + 1);
+    return m;
+  }, [pending.data]);
+  const [starting, setStarting] = useState(false);
+  const list = [...(runs.data ?? [])].sort((a, b) => b.updatedAt - a.updatedAt);
+  return (
+    <div className="page">
+      <header className="page-head">
+        <h1>Runs</h1>
+        <button className="primary" data-testid="new-run" onClick={() => setStarting(!starting)}>
+          {starting ? "Close" : "New run…"}
+        </button>
+      </header>
+      {starting && <StartRun onStarted={() => setStarting(false)} />}
+      {runs.error && <div className="error" role="alert">{(runs.error as Error).message}</div>}
+      {list.length === 0 && !runs.isLoading && <div className="empty">No runs yet. Start one, or try the demo from the Approvals view.</div>}
+      {list.length > 0 && (
+        <table className="table runs" data-testid="runs-table">
+          <thead>
+            <tr><th>Run</th><th>State</th><th>Agent's workspace</th><th>Steps</th><th>Updated</th></tr>
+          </thead>
+          <tbody>
+            {list.map((r) => (
+              <tr key={r.id} className="clickable" data-testid="run-row" data-run={r.id} onClick={() => setUi({ runId: r.id })}>
+                <td>
+                  <button className="link run-name" onClick={(e) => { e.stopPropagation(); setUi({ runId: r.id }); }}>
+                    <strong>{r.name}</strong>
+                  </button>
+                  <div className="muted mono">{r.id.slice(0, 8)}</div>
+                </td>
+                <td>
+                  <span className={`state state-${r.state} ${WAITING.has(r.state) ? "waiting" : ""}`}>{stateLabel(r.state)}</span>
+                  {(perRun.get(r.id) ?? 0) > 0 && <span className="badge" title="approvals waiting">{perRun.get(r.id)}</span>}
+                  {r.lastError && <div className="muted small">{r.lastError}</div>}
+                </td>
+                <td className="mono small">{r.workspace}</td>
+                <td>{r.steps}</td>
+                <td>{ago(r.updatedAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
+
+function StartRun({ onStarted }: { onStarted: () => void }) {
+  const backend = useBackend();
+  const qc = useQueryClient();
+  const [kind, setKind] = useState<"plan" | "llm">("plan");
+  const [workspace, setWorkspace] = useState("");
+  const [plan, setPlan] = useState("");
+  const [goal, setGoal] = useState("");
+  const start = useMutation({
+    mutationFn: () =>
+      kind === "plan"
+        ? backend.startPlanRun(plan, workspace)
+        : backend.startLlmRun({ goal, workspace, model: null, maxTurns: null }),
+    onSuccess: (id) => {
+      void qc.invalidateQueries();
+      onStarted();
+      setUi({ runId: id });
+    },
+  });
+  const browse = async (pick: () => Promise<string | null>, set: (s: string) => void) => {
+    const p = await pick();
+    if (p) set(p);
+  };
+  return (
+    <form className="panel start-run" onSubmit={(e) => { e.preventDefault(); start.mutate(); }}>
+      <div className="tabs" role="tablist">
+        <button type="button" role="tab" aria-selected={kind === "plan"} className={kind === "plan" ? "on" : ""} onClick={() => setKind("plan")}>From a plan file</button>
+        <button type="button" role="tab" aria-selected={kind === "llm"} className={kind === "llm" ? "on" : ""} onClick={() => setKind("llm")}>From a goal (LLM agent)</button>
+      </div>
+      <label className="field">
+        <span>Workspace folder — the only place the agent may touch</span>
+        <div className="row">
+          <input name="workspace" value={workspace} onChange={(e) => setWorkspace(e.target.value)} placeholder="/home/you/project" />
+          <button type="button" onClick={() => void browse(() => backend.pickFolder(), setWorkspace)}>Browse…</button>
+        </div>
+      </label>
+      {kind === "plan" ? (
+        <label className="field">
+          <span>Plan file (.toml)</span>
+          <div className="row">
+            <input name="plan" value={plan} onChange={(e) => setPlan(e.target.value)} placeholder="/home/you/plans/fix.toml" />
+            <button type="button" onClick={() => void browse(() => backend.pickFile(), setPlan)}>Browse…</button>
+          </div>
+        </label>
+      ) : (
+        <label className="field">
+          <span>Goal — what should the agent do? (model and server: Settings)</span>
+          <textarea name="goal" rows={3} value={goal} onChange={(e) => setGoal(e.target.value)} />
+        </label>
+      )}
+      <div className="row">
+        <button className="primary" type="submit" data-testid="start-run" disabled={start.isPending}>Start run</button>
+      </div>
+      {start.error && <div className="error" role="alert">{(start.error as Error).message}</div>}
+    </form>
+  );
+}

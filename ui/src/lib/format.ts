@@ -1,0 +1,30 @@
+/** "3 s ago", "5 min ago", "2 h ago", "4 d ago". */
+export function ago(ms: number, now = Date.now()): string {
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 60) return `${s} s ago`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ago`;
+  return `${Math.floor(s / 86400)} d ago`;
+}
+
+export function duration(ms: number | null | undefined): string {
+  if (ms == null) return "—";
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+export function time(ms: number): string {
+  return new Date(ms).toLocaleString(undefined, { hour12: false });
+}
+
+export function shortId(id: string): string {
+  return id.slice(0, 8);
+}
+
+/** Runs in these states wait for a person. */
+export const WAITING = new Set(["awaiting_approval", "awaiting_input", "needs_attention", "suspended"]);
+
+export function stateLabel(state: string): string {
+  return state.replace(/_/g, " ");
+}

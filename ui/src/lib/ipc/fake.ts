@@ -1,0 +1,67 @@
+// An in-memory Backend for component tests: records every call, serves canned data.
+import type { Backend } from "./backend";
+import type { ApprovalView, FactRow, RunSummary } from "./bindings";
+
+export interface Call {
+  name: string;
+  args: unknown[];
+}
+
+export interface FakeData {
+  approvals?: ApprovalView[];
+  runs?: RunSummary[];
+  facts?: FactRow[];
+}
+
+export function fakeBackend(data: FakeData = {}) {
+  const calls: Call[] = [];
+  const state = {
+    approvals: [...(data.approvals ?? [])],
+    runs: [...(data.runs ?? [])],
+    facts: [...(data.facts ?? [])],
+  };
+  const listeners = new Set<(e: { pending: number; newApprovals: string[] }) => void>();
+  const record = (name: string, args: unknown[]) => calls.push({ name, args });
+  const handlers: Record<string, (...args: never[]) => unknown> = {
+    listApprovals: () => [...state.approvals],
+    listRuns: () => [...state.runs],
+    approve: (id: string) => {
+      state.approvals = state.approvals.filter((a) => a.id !== id);
+      return {};
+    },
+    reject: (id: string) => {
+      state.approvals = state.approvals.filter((a) => a.id !== id);
+      return {};
+    },
+    memoryList: () => [...state.facts],
+    memoryDelete: (id: string) => {
+      state.facts = state.facts.filter((f) => f.id !== id);
+      return null;
+    },
+    memorySettings: () => ({ enabled: true, threshold: 0.7, categories: ["preferences"] }),
+    memorySuggestions: () => [],
+  };
+  const backend = new Proxy({} as Backend, {
+    get(_t, prop: string) {
+      if (prop === "onChanged")
+        return (cb: (e: { pending: number; newApprovals: string[] }) => void) => {
+          listeners.add(cb);
+          return () => listeners.delete(cb);
+        };
+      if (prop === "onOpenApproval") return () => () => {};
+      return async (...args: unknown[]) => {
+        record(prop, args);
+        const h = handlers[prop];
+        if (!h) throw new Error(`fake backend: ${prop} is not faked`);
+        return (h as (...a: unknown[]) => unknown)(...args);
+      };
+    },
+  });
+  return {
+    backend,
+    calls,
+    state,
+    /** What Rust sends when something changed. */
+    emitChanged: () => listeners.forEach((l) => l({ pending: state.approvals.length, newApprovals: [] })),
+  };
+}
