@@ -1,0 +1,57 @@
+# Sourced by the scripts: installs what a fresh Debian 12 machine lacks for building and testing
+# Reins (Rust itself comes from rustup). Each step checks first, so a second run does nothing.
+
+# rustup installs cargo here; a non-login shell (CI) may not have it on PATH.
+if [ -d "$HOME/.cargo/bin" ]; then PATH="$HOME/.cargo/bin:$PATH"; fi
+sudo=""
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null; then sudo="sudo"; fi
+
+apt_install() {
+  if [ $# -gt 0 ]; then
+    echo "installing Debian packages: $*"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
+  fi
+}
+
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+
+# The desktop app's build needs WebKitGTK and friends; its tests need a display (Xvfb), the
+# WebDriver for WebKitGTK, xdotool for native dialogs, and a session bus.
+deps_build() {
+  local missing=()
+  command -v cc >/dev/null || missing+=(build-essential)
+  command -v pkg-config >/dev/null || missing+=(pkg-config)
+  command -v file >/dev/null || missing+=(file)
+  for p in libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libsoup-3.0-dev libssl-dev libdbus-1-dev; do
+    have_pkg "$p" || missing+=("$p")
+  done
+  command -v npm >/dev/null || missing+=(nodejs npm)
+  apt_install "${missing[@]}"
+  if ! command -v cargo >/dev/null; then
+    echo "cargo not found; install Rust with rustup (https://rustup.rs) and run again" >&2
+    exit 2
+  fi
+}
+
+deps_test() {
+  local missing=()
+  command -v mkfifo >/dev/null || missing+=(coreutils)
+  command -v dbus-run-session >/dev/null || missing+=(dbus)
+  command -v gnome-keyring-daemon >/dev/null || missing+=(gnome-keyring)
+  command -v secret-tool >/dev/null || missing+=(libsecret-tools)
+  command -v WebKitWebDriver >/dev/null || missing+=(webkit2gtk-driver)
+  command -v xvfb-run >/dev/null || missing+=(xvfb)
+  command -v xauth >/dev/null || missing+=(xauth)
+  command -v xdotool >/dev/null || missing+=(xdotool)
+  apt_install "${missing[@]}"
+  command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version ^2
+}
+
+# The UI: node modules from the lock file, then the built assets the app embeds.
+ui_build() {
+  if [ ! -d ui/node_modules ] || [ ui/package-lock.json -nt ui/node_modules/.package-lock.json ]; then
+    npm ci --prefix ui --no-audit --no-fund
+  fi
+  npm --prefix ui run build
+}
