@@ -4,6 +4,7 @@ import type { Backend } from "./lib/ipc/backend";
 import { BackendProvider, useBackend } from "./lib/ipc/context";
 import { setUi, useUi, type View } from "./lib/store";
 import { Inbox } from "./features/approvals/Inbox";
+import { VERIFY_KEY } from "./features/audit/verify";
 import { Runs } from "./features/runs/Runs";
 import { RunDetailView } from "./features/runs/RunDetail";
 import { Memory } from "./features/memory/Memory";
@@ -35,7 +36,11 @@ function useLiveData() {
   const backend = useBackend();
   const qc = useQueryClient();
   useEffect(() => {
-    const offChanged = backend.onChanged(() => void qc.invalidateQueries());
+    // Not the chain verification: verifying appends an `audit.verified` event, which is itself a
+    // change, so refreshing it on every change would verify forever. It runs when asked.
+    const offChanged = backend.onChanged(
+      () => void qc.invalidateQueries({ predicate: (q) => q.queryKey[0] !== VERIFY_KEY }),
+    );
     const offOpen = backend.onOpenApproval((id) => setUi({ view: "approvals", approvalId: id }));
     return () => {
       offChanged();

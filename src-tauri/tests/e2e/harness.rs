@@ -238,6 +238,8 @@ impl App {
     pub async fn screenshot(&self, name: &str) -> Result<()> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/screenshots");
         std::fs::create_dir_all(&dir)?;
+        // The webview's screenshot is its last composited frame: let the latest render reach it.
+        tokio::time::sleep(Duration::from_millis(400)).await;
         let png = self.d().screenshot_as_png().await?;
         std::fs::write(dir.join(format!("{name}.png")), png)?;
         Ok(())

@@ -71,6 +71,8 @@ pub struct Reins {
 pub struct RunSummary {
     pub id: RunId,
     pub name: String,
+    /// `script` or `llm`.
+    pub agent: String,
     pub state: RunState,
     pub workspace: String,
     pub steps: i64,
@@ -403,6 +405,7 @@ impl Reins {
             .map(|(r, steps)| RunSummary {
                 id: r.id,
                 name: r.name,
+                agent: r.agent_kind,
                 state: r.state,
                 workspace: r.workspace,
                 steps,

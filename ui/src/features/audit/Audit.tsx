@@ -4,6 +4,7 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import type { ExportFormat, Filter } from "../../lib/ipc/bindings";
 import { useBackend } from "../../lib/ipc/context";
 import { time } from "../../lib/format";
+import { VERIFY_KEY } from "./verify";
 
 const PAGE = 500;
 const ROW_PX = 30;
@@ -30,7 +31,7 @@ export function Audit() {
     getNextPageParam: (last) => last.next ?? undefined,
   });
   const rows = useMemo(() => pages.data?.pages.flatMap((p) => p.events) ?? [], [pages.data]);
-  const verify = useQuery({ queryKey: ["audit", "verify"], queryFn: () => backend.auditVerify(), staleTime: 10_000 });
+  const verify = useQuery({ queryKey: [VERIFY_KEY], queryFn: () => backend.auditVerify(), staleTime: Infinity });
   const [exported, setExported] = useState<string | null>(null);
   const exp = useMutation({
     mutationFn: (format: ExportFormat) => backend.auditExport(format, filter),

@@ -29,7 +29,7 @@ export function Runs() {
       {list.length > 0 && (
         <table className="table runs" data-testid="runs-table">
           <thead>
-            <tr><th>Run</th><th>State</th><th>Agent's workspace</th><th>Steps</th><th>Updated</th></tr>
+            <tr><th>Run</th><th>State</th><th>Agent</th><th>Workspace</th><th>Steps</th><th>Updated</th></tr>
           </thead>
           <tbody>
             {list.map((r) => (
@@ -45,6 +45,7 @@ export function Runs() {
                   {(perRun.get(r.id) ?? 0) > 0 && <span className="badge" title="approvals waiting">{perRun.get(r.id)}</span>}
                   {r.lastError && <div className="muted small">{r.lastError}</div>}
                 </td>
+                <td>{r.agent === "llm" ? "LLM" : "plan"}</td>
                 <td className="mono small">{r.workspace}</td>
                 <td>{r.steps}</td>
                 <td>{ago(r.updatedAt)}</td>

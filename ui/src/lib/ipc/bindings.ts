@@ -523,6 +523,8 @@ export type RunState = "queued" | "running" | "awaiting_approval" |
 export type RunSummary = {
 	id: RunId,
 	name: string,
+	/**  `script` or `llm`. */
+	agent: string,
 	state: RunState,
 	workspace: string,
 	steps: number,

@@ -40,6 +40,8 @@ export function fakeBackend(data: FakeData = {}) {
     },
     memorySettings: () => ({ enabled: true, threshold: 0.7, categories: ["preferences"] }),
     memorySuggestions: () => [],
+    auditPage: () => ({ events: [], next: null }),
+    auditVerify: () => ({ intact: true, events: 0, head: null, anchor: { path: "", status: "missing", head: null }, damage: null, anchorCreatedAt: [], elapsedMs: 0 }),
   };
   const backend = new Proxy({} as Backend, {
     get(_t, prop: string) {
