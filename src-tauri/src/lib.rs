@@ -129,6 +129,30 @@ pub fn quit(app: &AppHandle) {
 /// Set when the in-process worker has returned.
 static DRAINED: AtomicBool = AtomicBool::new(false);
 
+/// SIGTERM (logout, shutdown, `kill`) and SIGINT quit like the tray's Quit: runs pause at their
+/// next safe point first. A second signal while draining is left to the default: the process ends,
+/// and the runs recover from their last checkpoint.
+async fn quit_on_signal(app: AppHandle) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("cannot listen for SIGTERM/SIGINT; quit from the tray to drain runs");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    quit(&app);
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    std::process::exit(130);
+}
+
 fn open_core() -> Result<Reins, reins_core::Error> {
     let explicit = std::env::var_os(reins_core::data_dir::DATA_DIR_ENV)
         .filter(|v| !v.is_empty())
@@ -183,6 +207,7 @@ pub fn run() {
                 DRAINED.store(true, Ordering::SeqCst);
             });
             tauri::async_runtime::spawn(watcher::watch(app.handle().clone(), reins.clone(), wake));
+            tauri::async_runtime::spawn(quit_on_signal(app.handle().clone()));
             if demo {
                 let reins = reins.clone();
                 tauri::async_runtime::spawn(async move {

@@ -80,8 +80,21 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
             Some(k) => pending.iter().filter(|a| !k.contains(&a.row.id)).collect(),
             None => Vec::new(),
         };
-        for a in &fresh {
-            notify(&app, a);
+        if !fresh.is_empty() {
+            let names: std::collections::HashMap<String, String> = match reins.runs().await {
+                Ok(runs) => runs
+                    .into_iter()
+                    .map(|r| (r.id.to_string(), r.name))
+                    .collect(),
+                Err(_) => Default::default(),
+            };
+            for a in &fresh {
+                let run = names
+                    .get(&a.row.run_id)
+                    .map(String::as_str)
+                    .unwrap_or("a run");
+                notify(&app, a, run);
+            }
         }
         let event = Changed {
             pending: pending.len() as u32,
@@ -96,18 +109,14 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
 }
 
 /// A desktop notification for a new approval; clicking it opens that approval in the app.
-fn notify(app: &AppHandle, a: &reins_core::api::ApprovalView) {
+fn notify(app: &AppHandle, a: &reins_core::api::ApprovalView, run: &str) {
     let risk = &a.row.risk;
     let why = a
         .context_summary
         .why
         .clone()
         .unwrap_or_else(|| a.reason_list.join("; "));
-    let summary = format!(
-        "Reins: {} wants to run {} ({risk} risk)",
-        short(&a.row.run_id),
-        a.row.tool
-    );
+    let summary = format!("{run} wants to run {} ({risk} risk)", a.row.tool);
     let body: String = why.chars().take(200).collect();
     let id = a.row.id.clone();
     let app = app.clone();
@@ -121,6 +130,8 @@ fn notify(app: &AppHandle, a: &reins_core::api::ApprovalView) {
             .show();
         match shown {
             Ok(handle) => handle.wait_for_action(|action| {
+                tracing::info!("notification for approval {id}: {action}");
+                // A click on the notification's body is its default action.
                 if action == "default" {
                     open_approval(&app, &id);
                 }
@@ -128,10 +139,6 @@ fn notify(app: &AppHandle, a: &reins_core::api::ApprovalView) {
             Err(e) => tracing::info!("no desktop notification ({e})"),
         }
     });
-}
-
-fn short(run: &str) -> &str {
-    run.get(..8).unwrap_or(run)
 }
 
 /// Brings the window up on the approval.

@@ -33,6 +33,31 @@ impl Digest {
     }
 }
 
+/// JSON text with every object's keys in byte order, whatever order the value holds them in.
+/// What is hashed must not depend on how serde_json was built: some dependencies turn on its
+/// `preserve_order` feature, which keeps insertion order, so `Value::to_string` alone would hash
+/// the same action differently in the desktop app and in the CLI.
+pub fn canonical_json(value: &serde_json::Value) -> String {
+    fn sorted(v: &serde_json::Value) -> serde_json::Value {
+        match v {
+            serde_json::Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                serde_json::Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&map[k])))
+                        .collect(),
+                )
+            }
+            serde_json::Value::Array(items) => {
+                serde_json::Value::Array(items.iter().map(sorted).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
 /// Incremental SHA-256, for content read in pieces.
 #[derive(Default)]
 pub struct Hasher(Sha256);
@@ -77,5 +102,22 @@ mod tests {
             "uppercase is not canonical"
         );
         assert!(Digest::parse(Digest::of(b"x").as_str()).is_some());
+    }
+}
+
+#[cfg(test)]
+mod canonical_tests {
+    #[test]
+    fn keys_are_sorted_at_every_depth() {
+        let mut inner = serde_json::Map::new();
+        inner.insert("z".into(), 1.into());
+        inner.insert("a".into(), serde_json::json!([{"y": 1, "b": 2}]));
+        let mut outer = serde_json::Map::new();
+        outer.insert("tool".into(), "x".into());
+        outer.insert("args".into(), serde_json::Value::Object(inner));
+        assert_eq!(
+            super::canonical_json(&serde_json::Value::Object(outer)),
+            r#"{"args":{"a":[{"b":2,"y":1}],"z":1},"tool":"x"}"#
+        );
     }
 }

@@ -76,6 +76,24 @@ impl Home {
         }
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
+    /// Adds a profile fact through the CLI.
+    pub fn remember(&self, category: &str, key: &str, value: &str) -> Result<()> {
+        self.reins(
+            &[
+                "memory",
+                "add",
+                "--category",
+                category,
+                "--key",
+                key,
+                "--value",
+                value,
+            ],
+            &[],
+        )
+        .map(drop)
+    }
+
     /// Queues a plan run on a workspace; returns the run id.
     pub fn queue_plan(&self, plan: &str, ws: &Path) -> Result<String> {
         let plan_file = self
@@ -105,6 +123,7 @@ impl Home {
 pub struct App {
     pub driver: Option<WebDriver>,
     tauri_driver: Child,
+    pid: Option<u32>,
     pub launched_in: Duration,
 }
 
@@ -127,6 +146,7 @@ impl App {
         let mut app = Self {
             driver: None,
             tauri_driver,
+            pid: None,
             launched_in: Duration::ZERO,
         };
         // The start-up race: WebKitWebDriver must answer before the session is asked for.
@@ -159,6 +179,7 @@ impl App {
         // Visible: the shell rendered its navigation.
         app.find(By::Css("nav.sidebar")).await?;
         app.launched_in = started.elapsed();
+        app.pid = Self::pid(home);
         Ok(app)
     }
 
@@ -266,8 +287,17 @@ impl App {
 
     /// Ends the session (which ends the app) and the driver.
     pub async fn quit(mut self) -> Result<()> {
+        let pid = self.pid.take();
         if let Some(d) = self.driver.take() {
             d.quit().await?;
+        }
+        // Gone for real (its bus names released) before a test may start the next one.
+        if let Some(pid) = pid {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while running(pid) && Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(25)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
         Ok(())
     }
@@ -305,4 +335,17 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// A process that exists and is not a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
 }

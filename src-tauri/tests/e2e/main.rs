@@ -4,6 +4,7 @@
 //! has no display.
 
 mod harness;
+mod notifications;
 
 use std::time::{Duration, Instant};
 
@@ -98,6 +99,14 @@ async fn a_plan_run_stops_for_review_and_approving_changes_the_file() -> Result<
         "nothing changes before the decision"
     );
     app.screenshot("approvals").await?;
+    // The pending count reaches the desktop (the window title here; the tray shows the same).
+    app.until("the window title shows 1 pending", || async {
+        let out = std::process::Command::new("xdotool")
+            .args(["search", "--name", r"^Reins \(1\)$"])
+            .output()?;
+        Ok(!out.stdout.is_empty())
+    })
+    .await?;
     app.click(".diff-toolbar button:nth-child(2)").await?;
     app.find(By::Css(".diff-pair")).await?;
     app.screenshot("approvals-side-by-side").await?;
@@ -172,32 +181,8 @@ async fn c_edit_then_approve_writes_the_edited_content() -> Result<()> {
 #[ignore = "needs a display: run scripts/e2e"]
 async fn d_deleting_a_fact_removes_it_from_the_view_and_the_cli() -> Result<()> {
     let home = Home::new()?;
-    home.reins(
-        &[
-            "memory",
-            "add",
-            "--category",
-            "style",
-            "--key",
-            "indent",
-            "--value",
-            "tabs, four wide",
-        ],
-        &[],
-    )?;
-    home.reins(
-        &[
-            "memory",
-            "add",
-            "--category",
-            "language",
-            "--key",
-            "reply",
-            "--value",
-            "answer in English",
-        ],
-        &[],
-    )?;
+    home.remember("style", "indent", "tabs, four wide")?;
+    home.remember("language", "reply", "answer in English")?;
     let list: serde_json::Value =
         serde_json::from_str(&home.reins(&["memory", "list", "--json"], &[])?)?;
     let id = list
@@ -236,19 +221,7 @@ async fn d_deleting_a_fact_removes_it_from_the_view_and_the_cli() -> Result<()> 
 #[ignore = "needs a display: run scripts/e2e"]
 async fn e_exporting_the_audit_log_gives_a_file_the_cli_accepts() -> Result<()> {
     let home = Home::new()?;
-    home.reins(
-        &[
-            "memory",
-            "add",
-            "--category",
-            "style",
-            "--key",
-            "indent",
-            "--value",
-            "tabs",
-        ],
-        &[],
-    )?;
+    home.remember("style", "indent", "tabs")?;
     let out = home.root.path().join("exported-audit.jsonl");
     let app = App::launch(&home).await?;
     app.view("audit").await?;
@@ -440,5 +413,127 @@ async fn h_measure_approval_latency() -> Result<()> {
         "e2e: window visible {} ms after the session asked for the app",
         app.launched_in.as_millis()
     );
+    app.quit().await
+}
+
+/// Quitting drains: a command the person approved runs to its end, the run stops paused at the
+/// safe point after it (checkpoint written), and the app exits cleanly.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display: run scripts/e2e"]
+async fn i_quitting_with_a_step_running_pauses_the_run_at_a_safe_point() -> Result<()> {
+    const SLOW: &str = r#"
+name = "Slow command"
+goal = "Wait, then write"
+
+[[steps]]
+tool = "shell.exec"
+why  = "wait for the service"
+args = { argv = ["sleep", "3"] }
+
+[[steps]]
+tool = "fs.write"
+args = { path = "after.txt", content = "written after the wait\n" }
+"#;
+    let home = Home::new()?;
+    let ws = home.workspace("ws", &[("README.md", "x\n")])?;
+    let run = home.queue_plan(SLOW, &ws)?;
+    let mut app = App::launch(&home).await?;
+    app.find(By::Css("[data-testid='approval-card']")).await?;
+    app.key("a").await?;
+    // The command is running: ask the app to quit (SIGTERM, as a logout would).
+    let pid = App::pid(&home).context("the app's pid")?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let asked = Instant::now();
+    let killed = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status()?;
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(Instant::now() < deadline, "the app exits after draining");
+    println!(
+        "e2e: quit with a 3 s command running: exited {} ms after SIGTERM",
+        asked.elapsed().as_millis()
+    );
+    let shown: serde_json::Value =
+        serde_json::from_str(&home.reins(&["show", &run, "--json"], &[])?)?;
+    assert_eq!(
+        shown["run"]["state"], "paused",
+        "the run stops paused at a safe point: {shown}"
+    );
+    let steps = shown["steps"].as_array().context("steps")?;
+    assert_eq!(
+        steps.first().and_then(|s| s["status"].as_str()),
+        Some("done"),
+        "the running command finished, not cut off: {steps:?}"
+    );
+    assert!(
+        !ws.join("after.txt").exists(),
+        "nothing after the safe point ran"
+    );
+    // The session's app is gone; end the session without failing on that.
+    if let Some(d) = app.driver.take() {
+        let _ = d.quit().await;
+    }
+    Ok(())
+}
+
+/// Each new approval raises a desktop notification; clicking it opens that approval.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display: run scripts/e2e"]
+async fn j_a_notification_per_new_approval_and_clicking_it_opens_that_approval() -> Result<()> {
+    let server = notifications::Notifications::serve().await?;
+    let home = Home::new()?;
+    let first_ws = home.workspace("one", &[("greeting.txt", "go away\n")])?;
+    let second_ws = home.workspace("two", &[("greeting.txt", "go away\n")])?;
+    let app = App::launch(&home).await?;
+    // Apps of other tests share this session bus and its notification server: names tell ours.
+    let plan = |name: &str| EDIT_PLAN.replace("Fix the greeting", name);
+    home.queue_plan(&plan("Greeting one"), &first_ws)?;
+    let card = app.find(By::Css("[data-testid='approval-card']")).await?;
+    let first_approval = card.attr("data-approval").await?;
+    let second = home.queue_plan(EDIT_PLAN, &second_ws)?;
+    let mine = |run: &str| {
+        let short = run[..8].to_owned();
+        server
+            .shown()
+            .into_iter()
+            .find(move |n| n.summary.contains(&short))
+    };
+    app.until("a notification for each new approval", || async {
+        Ok(mine("Greeting one").is_some() && mine("Greeting two").is_some())
+    })
+    .await?;
+    let note = mine("Greeting two").context("the second run's notification")?;
+    assert!(
+        note.summary.contains("fs.edit"),
+        "it says what the agent wants: {note:?}"
+    );
+    assert!(
+        note.actions.iter().any(|a| a == "default"),
+        "it can be clicked: {note:?}"
+    );
+    let shown_now = app
+        .find(By::Css("[data-testid='approval-card']"))
+        .await?
+        .attr("data-approval")
+        .await?;
+    assert_eq!(
+        shown_now, first_approval,
+        "the inbox shows the older approval first"
+    );
+    server.click(note.id).await?;
+    app.until("the clicked approval is open", || async {
+        let card = app.find(By::Css("[data-testid='approval-card']")).await?;
+        let run = card
+            .find(By::Css(".card-head button.link"))
+            .await?
+            .text()
+            .await?;
+        Ok(card.attr("data-approval").await? != first_approval && run == "Greeting two")
+    })
+    .await?;
     app.quit().await
 }

@@ -18,8 +18,10 @@ export function time(ms: number): string {
   return new Date(ms).toLocaleString(undefined, { hour12: false });
 }
 
+/** Enough of an id to tell two apart: UUIDv7s made in the same minute share their first 8 hex
+ * digits (the clock), so the next group is kept too. A prefix, as the CLI accepts. */
 export function shortId(id: string): string {
-  return id.slice(0, 8);
+  return id.slice(0, 13);
 }
 
 /** Runs in these states wait for a person. */

@@ -100,7 +100,8 @@ impl Plan {
     }
 
     pub fn hash(&self) -> Digest {
-        Digest::of(self.to_json().as_bytes())
+        let value = serde_json::to_value(self).unwrap_or_default();
+        Digest::of(crate::digest::canonical_json(&value).as_bytes())
     }
 }
 

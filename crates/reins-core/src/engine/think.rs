@@ -90,7 +90,8 @@ impl Drive<'_> {
             Ok(c) => c,
             Err(e) => return self.suspend(&format!("step {seq}: {e}")).await.map(Some),
         };
-        let body_hash = Digest::of(client.body(&messages, &input.tools).to_string().as_bytes());
+        let body = client.body(&messages, &input.tools);
+        let body_hash = Digest::of(crate::digest::canonical_json(&body).as_bytes());
         self.obs.on(&Progress::Thinking {
             seq,
             model: settings.model.clone(),

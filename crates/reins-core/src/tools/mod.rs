@@ -493,7 +493,7 @@ impl Action {
     }
 
     pub fn canonical_text(&self) -> String {
-        self.canonical().to_string()
+        crate::digest::canonical_json(&self.canonical())
     }
 
     pub fn hash(&self) -> Digest {

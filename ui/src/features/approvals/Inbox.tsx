@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { ApprovalView, Scope } from "../../lib/ipc/bindings";
 import { useBackend } from "../../lib/ipc/context";
 import { setUi, useUi } from "../../lib/store";
-import { ago } from "../../lib/format";
+import { ago, shortId } from "../../lib/format";
 import { Card } from "./Card";
 import { Decision, type Mode } from "./Decision";
 import { RiskBadge, target } from "./Preview";
@@ -123,7 +123,7 @@ export function Inbox() {
               <div>
                 <div><RiskBadge risk={a.risk} /> <span className="tool">{a.tool}</span></div>
                 <code className="target">{target(a)}</code>
-                <div className="muted">{names.get(a.runId) ?? a.runId.slice(0, 8)} · {ago(a.createdAt)}</div>
+                <div className="muted">{names.get(a.runId) ?? shortId(a.runId)} · {ago(a.createdAt)}</div>
               </div>
             </li>
           ))}
@@ -131,7 +131,7 @@ export function Inbox() {
         <div className="keys muted"><kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve · <kbd>r</kbd> reject · <kbd>e</kbd> edit</div>
       </aside>
       {current && (
-        <Card key={current.id} a={current} runName={names.get(current.runId) ?? current.runId.slice(0, 8)}>
+        <Card key={current.id} a={current} runName={names.get(current.runId) ?? shortId(current.runId)}>
           <Decision
             a={current}
             mode={mode}

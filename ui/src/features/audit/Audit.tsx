@@ -3,7 +3,7 @@ import { useInfiniteQuery, useMutation, useQuery } from "@tanstack/react-query";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import type { ExportFormat, Filter } from "../../lib/ipc/bindings";
 import { useBackend } from "../../lib/ipc/context";
-import { time } from "../../lib/format";
+import { shortId, time } from "../../lib/format";
 import { VERIFY_KEY } from "./verify";
 
 const PAGE = 500;
@@ -87,7 +87,7 @@ export function Audit() {
                 <span>{time(e.at)}</span>
                 <span>{e.actor}</span>
                 <span className="mono">{e.kind}</span>
-                <span className="mono">{e.runId?.slice(0, 8) ?? "—"}</span>
+                <span className="mono">{e.runId ? shortId(e.runId) : "—"}</span>
                 <span className="mono small ellipsis" title={e.payload}>{e.payload}</span>
               </div>
             );

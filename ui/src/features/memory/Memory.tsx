@@ -3,7 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { FactRow } from "../../lib/ipc/bindings";
 import { useBackend } from "../../lib/ipc/context";
 import { setUi } from "../../lib/store";
-import { ago, time } from "../../lib/format";
+import { ago, time, shortId } from "../../lib/format";
 
 export function Memory() {
   const backend = useBackend();
@@ -105,7 +105,7 @@ function Fact({ f, onError }: { f: FactRow; onError: (e: string | null) => void 
         )}
         <div className="muted small">
           v{f.version} · {f.origin}
-          {f.runId && <> · from <button className="link" onClick={() => setUi({ view: "runs", runId: f.runId })}>run {f.runId.slice(0, 8)}</button>{f.stepSeq != null && ` step ${f.stepSeq}`}</>}
+          {f.runId && <> · from <button className="link" onClick={() => setUi({ view: "runs", runId: f.runId })}>run {shortId(f.runId)}</button>{f.stepSeq != null && ` step ${f.stepSeq}`}</>}
           {" · "}updated {ago(f.updatedAt)} ·{" "}
           <button className="link" onClick={() => setOpen(!open)}>{open ? "hide history" : "history"}</button>
         </div>

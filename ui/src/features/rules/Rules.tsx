@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useBackend } from "../../lib/ipc/context";
-import { ago } from "../../lib/format";
+import { ago, shortId } from "../../lib/format";
 
 export function Rules() {
   const backend = useBackend();
@@ -34,8 +34,8 @@ export function Rules() {
                     <><code>{g.pattern}</code> <span className="muted small">({g.matcher})</span></>
                   )}
                 </td>
-                <td>{g.scope}{g.workspace ? <div className="muted small mono">{g.workspace}</div> : null}{g.runId ? <div className="muted small mono">run {g.runId.slice(0, 8)}</div> : null}</td>
-                <td className="small mono" title={g.origin}>{/^[0-9a-f-]{36}$/.test(g.origin) ? `approval ${g.origin.slice(0, 8)}` : g.origin}</td>
+                <td>{g.scope}{g.workspace ? <div className="muted small mono">{g.workspace}</div> : null}{g.runId ? <div className="muted small mono">run {shortId(g.runId)}</div> : null}</td>
+                <td className="small mono" title={g.origin}>{/^[0-9a-f-]{36}$/.test(g.origin) ? `approval ${shortId(g.origin)}` : g.origin}</td>
                 <td>{g.uses}×{g.lastUsedAt ? <div className="muted small">last {ago(g.lastUsedAt)}</div> : null}</td>
                 <td>{ago(g.createdAt)}</td>
                 <td><button className="danger" onClick={() => revoke.mutate(g.id)}>Revoke</button></td>

@@ -2,7 +2,7 @@ import { useMemo, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useBackend } from "../../lib/ipc/context";
 import { setUi } from "../../lib/store";
-import { ago, stateLabel, WAITING } from "../../lib/format";
+import { ago, stateLabel, WAITING, shortId } from "../../lib/format";
 
 export function Runs() {
   const backend = useBackend();
@@ -38,7 +38,7 @@ export function Runs() {
                   <button className="link run-name" onClick={(e) => { e.stopPropagation(); setUi({ runId: r.id }); }}>
                     <strong>{r.name}</strong>
                   </button>
-                  <div className="muted mono">{r.id.slice(0, 8)}</div>
+                  <div className="muted mono">{shortId(r.id)}</div>
                 </td>
                 <td>
                   <span className={`state state-${r.state} ${WAITING.has(r.state) ? "waiting" : ""}`}>{stateLabel(r.state)}</span>
