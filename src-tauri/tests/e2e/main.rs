@@ -494,13 +494,13 @@ async fn j_a_notification_per_new_approval_and_clicking_it_opens_that_approval()
     home.queue_plan(&plan("Greeting one"), &first_ws)?;
     let card = app.find(By::Css("[data-testid='approval-card']")).await?;
     let first_approval = card.attr("data-approval").await?;
-    let second = home.queue_plan(EDIT_PLAN, &second_ws)?;
+    home.queue_plan(&plan("Greeting two"), &second_ws)?;
     let mine = |run: &str| {
-        let short = run[..8].to_owned();
+        let prefix = format!("{run} wants");
         server
             .shown()
             .into_iter()
-            .find(move |n| n.summary.contains(&short))
+            .find(move |n| n.summary.starts_with(&prefix))
     };
     app.until("a notification for each new approval", || async {
         Ok(mine("Greeting one").is_some() && mine("Greeting two").is_some())
