@@ -56,6 +56,10 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
             _ = wake.notified() => {}
             _ = tokio::time::sleep(POLL) => {}
         }
+        if reins.draining() {
+            // Quitting: the store is about to close.
+            return;
+        }
         let stamp = match reins.change_stamp().await {
             Ok(s) => s,
             Err(e) => {

@@ -537,3 +537,44 @@ async fn j_a_notification_per_new_approval_and_clicking_it_opens_that_approval()
     .await?;
     app.quit().await
 }
+
+/// A run started from the Runs view (plan file + workspace folder typed in) stops at its review.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display: run scripts/e2e"]
+async fn k_a_run_started_in_the_app_stops_for_review() -> Result<()> {
+    let home = Home::new()?;
+    let ws = home.workspace("ws", &[("greeting.txt", "go away\n")])?;
+    let plan = home.root.path().join("fix.toml");
+    std::fs::write(&plan, EDIT_PLAN)?;
+    let app = App::launch(&home).await?;
+    app.view("runs").await?;
+    app.click("[data-testid='new-run']").await?;
+    app.fill("input[name='workspace']", &ws.display().to_string())
+        .await?;
+    app.fill("input[name='plan']", &plan.display().to_string())
+        .await?;
+    app.click("[data-testid='start-run']").await?;
+    app.find(By::Css("[data-testid='run-detail']")).await?;
+    app.until("the run waits for a review", || async {
+        let state = app
+            .find(By::Css("[data-testid='run-state']"))
+            .await?
+            .text()
+            .await?;
+        Ok(state == "awaiting approval")
+    })
+    .await?;
+    app.view("approvals").await?;
+    let del = app
+        .find(By::Css(".diff-line[data-kind='del']"))
+        .await?
+        .text()
+        .await?;
+    assert!(del.contains("go away"), "the card shows the diff: {del:?}");
+    assert_eq!(
+        read(&ws.join("greeting.txt")),
+        "go away\n",
+        "nothing changed before the decision"
+    );
+    app.quit().await
+}
