@@ -7,7 +7,7 @@ use reins_core::api::{Reins, Silent};
 use tauri::State;
 
 use crate::commands::changing;
-use crate::error::{IpcError, Result};
+use crate::error::Result;
 
 use crate::state::AppState;
 
@@ -57,10 +57,10 @@ pub fn write(root: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
     Ok((plan, ws))
 }
 
-/// Queues the demo run on a fresh demo workspace in the data dir; returns its id.
-pub async fn start(reins: &Reins) -> Result<String> {
+/// Queues the demo run on a fresh demo workspace in the temp dir; returns its id.
+pub async fn start(reins: &Reins) -> reins_core::Result<String> {
     let (plan, ws) = write(&std::env::temp_dir())
-        .map_err(|e| IpcError::invalid(format!("cannot write the demo workspace: {e}")))?;
+        .map_err(|e| reins_core::Error::Invalid(format!("cannot write the demo workspace: {e}")))?;
     Ok(reins
         .create_script_run(&plan, &ws, &Silent)
         .await?
@@ -70,12 +70,7 @@ pub async fn start(reins: &Reins) -> Result<String> {
 #[tauri::command]
 #[specta::specta]
 pub async fn start_demo(state: State<'_, AppState>) -> Result<String> {
-    changing(&state, |r| async move {
-        start(&r)
-            .await
-            .map_err(|e| reins_core::Error::Invalid(e.message))
-    })
-    .await
+    changing(&state, |r| async move { start(&r).await }).await
 }
 
 #[cfg(test)]
