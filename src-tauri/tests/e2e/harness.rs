@@ -325,6 +325,29 @@ fn tauri_driver_bin() -> PathBuf {
     }
 }
 
+/// Starts the app binary again on `home`, as a person would from the launcher; returns its exit
+/// status, or None if it still runs after 15 s (then it is killed).
+pub async fn launch_again(home: &Home) -> Result<Option<std::process::ExitStatus>> {
+    let mut second = Command::new(app_bin())
+        .env("REINS_DATA_DIR", home.data())
+        .env("REINS_CONFIG_DIR", home.config())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if let Some(status) = second.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() > deadline {
+            let _ = second.kill();
+            let _ = second.wait();
+            return Ok(None);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Resident memory of a process, in KiB.
 pub fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

@@ -5,6 +5,8 @@
 
 mod harness;
 mod notifications;
+mod tray;
+mod window;
 
 use std::time::{Duration, Instant};
 
@@ -303,23 +305,7 @@ async fn g_first_launch_offers_the_demo_and_every_view_renders() -> Result<()> {
     .await?;
     app.screenshot("settings").await?;
     // One instance per data dir: a second launch hands over to the first and exits.
-    let mut second = std::process::Command::new(harness::app_bin())
-        .env("REINS_DATA_DIR", home.data())
-        .env("REINS_CONFIG_DIR", home.config())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    let status = loop {
-        if let Some(status) = second.try_wait()? {
-            break Some(status);
-        }
-        if Instant::now() > deadline {
-            let _ = second.kill();
-            break None;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let status = harness::launch_again(&home).await?;
     assert!(
         status.is_some_and(|s| s.success()),
         "a second launch on the same data dir exits: {status:?}"
@@ -577,4 +563,102 @@ async fn k_a_run_started_in_the_app_stops_for_review() -> Result<()> {
         "nothing changed before the decision"
     );
     app.quit().await
+}
+
+/// Closing the window detaches: the app keeps driving runs with no window, the tray shows what
+/// waits and its "Open" brings the window back (so does launching the app again); the tray's
+/// "Quit" drains and exits.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display: run scripts/e2e"]
+async fn l_closing_the_window_keeps_runs_going_and_the_tray_brings_it_back() -> Result<()> {
+    let host = tray::Tray::serve().await?;
+    let home = Home::new()?;
+    let ws = home.workspace("ws", &[("greeting.txt", "go away\n")])?;
+    let mut app = App::launch(&home).await?;
+    let pid = App::pid(&home).context("the app's pid")?;
+    let icon = tray::wait_for_item(&host, pid).await?;
+    assert_eq!(
+        host.label(&icon).await?,
+        "",
+        "nothing waits: no count on the icon"
+    );
+
+    let x = window::Screen::connect()?;
+    let win = x
+        .window_of(pid)?
+        .context("the app's window on the X display")?;
+    assert!(x.is_mapped(win)?, "the window is on screen after launch");
+    x.close(win)?;
+    app.until("the closed window is off screen", || async {
+        Ok(!x.is_mapped(win)?)
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        App::pid(&home) == Some(pid),
+        "closing the window does not end the app"
+    );
+
+    // With no window, a queued run is still driven: it reads, then stops at its review.
+    let run = home.queue_plan(EDIT_PLAN, &ws)?;
+    app.until(
+        "the windowless app drives the run to its review",
+        || async {
+            let shown: serde_json::Value =
+                serde_json::from_str(&home.reins(&["show", &run, "--json"], &[])?)?;
+            Ok(shown["run"]["state"] == "awaiting_approval")
+        },
+    )
+    .await?;
+    app.until("the tray icon counts the approval", || async {
+        Ok(host.label(&icon).await? == "1")
+    })
+    .await?;
+    assert!(
+        !x.is_mapped(win)?,
+        "a new approval does not force the window open"
+    );
+
+    // The tray's "Open" brings the same window back, at that approval.
+    host.click(&icon, "Open").await?;
+    app.until("the window is back on screen", || async {
+        x.is_mapped(win)
+    })
+    .await?;
+    app.find(By::Css("[data-testid='approval-card']")).await?;
+    app.key("a").await?;
+    app.until("the approved edit is on disk", || async {
+        Ok(read(&ws.join("greeting.txt")) == "hello there\n")
+    })
+    .await?;
+    app.until("the tray count clears", || async {
+        Ok(host.label(&icon).await?.is_empty())
+    })
+    .await?;
+
+    // Closed again, launching the app again shows the running one instead of a second copy.
+    x.close(win)?;
+    app.until("the closed window is off screen", || async {
+        Ok(!x.is_mapped(win)?)
+    })
+    .await?;
+    let second = harness::launch_again(&home).await?;
+    assert!(
+        second.is_some_and(|s| s.success()),
+        "the second launch hands over and exits: {second:?}"
+    );
+    app.until("launching again shows the window", || async {
+        x.is_mapped(win)
+    })
+    .await?;
+    assert_eq!(App::pid(&home), Some(pid), "still the one app");
+
+    // The tray's "Quit" drains and exits.
+    host.click(&icon, "Quit").await?;
+    app.until("the app exits", || async { Ok(App::pid(&home).is_none()) })
+        .await?;
+    if let Some(d) = app.driver.take() {
+        let _ = d.quit().await;
+    }
+    Ok(())
 }
