@@ -64,6 +64,9 @@ export function RunDetailView({ id }: { id: string }) {
       {d.recoverySummary && (
         <section className="panel">
           <h2>Recovery</h2>
+          <div className="muted">
+            What the run was told when attempt {d.recoverySummary.attempt} resumed it:
+          </div>
           <pre className="agent-text">{d.recoverySummary.text}</pre>
         </section>
       )}
