@@ -285,6 +285,14 @@ impl App {
         None
     }
 
+    /// The app exited on its own (quit from the tray, a signal): ends the WebDriver session without
+    /// failing on the app being gone.
+    pub async fn end_session_after_exit(mut self) {
+        if let Some(d) = self.driver.take() {
+            let _ = d.quit().await;
+        }
+    }
+
     /// Ends the session (which ends the app) and the driver.
     pub async fn quit(mut self) -> Result<()> {
         let pid = self.pid.take();

@@ -423,7 +423,7 @@ args = { path = "after.txt", content = "written after the wait\n" }
     let home = Home::new()?;
     let ws = home.workspace("ws", &[("README.md", "x\n")])?;
     let run = home.queue_plan(SLOW, &ws)?;
-    let mut app = App::launch(&home).await?;
+    let app = App::launch(&home).await?;
     app.find(By::Css("[data-testid='approval-card']")).await?;
     app.key("a").await?;
     // The command is running: ask the app to quit (SIGTERM, as a logout would).
@@ -459,10 +459,7 @@ args = { path = "after.txt", content = "written after the wait\n" }
         !ws.join("after.txt").exists(),
         "nothing after the safe point ran"
     );
-    // The session's app is gone; end the session without failing on that.
-    if let Some(d) = app.driver.take() {
-        let _ = d.quit().await;
-    }
+    app.end_session_after_exit().await;
     Ok(())
 }
 
@@ -574,7 +571,7 @@ async fn l_closing_the_window_keeps_runs_going_and_the_tray_brings_it_back() -> 
     let host = tray::Tray::serve().await?;
     let home = Home::new()?;
     let ws = home.workspace("ws", &[("greeting.txt", "go away\n")])?;
-    let mut app = App::launch(&home).await?;
+    let app = App::launch(&home).await?;
     let pid = App::pid(&home).context("the app's pid")?;
     let icon = tray::wait_for_item(&host, pid).await?;
     assert_eq!(
@@ -657,8 +654,6 @@ async fn l_closing_the_window_keeps_runs_going_and_the_tray_brings_it_back() -> 
     host.click(&icon, "Quit").await?;
     app.until("the app exits", || async { Ok(App::pid(&home).is_none()) })
         .await?;
-    if let Some(d) = app.driver.take() {
-        let _ = d.quit().await;
-    }
+    app.end_session_after_exit().await;
     Ok(())
 }
