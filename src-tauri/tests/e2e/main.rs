@@ -573,7 +573,7 @@ async fn l_closing_the_window_keeps_runs_going_and_the_tray_brings_it_back() -> 
     let ws = home.workspace("ws", &[("greeting.txt", "go away\n")])?;
     let app = App::launch(&home).await?;
     let pid = App::pid(&home).context("the app's pid")?;
-    let icon = tray::wait_for_item(&host, pid).await?;
+    let icon = host.wait_for_item(pid).await?;
     assert_eq!(
         host.label(&icon).await?,
         "",
@@ -591,8 +591,9 @@ async fn l_closing_the_window_keeps_runs_going_and_the_tray_brings_it_back() -> 
     })
     .await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        App::pid(&home) == Some(pid),
+    assert_eq!(
+        App::pid(&home),
+        Some(pid),
         "closing the window does not end the app"
     );
 

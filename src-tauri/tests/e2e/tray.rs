@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use zbus::message::Header;
@@ -101,6 +102,20 @@ impl Tray {
         Ok(None)
     }
 
+    /// Waits up to 15 s for the item of process `pid` to register.
+    pub async fn wait_for_item(&self, pid: u32) -> Result<Item> {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if let Some(item) = self.item_of(pid).await? {
+                return Ok(item);
+            }
+            if Instant::now() > deadline {
+                bail!("the app's tray icon never registered with the tray host");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     async fn property(&self, item: &Item, name: &str) -> Result<OwnedValue> {
         let props = zbus::fdo::PropertiesProxy::builder(&self.conn)
             .destination(item.bus_name.as_str())?
@@ -153,25 +168,15 @@ impl Tray {
 
 /// The id of the menu node (or a descendant) labelled with `text`; collects the labels seen.
 fn find(node: &Value<'_>, text: &str, seen: &mut Vec<String>) -> Option<i32> {
-    let node = match node {
-        Value::Value(inner) => inner.as_ref(),
-        other => other,
-    };
-    let Value::Structure(s) = node else {
+    let Value::Structure(s) = inside(node) else {
         return None;
     };
     let [Value::I32(id), Value::Dict(props), Value::Array(children)] = s.fields() else {
         return None;
     };
-    let label = props.iter().find_map(|(k, v)| {
-        let v = match v {
-            Value::Value(inner) => inner.as_ref(),
-            other => other,
-        };
-        match (k, v) {
-            (Value::Str(k), Value::Str(v)) if k.as_str() == "label" => Some(v.to_string()),
-            _ => None,
-        }
+    let label = props.iter().find_map(|(k, v)| match (k, inside(v)) {
+        (Value::Str(k), Value::Str(v)) if k.as_str() == "label" => Some(v.to_string()),
+        _ => None,
     });
     if let Some(label) = label {
         if label.replace('_', "").contains(text) {
@@ -182,16 +187,10 @@ fn find(node: &Value<'_>, text: &str, seen: &mut Vec<String>) -> Option<i32> {
     children.iter().find_map(|c| find(c, text, seen))
 }
 
-/// Waits up to 15 s for the app's tray item to register.
-pub async fn wait_for_item(tray: &Tray, pid: u32) -> Result<Item> {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
-    loop {
-        if let Some(item) = tray.item_of(pid).await? {
-            return Ok(item);
-        }
-        if std::time::Instant::now() > deadline {
-            bail!("the app's tray icon never registered with the tray host");
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+/// The value a variant (`v`) holds; any other value as it is.
+fn inside<'a>(v: &'a Value<'a>) -> &'a Value<'a> {
+    match v {
+        Value::Value(inner) => inner.as_ref(),
+        other => other,
     }
 }
