@@ -122,7 +122,10 @@ async fn pause_stops_at_a_verified_checkpoint_and_resume_repeats_nothing() -> an
     assert_eq!(detail.run.state, RunState::Succeeded);
     assert_eq!(detail.steps.len(), 300);
     assert_eq!(notes_written(&sb)?, 300);
-    assert!(detail.intents.iter().all(|i| i.status == "confirmed"));
+    assert!(detail
+        .intents
+        .iter()
+        .all(|i| i.status == reins_core::journal::IntentStatus::Confirmed));
     assert_eq!(
         detail.intents.len(),
         300,

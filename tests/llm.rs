@@ -43,8 +43,11 @@ async fn streamed_text_is_the_final_answer_with_usage_and_a_manifest() -> anyhow
     let steps = s.steps(run).await?;
     assert_eq!(steps.len(), 1);
     assert_eq!(
-        (steps[0].kind.as_str(), steps[0].status.as_str()),
-        ("model_call", "done")
+        (steps[0].kind, steps[0].status),
+        (
+            reins_core::step::StepKind::ModelCall,
+            reins_core::step::StepStatus::Done
+        )
     );
     let usage = s.reins.usage(run).await?;
     assert_eq!(
@@ -53,15 +56,12 @@ async fn streamed_text_is_the_final_answer_with_usage_and_a_manifest() -> anyhow
     );
     let ctx = s.reins.context(run).await?;
     assert_eq!(ctx.len(), 1);
-    let entries = ctx[0].manifest["entries"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let entries = &ctx[0].manifest.entries;
     for id in ["system", "policy", "goal", "working-memory"] {
         assert!(
             entries
                 .iter()
-                .any(|e| e["id"] == id && e["fate"] == "included"),
+                .any(|e| e.id == id && e.fate == reins_core::context::Fate::Included),
             "{id} in {entries:?}"
         );
     }
@@ -128,7 +128,7 @@ async fn split_and_parallel_tool_calls_run_in_order_and_answer_their_ids() -> an
         .steps(run)
         .await?
         .into_iter()
-        .map(|st| (st.tool, st.status))
+        .map(|st| (st.tool, st.status.to_string()))
         .collect();
     let want = [
         ("model", "done"),

@@ -47,7 +47,10 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
         !s.sb.ws().join("docs/NOTE.md").exists(),
         "nothing before the review"
     );
-    let pending = s.reins.approvals(Some("pending"), Some(run)).await?;
+    let pending = s
+        .reins
+        .approvals(Some(reins_core::approval::Status::Pending), Some(run))
+        .await?;
     assert_eq!(pending.len(), 1);
     assert!(pending[0].row.preview.contains("+rotate daily"));
     assert_eq!(
@@ -77,7 +80,10 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
     );
     assert_eq!(s.sb.read("docs/NOTE.md")?, "rotate daily\n");
     std::fs::remove_file(s.sb.ws().join("docs/NOTE.md"))?;
-    let pending = s.reins.approvals(Some("pending"), Some(run)).await?;
+    let pending = s
+        .reins
+        .approvals(Some(reins_core::approval::Status::Pending), Some(run))
+        .await?;
     // The card is built from the agent's working memory: the steps it did, not the model's JSON,
     // and the profile facts its context used.
     let card = &pending[0].context_summary;

@@ -70,7 +70,11 @@ async fn an_agents_facts_are_kept_suggested_or_refused_by_memorys_rules() -> any
     let third = steps::get(store.pool(), run, 3)
         .await?
         .ok_or_else(|| anyhow::anyhow!("step 3"))?;
-    assert_eq!(third.status, "failed", "{third:?}");
+    assert_eq!(
+        third.status,
+        reins_core::step::StepStatus::Failed,
+        "{third:?}"
+    );
     assert!(third
         .result
         .unwrap_or_default()

@@ -61,8 +61,8 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
     assert!(blobs.contains(&young), "the young orphan stays");
     // Every pre-image the journal refers to is still readable: rollback still works.
     for intent in &after.intents {
-        let pre: Vec<reins_core::journal::FileImage> = serde_json::from_str(&intent.pre_images)?;
-        for digest in pre.into_iter().filter_map(|i| i.sha256) {
+        let pre: &[reins_core::journal::FileImage] = &intent.pre_images;
+        for digest in pre.iter().filter_map(|i| i.sha256.clone()) {
             let bytes = reins_core::store::blobs::get(r.store().pool(), &digest)
                 .await?
                 .or_else(|| blobs.get(&digest).ok());

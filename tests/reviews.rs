@@ -38,7 +38,12 @@ async fn start(sb: &Sandbox, engine: &Engine, text: &str) -> anyhow::Result<RunI
 }
 
 async fn pending(engine: &Engine, run: RunId) -> anyhow::Result<ApprovalRow> {
-    let rows = approvals::list(engine.store().pool(), Some("pending"), Some(run)).await?;
+    let rows = approvals::list(
+        engine.store().pool(),
+        Some(reins_core::approval::Status::Pending),
+        Some(run),
+    )
+    .await?;
     anyhow::ensure!(
         rows.len() == 1,
         "expected one pending approval, got {rows:?}"
@@ -98,9 +103,9 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
     );
     let a = pending(&engine, run).await?;
     assert_eq!(a.tool, "fs.write");
-    assert_eq!(a.risk, "medium");
+    assert_eq!(a.risk, reins_core::policy::Risk::Medium);
     assert!(a.preview.contains("+rotate daily"), "{}", a.preview);
-    let context: serde_json::Value = serde_json::from_str(&a.context)?;
+    let context: serde_json::Value = serde_json::to_value(&a.context)?;
     assert_eq!(context["why"], "tell on-call what changed");
     assert_eq!(context["goal"], "leave a note");
     assert_eq!(
@@ -115,7 +120,10 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
     assert!(succeeded(&outcome), "{outcome:?}");
     assert_eq!(sb.read("docs/note.md")?, "rotate daily\n");
     let intent = intents::for_step(engine.store().pool(), run, 1).await?;
-    assert_eq!(intent.map(|i| i.status), Some("confirmed".into()));
+    assert_eq!(
+        intent.map(|i| i.status),
+        Some(reins_core::journal::IntentStatus::Confirmed)
+    );
     let k = kinds(&engine, run).await?;
     for kind in [
         "approval.requested",
@@ -202,7 +210,7 @@ async fn a_rejection_reaches_the_agent_and_nothing_runs() -> anyhow::Result<()> 
     let step = steps::get(engine.store().pool(), run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no step"))?;
-    assert_eq!(step.status, "rejected");
+    assert_eq!(step.status, reins_core::step::StepStatus::Rejected);
     assert!(step
         .result
         .is_some_and(|r| r.contains("we keep notes in the wiki")));
@@ -251,7 +259,7 @@ async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Resu
     let old = approvals::get(engine.store().pool(), &a.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(old.status, "superseded");
+    assert_eq!(old.status, reins_core::approval::Status::Superseded);
     assert_eq!(old.superseded_by.as_deref(), Some(fresh.id.as_str()));
 
     // Changed after the decision, before execution: the bind check catches it; nothing runs.
@@ -271,7 +279,7 @@ async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Resu
     let second = approvals::get(engine.store().pool(), &fresh.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(second.status, "superseded");
+    assert_eq!(second.status, reins_core::approval::Status::Superseded);
     assert!(second
         .stale_reason
         .is_some_and(|r| r.contains("config/logrotate.conf")));
@@ -304,7 +312,7 @@ async fn an_action_swapped_after_approval_does_not_run() -> anyhow::Result<()> {
     let old = approvals::get(engine.store().pool(), &a.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(old.status, "superseded");
+    assert_eq!(old.status, reins_core::approval::Status::Superseded);
     assert!(old
         .stale_reason
         .is_some_and(|r| r.contains("changed after it was approved")));
@@ -339,12 +347,12 @@ async fn an_unanswered_review_expires_and_fails_closed() -> anyhow::Result<()> {
     let row = approvals::get(engine.store().pool(), &a.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(row.status, "expired");
+    assert_eq!(row.status, reins_core::approval::Status::Expired);
     engine.drive(run, &Silent).await?;
     let step = steps::get(engine.store().pool(), run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no step"))?;
-    assert_eq!(step.status, "expired");
+    assert_eq!(step.status, reins_core::step::StepStatus::Expired);
     assert!(!sb.ws().join("docs/note.md").exists());
     assert!(kinds(&engine, run)
         .await?
@@ -427,7 +435,7 @@ args = { argv = ["touch", "other"] }
         .await?
         .grant
         .ok_or_else(|| anyhow::anyhow!("no grant"))?;
-    assert_eq!(g2.matcher, "prefix");
+    assert_eq!(g2.matcher, reins_core::approval::Matcher::Prefix);
     engine.drive(run, &Silent).await?;
     assert!(sb.ws().join("other").exists());
 
@@ -444,7 +452,7 @@ args = { command = "touch $(rm -rf docs)" }
         "the pattern grant does not cover it"
     );
     let c = pending(&engine, run2).await?;
-    assert_eq!(c.risk, "high");
+    assert_eq!(c.risk, reins_core::policy::Risk::High);
     let mut bad = approve_once();
     bad.scope = Scope::Always;
     bad.pattern = Some("touch".into());
@@ -487,7 +495,9 @@ async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> a
         .create_script_run(&plan_file, &sb.ws(), &Silent)
         .await?;
     reins.drive(run, &Silent).await?;
-    let before = reins.approvals(Some("pending"), Some(run)).await?;
+    let before = reins
+        .approvals(Some(reins_core::approval::Status::Pending), Some(run))
+        .await?;
     assert_eq!(before.len(), 1);
     let mut watch = reins_core::approval::watch::Watch::new()?;
     assert!(reins.watch_approvals(&mut watch).await?.is_empty());
@@ -506,7 +516,9 @@ async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> a
         }
     }
     assert_eq!(superseded, vec![before[0].row.id.clone()]);
-    let after = reins.approvals(Some("pending"), Some(run)).await?;
+    let after = reins
+        .approvals(Some(reins_core::approval::Status::Pending), Some(run))
+        .await?;
     assert_eq!(after.len(), 1);
     assert_ne!(after[0].row.id, before[0].row.id);
     assert_ne!(after[0].row.pre_images, before[0].row.pre_images);
@@ -525,12 +537,14 @@ async fn cancelling_a_run_takes_its_reviews_out_of_the_inbox() -> anyhow::Result
     let row = approvals::get(engine.store().pool(), &a.id)
         .await?
         .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(row.status, "expired");
-    assert!(
-        approvals::list(engine.store().pool(), Some("pending"), None)
-            .await?
-            .is_empty()
-    );
+    assert_eq!(row.status, reins_core::approval::Status::Expired);
+    assert!(approvals::list(
+        engine.store().pool(),
+        Some(reins_core::approval::Status::Pending),
+        None
+    )
+    .await?
+    .is_empty());
     assert!(engine.approve(&a.id, approve_once()).await.is_err());
     assert!(!sb.ws().join("docs/note.md").exists());
     Ok(())

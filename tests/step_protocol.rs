@@ -77,13 +77,13 @@ args = { path = "docs/note.md", content = "hello\n" }
 
     let pool = engine.store().pool();
     let rows = steps::list(pool, id).await?;
-    assert_eq!(rows[0].status, "denied");
+    assert_eq!(rows[0].status, reins_core::step::StepStatus::Denied);
     assert!(rows[0]
         .result
         .as_deref()
         .unwrap_or("")
         .contains("deletes are not allowed here"));
-    assert_eq!(rows[1].status, "awaiting_review");
+    assert_eq!(rows[1].status, reins_core::step::StepStatus::AwaitingReview);
     assert!(
         rows[1].preview.as_deref().unwrap_or("").contains("+hello"),
         "the reviewer sees the exact diff"

@@ -40,11 +40,15 @@ async fn start(sb: &Sandbox, engine: &Engine, steps: &str) -> anyhow::Result<Run
 }
 
 async fn pending(engine: &Engine, run: RunId) -> anyhow::Result<ApprovalRow> {
-    approvals::list(engine.store().pool(), Some("pending"), Some(run))
-        .await?
-        .into_iter()
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("no pending approval"))
+    approvals::list(
+        engine.store().pool(),
+        Some(reins_core::approval::Status::Pending),
+        Some(run),
+    )
+    .await?
+    .into_iter()
+    .next()
+    .ok_or_else(|| anyhow::anyhow!("no pending approval"))
 }
 
 fn succeeded(outcome: &DriveOutcome) -> bool {
@@ -76,7 +80,7 @@ async fn approve_and_run(engine: &Engine, run: RunId) -> anyhow::Result<(String,
     let s = steps::get(engine.store().pool(), run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no step"))?;
-    Ok((s.status, s.result.unwrap_or_default()))
+    Ok((s.status.to_string(), s.result.unwrap_or_default()))
 }
 
 #[tokio::test]
@@ -132,8 +136,12 @@ async fn a_command_that_runs_reins_is_high_risk() -> anyhow::Result<()> {
     .await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
-    assert_eq!(a.risk, "high");
-    assert!(a.reasons.contains("Reins itself"), "{}", a.reasons);
+    assert_eq!(a.risk, reins_core::policy::Risk::High);
+    assert!(
+        a.reasons.join("; ").contains("Reins itself"),
+        "{:?}",
+        a.reasons
+    );
     assert!(a.preview.contains("[high] reins approve"), "{}", a.preview);
     Ok(())
 }
@@ -166,15 +174,19 @@ async fn requests_to_this_machine_are_reviewed_and_redirects_rechecked() -> anyh
     .await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
-    assert_eq!(a.risk, "high");
-    assert!(a.reasons.contains("loopback"), "{}", a.reasons);
-    assert!(a.reasons.contains("plain http"), "{}", a.reasons);
+    assert_eq!(a.risk, reins_core::policy::Risk::High);
+    assert!(a.reasons.join("; ").contains("loopback"), "{:?}", a.reasons);
+    assert!(
+        a.reasons.join("; ").contains("plain http"),
+        "{:?}",
+        a.reasons
+    );
     engine.approve(&a.id, once()).await?;
     engine.drive(run, &Silent).await?;
     let s = steps::get(engine.store().pool(), run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no step"))?;
-    assert_eq!(s.status, "done");
+    assert_eq!(s.status, reins_core::step::StepStatus::Done);
     assert!(s
         .result
         .is_some_and(|r| r.contains("200 OK") && r.ends_with("hello")));
@@ -281,7 +293,11 @@ async fn protected_paths_hidden_characters_and_huge_files_preview_safely() -> an
         let a = pending(&engine, run)
             .await
             .map_err(|e| anyhow::anyhow!("{args}: {e}: {outcome:?}"))?;
-        assert!(a.reasons.contains(why), "{args}: {}", a.reasons);
+        assert!(
+            a.reasons.join("; ").contains(why),
+            "{args}: {:?}",
+            a.reasons
+        );
         if why == "writes big.log" {
             assert!(
                 a.preview.len() < 20_000,
@@ -294,7 +310,7 @@ async fn protected_paths_hidden_characters_and_huge_files_preview_safely() -> an
                 "the full hash of the old content"
             );
         } else {
-            assert_eq!(a.risk, "high", "{args}");
+            assert_eq!(a.risk, reins_core::policy::Risk::High, "{args}");
         }
         if why == "cannot see" {
             assert!(a.preview.contains("⟨U+202E⟩"), "{}", a.preview);

@@ -36,7 +36,10 @@ async fn two_workers_share_the_queue_without_doing_anything_twice() -> anyhow::R
         assert_eq!(detail.run.state, RunState::Succeeded, "run {id}");
         assert_eq!(detail.attempts.len(), 1, "run {id} was claimed once");
         assert_eq!(detail.intents.len(), 3);
-        assert!(detail.intents.iter().all(|i| i.status == "confirmed"));
+        assert!(detail
+            .intents
+            .iter()
+            .all(|i| i.status == reins_core::journal::IntentStatus::Confirmed));
         assert!(
             ws.join("archive/nginx.conf.bak").exists() && !ws.join("tmp/render-cache.tmp").exists()
         );

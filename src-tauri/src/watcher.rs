@@ -71,7 +71,10 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
             continue;
         }
         last = Some(stamp);
-        let pending = match reins.approvals(Some("pending"), None).await {
+        let pending = match reins
+            .approvals(Some(reins_core::approval::Status::Pending), None)
+            .await
+        {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!("cannot list approvals: {e}");
@@ -85,13 +88,11 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
             None => Vec::new(),
         };
         if !fresh.is_empty() {
-            let names: std::collections::HashMap<String, String> = match reins.runs().await {
-                Ok(runs) => runs
-                    .into_iter()
-                    .map(|r| (r.id.to_string(), r.name))
-                    .collect(),
-                Err(_) => Default::default(),
-            };
+            let names: std::collections::HashMap<reins_core::ids::RunId, String> =
+                match reins.runs().await {
+                    Ok(runs) => runs.into_iter().map(|r| (r.id, r.name)).collect(),
+                    Err(_) => Default::default(),
+                };
             for a in &fresh {
                 let run = names
                     .get(&a.row.run_id)

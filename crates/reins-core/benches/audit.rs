@@ -2,7 +2,8 @@
 //!
 //!   cargo bench -p reins-core --bench audit [-- EVENTS ROUNDS]     (defaults 1000000 3)
 //!
-//! A log of EVENTS events (payloads shaped like `policy.decided`, ~350 bytes) is written once. Then,
+//! A log of EVENTS events (`policy.decided` and `step.finished` with its verdict, ~350 bytes each) is
+//! written once. Then,
 //! each round, in the same process on the same database:
 //! - baselines: a plain `SELECT` of every column of every event in seq order, through sqlx (rows
 //!   decoded into owned values, as the app's queries read) and through rusqlite (rows read in place,
@@ -16,7 +17,10 @@
 use std::time::Instant;
 
 use futures_util::TryStreamExt as _;
+use reins_core::audit::event::{self as ev, Kind};
 use reins_core::audit::{self, ExportFormat, ExportRequest, Filter, PageRequest};
+use reins_core::policy::{Decision, Risk, Verdict};
+use reins_core::step::StepStatus;
 use reins_core::store::audit::{append_all, Actor, AuditRow, Event};
 use reins_core::store::Store;
 
@@ -25,14 +29,39 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn payload(i: usize) -> serde_json::Value {
-    serde_json::json!({
-        "step": i % 500, "tool": "fs.write",
-        "actionHash": format!("{:064x}", i as u128 * 0x9e37_79b9_7f4a_7c15),
-        "risk": "medium", "decision": "ask",
-        "reasons": ["writes docs/incidents/2026-11-28-disk-full.md inside the workspace", "rule: every change is reviewed"],
-        "policy": "rules/1:e3b0c44298fc",
-    })
+/// A `policy.decided` event for even `i`, a `step.finished` carrying the same verdict for odd.
+fn event(i: usize) -> Event {
+    let action_hash = format!("{:064x}", i as u128 * 0x9e37_79b9_7f4a_7c15);
+    let reasons = vec![
+        "writes docs/incidents/2026-11-28-disk-full.md inside the workspace".to_owned(),
+        "rule: every change is reviewed".to_owned(),
+    ];
+    let kind = if i.is_multiple_of(2) {
+        Kind::from(ev::PolicyDecided {
+            step: (i % 500) as i64,
+            tool: "fs.write".into(),
+            action_hash,
+            risk: Risk::Medium,
+            decision: Decision::Ask,
+            reasons,
+            policy: "rules/1:e3b0c44298fc".into(),
+        })
+    } else {
+        Kind::from(ev::StepFinished {
+            step: (i % 500) as i64,
+            tool: "fs.write".into(),
+            status: StepStatus::Done,
+            action_hash,
+            verdict: Some(Verdict {
+                risk: Risk::Medium,
+                decision: Decision::Ask,
+                reasons,
+                segments: Vec::new(),
+            }),
+            approval: None,
+        })
+    };
+    Event::new(Actor::Harness, None, kind)
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -47,19 +76,11 @@ async fn main() -> anyhow::Result<()> {
     let store = Store::open(&dir.path().join("reins.db")).await?;
 
     let started = Instant::now();
-    let kinds = [
-        "policy.decided",
-        "intent.pending",
-        "intent.confirmed",
-        "checkpoint.written",
-    ];
     let batch = 2_000;
     let mut written = 0;
     while written < events {
         let n = batch.min(events - written);
-        let list: Vec<Event> = (written..written + n)
-            .map(|i| Event::new(Actor::Harness, kinds[i % kinds.len()], None, payload(i)))
-            .collect();
+        let list: Vec<Event> = (written..written + n).map(event).collect();
         let mut tx = store.begin().await?;
         append_all(&mut tx, None, &list, 1_700_000_000_000 + written as i64).await?;
         tx.commit().await?;

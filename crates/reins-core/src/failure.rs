@@ -9,8 +9,10 @@ use crate::blob::BlobError;
 use crate::error::Error;
 use crate::store::StoreError;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum FailureClass {
     /// Busy database, a timeout: likely to pass. Retried with backoff.
     Transient,

@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Digest;
 
 /// How an effect behaves when it runs twice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum EffectClass {
     /// No side effect.
     Pure,
@@ -17,6 +19,12 @@ pub enum EffectClass {
     Idempotent,
     /// Must never run twice without a human saying so.
     AtMostOnce,
+}
+
+impl std::fmt::Display for EffectClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl EffectClass {
@@ -29,8 +37,10 @@ impl EffectClass {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum IntentStatus {
     Pending,
     Confirmed,
@@ -51,8 +61,15 @@ impl IntentStatus {
     }
 }
 
+impl std::fmt::Display for IntentStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// A file's state: its sha256, or None when it does not exist.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct FileImage {
     pub path: String,
     pub sha256: Option<Digest>,

@@ -28,6 +28,7 @@ pub mod provider;
 pub mod resume;
 pub mod run;
 pub mod secrets;
+pub mod step;
 pub mod store;
 pub mod tools;
 pub mod worker;

@@ -25,13 +25,9 @@ pub async fn list_approvals(
     status: Option<String>,
 ) -> Result<Vec<ApprovalView>> {
     let status = status.unwrap_or_else(|| "pending".into());
-    if !matches!(
-        status.as_str(),
-        "pending" | "approved" | "rejected" | "expired" | "superseded"
-    ) {
-        return Err(IpcError::invalid(format!("no approval status {status:?}")));
-    }
-    Ok(state.reins.approvals(Some(&status), None).await?)
+    let status = reins_core::approval::Status::parse(&status)
+        .ok_or_else(|| IpcError::invalid(format!("no approval status {status:?}")))?;
+    Ok(state.reins.approvals(Some(status), None).await?)
 }
 
 /// One approval, re-checked against the disk first (a changed file supersedes it).

@@ -128,7 +128,14 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Resu
         None => None,
     };
     let rows = reins
-        .approvals(if args.all { None } else { Some("pending") }, run)
+        .approvals(
+            if args.all {
+                None
+            } else {
+                Some(reins_core::approval::Status::Pending)
+            },
+            run,
+        )
         .await?;
     if json {
         print_json(&rows);
@@ -154,7 +161,7 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Resu
         println!(
             "{:<36}  {:<8}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  {}",
             r.id,
-            &r.run_id[..8.min(r.run_id.len())],
+            &r.run_id.to_string()[..8],
             r.step_seq,
             r.tool,
             r.risk,
@@ -274,7 +281,7 @@ fn print_card(v: &ApprovalView) {
         };
         println!("  {colored}");
     }
-    if r.status == "pending" {
+    if r.status == reins_core::approval::Status::Pending {
         println!(
             "\ndecide: reins approve {id} [--scope once|run|workspace|always] [--edit FILE]\n        reins reject {id} --reason TEXT",
             id = r.id
@@ -331,7 +338,7 @@ pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core
             a.id,
             a.step_seq,
             a.tool,
-            a.scope.as_deref().unwrap_or("once")
+            a.scope.map_or("once", |s| s.as_str())
         );
         if let Some(g) = &decided.grant {
             println!(
@@ -427,7 +434,7 @@ pub async fn grants(reins: &Reins, args: GrantsArgs, json: bool) -> reins_core::
         "ID", "SCOPE", "TOOL", "MATCH", "USES", "STATE", "FROM APPROVAL"
     );
     for g in rows {
-        let pattern = if g.matcher == "exact" {
+        let pattern = if g.matcher == reins_core::approval::Matcher::Exact {
             format!("action {}", &g.pattern[..12.min(g.pattern.len())])
         } else {
             g.pattern.clone()

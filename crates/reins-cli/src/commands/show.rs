@@ -90,30 +90,24 @@ fn render_context(calls: &[reins_core::api::ContextView]) -> String {
             "step {}  {}  {} of {} input tokens used (window {}, output {}, tool schemas {}, margin {}; counted with {})",
             c.step,
             c.model,
-            m["used"],
-            m["inputBudget"],
-            m["budget"]["window"],
-            m["budget"]["reservedOutput"],
-            m["budget"]["toolSchemas"],
-            m["budget"]["margin"],
-            m["counter"].as_str().unwrap_or("?"),
+            m.used,
+            m.input_budget,
+            m.budget.window,
+            m.budget.reserved_output,
+            m.budget.tool_schemas,
+            m.budget.margin,
+            m.counter,
         );
-        let rows: Vec<Vec<String>> = m["entries"]
-            .as_array()
-            .into_iter()
-            .flatten()
+        let rows: Vec<Vec<String>> = m
+            .entries
+            .iter()
             .map(|e| {
-                let text = |k: &str| match &e[k] {
-                    serde_json::Value::String(v) => v.clone(),
-                    serde_json::Value::Null => String::new(),
-                    other => other.to_string(),
-                };
                 vec![
-                    text("id"),
-                    text("kind"),
-                    text("tokens"),
-                    text("fate"),
-                    text("why"),
+                    e.id.clone(),
+                    e.kind.as_str().into(),
+                    e.tokens.to_string(),
+                    e.fate.as_str().into(),
+                    e.why.to_string(),
                 ]
             })
             .collect();
@@ -230,7 +224,7 @@ fn render(d: &RunDetail) -> String {
             vec![
                 st.seq.to_string(),
                 st.tool.clone(),
-                st.status.clone(),
+                st.status.to_string(),
                 action_line(&st.action),
             ]
         })
@@ -259,7 +253,7 @@ fn render(d: &RunDetail) -> String {
         .map(|c| {
             vec![
                 c.seq.to_string(),
-                c.level.clone(),
+                c.level.to_string(),
                 format!("{}{}", c.size, if c.in_blob { " (blob)" } else { "" }),
                 short(&c.sha256),
                 if c.status == "ok" {
@@ -283,8 +277,8 @@ fn render(d: &RunDetail) -> String {
                 vec![
                     i.step_seq.to_string(),
                     i.tool.clone(),
-                    i.effect_class.clone(),
-                    i.status.clone(),
+                    i.effect_class.to_string(),
+                    i.status.to_string(),
                     i.settled_by.clone().unwrap_or_default(),
                 ]
             })
@@ -309,8 +303,8 @@ fn render(d: &RunDetail) -> String {
                 vec![
                     a.step_seq.to_string(),
                     a.tool.clone(),
-                    a.risk.clone(),
-                    a.status.clone(),
+                    a.risk.to_string(),
+                    a.status.to_string(),
                     a.id.clone(),
                     decision,
                 ]
@@ -354,7 +348,7 @@ fn render(d: &RunDetail) -> String {
                 vec![
                     r.n.to_string(),
                     time(r.at),
-                    r.class.clone(),
+                    r.class.as_str().into(),
                     format!("{:.1}s", r.delay_ms as f64 / 1000.0),
                     r.error.chars().take(100).collect(),
                 ]

@@ -23,7 +23,7 @@ pub struct ContextView {
     pub step: i64,
     pub model: String,
     pub created_at: i64,
-    pub manifest: serde_json::Value,
+    pub manifest: crate::context::Manifest,
     /// The profile facts it used, with their current text (None: the fact was deleted since).
     pub facts: Vec<FactUse>,
 }
@@ -134,10 +134,14 @@ impl Reins {
         runs::advance(&mut tx, id, None, RunEvent::Answer, None, now).await?;
         audit::append(
             &mut tx,
-            Actor::User,
-            "question.answered",
-            Some(id),
-            &serde_json::json!({ "step": seq, "answer": text }),
+            audit::Event::new(
+                Actor::User,
+                Some(id),
+                crate::audit::event::QuestionAnswered {
+                    step: seq,
+                    answer: text.into(),
+                },
+            ),
             now,
         )
         .await?;
@@ -150,13 +154,12 @@ impl Reins {
         runs::get(self.store().pool(), id).await?;
         let mut out = Vec::new();
         for row in manifests::list(self.store().pool(), id).await? {
-            let ids: Vec<String> = serde_json::from_str(&row.facts_used).unwrap_or_default();
-            let facts = self.facts_by_id(ids).await?;
+            let facts = self.facts_by_id(row.facts_used).await?;
             out.push(ContextView {
                 step: row.step_seq,
                 model: row.model,
                 created_at: row.created_at,
-                manifest: serde_json::from_str(&row.manifest).unwrap_or_default(),
+                manifest: row.manifest,
                 facts,
             });
         }

@@ -96,7 +96,7 @@ pub struct RunView {
     pub owner: Option<String>,
     pub lease_until: Option<i64>,
     pub last_error: Option<String>,
-    pub compat: serde_json::Value,
+    pub compat: crate::compat::Compat,
     pub created_at: i64,
     pub updated_at: i64,
 }
@@ -442,15 +442,11 @@ impl Reins {
                 owner: r.owner,
                 lease_until: r.lease_until,
                 last_error: r.last_error,
-                compat: serde_json::from_str(&r.compat).unwrap_or_default(),
+                compat: r.compat,
                 created_at: r.created_at,
                 updated_at: r.updated_at,
             },
-            recovery_summary: attempts
-                .iter()
-                .rev()
-                .find_map(|a| a.recovery.as_deref())
-                .and_then(|text| serde_json::from_str(text).ok()),
+            recovery_summary: attempts.iter().rev().find_map(|a| a.recovery.clone()),
             attempts,
             retries: store::retries::list(pool, id).await?,
             steps: store::steps::list(pool, id).await?,
@@ -497,12 +493,13 @@ impl Reins {
             }
         }
         let mut referenced: Vec<Digest> = Vec::new();
-        for (pre, _post) in intents::all_images(pool).await? {
-            // Pre-images are what rollback and recovery depend on; post-images are derived from the journal.
-            let images: Vec<crate::journal::FileImage> =
-                serde_json::from_str(&pre).unwrap_or_default();
-            referenced.extend(images.into_iter().filter_map(|i| i.sha256));
-        }
+        // Pre-images are what rollback and recovery depend on; post-images are derived from the journal.
+        referenced.extend(
+            intents::all_pre_images(pool)
+                .await?
+                .into_iter()
+                .filter_map(|i| i.sha256),
+        );
         referenced.extend(
             checkpoints::blob_refs(pool)
                 .await?

@@ -73,10 +73,15 @@ impl Reins {
             if old.as_deref() != Some(value.as_str()) {
                 audit::append(
                     &mut tx,
-                    Actor::User,
-                    "settings.changed",
-                    None,
-                    &serde_json::json!({ "key": key, "old": old, "new": value }),
+                    audit::Event::new(
+                        Actor::User,
+                        None,
+                        crate::audit::event::SettingChanged {
+                            key: key.into(),
+                            old,
+                            new: value,
+                        },
+                    ),
                     now,
                 )
                 .await?;

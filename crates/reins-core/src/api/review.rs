@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::Reins;
-use crate::approval::ContextSummary;
+use crate::approval::{ContextSummary, Status};
 use crate::engine::{ApproveRequest, Decided};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
@@ -34,13 +34,9 @@ pub struct ApprovalView {
 impl ApprovalView {
     fn of(row: ApprovalRow) -> Self {
         Self {
-            reason_list: serde_json::from_str(&row.reasons).unwrap_or_default(),
-            context_summary: serde_json::from_str(&row.context).unwrap_or_default(),
-            segment_list: row
-                .segments
-                .as_deref()
-                .and_then(|s| serde_json::from_str(s).ok())
-                .unwrap_or_default(),
+            reason_list: row.reasons.clone(),
+            context_summary: row.context.clone(),
+            segment_list: row.segments.clone().unwrap_or_default(),
             facts: Vec::new(),
             row,
         }
@@ -66,7 +62,7 @@ impl Reins {
     /// Approvals, newest last; overdue ones are expired first (they fail closed).
     pub async fn approvals(
         &self,
-        status: Option<&str>,
+        status: Option<Status>,
         run: Option<RunId>,
     ) -> Result<Vec<ApprovalView>> {
         self.engine.expire_due().await?;
@@ -92,7 +88,7 @@ impl Reins {
             .ok_or_else(|| StoreError::NotFound {
                 what: format!("approval {id}"),
             })?;
-        if row.status == "pending" {
+        if row.status == Status::Pending {
             if let Some(new) = self.engine.refresh_approval(&row.id).await? {
                 if let Some(fresh) = approvals::get(self.store().pool(), &new).await? {
                     return self.view(fresh).await;
@@ -115,7 +111,7 @@ impl Reins {
     pub async fn refresh_approvals(&self) -> Result<Vec<String>> {
         self.engine.expire_due().await?;
         let mut superseded = Vec::new();
-        for row in approvals::list(self.store().pool(), Some("pending"), None).await? {
+        for row in approvals::list(self.store().pool(), Some(Status::Pending), None).await? {
             if self.engine.refresh_approval(&row.id).await?.is_some() {
                 superseded.push(row.id);
             }
@@ -133,10 +129,17 @@ impl Reins {
         let row = grants::revoke(&mut tx, id, now).await?;
         audit::append(
             &mut tx,
-            Actor::User,
-            "grant.revoked",
-            row.run_id.as_deref().and_then(|r| r.parse().ok()),
-            &serde_json::json!({ "grant": row.id, "scope": row.scope, "tool": row.tool, "pattern": row.pattern, "uses": row.uses }),
+            audit::Event::new(
+                Actor::User,
+                row.run_id,
+                crate::audit::event::GrantRevoked {
+                    grant: row.id.clone(),
+                    scope: row.scope,
+                    tool: row.tool.clone(),
+                    pattern: row.pattern.clone(),
+                    uses: row.uses,
+                },
+            ),
             now,
         )
         .await?;
@@ -191,18 +194,13 @@ impl Reins {
         watch: &mut crate::approval::watch::Watch,
     ) -> Result<Vec<String>> {
         self.engine.expire_due().await?;
-        let pending = approvals::list(self.store().pool(), Some("pending"), None).await?;
+        let pending = approvals::list(self.store().pool(), Some(Status::Pending), None).await?;
         let mut files: Vec<(String, std::path::PathBuf)> = Vec::new();
         for a in &pending {
-            let Ok(run) = a.run_id.parse::<RunId>() else {
+            let Ok(row) = crate::store::runs::get(self.store().pool(), a.run_id).await else {
                 continue;
             };
-            let Ok(row) = crate::store::runs::get(self.store().pool(), run).await else {
-                continue;
-            };
-            let images: Vec<crate::journal::FileImage> =
-                serde_json::from_str(&a.pre_images).unwrap_or_default();
-            for img in images {
+            for img in &a.pre_images {
                 files.push((a.id.clone(), Path::new(&row.workspace).join(&img.path)));
             }
         }

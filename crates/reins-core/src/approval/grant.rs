@@ -12,8 +12,10 @@ use crate::policy::{self, programs, Risk};
 use crate::store::grants::GrantRow;
 use crate::tools::Action;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Matcher {
     /// The action hash.
     Exact,
@@ -30,6 +32,12 @@ impl Matcher {
             Matcher::Prefix => "prefix",
             Matcher::Glob => "glob",
         }
+    }
+}
+
+impl std::fmt::Display for Matcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -186,11 +194,11 @@ mod tests {
     fn row(spec: &GrantSpec) -> GrantRow {
         GrantRow {
             id: "g".into(),
-            scope: "run".into(),
+            scope: crate::approval::Scope::Run,
             run_id: None,
             workspace: None,
             tool: spec.tool.clone(),
-            matcher: spec.matcher.as_str().into(),
+            matcher: spec.matcher,
             pattern: spec.pattern.clone(),
             origin: "a".into(),
             uses: 0,

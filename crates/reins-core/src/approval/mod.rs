@@ -13,8 +13,9 @@ pub use context::ContextSummary;
 pub use grant::{GrantSpec, Matcher};
 
 /// How far an approval reaches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Scope {
     /// Only this action, this once.
@@ -38,8 +39,18 @@ impl Scope {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+impl std::fmt::Display for Scope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a review checkpoint stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename = "ApprovalStatus")]
 pub enum Status {
     Pending,
     Approved,
@@ -57,5 +68,23 @@ impl Status {
             Status::Expired => "expired",
             Status::Superseded => "superseded",
         }
+    }
+
+    pub const ALL: [Status; 5] = [
+        Status::Pending,
+        Status::Approved,
+        Status::Rejected,
+        Status::Expired,
+        Status::Superseded,
+    ];
+
+    pub fn parse(text: &str) -> Option<Status> {
+        Self::ALL.into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }

@@ -265,14 +265,21 @@ pub async fn export(
     let mut tx = store.begin().await?;
     audit::append(
         &mut tx,
-        audit::Actor::User,
-        "audit.exported",
-        None,
-        &serde_json::json!({
-            "format": req.format, "path": summary.path, "count": count, "firstSeq": first_seq,
-            "lastSeq": last_seq, "head": summary.head, "sha256": summary.sha256,
-            "filter": req.filter, "redactedOnExport": redacted,
-        }),
+        audit::Event::new(
+            audit::Actor::User,
+            None,
+            super::event::AuditExported {
+                format: req.format,
+                path: summary.path.clone(),
+                count,
+                first_seq,
+                last_seq,
+                head: summary.head.clone(),
+                sha256: summary.sha256.clone(),
+                filter: req.filter.clone(),
+                redacted_on_export: redacted,
+            },
+        ),
         crate::clock::now_ms(),
     )
     .await?;

@@ -2,7 +2,7 @@
 //! that verifies on its own, and page through it. Appending lives with the table
 //! (`store::audit`), because every event is written in the transaction of the change it records.
 //!
-//! Event kinds (`kind`, actor in brackets):
+//! Event kinds (`kind`, actor in brackets; each kind and its payload is typed in [`event`]):
 //! - runs: `run.created` [user], `run.state_changed` [harness], `run.pause_requested`, `run.paused`,
 //!   `run.resumed`, `run.cancelled` [user], `run.suspended`, `run.recovered`, `run.retry_scheduled`,
 //!   `run.finished` [harness], `run.compat_overridden` [user]
@@ -33,6 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::ids::RunId;
 use crate::store::scan::Param;
 
+pub mod event;
 pub mod export;
 mod export_file;
 pub mod exported;

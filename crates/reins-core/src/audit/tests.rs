@@ -21,7 +21,7 @@ async fn append(store: &Store, n: usize) -> anyhow::Result<()> {
         } else {
             "approval.approved"
         };
-        table::append(
+        table::append_raw(
             &mut tx,
             Actor::Harness,
             kind,
@@ -431,7 +431,7 @@ async fn secrets_never_reach_the_log_and_the_export_scans_again() -> TestResult 
     let store = store_with(&dir.path().join("data"), 2).await?;
     let key = "sk-ant-api03-Zk3vQ9xL2mR7tW1pN8sB4dF6hJ0gY5cA";
     let mut tx = store.begin().await?;
-    table::append(
+    table::append_raw(
         &mut tx,
         Actor::Agent,
         "step.finished",

@@ -422,12 +422,16 @@ pub async fn record(store: &Store, v: &Verification) -> Result<(), StoreError> {
     let mut tx = store.begin().await?;
     audit::append(
         &mut tx,
-        audit::Actor::User,
-        "audit.verified",
-        None,
-        &serde_json::json!({
-            "events": v.events, "head": v.head, "anchor": v.anchor.status, "elapsedMs": v.elapsed_ms,
-        }),
+        audit::Event::new(
+            audit::Actor::User,
+            None,
+            super::event::AuditVerified {
+                events: v.events,
+                head: v.head.clone(),
+                anchor: v.anchor.status,
+                elapsed_ms: v.elapsed_ms,
+            },
+        ),
         crate::clock::now_ms(),
     )
     .await?;

@@ -19,8 +19,11 @@ pub const SCHEMA_VERSION: i64 = 1;
 /// Payloads larger than this go to the blob store; the row keeps the hash.
 pub const INLINE_LIMIT: usize = 1024 * 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
+#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename = "CheckpointLevel")]
 pub enum Level {
     /// Run start and end.
     Task,
@@ -34,6 +37,12 @@ pub enum Level {
     Snapshot,
     /// The files as a rollback restored them.
     Rollback,
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl Level {

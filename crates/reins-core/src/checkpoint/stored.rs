@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::{decode, recovery_point_after, CheckpointV1, Health, RecoveryAnalysis};
+use super::{decode, recovery_point_after, CheckpointV1, Health, Level, RecoveryAnalysis};
 use crate::blob::BlobStore;
 use crate::digest::Digest;
 use crate::ids::RunId;
@@ -14,7 +14,7 @@ use crate::store::{checkpoints, Result, Store};
 #[derive(Clone, Debug)]
 pub struct Inspected {
     pub seq: i64,
-    pub level: String,
+    pub level: Level,
     pub size: i64,
     pub sha256: String,
     pub in_blob: bool,
@@ -27,7 +27,7 @@ pub struct Inspected {
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct CheckpointSummary {
     pub seq: i64,
-    pub level: String,
+    pub level: Level,
     pub size: i64,
     pub sha256: String,
     pub in_blob: bool,
@@ -40,7 +40,7 @@ impl Inspected {
     pub fn summary(&self) -> CheckpointSummary {
         CheckpointSummary {
             seq: self.seq,
-            level: self.level.clone(),
+            level: self.level,
             size: self.size,
             sha256: self.sha256.clone(),
             in_blob: self.in_blob,

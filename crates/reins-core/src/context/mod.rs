@@ -21,7 +21,7 @@
 //! Pure: counts are given (computed once, when an item is stored), so assembling 11,000 candidates
 //! takes milliseconds.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub mod summary;
 pub mod tokens;
@@ -29,8 +29,9 @@ pub mod tokens;
 #[cfg(test)]
 mod tests;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Budget {
     pub window: usize,
     pub reserved_output: usize,
@@ -47,8 +48,10 @@ impl Budget {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename = "ContextKind")]
 pub enum Kind {
     // Hard, in prompt order.
     System,
@@ -66,6 +69,21 @@ pub enum Kind {
 }
 
 impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::System => "system",
+            Kind::Policy => "policy",
+            Kind::Goal => "goal",
+            Kind::WorkingMemory => "working_memory",
+            Kind::Fact => "fact",
+            Kind::Summary => "summary",
+            Kind::History => "history",
+            Kind::RecentTurn => "recent_turn",
+            Kind::ToolEvidence => "tool_evidence",
+            Kind::Request => "request",
+        }
+    }
+
     pub fn is_hard(self) -> bool {
         matches!(
             self,
@@ -106,8 +124,9 @@ pub struct Item {
     pub digest: Option<Digest>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Fate {
     Included,
     /// Went in as its digest.
@@ -115,8 +134,18 @@ pub enum Fate {
     Cut,
 }
 
+impl Fate {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fate::Included => "included",
+            Fate::Digested => "digested",
+            Fate::Cut => "cut",
+        }
+    }
+}
+
 /// Why an item went in or not (rendered as a sentence in the manifest).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Why {
     Hard,
     Fits {
@@ -138,11 +167,14 @@ pub enum Why {
         tokens: usize,
         over_quarter: bool,
     },
+    /// A reason read back from a stored manifest: its sentence as it was recorded.
+    Recorded(String),
 }
 
 impl std::fmt::Display for Why {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
+            Why::Recorded(ref sentence) => f.write_str(sentence),
             Why::Hard => write!(f, "hard layer: never cut"),
             Why::Fits { score } => write!(f, "score {score:.3}; fits"),
             Why::OverBudget { needs, left, score } => write!(
@@ -178,8 +210,22 @@ impl Serialize for Why {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize)]
+impl<'de> Deserialize<'de> for Why {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Why::Recorded)
+    }
+}
+
+#[cfg(feature = "specta")]
+impl specta::Type for Why {
+    fn definition(types: &mut specta::Types) -> specta::datatype::DataType {
+        <String as specta::Type>::definition(types)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct Entry {
     pub id: String,
     pub kind: Kind,
@@ -192,8 +238,10 @@ pub struct Entry {
 }
 
 /// What went into one model call and why: persisted per call, shown by `reins show RUN --context`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename = "ContextManifest")]
 pub struct Manifest {
     pub budget: Budget,
     pub input_budget: usize,

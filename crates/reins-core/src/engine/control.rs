@@ -5,11 +5,14 @@
 use serde::Serialize;
 
 use crate::agent;
+use crate::audit::event as ev;
 use crate::clock::now_ms;
 use crate::compat::Compat;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
+use crate::journal::IntentStatus;
 use crate::run::{RunEvent, RunState};
+use crate::step::StepStatus;
 use crate::store::{attempts, audit, audit::Actor, runs, StoreError};
 use crate::workspace::Workspace;
 
@@ -73,20 +76,13 @@ impl Engine {
                 .map_err(|e| refine(e, &row.state))?;
             (from, to)
         };
+        let moved = ev::RunMoved { from, to };
         let kind = if to == RunState::Paused {
-            "run.paused"
+            ev::Kind::Paused(moved)
         } else {
-            "run.pause_requested"
+            ev::Kind::PauseRequested(moved)
         };
-        audit::append(
-            &mut tx,
-            Actor::User,
-            kind,
-            Some(id),
-            &serde_json::json!({ "from": from, "to": to }),
-            now,
-        )
-        .await?;
+        audit::append(&mut tx, audit::Event::new(Actor::User, Some(id), kind), now).await?;
         tx.commit().await.map_err(StoreError::from)?;
         let message = if to == RunState::Paused {
             format!("run {id} is paused")
@@ -114,22 +110,24 @@ impl Engine {
             .map_err(|e| refine(e, &row.state))?;
         let mut events = vec![audit::Event::new(
             Actor::User,
-            "run.resumed",
             Some(id),
-            serde_json::json!({ "from": from, "to": to, "force": mode == ResumeMode::Force }),
+            ev::Resumed {
+                from,
+                to,
+                force: mode == ResumeMode::Force,
+            },
         )];
         if mode == ResumeMode::Force {
             let agent = agent::build(&row.agent_kind, &row.agent_spec)
                 .map_err(|e| Error::Conflict(format!("run {id} cannot be resumed: {e}")))?;
             let current = Compat::current(agent.kind(), agent.version(), &row.agent_spec);
-            let mismatches = Compat::parse(&row.compat).mismatches(&current);
+            let mismatches = row.compat.mismatches(&current);
             if !mismatches.is_empty() {
-                runs::set_compat(&mut tx, id, &current.to_json()).await?;
+                runs::set_compat(&mut tx, id, &current).await?;
                 events.push(audit::Event::new(
                     Actor::User,
-                    "run.compat_overridden",
                     Some(id),
-                    serde_json::json!({ "mismatches": mismatches }),
+                    ev::CompatOverridden { mismatches },
                 ));
             }
         }
@@ -159,10 +157,14 @@ impl Engine {
         attempts::end_open(&mut tx, id, "cancelled", now).await?;
         audit::append(
             &mut tx,
-            Actor::User,
-            "run.cancelled",
-            Some(id),
-            &serde_json::json!({ "from": from, "reason": reason }),
+            audit::Event::new(
+                Actor::User,
+                Some(id),
+                ev::Cancelled {
+                    from,
+                    reason: reason.into(),
+                },
+            ),
             now,
         )
         .await?;
@@ -173,10 +175,14 @@ impl Engine {
         {
             audit::append(
                 &mut tx,
-                Actor::System,
-                "approval.expired",
-                Some(id),
-                &serde_json::json!({ "approval": approval, "why": "the run was cancelled" }),
+                audit::Event::new(
+                    Actor::System,
+                    Some(id),
+                    ev::ClosedWithRun {
+                        approval,
+                        why: "the run was cancelled".into(),
+                    },
+                ),
                 now,
             )
             .await?;
@@ -282,7 +288,7 @@ impl Engine {
             )));
         }
         let found = crate::store::intents::find(self.store.pool(), &prefix).await?;
-        let (run_text, intent) = match found.as_slice() {
+        let (run, intent) = match found.as_slice() {
             [one] => one.clone(),
             [] => {
                 return Err(StoreError::NotFound {
@@ -297,11 +303,8 @@ impl Engine {
                 )))
             }
         };
-        let run: RunId = run_text
-            .parse()
-            .map_err(|_| StoreError::Invalid(format!("run id {run_text:?}")))?;
         let row = runs::get(self.store.pool(), run).await?;
-        if !matches!(intent.status.as_str(), "unknown" | "pending") {
+        if !matches!(intent.status, IntentStatus::Unknown | IntentStatus::Pending) {
             return Err(Error::Conflict(format!(
                 "intent {} (step {} {}) is already {}; nothing to decide",
                 intent.id, intent.step_seq, intent.tool, intent.status
@@ -329,8 +332,8 @@ impl Engine {
                     &mut tx,
                     run,
                     intent.step_seq,
-                    crate::journal::IntentStatus::Confirmed.as_str(),
-                    "done",
+                    IntentStatus::Confirmed,
+                    StepStatus::Done,
                     &result,
                     &format!("marked done by {who}"),
                     now,
@@ -345,8 +348,8 @@ impl Engine {
                     &mut tx,
                     run,
                     intent.step_seq,
-                    crate::journal::IntentStatus::Skipped.as_str(),
-                    "skipped",
+                    IntentStatus::Skipped,
+                    StepStatus::Skipped,
                     &result,
                     &result,
                     now,
@@ -361,22 +364,29 @@ impl Engine {
         let resume = others == 0 && row.state == RunState::Suspended;
         let mut events = vec![audit::Event::new(
             Actor::User,
-            "intent.resolved",
             Some(run),
-            serde_json::json!({
-                "intent": intent.id, "step": intent.step_seq, "tool": intent.tool,
-                "actionHash": intent.action_hash, "previousStatus": intent.status,
-                "resolution": resolution, "note": note,
-                "pre": intent.pre_images, "post": intent.post_images,
-            }),
+            ev::IntentResolved {
+                intent: intent.id.clone(),
+                step: intent.step_seq,
+                tool: intent.tool.clone(),
+                action_hash: intent.action_hash.clone(),
+                previous_status: intent.status,
+                resolution,
+                note: note.map(str::to_owned),
+                pre: intent.pre_images.clone(),
+                post: intent.post_images.clone(),
+            },
         )];
         if resume {
             runs::advance(&mut tx, run, None, RunEvent::Resume, None, now).await?;
             events.push(audit::Event::new(
                 Actor::User,
-                "run.resumed",
                 Some(run),
-                serde_json::json!({ "from": row.state, "to": RunState::Queued, "after": "intent.resolved" }),
+                ev::ResumedAfterResolve {
+                    from: row.state,
+                    to: RunState::Queued,
+                    after: "intent.resolved",
+                },
             ));
         }
         audit::append_all(&mut tx, None, &events, now).await?;

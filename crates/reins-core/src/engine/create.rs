@@ -1,6 +1,7 @@
 //! Creating runs: the run row, its first checkpoint and the audit event commit together.
 
 use crate::agent::script::Plan;
+use crate::audit::event as ev;
 use crate::checkpoint::{CheckpointV1, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
@@ -69,7 +70,7 @@ impl Engine {
             workspace: workspace.root().to_string_lossy().into_owned(),
             agent_kind: new.kind.into(),
             agent_spec: new.spec,
-            compat: compat.to_json(),
+            compat,
             state: RunState::Queued,
             state_version: 0,
             fence: 0,
@@ -100,12 +101,14 @@ impl Engine {
             now,
             vec![audit::Event::new(
                 Actor::User,
-                "run.created",
                 Some(id),
-                serde_json::json!({
-                    "name": row.name, "goal": row.goal, "workspace": row.workspace,
-                    "agentKind": row.agent_kind, "specHash": spec_hash,
-                }),
+                ev::RunCreated {
+                    name: row.name.clone(),
+                    goal: row.goal.clone(),
+                    workspace: row.workspace.clone(),
+                    agent_kind: row.agent_kind.clone(),
+                    spec_hash,
+                },
             )],
             None,
         )

@@ -1,11 +1,11 @@
 //! One worker's hold on one run: the agent loop and the step protocol (DESIGN §3).
 
 use crate::agent::{self, Agent, Move};
+use crate::audit::event as ev;
 use crate::checkpoint::{stored, CheckpointV1, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
-use crate::journal::FileImage;
 use crate::run::{RunEvent, RunState};
 use crate::store::{attempts, audit, audit::Actor, checkpoints, runs, steps, StoreError, Tx};
 use crate::workspace::Workspace;
@@ -76,9 +76,11 @@ impl<'a> Drive<'a> {
             StartError::Suspend(format!("the run's agent cannot be rebuilt: {err}"))
         })?;
 
-        let mismatches = crate::compat::Compat::parse(&row.compat).mismatches(
-            &crate::compat::Compat::current(agent.kind(), agent.version(), &row.agent_spec),
-        );
+        let mismatches = row.compat.mismatches(&crate::compat::Compat::current(
+            agent.kind(),
+            agent.version(),
+            &row.agent_spec,
+        ));
         if !mismatches.is_empty() {
             return Err(StartError::Suspend(format!(
                 "incompatible with this build: {}. `reins resume {} --force` resumes anyway; `reins resume {} --start-over` starts again from the original input",
@@ -100,14 +102,18 @@ impl<'a> Drive<'a> {
             let mut tx = e.store.begin().await?;
             runs::renew(&mut tx, row.id, fence, now + e.lease_ms, now).await?;
             for d in &fresh {
-                checkpoints::acknowledge_damage(&mut tx, row.id, d.seq, d.kind.as_str(), now)
-                    .await?;
+                checkpoints::acknowledge_damage(&mut tx, row.id, d.seq, d.kind, now).await?;
                 audit::append(
                     &mut tx,
-                    Actor::Harness,
-                    "checkpoint.damage_detected",
-                    Some(row.id),
-                    &serde_json::json!({ "seq": d.seq, "kind": d.kind, "recoveryPoint": analysis.point }),
+                    audit::Event::new(
+                        Actor::Harness,
+                        Some(row.id),
+                        ev::DamageDetected {
+                            seq: d.seq,
+                            kind: d.kind,
+                            recovery_point: analysis.point,
+                        },
+                    ),
                     now,
                 )
                 .await?;
@@ -209,7 +215,7 @@ impl<'a> Drive<'a> {
         if let Some(seq) = self.cp.current_step {
             let question = steps::get(self.e.store.pool(), self.run, seq)
                 .await?
-                .filter(|s| s.kind == super::question::KIND);
+                .filter(|s| s.kind == crate::step::StepKind::Question);
             let outcome = match question {
                 Some(step) => self.continue_question(step).await?,
                 None => self.continue_review(seq).await?,
@@ -347,9 +353,11 @@ impl<'a> Drive<'a> {
                 .await?;
                 events.push(audit::Event::new(
                     Actor::System,
-                    "run.pause_requested",
                     Some(self.run),
-                    serde_json::json!({ "by": "worker drain", "worker": self.e.worker }),
+                    ev::Kind::DrainPauseRequested(ev::DrainPause {
+                        by: "worker drain",
+                        worker: self.e.worker.clone(),
+                    }),
                 ));
             }
             Err(e) => return Err(e.into()),
@@ -357,9 +365,12 @@ impl<'a> Drive<'a> {
         attempts::end_open(&mut tx, self.run, &format!("paused: {reason}"), now).await?;
         events.push(audit::Event::new(
             Actor::Harness,
-            "run.paused",
             Some(self.run),
-            serde_json::json!({ "checkpoint": seq, "verified": true, "reason": reason }),
+            ev::PausedAtSafePoint {
+                checkpoint: seq,
+                verified: true,
+                reason: reason.into(),
+            },
         ));
         audit::append_all(&mut tx, None, &events, now).await?;
         tx.commit().await.map_err(StoreError::from)?;
@@ -422,9 +433,11 @@ impl<'a> Drive<'a> {
                 now,
                 vec![audit::Event::new(
                     Actor::Harness,
-                    "run.finished",
                     Some(self.run),
-                    serde_json::json!({ "state": state, "summary": summary }),
+                    ev::Finished {
+                        state,
+                        summary: summary.into(),
+                    },
                 )],
                 Some(self.owner()),
             )
@@ -479,7 +492,7 @@ impl<'a> Drive<'a> {
             &mut tx,
             self.run,
             now,
-            crate::failure::FailureClass::Transient.as_str(),
+            crate::failure::FailureClass::Transient,
             &text,
             delay,
         )
@@ -502,10 +515,17 @@ impl<'a> Drive<'a> {
         attempts::end_open(&mut tx, self.run, &format!("retry: {text}"), now).await?;
         audit::append(
             &mut tx,
-            Actor::Harness,
-            "run.retry_scheduled",
-            Some(self.run),
-            &serde_json::json!({ "n": n, "class": "transient", "error": text, "delayMs": delay, "state": to }),
+            audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::RetryScheduled {
+                    n,
+                    class: "transient",
+                    error: text.clone(),
+                    delay_ms: delay,
+                    state: to,
+                },
+            ),
             now,
         )
         .await?;
@@ -539,10 +559,13 @@ impl<'a> Drive<'a> {
         attempts::end_open(&mut tx, self.run, &format!("suspended: {reason}"), now).await?;
         audit::append(
             &mut tx,
-            Actor::Harness,
-            "run.suspended",
-            Some(self.run),
-            &serde_json::json!({ "reason": reason }),
+            audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::Reason {
+                    reason: reason.into(),
+                },
+            ),
             now,
         )
         .await?;
@@ -578,19 +601,10 @@ async fn settled_by_person(
                     .then_some(crate::resume::SettledEffect {
                         step: i.step_seq,
                         tool: i.tool,
-                        status: i.status,
+                        status: i.status.as_str().into(),
                         how,
                     })
             })
             .collect(),
     )
-}
-
-pub(super) fn images_json(images: &[FileImage]) -> String {
-    serde_json::to_string(images).unwrap_or_else(|_| "[]".into())
-}
-
-pub(super) fn parse_images(text: &str) -> Result<Vec<FileImage>> {
-    serde_json::from_str(text)
-        .map_err(|e| Error::Store(StoreError::Invalid(format!("intent images: {e}"))))
 }

@@ -4,6 +4,7 @@
 
 use std::net::IpAddr;
 
+use crate::audit::event as ev;
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::digest::Digest;
@@ -11,11 +12,12 @@ use crate::error::Result;
 use crate::fault_point;
 use crate::ids::IntentId;
 use crate::journal::{EffectClass, FileImage, IntentStatus, Settlement};
+use crate::step::StepStatus;
 use crate::store::{audit, audit::Actor, intents, steps, StoreError};
 use crate::tools::shell::ShellOutcome;
 use crate::tools::{self, Action, EffectPlan, ShellCommand};
 
-use super::drive::{images_json, Drive};
+use super::drive::Drive;
 use super::step::{one_line, step_row, StepRecord};
 use super::{DriveOutcome, Progress};
 
@@ -44,9 +46,9 @@ impl Drive<'_> {
             let (status, ok, out, summary) = match tools::run_pure(action, &self.ws) {
                 Ok(out) => {
                     let summary = tools::describe(action, &out);
-                    ("done", true, out, summary)
+                    (StepStatus::Done, true, out, summary)
                 }
-                Err(err) => ("failed", false, err.to_string(), err.to_string()),
+                Err(err) => (StepStatus::Failed, false, err.to_string(), err.to_string()),
             };
             return self
                 .record_with_summary(rec, status, ok, &out, &summary)
@@ -77,7 +79,7 @@ impl Drive<'_> {
         if rec.reopen {
             steps::reopen(&mut tx, self.run, seq).await?;
         }
-        let step = step_row(rec, "running", None, now);
+        let step = step_row(rec, StepStatus::Running, None, now);
         intents::insert_with_step(
             &mut tx,
             self.run,
@@ -88,10 +90,10 @@ impl Drive<'_> {
                 tool: action.tool().into(),
                 action: rec.action.to_owned(),
                 action_hash: action_hash.to_owned(),
-                effect_class: action.effect_class().as_str().into(),
-                status: IntentStatus::Pending.as_str().into(),
-                pre_images: images_json(&pre),
-                post_images: images_json(&post),
+                effect_class: action.effect_class(),
+                status: IntentStatus::Pending,
+                pre_images: pre.clone(),
+                post_images: post.clone(),
                 // What the agent will be told once confirmed; a restart that settles it tells the same.
                 result: summary.clone(),
                 settled_by: None,
@@ -106,17 +108,26 @@ impl Drive<'_> {
         audit::append_all(
             &mut tx,
             Some(self.owner()),
-            &[decided.into_iter().collect::<Vec<_>>(), vec![audit::Event::new(
-                Actor::Agent,
-                "intent.pending",
-                Some(self.run),
-                serde_json::json!({
-                    "intent": intent, "step": seq, "tool": action.tool(), "actionHash": action_hash,
-                    "effectClass": action.effect_class(), "pre": pre, "post": post,
-                    "previewSha256": rec.preview.map(|p| Digest::of(p.as_bytes())),
-                    "approval": rec.approval, "verdict": rec.verdict,
-                }),
-            )]].concat(),
+            &[
+                decided.into_iter().collect::<Vec<_>>(),
+                vec![audit::Event::new(
+                    Actor::Agent,
+                    Some(self.run),
+                    ev::IntentPending {
+                        intent: intent.to_string(),
+                        step: seq,
+                        tool: action.tool().into(),
+                        action_hash: action_hash.into(),
+                        effect_class: action.effect_class(),
+                        pre: pre.clone(),
+                        post: post.clone(),
+                        preview_sha256: rec.preview.map(|p| Digest::of(p.as_bytes())),
+                        approval: rec.approval.map(str::to_owned),
+                        verdict: rec.verdict.cloned(),
+                    },
+                )],
+            ]
+            .concat(),
             now,
         )
         .await?;
@@ -306,20 +317,23 @@ impl Drive<'_> {
             Err(error) => (false, error),
         };
         self.observe(e.seq, e.tool, ok, text)?;
-        let (intent_status, step_status, kind, payload) = if ok {
+        let (intent_status, step_status, kind) = if ok {
             for img in e.post {
                 self.cp.files.insert(img.path.clone(), img.sha256.clone());
             }
-            let payload = serde_json::json!({ "intent": e.intent, "step": e.seq, "post": e.post });
-            (IntentStatus::Confirmed, "done", "intent.confirmed", payload)
+            let kind = ev::Kind::from(ev::IntentConfirmed {
+                intent: e.intent.to_string(),
+                step: e.seq,
+                post: e.post.to_vec(),
+            });
+            (IntentStatus::Confirmed, StepStatus::Done, kind)
         } else {
-            let payload = serde_json::json!({ "intent": e.intent, "step": e.seq, "error": text });
-            (
-                IntentStatus::BusinessFailed,
-                "failed",
-                "intent.failed",
-                payload,
-            )
+            let kind = ev::Kind::from(ev::IntentFailed {
+                intent: e.intent.to_string(),
+                step: e.seq,
+                error: text.into(),
+            });
+            (IntentStatus::BusinessFailed, StepStatus::Failed, kind)
         };
         self.complete(e.seq, e.tool, e.action_hash, step_status, text, text);
         self.stamp(format!("step {} {} {step_status}", e.seq, e.tool));
@@ -331,19 +345,14 @@ impl Drive<'_> {
             &mut tx,
             self.run,
             e.seq,
-            intent_status.as_str(),
+            intent_status,
             step_status,
             text,
             None,
             now,
         )
         .await?;
-        let events = vec![audit::Event::new(
-            Actor::Harness,
-            kind,
-            Some(self.run),
-            payload,
-        )];
+        let events = vec![audit::Event::new(Actor::Harness, Some(self.run), kind)];
         let checkpoint = self
             .e
             .insert_checkpoint(
@@ -359,7 +368,7 @@ impl Drive<'_> {
         self.obs.on(&Progress::Step {
             seq: e.seq,
             tool: e.tool.into(),
-            status: step_status.into(),
+            status: step_status,
             why: e.why.map(str::to_owned),
             summary: one_line(text),
             checkpoint,

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use tracing::instrument;
 
+use crate::audit::event as ev;
 use crate::blob::BlobStore;
 use crate::checkpoint::{self, CheckpointV1, DamageKind, Level};
 use crate::clock::now_ms;
@@ -80,7 +81,7 @@ pub enum Progress {
     Step {
         seq: i64,
         tool: String,
-        status: String,
+        status: crate::step::StepStatus,
         why: Option<String>,
         summary: String,
         checkpoint: i64,
@@ -304,7 +305,7 @@ impl Engine {
             tx,
             run,
             &checkpoints::NewCheckpoint {
-                level: p.level.as_str(),
+                level: p.level,
                 schema_version: checkpoint::SCHEMA_VERSION,
                 body,
                 size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
@@ -315,9 +316,13 @@ impl Engine {
         .await?;
         events.push(audit::Event::new(
             Actor::Harness,
-            "checkpoint.written",
             Some(run),
-            serde_json::json!({ "seq": seq, "level": p.level.as_str(), "sha256": p.sha256, "size": p.bytes.len() }),
+            ev::CheckpointWritten {
+                seq,
+                level: p.level,
+                sha256: p.sha256.clone(),
+                size: p.bytes.len(),
+            },
         ));
         audit::append_all(tx, owner, &events, now).await?;
         Ok(seq)
@@ -383,10 +388,15 @@ impl Engine {
             attempts::end_open(&mut tx, id, why, now).await?;
             audit::append(
                 &mut tx,
-                Actor::Harness,
-                "attempt.lost",
-                Some(id),
-                &serde_json::json!({ "worker": row.owner, "why": why, "fence": row.fence }),
+                audit::Event::new(
+                    Actor::Harness,
+                    Some(id),
+                    ev::AttemptLost {
+                        worker: row.owner.clone(),
+                        why: why.into(),
+                        fence: row.fence,
+                    },
+                ),
                 now,
             )
             .await?;
@@ -396,7 +406,7 @@ impl Engine {
                     &mut tx,
                     id,
                     now,
-                    crate::failure::FailureClass::WorkerLost.as_str(),
+                    crate::failure::FailureClass::WorkerLost,
                     why,
                     0,
                 )
@@ -404,22 +414,39 @@ impl Engine {
             );
         }
         let attempt = attempts::start(&mut tx, id, &self.worker, fence, now).await?;
+        let begun = ev::AttemptBegun {
+            attempt,
+            fence,
+            worker: self.worker.clone(),
+            previous_owner: row.owner.clone(),
+            previous_owner_gone: holder_gone,
+        };
         audit::append(
             &mut tx,
-            Actor::Harness,
-            if adopting { "attempt.adopted" } else { "attempt.started" },
-            Some(id),
-            &serde_json::json!({ "attempt": attempt, "fence": fence, "worker": self.worker, "previousOwner": row.owner, "previousOwnerGone": holder_gone }),
+            audit::Event::new(
+                Actor::Harness,
+                Some(id),
+                if adopting {
+                    ev::Kind::AttemptAdopted(begun)
+                } else {
+                    ev::Kind::AttemptStarted(begun)
+                },
+            ),
             now,
         )
         .await?;
         if !adopting {
             audit::append(
                 &mut tx,
-                Actor::Harness,
-                "run.state_changed",
-                Some(id),
-                &serde_json::json!({ "from": row.state, "to": to }),
+                audit::Event::new(
+                    Actor::Harness,
+                    Some(id),
+                    ev::RunStateChanged {
+                        from: Some(row.state),
+                        to,
+                        step: None,
+                    },
+                ),
                 now,
             )
             .await?;
@@ -499,10 +526,13 @@ impl Engine {
         attempts::end_open(&mut tx, id, &format!("suspended: {reason}"), now).await?;
         audit::append(
             &mut tx,
-            Actor::Harness,
-            "run.suspended",
-            Some(id),
-            &serde_json::json!({ "reason": reason }),
+            audit::Event::new(
+                Actor::Harness,
+                Some(id),
+                ev::Reason {
+                    reason: reason.into(),
+                },
+            ),
             now,
         )
         .await?;

@@ -2,21 +2,20 @@
 //! `awaiting_input` (a safe point: no worker holds it) until `reins answer RUN TEXT` records the
 //! answer as the step's result; the next worker hands it to the agent as the call's result.
 
+use crate::audit::event as ev;
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::Result;
 use crate::run::{RunEvent, RunState};
+use crate::step::{StepKind, StepStatus};
 use crate::store::{attempts, audit, audit::Actor, runs, steps, StoreError, Tx};
 
 use super::drive::Drive;
 use super::step::one_line;
 use super::{DriveOutcome, Progress};
 
-pub(super) const KIND: &str = "question";
 pub(super) const TOOL: &str = "ask_user";
-const WAITING: &str = "awaiting_input";
-const ANSWERED: &str = "answered";
 
 /// Longest question and answer kept.
 pub const MAX_TEXT: usize = 20_000;
@@ -26,7 +25,7 @@ impl Drive<'_> {
         let seq = self.cp.next_step;
         if seq <= self.journal_through {
             if let Some(prev) = steps::get(self.e.store.pool(), self.run, seq).await? {
-                if prev.kind == KIND {
+                if prev.kind == StepKind::Question {
                     return self.continue_question(prev).await;
                 }
                 return self
@@ -52,12 +51,12 @@ impl Drive<'_> {
             self.run,
             &steps::StepRow {
                 seq,
-                kind: KIND.into(),
+                kind: StepKind::Question,
                 tool: TOOL.into(),
                 action,
                 action_hash: hash.as_str().into(),
                 why: None,
-                status: WAITING.into(),
+                status: StepStatus::AwaitingInput,
                 risk: None,
                 reasons: None,
                 preview: None,
@@ -69,9 +68,11 @@ impl Drive<'_> {
         .await?;
         let event = audit::Event::new(
             Actor::Agent,
-            "question.asked",
             Some(self.run),
-            serde_json::json!({ "step": seq, "question": question }),
+            ev::QuestionAsked {
+                step: seq,
+                question: question.clone(),
+            },
         );
         self.e
             .insert_checkpoint(
@@ -120,16 +121,21 @@ impl Drive<'_> {
         &mut self,
         step: steps::StepRow,
     ) -> Result<Option<DriveOutcome>> {
-        if step.status != ANSWERED {
+        if step.status != StepStatus::Answered {
             // Resumed (say, after a pause) before anyone answered: back to waiting.
             let now = now_ms();
             let mut tx = self.begin().await?;
             audit::append(
                 &mut tx,
-                Actor::Harness,
-                "run.state_changed",
-                Some(self.run),
-                &serde_json::json!({ "to": RunState::AwaitingInput, "step": step.seq }),
+                audit::Event::new(
+                    Actor::Harness,
+                    Some(self.run),
+                    ev::RunStateChanged {
+                        from: None,
+                        to: RunState::AwaitingInput,
+                        step: Some(step.seq),
+                    },
+                ),
                 now,
             )
             .await?;
@@ -145,7 +151,7 @@ impl Drive<'_> {
             step.seq,
             TOOL,
             &step.action_hash,
-            ANSWERED,
+            StepStatus::Answered,
             &answer,
             &answer,
         );
@@ -155,7 +161,7 @@ impl Drive<'_> {
         self.obs.on(&Progress::Step {
             seq: step.seq,
             tool: TOOL.into(),
-            status: ANSWERED.into(),
+            status: StepStatus::Answered,
             why: None,
             summary: one_line(&answer),
             checkpoint: cp,

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::audit::event as ev;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::journal::IntentStatus;
@@ -10,7 +11,7 @@ use crate::resume::RecoverySummary;
 use crate::store::{attempts, audit, audit::Actor, intents, processes, steps, StoreError};
 use crate::workspace::fingerprint::{self, Change, ChangeKind, Fingerprint};
 
-use super::drive::{parse_images, Drive};
+use super::drive::Drive;
 use super::Progress;
 
 impl Drive<'_> {
@@ -47,9 +48,13 @@ impl Drive<'_> {
                 Some(self.owner()),
                 &[audit::Event::new(
                     Actor::Harness,
-                    "process.orphan_ended",
                     Some(self.run),
-                    serde_json::json!({ "step": p.step_seq, "pid": p.pid, "command": p.command, "outcome": outcome }),
+                    ev::OrphanEnded {
+                        step: p.step_seq,
+                        pid: p.pid,
+                        command: p.command.clone(),
+                        outcome: outcome.into(),
+                    },
                 )],
                 now,
             )
@@ -94,7 +99,7 @@ impl Drive<'_> {
                     seq: st.seq,
                     tool: st.tool,
                     action_hash: st.action_hash,
-                    status: st.status,
+                    status: st.status.as_str().into(),
                     result_sha256: Digest::of(result.as_bytes()),
                     summary: line.chars().take(200).collect(),
                 }
@@ -116,18 +121,16 @@ impl Drive<'_> {
         }
         .with_text();
         self.agent.recovered(&summary);
-        let json = serde_json::to_value(&summary).unwrap_or_default();
         let now = crate::clock::now_ms();
         let mut tx = self.begin().await?;
-        attempts::set_recovery(&mut tx, self.run, self.attempt, &json.to_string()).await?;
+        attempts::set_recovery(&mut tx, self.run, self.attempt, &summary).await?;
         audit::append_all(
             &mut tx,
             Some(self.owner()),
             &[audit::Event::new(
                 Actor::Harness,
-                "run.recovered",
                 Some(self.run),
-                json,
+                ev::Kind::Recovered(summary.clone()),
             )],
             now,
         )
@@ -157,8 +160,8 @@ impl Drive<'_> {
     async fn known_files(&self) -> Result<BTreeMap<String, Option<Digest>>> {
         let mut known = self.cp.files.clone();
         for intent in intents::from_step(self.e.store.pool(), self.run, self.cp.next_step).await? {
-            if intent.status == IntentStatus::Confirmed.as_str() {
-                for img in parse_images(&intent.post_images)? {
+            if intent.status == IntentStatus::Confirmed {
+                for img in intent.post_images {
                     known.insert(img.path, img.sha256);
                 }
             }

@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
+use crate::audit::event as ev;
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::Result;
-use crate::journal::FileImage;
 use crate::store::{audit, audit::Actor, checkpoints, intents, runs, StoreError};
 
 use super::Engine;
@@ -68,9 +68,12 @@ impl Engine {
                 checkpoints::prune(&mut tx, *run, *through, now).await?;
                 events.push(audit::Event::new(
                     Actor::User,
-                    "retention.pruned",
                     Some(*run),
-                    serde_json::json!({ "through": through, "checkpoints": count, "keep": keep }),
+                    ev::RetentionPruned {
+                        through: *through,
+                        checkpoints: *count,
+                        keep,
+                    },
                 ));
             }
             audit::append_all(&mut tx, None, &events, now).await?;
@@ -98,10 +101,12 @@ impl Engine {
             .filter(|h| !doomed_refs.contains(h))
             .filter_map(|h| Digest::parse(&h))
             .collect();
-        for (pre, _post) in intents::all_images(pool).await? {
-            let images: Vec<FileImage> = serde_json::from_str(&pre).unwrap_or_default();
-            needed.extend(images.into_iter().filter_map(|i| i.sha256));
-        }
+        needed.extend(
+            intents::all_pre_images(pool)
+                .await?
+                .into_iter()
+                .filter_map(|i| i.sha256),
+        );
         for (run, _) in runs::list(pool).await? {
             if run.state.is_terminal() {
                 continue;
@@ -151,10 +156,7 @@ impl Engine {
             let mut tx = self.store.begin().await?;
             audit::append(
                 &mut tx,
-                Actor::User,
-                "retention.gc",
-                None,
-                &serde_json::to_value(&report).unwrap_or_default(),
+                audit::Event::new(Actor::User, None, ev::Kind::RetentionGc(report.clone())),
                 now_ms(),
             )
             .await?;

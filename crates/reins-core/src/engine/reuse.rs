@@ -7,9 +7,10 @@ use crate::journal::{EffectClass, IntentStatus};
 use crate::store::{intents, steps};
 use crate::tools::{self, Action, ToolCall};
 
-use super::drive::{parse_images, Drive};
+use super::drive::Drive;
 use super::step::one_line;
 use super::{DriveOutcome, Progress};
+use crate::step::StepStatus;
 
 impl Drive<'_> {
     /// A step already in the journal (we resumed from an earlier checkpoint): reuse its result, never
@@ -31,15 +32,14 @@ impl Drive<'_> {
             );
             return self.suspend(&reason).await.map(Some);
         }
-        if !matches!(
-            prev.status.as_str(),
-            "done" | "failed" | "invalid" | "denied" | "skipped" | "rejected" | "expired"
-        ) {
+        if !prev.status.is_reusable() {
             let hint = match intents::for_step(self.e.store.pool(), self.run, seq).await? {
-                Some(i) if matches!(i.status.as_str(), "unknown" | "pending") => format!(
-                    "; decide with `reins resolve {} --done | --retry | --skip`",
-                    i.id
-                ),
+                Some(i) if matches!(i.status, IntentStatus::Unknown | IntentStatus::Pending) => {
+                    format!(
+                        "; decide with `reins resolve {} --done | --retry | --skip`",
+                        i.id
+                    )
+                }
                 _ => String::new(),
             };
             let reason = format!(
@@ -50,13 +50,13 @@ impl Drive<'_> {
         }
         let result = prev.result.clone().unwrap_or_default();
         if let Some(intent) = intents::for_step(self.e.store.pool(), self.run, seq).await? {
-            if intent.status == IntentStatus::Confirmed.as_str() {
-                for img in parse_images(&intent.post_images)? {
+            if intent.status == IntentStatus::Confirmed {
+                for img in intent.post_images {
                     self.cp.files.insert(img.path, img.sha256);
                 }
             }
         }
-        let ok = prev.status == "done";
+        let ok = prev.status == StepStatus::Done;
         self.observe(seq, &prev.tool, ok, &result)?;
         let summary = match Action::parse(call, &self.ws) {
             Ok(a) if ok && a.effect_class() == EffectClass::Pure => tools::describe(&a, &result),
@@ -66,7 +66,7 @@ impl Drive<'_> {
             seq,
             &prev.tool,
             &prev.action_hash,
-            &prev.status,
+            prev.status,
             &result,
             &summary,
         );

@@ -7,7 +7,9 @@
 use serde::Serialize;
 
 use crate::approval::preview;
+use crate::approval::Status;
 use crate::approval::{GrantSpec, Scope};
+use crate::audit::event as ev;
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
@@ -16,13 +18,12 @@ use crate::journal::FileImage;
 use crate::policy::shell::Place;
 use crate::policy::{Context, Decision};
 use crate::run::{RunEvent, RunState};
-use crate::store::approvals::{self, ApprovalRow, DecisionWrite};
+use crate::store::approvals::{self, ApprovalRow, DecisionWrite, Edit};
 use crate::store::grants::{self, GrantRow};
 use crate::store::{audit, audit::Actor, runs, StoreError, Tx};
 use crate::tools::{self, Action, ToolCall};
 use crate::workspace::Workspace;
 
-use super::drive::{images_json, parse_images};
 use super::Engine;
 
 /// What a person approves with.
@@ -51,9 +52,7 @@ pub struct Decided {
 
 /// The run an approval belongs to.
 fn run_of(row: &ApprovalRow) -> Result<RunId> {
-    row.run_id
-        .parse()
-        .map_err(|_| StoreError::Invalid(format!("run id {:?}", row.run_id)).into())
+    Ok(row.run_id)
 }
 
 impl Engine {
@@ -71,24 +70,25 @@ impl Engine {
             .ok_or_else(|| StoreError::NotFound {
                 what: format!("approval {id}"),
             })?;
-        match row.status.as_str() {
-            "pending" if row.expires_at <= now_ms() => {
+        match row.status {
+            Status::Pending if row.expires_at <= now_ms() => {
                 self.expire(&row).await?;
                 Err(Error::Conflict(format!(
                     "approval {} expired before the decision; the action did not run",
                     row.id
                 )))
             }
-            "pending" => Ok(row),
-            "superseded" => Err(Error::Conflict(format!(
+            Status::Pending => Ok(row),
+            Status::Superseded => Err(Error::Conflict(format!(
                 "approval {} was superseded ({}); review {} instead",
                 row.id,
                 row.stale_reason.as_deref().unwrap_or("replaced"),
                 row.superseded_by.as_deref().unwrap_or("the newer approval")
             ))),
             other => Err(Error::Conflict(format!(
-                "approval {} is already {other}; a decision is never changed",
-                row.id
+                "approval {} is already {}; a decision is never changed",
+                row.id,
+                other.as_str()
             ))),
         }
     }
@@ -119,7 +119,7 @@ impl Engine {
         let original = serde_json::from_str::<ToolCall>(&row.action)
             .ok()
             .and_then(|c| Action::parse(&c, &ws).ok());
-        let mut edited: Option<(String, String, String, String)> = None;
+        let mut edited: Option<Edit> = None;
         let effective = match &req.edited {
             Some(call) => {
                 if call.tool != row.tool {
@@ -153,13 +153,12 @@ impl Engine {
                     })?;
                 let preview =
                     preview::of(&action, plan.as_ref(), &verdict, &resolved, self.place(&ws));
-                let pre = images_json(plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[]));
-                edited = Some((
-                    action.canonical_text(),
-                    action.hash().to_string(),
+                edited = Some(Edit {
+                    action: action.canonical_text(),
+                    hash: action.hash().to_string(),
                     preview,
-                    pre,
-                ));
+                    pre_images: plan.map(|p| p.pre).unwrap_or_default(),
+                });
                 action
             }
             None => original.ok_or_else(|| {
@@ -184,11 +183,11 @@ impl Engine {
         let now = now_ms();
         let grant = spec.map(|s| GrantRow {
             id: GrantId::new().to_string(),
-            scope: req.scope.as_str().into(),
-            run_id: (req.scope == Scope::Run).then(|| row.run_id.clone()),
+            scope: req.scope,
+            run_id: (req.scope == Scope::Run).then_some(row.run_id),
             workspace: (req.scope == Scope::Workspace).then(|| run.workspace.clone()),
             tool: s.tool,
-            matcher: s.matcher.as_str().into(),
+            matcher: s.matcher,
             pattern: s.pattern,
             origin: row.id.clone(),
             uses: 0,
@@ -201,48 +200,55 @@ impl Engine {
             &mut tx,
             &row.id,
             &DecisionWrite {
-                status: "approved",
+                status: Status::Approved,
                 by: &req.by,
                 note: req.note.as_deref(),
-                scope: Some(req.scope.as_str()),
-                edited: edited
-                    .as_ref()
-                    .map(|(a, h, p, pre)| (a.as_str(), h.as_str(), p.as_str(), pre.as_str())),
+                scope: Some(req.scope),
+                edited: edited.as_ref(),
                 now,
             },
         )
         .await?;
         let mut events = vec![audit::Event::new(
             Actor::User,
-            "approval.approved",
             Some(run_id),
-            serde_json::json!({
-                "approval": row.id, "step": row.step_seq, "tool": row.tool, "by": req.by,
-                "actionHash": row.action_hash, "previewSha256": row.preview_sha256,
-                "risk": row.risk, "scope": req.scope, "note": req.note,
-            }),
+            ev::Approved {
+                approval: row.id.clone(),
+                step: row.step_seq,
+                tool: row.tool.clone(),
+                by: req.by.clone(),
+                action_hash: row.action_hash.clone(),
+                preview_sha256: row.preview_sha256.clone(),
+                risk: row.risk,
+                scope: req.scope,
+                note: req.note.clone(),
+            },
         )];
-        if let Some((_, hash, preview, _)) = &edited {
+        if let Some(edit) = &edited {
             events.push(audit::Event::new(
                 Actor::User,
-                "approval.edited",
                 Some(run_id),
-                serde_json::json!({
-                    "approval": row.id, "originalHash": row.action_hash, "editedHash": hash,
-                    "editedPreviewSha256": Digest::of(preview.as_bytes()),
-                }),
+                ev::Edited {
+                    approval: row.id.clone(),
+                    original_hash: row.action_hash.clone(),
+                    edited_hash: edit.hash.clone(),
+                    edited_preview_sha256: Digest::of(edit.preview.as_bytes()),
+                },
             ));
         }
         if let Some(g) = &grant {
             grants::insert(&mut tx, g).await?;
             events.push(audit::Event::new(
                 Actor::User,
-                "grant.created",
                 Some(run_id),
-                serde_json::json!({
-                    "grant": g.id, "scope": g.scope, "tool": g.tool, "matcher": g.matcher,
-                    "pattern": g.pattern, "origin": g.origin,
-                }),
+                ev::GrantCreated {
+                    grant: g.id.clone(),
+                    scope: g.scope,
+                    tool: g.tool.clone(),
+                    matcher: g.matcher,
+                    pattern: g.pattern.clone(),
+                    origin: g.origin.clone(),
+                },
             ));
         }
         self.conclude(tx, &row.id, run_id, &events, now, grant)
@@ -265,7 +271,7 @@ impl Engine {
             &mut tx,
             &row.id,
             &DecisionWrite {
-                status: "rejected",
+                status: Status::Rejected,
                 by,
                 note: Some(reason),
                 scope: None,
@@ -276,12 +282,16 @@ impl Engine {
         .await?;
         let events = [audit::Event::new(
             Actor::User,
-            "approval.rejected",
             Some(run_id),
-            serde_json::json!({
-                "approval": row.id, "step": row.step_seq, "tool": row.tool, "by": by,
-                "actionHash": row.action_hash, "previewSha256": row.preview_sha256, "reason": reason,
-            }),
+            ev::Rejected {
+                approval: row.id.clone(),
+                step: row.step_seq,
+                tool: row.tool.clone(),
+                by: by.into(),
+                action_hash: row.action_hash.clone(),
+                preview_sha256: row.preview_sha256.clone(),
+                reason: reason.into(),
+            },
         )];
         self.conclude(tx, &row.id, run_id, &events, now, None).await
     }
@@ -308,7 +318,7 @@ impl Engine {
             &mut tx,
             &row.id,
             &DecisionWrite {
-                status: "expired",
+                status: Status::Expired,
                 by: "system",
                 note: Some("no decision before the review timeout"),
                 scope: None,
@@ -319,9 +329,12 @@ impl Engine {
         .await?;
         let events = [audit::Event::new(
             Actor::System,
-            "approval.expired",
             Some(run_id),
-            serde_json::json!({ "approval": row.id, "step": row.step_seq, "expiresAt": row.expires_at }),
+            ev::Expired {
+                approval: row.id.clone(),
+                step: row.step_seq,
+                expires_at: row.expires_at,
+            },
         )];
         self.decided(&mut tx, run_id, &events, now).await?;
         tx.commit().await.map_err(StoreError::from)?;
@@ -382,7 +395,7 @@ impl Engine {
         let Some(row) = approvals::get(self.store.pool(), id).await? else {
             return Ok(None);
         };
-        if row.status != "pending" {
+        if row.status != Status::Pending {
             return Ok(None);
         }
         let run_id = run_of(&row)?;
@@ -392,7 +405,7 @@ impl Engine {
     }
 
     async fn refresh_with(&self, row: &ApprovalRow, ws: &Workspace) -> Result<Option<String>> {
-        let reviewed = parse_images(&row.pre_images)?;
+        let reviewed = &row.pre_images;
         if reviewed.is_empty() {
             return Ok(None);
         }
@@ -430,19 +443,19 @@ impl Engine {
                 match tools::plan_files(a, ws).map_err(|e| e.to_string()) {
                     Ok(plan) => (
                         preview::of(a, plan.as_ref(), &verdict, &[], self.place(ws)),
-                        images_json(plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[])),
+                        plan.map(|p| p.pre).unwrap_or_default(),
                         Some(verdict),
                     ),
                     Err(e) => (
                         format!("this action can no longer be carried out as proposed: {e}\n"),
-                        "[]".into(),
+                        Vec::new(),
                         Some(verdict),
                     ),
                 }
             }
             None => (
                 "the recorded action no longer validates\n".into(),
-                "[]".into(),
+                Vec::new(),
                 None,
             ),
         };
@@ -455,8 +468,8 @@ impl Engine {
         fresh.pre_images = pre;
         fresh.created_at = now;
         if let Some(v) = &verdict {
-            fresh.risk = v.risk.as_str().into();
-            fresh.reasons = serde_json::to_string(&v.reasons).unwrap_or_default();
+            fresh.risk = v.risk;
+            fresh.reasons = v.reasons.clone();
         }
         let run_id = run_of(row)?;
         let mut tx = self.store.begin().await?;
@@ -467,12 +480,13 @@ impl Engine {
             None,
             &[audit::Event::new(
                 Actor::Harness,
-                "approval.superseded",
                 Some(run_id),
-                serde_json::json!({
-                    "approval": row.id, "by": new_id, "why": why,
-                    "previewSha256": fresh.preview_sha256,
-                }),
+                ev::Refreshed {
+                    approval: row.id.clone(),
+                    by: new_id.clone(),
+                    why: why.clone(),
+                    preview_sha256: fresh.preview_sha256.clone(),
+                },
             )],
             now,
         )

@@ -4,6 +4,7 @@
 //! otherwise it is reviewed again. A rejection or expiry goes back to the agent as the step's result.
 
 use crate::approval::{ContextSummary, Status};
+use crate::audit::event as ev;
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::Result;
@@ -16,9 +17,10 @@ use crate::store::grants::GrantRow;
 use crate::store::{attempts, audit, audit::Actor, grants, runs, steps, StoreError};
 use crate::tools::{Action, EffectPlan, ToolCall};
 
-use super::drive::{images_json, parse_images, Drive};
+use super::drive::Drive;
 use super::step::{denied, step_row, StepRecord};
 use super::{DriveOutcome, Progress};
+use crate::step::StepStatus;
 
 impl Drive<'_> {
     /// Step 4: the policy asked for a human. The step, the approval (pending, with the exact action,
@@ -48,22 +50,22 @@ impl Drive<'_> {
         let id = ApprovalId::new().to_string();
         let row = ApprovalRow {
             id: id.clone(),
-            run_id: self.run.to_string(),
+            run_id: self.run,
             step_seq: rec.seq,
             tool: rec.tool.into(),
             action: rec.action.into(),
             action_hash: rec.action_hash.into(),
-            risk: risk.as_str().into(),
-            reasons: serde_json::to_string(&reasons).unwrap_or_default(),
+            risk,
+            reasons: reasons.clone(),
             segments: verdict
                 .filter(|v| !v.segments.is_empty())
-                .map(|v| serde_json::to_string(&v.segments).unwrap_or_default()),
+                .map(|v| v.segments.clone()),
             preview_sha256: Digest::of(preview.as_bytes()).to_string(),
             preview,
-            pre_images: images_json(plan.map(|p| p.pre.as_slice()).unwrap_or(&[])),
-            context: serde_json::to_string(&context).unwrap_or_default(),
+            pre_images: plan.map(|p| p.pre.clone()).unwrap_or_default(),
+            context: context.clone(),
             policy: self.e.policy.version(),
-            status: Status::Pending.as_str().into(),
+            status: Status::Pending,
             created_at: now,
             expires_at: now + self.e.policy.review_timeout_ms(),
             decided_at: None,
@@ -87,7 +89,7 @@ impl Drive<'_> {
         steps::insert(
             &mut tx,
             self.run,
-            &step_row(rec, "awaiting_review", None, now),
+            &step_row(rec, StepStatus::AwaitingReview, None, now),
         )
         .await?;
         approvals::insert(&mut tx, &row).await?;
@@ -96,20 +98,29 @@ impl Drive<'_> {
             approvals::supersede(&mut tx, old, &id, why, now).await?;
             events.push(audit::Event::new(
                 Actor::Harness,
-                "approval.superseded",
                 Some(self.run),
-                serde_json::json!({ "approval": old, "by": id, "why": why }),
+                ev::Superseded {
+                    approval: old.into(),
+                    by: id.clone(),
+                    why: why.into(),
+                },
             ));
         }
         events.push(audit::Event::new(
             Actor::Harness,
-            "approval.requested",
             Some(self.run),
-            serde_json::json!({
-                "approval": id, "step": rec.seq, "tool": rec.tool, "actionHash": rec.action_hash,
-                "risk": risk, "reasons": reasons, "previewSha256": row.preview_sha256,
-                "context": context, "policy": row.policy, "expiresAt": row.expires_at,
-            }),
+            ev::ApprovalRequested {
+                approval: id.clone(),
+                step: rec.seq,
+                tool: rec.tool.into(),
+                action_hash: rec.action_hash.into(),
+                risk,
+                reasons: reasons.clone(),
+                preview_sha256: row.preview_sha256.clone(),
+                context: context.clone(),
+                policy: row.policy.clone(),
+                expires_at: row.expires_at,
+            },
         ));
         self.e
             .insert_checkpoint(
@@ -175,7 +186,10 @@ impl Drive<'_> {
             let step = steps::get(pool, self.run, seq).await?;
             // Carried out before a crash and settled from the journal since: its recorded result is
             // reused; the action never runs a second time.
-            if let Some(done) = step.clone().filter(|s| s.status != "awaiting_review") {
+            if let Some(done) = step
+                .clone()
+                .filter(|s| s.status != StepStatus::AwaitingReview)
+            {
                 let call: ToolCall = serde_json::from_str(&done.action).map_err(|e| {
                     StoreError::Invalid(format!("step {seq}: recorded action: {e}"))
                 })?;
@@ -183,16 +197,18 @@ impl Drive<'_> {
                 return self.reuse(done, &call, &hash).await;
             }
             let why = step.and_then(|s| s.why);
-            return match row.status.as_str() {
-                "pending" => match self.wait_again(&row).await? {
+            return match row.status {
+                Status::Pending => match self.wait_again(&row).await? {
                     Some(outcome) => Ok(Some(outcome)),
                     None => continue,
                 },
-                "approved" => self.carry_out(&row, why.as_deref()).await,
-                "rejected" | "expired" => self.refused(&row, why.as_deref()).await.map(|_| None),
-                other => self
+                Status::Approved => self.carry_out(&row, why.as_deref()).await,
+                Status::Rejected | Status::Expired => {
+                    self.refused(&row, why.as_deref()).await.map(|_| None)
+                }
+                Status::Superseded => self
                     .suspend(&format!(
-                        "step {seq}: its latest review is {other}; nothing to carry out"
+                        "step {seq}: its latest review is superseded; nothing to carry out"
                     ))
                     .await
                     .map(Some),
@@ -217,7 +233,7 @@ impl Drive<'_> {
         );
         let mut tx = self.begin().await?;
         let current = approvals::get(&mut *tx, &row.id).await?;
-        if current.is_none_or(|c| c.status != "pending") {
+        if current.is_none_or(|c| c.status != Status::Pending) {
             return Ok(None);
         }
         // The audit append proves ownership, so it comes before the state leaves `running`.
@@ -226,9 +242,11 @@ impl Drive<'_> {
             Some(self.owner()),
             &[audit::Event::new(
                 Actor::Harness,
-                "approval.waiting",
                 Some(self.run),
-                serde_json::json!({ "approval": row.id, "step": row.step_seq }),
+                ev::ApprovalWaiting {
+                    approval: row.id.clone(),
+                    step: row.step_seq,
+                },
             )],
             now,
         )
@@ -254,7 +272,7 @@ impl Drive<'_> {
             Some(Err(e)) => {
                 let rec = bare(row, text, approved_hash, why);
                 return self
-                    .record(&rec, "invalid", false, &format!("the approved action no longer validates: {e}"))
+                    .record(&rec, StepStatus::Invalid, false, &format!("the approved action no longer validates: {e}"))
                     .await
                     .map(|_| None);
             }
@@ -280,7 +298,10 @@ impl Drive<'_> {
             Err(e) => {
                 let text = action.canonical_text();
                 let rec = bare(row, &text, hash.as_str(), why);
-                return self.record(&rec, "failed", false, &e).await.map(|_| None);
+                return self
+                    .record(&rec, StepStatus::Failed, false, &e)
+                    .await
+                    .map(|_| None);
             }
         };
         let verdict = self.classify(&action, &resolved);
@@ -297,10 +318,13 @@ impl Drive<'_> {
             Err(e) => {
                 let text = action.canonical_text();
                 let rec = bare(row, &text, hash.as_str(), why);
-                return self.record(&rec, "failed", false, &e).await.map(|_| None);
+                return self
+                    .record(&rec, StepStatus::Failed, false, &e)
+                    .await
+                    .map(|_| None);
             }
         };
-        let reviewed_pre = parse_images(&row.pre_images)?;
+        let reviewed_pre = &row.pre_images;
         let stale = stale.or_else(|| {
             let now_pre: &[FileImage] = plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[]);
             (now_pre != reviewed_pre.as_slice()).then(|| {
@@ -337,7 +361,7 @@ impl Drive<'_> {
         }
         if verdict.decision == Decision::Deny {
             return self
-                .record(&rec, "denied", false, &denied(&verdict))
+                .record(&rec, StepStatus::Denied, false, &denied(&verdict))
                 .await
                 .map(|_| None);
         }
@@ -346,7 +370,7 @@ impl Drive<'_> {
 
     /// A rejection or expiry: the agent hears the reason as the step's result; nothing ran.
     async fn refused(&mut self, row: &ApprovalRow, why: Option<&str>) -> Result<()> {
-        let result = if row.status == "rejected" {
+        let result = if row.status == Status::Rejected {
             format!(
                 "rejected by the reviewer: {}",
                 row.note.as_deref().unwrap_or("(no reason given)")
@@ -355,8 +379,12 @@ impl Drive<'_> {
             "the review expired without a decision, so the action did not run".to_owned()
         };
         let rec = bare(row, &row.action, &row.action_hash, why);
-        let status = row.status.clone();
-        self.record(&rec, &status, false, &result).await
+        let status = if row.status == Status::Rejected {
+            StepStatus::Rejected
+        } else {
+            StepStatus::Expired
+        };
+        self.record(&rec, status, false, &result).await
     }
 
     /// A live grant covering an action the policy would ask about, if any.
@@ -364,7 +392,7 @@ impl Drive<'_> {
         let live = grants::live_for(
             self.e.store.pool(),
             action.tool(),
-            &self.run.to_string(),
+            self.run,
             &self.ws.root().to_string_lossy(),
         )
         .await?;
@@ -388,9 +416,14 @@ impl Drive<'_> {
             Some(self.owner()),
             &[audit::Event::new(
                 Actor::Harness,
-                "grant.used",
                 Some(self.run),
-                serde_json::json!({ "grant": grant.id, "scope": grant.scope, "matcher": grant.matcher, "step": seq, "actionHash": action_hash }),
+                ev::GrantUsed {
+                    grant: grant.id.clone(),
+                    scope: grant.scope,
+                    matcher: grant.matcher,
+                    step: seq,
+                    action_hash: action_hash.into(),
+                },
             )],
             now,
         )

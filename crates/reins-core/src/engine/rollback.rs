@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::audit::event as ev;
 use crate::checkpoint::{stored, CheckpointV1, Level, Meta};
 use crate::clock::now_ms;
 use crate::digest::Digest;
@@ -16,7 +17,6 @@ use crate::store::{audit, audit::Actor, checkpoints, intents, runs, StoreError};
 use crate::tools::{self, Action, ToolCall};
 use crate::workspace::{diff, RelPath, Workspace};
 
-use super::drive::parse_images;
 use super::Engine;
 
 #[derive(Clone, Debug, Serialize)]
@@ -85,8 +85,10 @@ impl Engine {
         let mut before_run: BTreeMap<String, Option<Digest>> = BTreeMap::new();
         let journal = intents::list(self.store.pool(), run).await?;
         for intent in &journal {
-            for img in parse_images(&intent.pre_images)? {
-                before_run.entry(img.path).or_insert(img.sha256);
+            for img in &intent.pre_images {
+                before_run
+                    .entry(img.path.clone())
+                    .or_insert(img.sha256.clone());
             }
         }
         let mut paths: Vec<String> = before_run.keys().cloned().collect();
@@ -169,8 +171,7 @@ impl Engine {
                 run,
                 Level::Snapshot,
                 &snapshot,
-                "rollback.snapshot",
-                serde_json::json!({ "to": to }),
+                ev::RollbackSnapshot { to }.into(),
             )
             .await?,
         );
@@ -194,19 +195,14 @@ impl Engine {
             note: format!("rolled back to {to}"),
             ..restored.meta
         };
-        let payload = serde_json::json!({
-            "to": to, "snapshot": report.snapshot,
-            "paths": report.changes.iter().map(|c| &c.path).collect::<Vec<_>>(),
-        });
+        let performed = ev::RollbackPerformed {
+            to,
+            snapshot: report.snapshot,
+            paths: report.changes.iter().map(|c| c.path.clone()).collect(),
+        };
         report.checkpoint = Some(
-            self.write_unowned(
-                run,
-                Level::Rollback,
-                &restored,
-                "rollback.performed",
-                payload,
-            )
-            .await?,
+            self.write_unowned(run, Level::Rollback, &restored, performed.into())
+                .await?,
         );
         Ok(report)
     }
@@ -223,8 +219,11 @@ impl Engine {
         if let Some(bytes) = self.blob(hash).await? {
             return Ok(Some(bytes));
         }
-        for intent in journal.iter().filter(|i| i.status == "confirmed") {
-            let post = parse_images(&intent.post_images)?;
+        for intent in journal
+            .iter()
+            .filter(|i| i.status == crate::journal::IntentStatus::Confirmed)
+        {
+            let post = &intent.post_images;
             if !post
                 .iter()
                 .any(|img| img.path == path && img.sha256.as_ref() == Some(hash))
@@ -237,7 +236,7 @@ impl Engine {
             let Ok(action) = Action::parse(&call, ws) else {
                 continue;
             };
-            let pre = parse_images(&intent.pre_images)?;
+            let pre = &intent.pre_images;
             let mut pre_bytes = BTreeMap::new();
             for digest in pre.iter().filter_map(|i| i.sha256.as_ref()) {
                 if let Some(bytes) = self.blob(digest).await? {
@@ -245,7 +244,7 @@ impl Engine {
                 }
             }
             if let Some(bytes) =
-                tools::post_image(&action, path, &pre, |d| pre_bytes.get(d).cloned())
+                tools::post_image(&action, path, pre, |d| pre_bytes.get(d).cloned())
             {
                 if Digest::of(&bytes) == *hash {
                     return Ok(Some(bytes));
@@ -261,8 +260,7 @@ impl Engine {
         run: RunId,
         level: Level,
         cp: &CheckpointV1,
-        kind: &'static str,
-        payload: serde_json::Value,
+        kind: ev::Kind,
     ) -> Result<i64> {
         let prepared = self.prepare(cp, level)?;
         let now = now_ms();
@@ -273,7 +271,7 @@ impl Engine {
                 run,
                 &prepared,
                 now,
-                vec![audit::Event::new(Actor::User, kind, Some(run), payload)],
+                vec![audit::Event::new(Actor::User, Some(run), kind)],
                 None,
             )
             .await?;

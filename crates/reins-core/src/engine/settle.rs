@@ -2,6 +2,7 @@
 //! before the agent proposes anything. File effects settle deterministically from the disk; anything
 //! that cannot be known suspends the run for a human. Nothing is re-run on a guess.
 
+use crate::audit::event as ev;
 use crate::clock::now_ms;
 use crate::error::Result;
 use crate::ids::IntentId;
@@ -9,7 +10,7 @@ use crate::journal::{settle_files, EffectClass, IntentStatus, Settlement};
 use crate::store::{audit, audit::Actor, intents, StoreError};
 use crate::tools::{self, Action, ToolCall};
 
-use super::drive::{parse_images, Drive};
+use super::drive::Drive;
 use super::{DriveOutcome, Progress};
 
 impl Drive<'_> {
@@ -75,8 +76,8 @@ impl Drive<'_> {
         if action.effect_class() == EffectClass::Pure || action.touched().is_empty() {
             return unknown("not a file effect; its outcome cannot be read from the disk".into());
         }
-        let pre = parse_images(&intent.pre_images)?;
-        let post = parse_images(&intent.post_images)?;
+        let pre = &intent.pre_images;
+        let post = &intent.post_images;
         // A write killed half-way leaves its temp file beside the target; it was never visible.
         for path in action.touched() {
             self.ws.remove_leftover_temps(path);
@@ -89,7 +90,7 @@ impl Drive<'_> {
             .id
             .parse()
             .map_err(|_| StoreError::Invalid(format!("intent id {:?}", intent.id)))?;
-        match settle_files(&pre, &post, &current) {
+        match settle_files(pre, post, &current) {
             Settlement::Done => {
                 let how = "recovered: the files already held the post-image, so the effect had run; confirmed without running it again";
                 self.confirm_recovered(id, intent, how).await?;
@@ -100,7 +101,7 @@ impl Drive<'_> {
                     Ok(p) => p,
                     Err(e) => return unknown(format!("the effect cannot be planned again: {e}")),
                 };
-                if plan.pre != pre || plan.post != post {
+                if &plan.pre != pre || &plan.post != post {
                     return unknown("re-planning the effect gives different images than the journal recorded".into());
                 }
                 // The pre-images committed with the intent; nothing to store again.
@@ -135,8 +136,8 @@ impl Drive<'_> {
             &mut tx,
             self.run,
             intent.step_seq,
-            IntentStatus::Confirmed.as_str(),
-            "done",
+            IntentStatus::Confirmed,
+            crate::step::StepStatus::Done,
             &summary,
             Some(how),
             now,
@@ -147,9 +148,12 @@ impl Drive<'_> {
             Some(self.owner()),
             &[audit::Event::new(
                 Actor::Harness,
-                "intent.confirmed",
                 Some(self.run),
-                serde_json::json!({ "intent": id, "step": intent.step_seq, "settledBy": how }),
+                ev::IntentRecovered {
+                    intent: id.to_string(),
+                    step: intent.step_seq,
+                    settled_by: how.into(),
+                },
             )],
             now,
         )

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use crate::agent::Observation;
 use crate::approval::preview;
+use crate::audit::event as ev;
 use crate::checkpoint::{Level, ToolRecord};
 use crate::clock::now_ms;
 use crate::digest::Digest;
@@ -14,6 +15,7 @@ use crate::ids::IntentId;
 use crate::journal::IntentStatus;
 use crate::policy::shell::Place;
 use crate::policy::{Context, Decision, Verdict};
+use crate::step::{StepKind, StepStatus};
 use crate::store::{audit, audit::Actor, intents, steps, StoreError};
 use crate::tools::{self, Action, ToolCall};
 
@@ -84,7 +86,7 @@ impl Drive<'_> {
                     approval: None,
                 };
                 return self
-                    .record(&rec, "invalid", false, &err.to_string())
+                    .record(&rec, StepStatus::Invalid, false, &err.to_string())
                     .await
                     .map(|_| None);
             }
@@ -116,21 +118,31 @@ impl Drive<'_> {
         // 2. Classify (a request's host is resolved first: the policy judges the addresses).
         let resolved = match tools::fetch::addresses_of(action).await {
             Ok(r) => r,
-            Err(e) => return self.record(&rec, "failed", false, &e).await.map(|_| None),
+            Err(e) => {
+                return self
+                    .record(&rec, StepStatus::Failed, false, &e)
+                    .await
+                    .map(|_| None)
+            }
         };
         let verdict = self.classify(action, &resolved);
         rec.verdict = Some(&verdict);
         // 3. Preview
         let plan = match tools::plan_files(action, &self.ws).map_err(|e| e.to_string()) {
             Ok(p) => p,
-            Err(err) => return self.record(&rec, "failed", false, &err).await.map(|_| None),
+            Err(err) => {
+                return self
+                    .record(&rec, StepStatus::Failed, false, &err)
+                    .await
+                    .map(|_| None)
+            }
         };
         let preview = preview::of(action, plan.as_ref(), &verdict, &resolved, self.place());
         rec.preview = Some(&preview);
         match verdict.decision {
             Decision::Deny => {
                 return self
-                    .record(&rec, "denied", false, &denied(&verdict))
+                    .record(&rec, StepStatus::Denied, false, &denied(&verdict))
                     .await
                     .map(|_| None)
             }
@@ -166,8 +178,8 @@ impl Drive<'_> {
             &mut tx,
             self.run,
             seq,
-            IntentStatus::Unknown.as_str(),
-            "unknown",
+            IntentStatus::Unknown,
+            StepStatus::Unknown,
             why,
             Some(why),
             now,
@@ -175,9 +187,13 @@ impl Drive<'_> {
         .await?;
         let event = audit::Event::new(
             Actor::Harness,
-            "intent.outcome_unknown",
             Some(self.run),
-            serde_json::json!({ "intent": intent, "step": seq, "tool": tool, "why": why }),
+            ev::OutcomeUnknown {
+                intent: intent.to_string(),
+                step: seq,
+                tool: tool.into(),
+                why: why.into(),
+            },
         );
         audit::append_all(&mut tx, Some(self.owner()), &[event], now).await?;
         tx.commit().await.map_err(StoreError::from)?;
@@ -192,7 +208,7 @@ impl Drive<'_> {
         seq: i64,
         tool: &str,
         action_hash: &str,
-        status: &str,
+        status: StepStatus,
         result: &str,
         summary: &str,
     ) {
@@ -200,7 +216,7 @@ impl Drive<'_> {
             seq,
             tool: tool.into(),
             action_hash: action_hash.into(),
-            status: status.into(),
+            status: status.as_str().into(),
             result_sha256: Digest::of(result.as_bytes()),
             summary: one_line(summary),
         });
@@ -221,7 +237,7 @@ impl Drive<'_> {
     pub(super) async fn record(
         &mut self,
         rec: &StepRecord<'_>,
-        status: &str,
+        status: StepStatus,
         ok: bool,
         result: &str,
     ) -> Result<()> {
@@ -232,7 +248,7 @@ impl Drive<'_> {
     pub(super) async fn record_with_summary(
         &mut self,
         rec: &StepRecord<'_>,
-        status: &str,
+        status: StepStatus,
         ok: bool,
         result: &str,
         summary: &str,
@@ -250,12 +266,15 @@ impl Drive<'_> {
         let mut events: Vec<audit::Event> = self.decided(rec).into_iter().collect();
         events.push(audit::Event::new(
             Actor::Agent,
-            "step.finished",
             Some(self.run),
-            serde_json::json!({
-                "step": rec.seq, "tool": rec.tool, "status": status, "actionHash": rec.action_hash,
-                "verdict": rec.verdict, "approval": rec.approval,
-            }),
+            ev::StepFinished {
+                step: rec.seq,
+                tool: rec.tool.into(),
+                status,
+                action_hash: rec.action_hash.into(),
+                verdict: rec.verdict.cloned(),
+                approval: rec.approval.map(str::to_owned),
+            },
         ));
         let cp_seq = self
             .e
@@ -272,7 +291,7 @@ impl Drive<'_> {
         self.obs.on(&Progress::Step {
             seq: rec.seq,
             tool: rec.tool.into(),
-            status: status.into(),
+            status,
             why: rec.why.map(str::to_owned),
             summary: one_line(summary),
             checkpoint: cp_seq,
@@ -306,13 +325,16 @@ impl Drive<'_> {
         rec.verdict.map(|v| {
             audit::Event::new(
                 Actor::Harness,
-                "policy.decided",
                 Some(self.run),
-                serde_json::json!({
-                    "step": rec.seq, "tool": rec.tool, "actionHash": rec.action_hash,
-                    "risk": v.risk, "decision": v.decision, "reasons": v.reasons,
-                    "policy": self.e.policy.version(),
-                }),
+                ev::PolicyDecided {
+                    step: rec.seq,
+                    tool: rec.tool.into(),
+                    action_hash: rec.action_hash.into(),
+                    risk: v.risk,
+                    decision: v.decision,
+                    reasons: v.reasons.clone(),
+                    policy: self.e.policy.version(),
+                },
             )
         })
     }
@@ -334,22 +356,20 @@ pub(super) fn denied(verdict: &Verdict) -> String {
 
 pub(super) fn step_row(
     rec: &StepRecord<'_>,
-    status: &str,
+    status: StepStatus,
     result: Option<&str>,
     now: i64,
 ) -> steps::StepRow {
     steps::StepRow {
         seq: rec.seq,
-        kind: "tool_call".into(),
+        kind: StepKind::ToolCall,
         tool: rec.tool.into(),
         action: rec.action.into(),
         action_hash: rec.action_hash.into(),
         why: rec.why.map(str::to_owned),
-        status: status.into(),
-        risk: rec.verdict.map(|v| v.risk.as_str().to_owned()),
-        reasons: rec
-            .verdict
-            .map(|v| serde_json::to_string(&v.reasons).unwrap_or_default()),
+        status,
+        risk: rec.verdict.map(|v| v.risk),
+        reasons: rec.verdict.map(|v| v.reasons.clone()),
         preview: rec.preview.map(str::to_owned),
         result: result.map(str::to_owned),
         started_at: now,

@@ -8,19 +8,20 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{ModelInput, Part};
+use crate::audit::event as ev;
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::context::{self, tokens::TokenCounter as _, Budget};
 use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::provider::{Client, Completion, Message, Role};
+use crate::step::{StepKind, StepStatus};
 use crate::store::{audit, audit::Actor, manifests, steps, StoreError};
 
 use super::drive::Drive;
 use super::step::one_line;
 use super::{DriveOutcome, Progress};
 
-pub(super) const KIND: &str = "model_call";
 pub(super) const TOOL: &str = "model";
 
 /// What the journal keeps of a model call (the step's `result`).
@@ -164,7 +165,7 @@ impl Drive<'_> {
     /// A model call already in the journal (an older checkpoint was resumed): its reply is reused.
     async fn reuse_reply(&mut self, prev: steps::StepRow) -> Result<Option<DriveOutcome>> {
         let seq = prev.seq;
-        let recorded = (prev.kind == KIND && prev.status == "done")
+        let recorded = (prev.kind == StepKind::ModelCall && prev.status == StepStatus::Done)
             .then(|| serde_json::from_str::<ModelCall>(prev.result.as_deref().unwrap_or("")).ok())
             .flatten();
         let Some(call) = recorded else {
@@ -182,7 +183,7 @@ impl Drive<'_> {
             seq,
             TOOL,
             &prev.action_hash,
-            "done",
+            StepStatus::Done,
             &result,
             &said(&call.reply),
         );
@@ -192,7 +193,7 @@ impl Drive<'_> {
         self.obs.on(&Progress::Step {
             seq,
             tool: TOOL.into(),
-            status: "done".into(),
+            status: StepStatus::Done,
             why: None,
             summary: said(&call.reply),
             checkpoint: cp,
@@ -212,7 +213,7 @@ impl Drive<'_> {
         self.agent.replied(&call.reply);
         let result = serde_json::to_string(call).unwrap_or_default();
         let summary = said(&call.reply);
-        self.complete(seq, TOOL, action_hash, "done", &result, &summary);
+        self.complete(seq, TOOL, action_hash, StepStatus::Done, &result, &summary);
         self.stamp(format!("step {seq} model done"));
         let prepared = self.e.prepare(&self.cp, Level::Step)?;
         let now = now_ms();
@@ -223,12 +224,12 @@ impl Drive<'_> {
             self.run,
             &steps::StepRow {
                 seq,
-                kind: KIND.into(),
+                kind: StepKind::ModelCall,
                 tool: TOOL.into(),
                 action: action.into(),
                 action_hash: action_hash.into(),
                 why: None,
-                status: "done".into(),
+                status: StepStatus::Done,
                 risk: None,
                 reasons: None,
                 preview: None,
@@ -255,8 +256,8 @@ impl Drive<'_> {
                 &manifests::ManifestRow {
                     step_seq: seq,
                     model: call.model.clone(),
-                    manifest: serde_json::to_string(m).unwrap_or_default(),
-                    facts_used: serde_json::to_string(&m.facts_used).unwrap_or_default(),
+                    manifest: m.clone(),
+                    facts_used: m.facts_used.clone(),
                     created_at: now,
                 },
             )
@@ -264,15 +265,23 @@ impl Drive<'_> {
         }
         let event = audit::Event::new(
             Actor::Agent,
-            "model.called",
             Some(self.run),
-            serde_json::json!({
-                "step": seq, "model": call.model, "usage": call.reply.usage, "costUsd": call.cost_usd,
-                "finishReason": call.reply.finish_reason,
-                "toolCalls": call.reply.tool_calls.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(),
-                "contextTokens": manifest.map(|m| m.used), "inputBudget": manifest.map(|m| m.input_budget),
-                "factsUsed": facts_used,
-            }),
+            ev::ModelCalled {
+                step: seq,
+                model: call.model.clone(),
+                usage: call.reply.usage.clone(),
+                cost_usd: call.cost_usd,
+                finish_reason: call.reply.finish_reason.clone(),
+                tool_calls: call
+                    .reply
+                    .tool_calls
+                    .iter()
+                    .map(|c| c.name.clone())
+                    .collect(),
+                context_tokens: manifest.map(|m| m.used),
+                input_budget: manifest.map(|m| m.input_budget),
+                facts_used,
+            },
         );
         let cp = self
             .e
@@ -289,7 +298,7 @@ impl Drive<'_> {
         self.obs.on(&Progress::Step {
             seq,
             tool: TOOL.into(),
-            status: "done".into(),
+            status: StepStatus::Done,
             why: None,
             summary,
             checkpoint: cp,

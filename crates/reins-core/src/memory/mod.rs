@@ -15,6 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::audit::event as ev;
 use crate::clock::now_ms;
 use crate::ids::{FactId, RunId, SuggestionId};
 use crate::store::audit::{self, Actor};
@@ -174,20 +175,17 @@ pub async fn configure(
     for (key, value) in &changes {
         let old = table::set_setting(&mut tx, key, value, now).await?;
         if old.as_deref() != Some(value.as_str()) {
-            let kind = match (*key, value.as_str()) {
-                ("memory.enabled", "true") => "memory.switched_on",
-                ("memory.enabled", _) => "memory.switched_off",
-                _ => "settings.changed",
+            let change = ev::MemorySetting {
+                setting: (*key).into(),
+                from: old,
+                to: value.clone(),
             };
-            audit::append(
-                &mut tx,
-                Actor::User,
-                kind,
-                None,
-                &serde_json::json!({ "setting": key, "from": old, "to": value }),
-                now,
-            )
-            .await?;
+            let kind = match (*key, value.as_str()) {
+                ("memory.enabled", "true") => ev::Kind::MemorySwitchedOn(change),
+                ("memory.enabled", _) => ev::Kind::MemorySwitchedOff(change),
+                _ => ev::Kind::MemorySettingChanged(change),
+            };
+            audit::append(&mut tx, audit::Event::new(Actor::User, None, kind), now).await?;
         }
     }
     tx.commit().await.map_err(StoreError::from)?;
@@ -274,10 +272,14 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
                 let mut tx = store.begin().await?;
                 audit::append(
                     &mut tx,
-                    if is_agent { Actor::Agent } else { Actor::User },
-                    "memory.fact_refused",
-                    run_of(&new.origin),
-                    &serde_json::json!({ "category": new.category, "reason": e.to_string() }),
+                    audit::Event::new(
+                        if is_agent { Actor::Agent } else { Actor::User },
+                        run_of(&new.origin),
+                        ev::FactRefused {
+                            category: new.category.clone(),
+                            reason: e.to_string(),
+                        },
+                    ),
                     now_ms(),
                 )
                 .await?;
@@ -340,10 +342,16 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
         table::suggest(&mut tx, &row).await?;
         audit::append(
             &mut tx,
-            Actor::Agent,
-            "memory.suggested",
-            run_of(&new.origin),
-            &serde_json::json!({ "suggestion": row.id, "category": row.category, "step": step_seq, "reason": row.reason }),
+            audit::Event::new(
+                Actor::Agent,
+                run_of(&new.origin),
+                ev::MemorySuggested {
+                    suggestion: row.id.clone(),
+                    category: row.category.clone(),
+                    step: step_seq,
+                    reason: row.reason.clone(),
+                },
+            ),
             now,
         )
         .await?;
@@ -374,16 +382,24 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
         },
     );
     table::put(&mut tx, &row).await?;
+    let written = ev::FactWritten {
+        fact: row.id.clone(),
+        category: row.category.clone(),
+        version: row.version,
+        origin: row.origin.clone(),
+        step: row.step_seq,
+    };
     audit::append(
         &mut tx,
-        if is_agent { Actor::Agent } else { Actor::User },
-        if row.version == 1 {
-            "memory.fact_added"
-        } else {
-            "memory.fact_edited"
-        },
-        run_of(&new.origin),
-        &serde_json::json!({ "fact": row.id, "category": row.category, "version": row.version, "origin": row.origin, "step": row.step_seq }),
+        audit::Event::new(
+            if is_agent { Actor::Agent } else { Actor::User },
+            run_of(&new.origin),
+            if row.version == 1 {
+                ev::Kind::FactAdded(written)
+            } else {
+                ev::Kind::FactEdited(written)
+            },
+        ),
         now,
     )
     .await?;
@@ -469,10 +485,14 @@ pub async fn delete(store: &Store, id: &str) -> Result<()> {
     };
     audit::append(
         &mut tx,
-        Actor::User,
-        "memory.fact_deleted",
-        None,
-        &serde_json::json!({ "fact": id, "category": category }),
+        audit::Event::new(
+            Actor::User,
+            None,
+            ev::FactDeleted {
+                fact: id.into(),
+                category,
+            },
+        ),
         now_ms(),
     )
     .await?;
@@ -487,10 +507,7 @@ pub async fn clear(store: &Store) -> Result<(u64, u64)> {
     let (facts, suggestions) = table::clear(&mut tx).await?;
     audit::append(
         &mut tx,
-        Actor::User,
-        "memory.cleared",
-        None,
-        &serde_json::json!({ "facts": facts, "suggestions": suggestions }),
+        audit::Event::new(Actor::User, None, ev::MemoryCleared { facts, suggestions }),
         now_ms(),
     )
     .await?;
@@ -529,10 +546,16 @@ pub async fn accept(store: &Store, id: &str) -> Result<Remembered> {
     table::put(&mut tx, &row).await?;
     audit::append(
         &mut tx,
-        Actor::User,
-        "memory.suggestion_accepted",
-        None,
-        &serde_json::json!({ "suggestion": s.id, "fact": row.id, "category": row.category, "version": row.version }),
+        audit::Event::new(
+            Actor::User,
+            None,
+            ev::SuggestionAccepted {
+                suggestion: s.id.clone(),
+                fact: row.id.clone(),
+                category: row.category.clone(),
+                version: row.version,
+            },
+        ),
         now,
     )
     .await?;
@@ -546,10 +569,14 @@ pub async fn dismiss(store: &Store, id: &str) -> Result<()> {
     let s = table::take_suggestion(&mut tx, id).await?;
     audit::append(
         &mut tx,
-        Actor::User,
-        "memory.suggestion_dismissed",
-        None,
-        &serde_json::json!({ "suggestion": s.id, "category": s.category }),
+        audit::Event::new(
+            Actor::User,
+            None,
+            ev::SuggestionDismissed {
+                suggestion: s.id.clone(),
+                category: s.category.clone(),
+            },
+        ),
         now_ms(),
     )
     .await?;

@@ -2,41 +2,57 @@
 //! status = 'pending'`), so a decision is never overwritten — not by a second person, not by a stale
 //! worker.
 
+use sqlx::types::Json;
 use sqlx::{SqliteExecutor, SqlitePool};
 
+use super::decode::{self, Stored};
 use super::{Result, StoreError, Tx};
+use crate::approval::{ContextSummary, Scope, Status};
 use crate::ids::RunId;
+use crate::journal::FileImage;
+use crate::policy::{shell::Segment, Risk};
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct ApprovalRow {
     pub id: String,
-    pub run_id: String,
+    pub run_id: RunId,
     pub step_seq: i64,
     pub tool: String,
+    /// Canonical JSON of the proposed action: the bytes its hash is taken over.
     pub action: String,
     pub action_hash: String,
-    pub risk: String,
-    pub reasons: String,
-    pub segments: Option<String>,
+    pub risk: Risk,
+    #[sqlx(json)]
+    pub reasons: Vec<String>,
+    #[sqlx(json(nullable))]
+    pub segments: Option<Vec<Segment>>,
     pub preview: String,
     pub preview_sha256: String,
-    pub pre_images: String,
-    pub context: String,
+    /// The files as they were when the preview was made.
+    #[sqlx(json)]
+    pub pre_images: Vec<FileImage>,
+    #[sqlx(json)]
+    pub context: ContextSummary,
     pub policy: String,
-    pub status: String,
+    pub status: Status,
     pub created_at: i64,
     pub expires_at: i64,
     pub decided_at: Option<i64>,
     pub decided_by: Option<String>,
     pub note: Option<String>,
-    pub scope: Option<String>,
+    pub scope: Option<Scope>,
     pub edited_action: Option<String>,
     pub edited_hash: Option<String>,
     pub edited_preview: Option<String>,
     pub superseded_by: Option<String>,
     pub stale_reason: Option<String>,
+}
+
+impl Stored for ApprovalRow {
+    const TABLE: &'static str = "approvals";
+    const KEY: &'static [&'static str] = &["id"];
 }
 
 impl ApprovalRow {
@@ -56,20 +72,20 @@ pub async fn insert(tx: &mut Tx, a: &ApprovalRow) -> Result<()> {
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(&a.id)
-    .bind(&a.run_id)
+    .bind(a.run_id)
     .bind(a.step_seq)
     .bind(&a.tool)
     .bind(&a.action)
     .bind(&a.action_hash)
-    .bind(&a.risk)
-    .bind(&a.reasons)
-    .bind(&a.segments)
+    .bind(a.risk)
+    .bind(Json(&a.reasons))
+    .bind(a.segments.as_ref().map(Json))
     .bind(&a.preview)
     .bind(&a.preview_sha256)
-    .bind(&a.pre_images)
-    .bind(&a.context)
+    .bind(Json(&a.pre_images))
+    .bind(Json(&a.context))
     .bind(&a.policy)
-    .bind(&a.status)
+    .bind(a.status)
     .bind(a.created_at)
     .bind(a.expires_at)
     .execute(&mut **tx)
@@ -78,10 +94,11 @@ pub async fn insert(tx: &mut Tx, a: &ApprovalRow) -> Result<()> {
 }
 
 pub async fn get<'e>(db: impl SqliteExecutor<'e>, id: &str) -> Result<Option<ApprovalRow>> {
-    Ok(sqlx::query_as("SELECT * FROM approvals WHERE id = ?")
+    let row = sqlx::query("SELECT * FROM approvals WHERE id = ?")
         .bind(id)
         .fetch_optional(db)
-        .await?)
+        .await?;
+    decode::optional(row)
 }
 
 /// An approval by its id or a unique prefix of it (people type short ids).
@@ -93,12 +110,13 @@ pub async fn find(pool: &SqlitePool, id_or_prefix: &str) -> Result<Option<Approv
     {
         return get(pool, id_or_prefix).await;
     }
-    let rows: Vec<ApprovalRow> =
-        sqlx::query_as("SELECT * FROM approvals WHERE id >= ? AND id < ? || 'g' LIMIT 2")
+    let rows: Vec<ApprovalRow> = decode::all(
+        &sqlx::query("SELECT * FROM approvals WHERE id >= ? AND id < ? || 'g' LIMIT 2")
             .bind(id_or_prefix)
             .bind(id_or_prefix)
             .fetch_all(pool)
-            .await?;
+            .await?,
+    )?;
     match rows.len() {
         1 => Ok(rows.into_iter().next()),
         0 => Ok(None),
@@ -114,48 +132,62 @@ pub async fn latest_for_step<'e>(
     run: RunId,
     seq: i64,
 ) -> Result<Option<ApprovalRow>> {
-    Ok(sqlx::query_as(
+    let row = sqlx::query(
         "SELECT * FROM approvals WHERE run_id = ? AND step_seq = ? ORDER BY created_at DESC, id DESC LIMIT 1",
     )
-    .bind(run.to_string())
+    .bind(run)
     .bind(seq)
     .fetch_optional(db)
-    .await?)
+    .await?;
+    decode::optional(row)
 }
 
 pub async fn list(
     pool: &SqlitePool,
-    status: Option<&str>,
+    status: Option<Status>,
     run: Option<RunId>,
 ) -> Result<Vec<ApprovalRow>> {
-    Ok(sqlx::query_as(
-        "SELECT * FROM approvals WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR run_id = ?2)
-         ORDER BY created_at, id",
+    decode::all(
+        &sqlx::query(
+            "SELECT * FROM approvals WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR run_id = ?2)
+             ORDER BY created_at, id",
+        )
+        .bind(status)
+        .bind(run)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(status)
-    .bind(run.map(|r| r.to_string()))
-    .fetch_all(pool)
-    .await?)
 }
 
 pub async fn pending_due(pool: &SqlitePool, now: i64) -> Result<Vec<ApprovalRow>> {
-    Ok(sqlx::query_as(
-        "SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at",
+    decode::all(
+        &sqlx::query(
+            "SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at",
+        )
+        .bind(now)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(now)
-    .fetch_all(pool)
-    .await?)
 }
 
 /// A decision on a pending approval. Fails with `Conflict` when it is no longer pending.
 pub struct DecisionWrite<'a> {
-    pub status: &'a str,
+    pub status: Status,
     pub by: &'a str,
     pub note: Option<&'a str>,
-    pub scope: Option<&'a str>,
-    /// The person's edit: action, hash, preview, and the pre-images that preview was made from.
-    pub edited: Option<(&'a str, &'a str, &'a str, &'a str)>,
+    pub scope: Option<Scope>,
+    /// The person's edit: what runs instead of the proposal.
+    pub edited: Option<&'a Edit>,
     pub now: i64,
+}
+
+/// An action as a person edited it, with the preview and pre-images it was reviewed with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Edit {
+    pub action: String,
+    pub hash: String,
+    pub preview: String,
+    pub pre_images: Vec<FileImage>,
 }
 
 pub async fn decide(tx: &mut Tx, id: &str, d: &DecisionWrite<'_>) -> Result<()> {
@@ -169,10 +201,10 @@ pub async fn decide(tx: &mut Tx, id: &str, d: &DecisionWrite<'_>) -> Result<()> 
     .bind(d.by)
     .bind(d.note)
     .bind(d.scope)
-    .bind(d.edited.map(|e| e.0))
-    .bind(d.edited.map(|e| e.1))
-    .bind(d.edited.map(|e| e.2))
-    .bind(d.edited.map(|e| e.3))
+    .bind(d.edited.map(|e| e.action.as_str()))
+    .bind(d.edited.map(|e| e.hash.as_str()))
+    .bind(d.edited.map(|e| e.preview.as_str()))
+    .bind(d.edited.map(|e| Json(&e.pre_images)))
     .bind(id)
     .execute(&mut **tx)
     .await?;

@@ -1,9 +1,12 @@
 //! The `attempts` table: each execution or recovery of a run.
 
+use sqlx::types::Json;
 use sqlx::SqlitePool;
 
+use super::decode::{self, Stored};
 use super::{Result, Tx};
 use crate::ids::RunId;
+use crate::resume::RecoverySummary;
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -15,8 +18,14 @@ pub struct AttemptRow {
     pub started_at: i64,
     pub ended_at: Option<i64>,
     pub outcome: Option<String>,
-    /// The recovery summary this attempt gave its agent (JSON), when it resumed the run.
-    pub recovery: Option<String>,
+    /// The recovery summary this attempt gave its agent, when it resumed the run.
+    #[sqlx(json(nullable))]
+    pub recovery: Option<RecoverySummary>,
+}
+
+impl Stored for AttemptRow {
+    const TABLE: &'static str = "attempts";
+    const KEY: &'static [&'static str] = &["run_id", "n"];
 }
 
 /// Records a new attempt and returns its number (1, 2, …).
@@ -49,15 +58,22 @@ pub async fn end_open(tx: &mut Tx, run: RunId, outcome: &str, now: i64) -> Resul
 }
 
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<AttemptRow>> {
-    Ok(sqlx::query_as("SELECT n, worker, fence, started_at, ended_at, outcome, recovery FROM attempts WHERE run_id = ? ORDER BY n")
-        .bind(run.to_string())
-        .fetch_all(pool)
-        .await?)
+    decode::all(
+        &sqlx::query("SELECT * FROM attempts WHERE run_id = ? ORDER BY n")
+            .bind(run)
+            .fetch_all(pool)
+            .await?,
+    )
 }
 
-pub async fn set_recovery(tx: &mut Tx, run: RunId, n: i64, summary: &str) -> Result<()> {
+pub async fn set_recovery(
+    tx: &mut Tx,
+    run: RunId,
+    n: i64,
+    summary: &RecoverySummary,
+) -> Result<()> {
     sqlx::query("UPDATE attempts SET recovery = ? WHERE run_id = ? AND n = ?")
-        .bind(summary)
+        .bind(Json(summary))
         .bind(run.to_string())
         .bind(n)
         .execute(&mut **tx)

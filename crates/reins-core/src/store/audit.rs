@@ -13,25 +13,7 @@ use crate::ids::RunId;
 /// The hash before the first event.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Actor {
-    User,
-    Agent,
-    Harness,
-    System,
-}
-
-impl Actor {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Actor::User => "user",
-            Actor::Agent => "agent",
-            Actor::Harness => "harness",
-            Actor::System => "system",
-        }
-    }
-}
+pub use crate::audit::event::{Actor, Event, Kind};
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -124,31 +106,6 @@ pub fn chain_hash(prev_hash: &str, canonical_event: &str) -> Digest {
     Digest::of(&bytes)
 }
 
-/// One event to append.
-#[derive(Clone, Debug)]
-pub struct Event {
-    pub actor: Actor,
-    pub kind: &'static str,
-    pub run: Option<RunId>,
-    pub payload: serde_json::Value,
-}
-
-impl Event {
-    pub fn new(
-        actor: Actor,
-        kind: &'static str,
-        run: Option<RunId>,
-        payload: serde_json::Value,
-    ) -> Self {
-        Self {
-            actor,
-            kind,
-            run,
-            payload,
-        }
-    }
-}
-
 /// The worker a transaction is committed for: appending fails unless it still owns the run. It also
 /// remembers the chain head its last append produced, so the next append can skip reading it.
 #[derive(Debug)]
@@ -193,7 +150,33 @@ impl Owner {
 }
 
 /// Appends one event to the chain inside `tx`; returns its seq.
-pub async fn append(
+pub async fn append(tx: &mut Tx, event: Event, now: i64) -> Result<i64> {
+    append_all(tx, None, &[event], now).await
+}
+
+/// One event as the chain stores it: its kind's name and its payload as JSON.
+struct Entry {
+    actor: Actor,
+    kind: &'static str,
+    run: Option<RunId>,
+    payload: serde_json::Value,
+}
+
+impl Entry {
+    fn of(event: &Event) -> Self {
+        Self {
+            actor: event.actor,
+            kind: event.kind.name(),
+            run: event.run,
+            payload: event.payload(),
+        }
+    }
+}
+
+/// Appends an event of any kind and payload: for the chain's own tests (tampering, export), which
+/// need events no harness code writes.
+#[cfg(test)]
+pub(crate) async fn append_raw(
     tx: &mut Tx,
     actor: Actor,
     kind: &'static str,
@@ -201,13 +184,13 @@ pub async fn append(
     payload: &serde_json::Value,
     now: i64,
 ) -> Result<i64> {
-    append_all(
-        tx,
-        None,
-        &[Event::new(actor, kind, run, payload.clone())],
-        now,
-    )
-    .await
+    let entry = Entry {
+        actor,
+        kind,
+        run,
+        payload: payload.clone(),
+    };
+    insert(tx, None, &[entry], now).await
 }
 
 struct Row {
@@ -223,22 +206,19 @@ struct Row {
 }
 
 /// Chains `events` after (seq, hash). Every payload is redacted first: no secret reaches the log.
-fn chain(mut seq: i64, mut prev_hash: String, events: &[Event], now: i64) -> Vec<Row> {
-    events
+fn chain(mut seq: i64, mut prev_hash: String, entries: &[Entry], now: i64) -> Vec<Row> {
+    entries
         .iter()
         .map(|event| {
             seq += 1;
             let run_id = event.run.map(|r| r.to_string());
-            let step = event
-                .payload
-                .get("step")
-                .and_then(serde_json::Value::as_i64);
-            let approval = event
-                .payload
+            let value = &event.payload;
+            let step = value.get("step").and_then(serde_json::Value::as_i64);
+            let approval = value
                 .get("approval")
                 .and_then(serde_json::Value::as_str)
                 .map(str::to_owned);
-            let payload = event.payload.to_string();
+            let payload = value.to_string();
             let payload = crate::secrets::redact_json_str(&payload).unwrap_or(payload);
             let hash = chain_hash(
                 &prev_hash,
@@ -310,6 +290,11 @@ pub async fn append_all(
     events: &[Event],
     now: i64,
 ) -> Result<i64> {
+    let entries: Vec<Entry> = events.iter().map(Entry::of).collect();
+    insert(tx, owner, &entries, now).await
+}
+
+async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) -> Result<i64> {
     if events.is_empty() {
         return Err(StoreError::Invalid(
             "an audit append needs at least one event".into(),

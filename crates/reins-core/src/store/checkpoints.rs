@@ -3,19 +3,26 @@
 
 use sqlx::SqlitePool;
 
-use super::{Result, Tx};
+use super::decode::{self, Stored};
+use super::{Result, StoreError, Tx};
+use crate::checkpoint::{DamageKind, Level};
 use crate::ids::RunId;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct CheckpointRow {
     pub seq: i64,
-    pub level: String,
+    pub level: Level,
     pub schema_version: i64,
     pub payload: Option<Vec<u8>>,
     pub blob: Option<String>,
     pub size: i64,
     pub sha256: String,
     pub created_at: i64,
+}
+
+impl Stored for CheckpointRow {
+    const TABLE: &'static str = "checkpoints";
+    const KEY: &'static [&'static str] = &["seq"];
 }
 
 /// Where the canonical bytes live.
@@ -25,7 +32,7 @@ pub enum Body<'a> {
 }
 
 pub struct NewCheckpoint<'a> {
-    pub level: &'a str,
+    pub level: Level,
     pub schema_version: i64,
     pub body: Body<'a>,
     pub size: i64,
@@ -58,25 +65,77 @@ pub async fn insert(tx: &mut Tx, run: RunId, cp: &NewCheckpoint<'_>) -> Result<i
 }
 
 pub async fn get(pool: &SqlitePool, run: RunId, seq: i64) -> Result<CheckpointRow> {
-    sqlx::query_as(
+    let row = sqlx::query(
         "SELECT seq, level, schema_version, payload, blob, size, sha256, created_at
          FROM checkpoints WHERE run_id = ? AND seq = ?",
     )
-    .bind(run.to_string())
+    .bind(run)
     .bind(seq)
-    .fetch_one(pool)
-    .await
-    .map_err(|e| super::map_not_found(e, || format!("checkpoint {seq} of run {run}")))
+    .fetch_optional(pool)
+    .await?;
+    decode::optional(row)?.ok_or_else(|| StoreError::NotFound {
+        what: format!("checkpoint {seq} of run {run}"),
+    })
 }
 
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<CheckpointRow>> {
-    Ok(sqlx::query_as(
-        "SELECT seq, level, schema_version, payload, blob, size, sha256, created_at
-         FROM checkpoints WHERE run_id = ? ORDER BY seq",
+    decode::all(
+        &sqlx::query(
+            "SELECT seq, level, schema_version, payload, blob, size, sha256, created_at
+             FROM checkpoints WHERE run_id = ? ORDER BY seq",
+        )
+        .bind(run)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(run.to_string())
-    .fetch_all(pool)
-    .await?)
+}
+
+/// The lowest and highest checkpoint seq of a run (None when it has none).
+pub async fn seq_range(pool: &SqlitePool, run: RunId) -> Result<Option<(i64, i64)>> {
+    let (lo, hi): (Option<i64>, Option<i64>) =
+        sqlx::query_as("SELECT MIN(seq), MAX(seq) FROM checkpoints WHERE run_id = ?")
+            .bind(run)
+            .fetch_one(pool)
+            .await?;
+    Ok(lo.zip(hi))
+}
+
+/// What verifying a checkpoint needs: its bytes (or their blob's name), checksum and schema.
+pub struct Sealed {
+    pub seq: i64,
+    pub schema_version: i64,
+    pub payload: Option<Vec<u8>>,
+    pub blob: Option<String>,
+    pub sha256: String,
+}
+
+/// Streams the checkpoints with `from <= seq < to` to `each`, oldest first, as they arrive.
+pub async fn each_sealed(
+    pool: &SqlitePool,
+    run: RunId,
+    from: i64,
+    to: i64,
+    mut each: impl FnMut(Sealed),
+) -> Result<()> {
+    use futures_util::TryStreamExt as _;
+    let mut rows = sqlx::query_as::<_, (i64, i64, Option<Vec<u8>>, Option<String>, String)>(
+        "SELECT seq, schema_version, payload, blob, sha256 FROM checkpoints
+         WHERE run_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+    )
+    .bind(run)
+    .bind(from)
+    .bind(to)
+    .fetch(pool);
+    while let Some((seq, schema_version, payload, blob, sha256)) = rows.try_next().await? {
+        each(Sealed {
+            seq,
+            schema_version,
+            payload,
+            blob,
+            sha256,
+        });
+    }
+    Ok(())
 }
 
 /// Every blob hash a checkpoint points to (for the store's consistency check).
@@ -91,8 +150,13 @@ pub async fn blob_refs(pool: &SqlitePool) -> Result<Vec<String>> {
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct DamageRow {
     pub seq: i64,
-    pub kind: String,
+    pub kind: DamageKind,
     pub detected_at: i64,
+}
+
+impl Stored for DamageRow {
+    const TABLE: &'static str = "checkpoint_damage";
+    const KEY: &'static [&'static str] = &["seq"];
 }
 
 /// Records damage the harness recovered past; returns false when it was already known.
@@ -100,7 +164,7 @@ pub async fn acknowledge_damage(
     tx: &mut Tx,
     run: RunId,
     seq: i64,
-    kind: &str,
+    kind: DamageKind,
     now: i64,
 ) -> Result<bool> {
     let done = sqlx::query(
@@ -117,12 +181,14 @@ pub async fn acknowledge_damage(
 }
 
 pub async fn damage(pool: &SqlitePool, run: RunId) -> Result<Vec<DamageRow>> {
-    Ok(sqlx::query_as(
-        "SELECT seq, kind, detected_at FROM checkpoint_damage WHERE run_id = ? ORDER BY seq",
+    decode::all(
+        &sqlx::query(
+            "SELECT seq, kind, detected_at FROM checkpoint_damage WHERE run_id = ? ORDER BY seq",
+        )
+        .bind(run)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(run.to_string())
-    .fetch_all(pool)
-    .await?)
 }
 
 /// Checkpoints up to this seq were removed by retention (0: none).

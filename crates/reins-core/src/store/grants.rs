@@ -3,18 +3,21 @@
 
 use sqlx::SqlitePool;
 
+use super::decode::{self, Stored};
 use super::{Result, StoreError, Tx};
+use crate::approval::{Matcher, Scope};
+use crate::ids::RunId;
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct GrantRow {
     pub id: String,
-    pub scope: String,
-    pub run_id: Option<String>,
+    pub scope: Scope,
+    pub run_id: Option<RunId>,
     pub workspace: Option<String>,
     pub tool: String,
-    pub matcher: String,
+    pub matcher: Matcher,
     pub pattern: String,
     pub origin: String,
     pub uses: i64,
@@ -23,17 +26,22 @@ pub struct GrantRow {
     pub revoked_at: Option<i64>,
 }
 
+impl Stored for GrantRow {
+    const TABLE: &'static str = "grants";
+    const KEY: &'static [&'static str] = &["id"];
+}
+
 pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
     sqlx::query(
         "INSERT INTO grants (id, scope, run_id, workspace, tool, matcher, pattern, origin, uses, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
     )
     .bind(&g.id)
-    .bind(&g.scope)
-    .bind(&g.run_id)
+    .bind(g.scope)
+    .bind(g.run_id)
     .bind(&g.workspace)
     .bind(&g.tool)
-    .bind(&g.matcher)
+    .bind(g.matcher)
     .bind(&g.pattern)
     .bind(&g.origin)
     .bind(g.created_at)
@@ -46,25 +54,29 @@ pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
 pub async fn live_for(
     pool: &SqlitePool,
     tool: &str,
-    run: &str,
+    run: RunId,
     workspace: &str,
 ) -> Result<Vec<GrantRow>> {
-    Ok(sqlx::query_as(
-        "SELECT * FROM grants WHERE tool = ? AND revoked_at IS NULL
-           AND (scope = 'always' OR (scope = 'run' AND run_id = ?) OR (scope = 'workspace' AND workspace = ?))
-         ORDER BY created_at",
+    decode::all(
+        &sqlx::query(
+            "SELECT * FROM grants WHERE tool = ? AND revoked_at IS NULL
+               AND (scope = 'always' OR (scope = 'run' AND run_id = ?) OR (scope = 'workspace' AND workspace = ?))
+             ORDER BY created_at",
+        )
+        .bind(tool)
+        .bind(run)
+        .bind(workspace)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(tool)
-    .bind(run)
-    .bind(workspace)
-    .fetch_all(pool)
-    .await?)
 }
 
 pub async fn list(pool: &SqlitePool) -> Result<Vec<GrantRow>> {
-    Ok(sqlx::query_as("SELECT * FROM grants ORDER BY created_at")
-        .fetch_all(pool)
-        .await?)
+    decode::all(
+        &sqlx::query("SELECT * FROM grants ORDER BY created_at")
+            .fetch_all(pool)
+            .await?,
+    )
 }
 
 /// Counts a use; fails when the grant was revoked meanwhile.
@@ -85,13 +97,15 @@ pub async fn used(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
 pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<GrantRow> {
     // The full id, or a unique prefix of at least 4 id characters (no LIKE wildcards get through).
     let prefix_ok = id.len() >= 4 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
-    let rows: Vec<GrantRow> = sqlx::query_as(
-        "SELECT * FROM grants WHERE id = ?1 OR (?2 AND id >= ?1 AND id < ?1 || 'g') LIMIT 2",
-    )
-    .bind(id)
-    .bind(prefix_ok)
-    .fetch_all(&mut **tx)
-    .await?;
+    let rows: Vec<GrantRow> = decode::all(
+        &sqlx::query(
+            "SELECT * FROM grants WHERE id = ?1 OR (?2 AND id >= ?1 AND id < ?1 || 'g') LIMIT 2",
+        )
+        .bind(id)
+        .bind(prefix_ok)
+        .fetch_all(&mut **tx)
+        .await?,
+    )?;
     if rows.len() > 1 {
         return Err(StoreError::Conflict(format!(
             "{id:?} matches more than one grant; give more of the id"

@@ -2,11 +2,15 @@
 //! (confirmed, business_failed, unknown, skipped) after, exactly once: settling is guarded by
 //! `status = 'pending'`.
 
+use sqlx::types::Json;
 use sqlx::{SqliteExecutor, SqlitePool};
 
+use super::decode::{self, Stored};
 use super::{blobs, steps, Result, StoreError, Tx};
 use crate::digest::Digest;
 use crate::ids::RunId;
+use crate::journal::{EffectClass, FileImage, IntentStatus};
+use crate::step::StepStatus;
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -17,15 +21,22 @@ pub struct IntentRow {
     pub tool: String,
     pub action: String,
     pub action_hash: String,
-    pub effect_class: String,
-    pub status: String,
-    pub pre_images: String,
-    pub post_images: String,
+    pub effect_class: EffectClass,
+    pub status: IntentStatus,
+    #[sqlx(json)]
+    pub pre_images: Vec<FileImage>,
+    #[sqlx(json)]
+    pub post_images: Vec<FileImage>,
     pub result: Option<String>,
     pub settled_by: Option<String>,
     pub fence: i64,
     pub created_at: i64,
     pub settled_at: Option<i64>,
+}
+
+impl Stored for IntentRow {
+    const TABLE: &'static str = "intents";
+    const KEY: &'static [&'static str] = &["run_id", "step_seq"];
 }
 
 const INSERT: &str =
@@ -43,10 +54,10 @@ fn bind_insert<'q>(q: steps::Query<'q>, run: RunId, intent: &'q IntentRow) -> st
         .bind(&intent.tool)
         .bind(&intent.action)
         .bind(&intent.action_hash)
-        .bind(&intent.effect_class)
-        .bind(&intent.status)
-        .bind(&intent.pre_images)
-        .bind(&intent.post_images)
+        .bind(intent.effect_class)
+        .bind(intent.status)
+        .bind(Json(&intent.pre_images))
+        .bind(Json(&intent.post_images))
         .bind(&intent.result)
         .bind(&intent.settled_by)
         .bind(intent.fence)
@@ -58,7 +69,7 @@ fn bind_settle<'q>(
     q: steps::Query<'q>,
     run: RunId,
     step_seq: i64,
-    status: &'q str,
+    status: IntentStatus,
     result: &'q str,
     settled_by: Option<&'q str>,
     now: i64,
@@ -109,7 +120,7 @@ pub async fn settle(
     tx: &mut Tx,
     run: RunId,
     step_seq: i64,
-    status: &str,
+    status: IntentStatus,
     result: &str,
     settled_by: Option<&str>,
     now: i64,
@@ -135,8 +146,8 @@ pub async fn settle_with_step(
     tx: &mut Tx,
     run: RunId,
     step_seq: i64,
-    status: &str,
-    step_status: &str,
+    status: IntentStatus,
+    step_status: StepStatus,
     result: &str,
     settled_by: Option<&str>,
     now: i64,
@@ -164,12 +175,14 @@ fn settled_once(rows: u64, expected: u64, run: RunId, step_seq: i64) -> Result<(
 }
 
 pub async fn pending<'e>(db: impl SqliteExecutor<'e>, run: RunId) -> Result<Vec<IntentRow>> {
-    Ok(sqlx::query_as(
-        "SELECT * FROM intents WHERE run_id = ? AND status = 'pending' ORDER BY step_seq",
+    decode::all(
+        &sqlx::query(
+            "SELECT * FROM intents WHERE run_id = ? AND status = 'pending' ORDER BY step_seq",
+        )
+        .bind(run)
+        .fetch_all(db)
+        .await?,
     )
-    .bind(run.to_string())
-    .fetch_all(db)
-    .await?)
 }
 
 pub async fn for_step<'e>(
@@ -177,36 +190,50 @@ pub async fn for_step<'e>(
     run: RunId,
     seq: i64,
 ) -> Result<Option<IntentRow>> {
-    Ok(
-        sqlx::query_as("SELECT * FROM intents WHERE run_id = ? AND step_seq = ?")
-            .bind(run.to_string())
-            .bind(seq)
-            .fetch_optional(db)
-            .await?,
-    )
+    let row = sqlx::query("SELECT * FROM intents WHERE run_id = ? AND step_seq = ?")
+        .bind(run)
+        .bind(seq)
+        .fetch_optional(db)
+        .await?;
+    decode::optional(row)
 }
 
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<IntentRow>> {
-    Ok(
-        sqlx::query_as("SELECT * FROM intents WHERE run_id = ? ORDER BY step_seq")
-            .bind(run.to_string())
+    decode::all(
+        &sqlx::query("SELECT * FROM intents WHERE run_id = ? ORDER BY step_seq")
+            .bind(run)
             .fetch_all(pool)
             .await?,
     )
 }
 
-/// Pre- and post-image lists of every intent (for the blob store's consistency check).
-pub async fn all_images(pool: &SqlitePool) -> Result<Vec<(String, String)>> {
-    Ok(
-        sqlx::query_as("SELECT pre_images, post_images FROM intents")
-            .fetch_all(pool)
-            .await?,
-    )
+/// The pre-images of every intent (what rollback and recovery depend on), for retention and the
+/// blob store's consistency check.
+pub async fn all_pre_images(pool: &SqlitePool) -> Result<Vec<FileImage>> {
+    let rows = sqlx::query("SELECT run_id, step_seq, pre_images FROM intents")
+        .fetch_all(pool)
+        .await?;
+    let mut images = Vec::new();
+    for row in decode::all::<PreImages>(&rows)? {
+        images.extend(row.pre_images);
+    }
+    Ok(images)
+}
+
+#[derive(sqlx::FromRow)]
+struct PreImages {
+    #[sqlx(json)]
+    pre_images: Vec<FileImage>,
+}
+
+impl Stored for PreImages {
+    const TABLE: &'static str = "intents";
+    const KEY: &'static [&'static str] = &["run_id", "step_seq"];
 }
 
 /// Intents whose id starts with `prefix`, with their run (a person types the first characters).
-pub async fn find(pool: &SqlitePool, prefix: &str) -> Result<Vec<(String, IntentRow)>> {
-    let rows: Vec<(String, String)> = sqlx::query_as(
+pub async fn find(pool: &SqlitePool, prefix: &str) -> Result<Vec<(RunId, IntentRow)>> {
+    let rows: Vec<(RunId, String)> = sqlx::query_as(
         "SELECT run_id, id FROM intents WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 10",
     )
     .bind(i64::try_from(prefix.len()).unwrap_or(i64::MAX))
@@ -215,11 +242,11 @@ pub async fn find(pool: &SqlitePool, prefix: &str) -> Result<Vec<(String, Intent
     .await?;
     let mut found = Vec::new();
     for (run, id) in rows {
-        let row: IntentRow = sqlx::query_as("SELECT * FROM intents WHERE id = ?")
+        let row = sqlx::query("SELECT * FROM intents WHERE id = ?")
             .bind(&id)
             .fetch_one(pool)
             .await?;
-        found.push((run, row));
+        found.push((run, decode::one(&row)?));
     }
     Ok(found)
 }
@@ -231,8 +258,8 @@ pub async fn settle_by_person(
     tx: &mut Tx,
     run: RunId,
     step_seq: i64,
-    status: &str,
-    step_status: &str,
+    status: IntentStatus,
+    step_status: StepStatus,
     result: &str,
     settled_by: &str,
     now: i64,
@@ -284,36 +311,38 @@ pub async fn forget_for_retry(tx: &mut Tx, run: RunId, step_seq: i64) -> Result<
 
 /// Intents of the run nobody has settled: unknown ones, and pending ones.
 pub async fn unsettled(pool: &SqlitePool, run: RunId) -> Result<Vec<IntentRow>> {
-    Ok(sqlx::query_as(
-        "SELECT * FROM intents WHERE run_id = ? AND status IN ('pending', 'unknown') ORDER BY step_seq",
-    )
-    .bind(run.to_string())
-    .fetch_all(pool)
-    .await?)
-}
-
-/// Intents from step `from` on.
-pub async fn from_step(pool: &SqlitePool, run: RunId, from: i64) -> Result<Vec<IntentRow>> {
-    Ok(
-        sqlx::query_as(
-            "SELECT * FROM intents WHERE run_id = ? AND step_seq >= ? ORDER BY step_seq",
+    decode::all(
+        &sqlx::query(
+            "SELECT * FROM intents WHERE run_id = ? AND status IN ('pending', 'unknown') ORDER BY step_seq",
         )
-        .bind(run.to_string())
-        .bind(from)
+        .bind(run)
         .fetch_all(pool)
         .await?,
     )
 }
 
+/// Intents from step `from` on.
+pub async fn from_step(pool: &SqlitePool, run: RunId, from: i64) -> Result<Vec<IntentRow>> {
+    decode::all(
+        &sqlx::query("SELECT * FROM intents WHERE run_id = ? AND step_seq >= ? ORDER BY step_seq")
+            .bind(run)
+            .bind(from)
+            .fetch_all(pool)
+            .await?,
+    )
+}
+
 /// Intents settled at or after `since` by someone other than the step's own confirmation.
 pub async fn settled_since(pool: &SqlitePool, run: RunId, since: i64) -> Result<Vec<IntentRow>> {
-    Ok(sqlx::query_as(
-        "SELECT * FROM intents WHERE run_id = ? AND settled_at >= ? AND settled_by IS NOT NULL ORDER BY step_seq",
+    decode::all(
+        &sqlx::query(
+            "SELECT * FROM intents WHERE run_id = ? AND settled_at >= ? AND settled_by IS NOT NULL ORDER BY step_seq",
+        )
+        .bind(run)
+        .bind(since)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(run.to_string())
-    .bind(since)
-    .fetch_all(pool)
-    .await?)
 }
 
 /// How many intents of the run nobody has settled yet (pending or unknown).

@@ -1,21 +1,28 @@
 //! The `context_manifests` table: what went into each model call's context, and why.
 
-use serde::Serialize;
+use sqlx::types::Json;
 use sqlx::SqlitePool;
 
+use super::decode::{self, Stored};
 use super::{Result, Tx};
+use crate::context::Manifest;
 use crate::ids::RunId;
 
-#[derive(Clone, Debug, PartialEq, Serialize, sqlx::FromRow)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct ManifestRow {
     pub step_seq: i64,
     pub model: String,
-    /// JSON (`context::Manifest`).
-    pub manifest: String,
-    /// JSON array of profile fact ids.
-    pub facts_used: String,
+    #[sqlx(json)]
+    pub manifest: Manifest,
+    /// Profile fact ids (ids only: a deleted fact leaves no trace here).
+    #[sqlx(json)]
+    pub facts_used: Vec<String>,
     pub created_at: i64,
+}
+
+impl Stored for ManifestRow {
+    const TABLE: &'static str = "context_manifests";
+    const KEY: &'static [&'static str] = &["step_seq"];
 }
 
 pub async fn insert(tx: &mut Tx, run: RunId, row: &ManifestRow) -> Result<()> {
@@ -29,8 +36,8 @@ pub async fn insert(tx: &mut Tx, run: RunId, row: &ManifestRow) -> Result<()> {
     .bind(run.to_string())
     .bind(row.step_seq)
     .bind(&row.model)
-    .bind(&row.manifest)
-    .bind(&row.facts_used)
+    .bind(Json(&row.manifest))
+    .bind(Json(&row.facts_used))
     .bind(row.created_at)
     .execute(&mut **tx)
     .await?;
@@ -38,11 +45,13 @@ pub async fn insert(tx: &mut Tx, run: RunId, row: &ManifestRow) -> Result<()> {
 }
 
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<ManifestRow>> {
-    Ok(sqlx::query_as(
-        "SELECT step_seq, model, manifest, facts_used, created_at FROM context_manifests
-          WHERE run_id = ? ORDER BY step_seq",
+    decode::all(
+        &sqlx::query(
+            "SELECT step_seq, model, manifest, facts_used, created_at FROM context_manifests
+              WHERE run_id = ? ORDER BY step_seq",
+        )
+        .bind(run)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(run.to_string())
-    .fetch_all(pool)
-    .await?)
 }

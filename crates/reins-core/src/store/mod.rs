@@ -18,6 +18,7 @@ pub mod attempts;
 pub mod audit;
 pub mod blobs;
 pub mod checkpoints;
+mod decode;
 pub mod grants;
 pub mod intents;
 pub mod manifests;
@@ -73,6 +74,13 @@ pub enum StoreError {
     },
     #[error("stored data is invalid: {0}")]
     Invalid(String),
+    /// A row of the harness's own data does not decode: damage, never read as a default.
+    #[error("the database is damaged: {table} row ({row}) does not read back: {detail}. `reins doctor` checks the whole store")]
+    Damaged {
+        table: &'static str,
+        row: String,
+        detail: String,
+    },
     /// A guarded write found the row changed (an approval already decided, a grant revoked).
     #[error("{0}")]
     Conflict(String),
@@ -144,14 +152,15 @@ impl Store {
         tx.appended(marks);
         audit::append(
             &mut tx,
-            audit::Actor::System,
-            "audit.anchor_created",
-            None,
-            &serde_json::json!({
-                "reason": "no head anchor was found beside the database",
-                "adopted": head,
-                "path": self.anchor.path(),
-            }),
+            audit::Event::new(
+                audit::Actor::System,
+                None,
+                crate::audit::event::AnchorCreated {
+                    reason: "no head anchor was found beside the database",
+                    adopted: head,
+                    path: self.anchor.path().to_owned(),
+                },
+            ),
             crate::clock::now_ms(),
         )
         .await?;

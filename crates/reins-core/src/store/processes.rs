@@ -2,6 +2,7 @@
 
 use sqlx::SqlitePool;
 
+use super::decode::{self, Stored};
 use super::Result;
 use crate::ids::RunId;
 
@@ -16,6 +17,11 @@ pub struct ProcessRow {
     pub started_at: i64,
     pub ended_at: Option<i64>,
     pub outcome: Option<String>,
+}
+
+impl Stored for ProcessRow {
+    const TABLE: &'static str = "processes";
+    const KEY: &'static [&'static str] = &["step_seq", "pid"];
 }
 
 pub struct NewProcess<'a> {
@@ -47,23 +53,27 @@ pub async fn record(pool: &SqlitePool, run: RunId, p: &NewProcess<'_>) -> Result
 
 /// Processes of the run not known to have ended.
 pub async fn open(pool: &SqlitePool, run: RunId) -> Result<Vec<ProcessRow>> {
-    Ok(sqlx::query_as(
-        "SELECT step_seq, pid, start_time, pgid, command, started_at, ended_at, outcome
-         FROM processes WHERE run_id = ? AND ended_at IS NULL ORDER BY started_at",
+    decode::all(
+        &sqlx::query(
+            "SELECT step_seq, pid, start_time, pgid, command, started_at, ended_at, outcome
+             FROM processes WHERE run_id = ? AND ended_at IS NULL ORDER BY started_at",
+        )
+        .bind(run)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(run.to_string())
-    .fetch_all(pool)
-    .await?)
 }
 
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<ProcessRow>> {
-    Ok(sqlx::query_as(
-        "SELECT step_seq, pid, start_time, pgid, command, started_at, ended_at, outcome
-         FROM processes WHERE run_id = ? ORDER BY started_at",
+    decode::all(
+        &sqlx::query(
+            "SELECT step_seq, pid, start_time, pgid, command, started_at, ended_at, outcome
+             FROM processes WHERE run_id = ? ORDER BY started_at",
+        )
+        .bind(run)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(run.to_string())
-    .fetch_all(pool)
-    .await?)
 }
 
 pub async fn end(

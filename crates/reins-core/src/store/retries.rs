@@ -2,7 +2,9 @@
 
 use sqlx::SqlitePool;
 
+use super::decode::{self, Stored};
 use super::{Result, Tx};
+use crate::failure::FailureClass;
 use crate::ids::RunId;
 
 #[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
@@ -11,18 +13,25 @@ use crate::ids::RunId;
 pub struct RetryRow {
     pub n: i64,
     pub at: i64,
-    pub class: String,
+    pub class: FailureClass,
     pub error: String,
     pub delay_ms: i64,
 }
 
+impl Stored for RetryRow {
+    const TABLE: &'static str = "retries";
+    const KEY: &'static [&'static str] = &["n"];
+}
+
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<RetryRow>> {
-    Ok(sqlx::query_as(
-        "SELECT n, at, class, error, delay_ms FROM retries WHERE run_id = ? ORDER BY n",
+    decode::all(
+        &sqlx::query(
+            "SELECT n, at, class, error, delay_ms FROM retries WHERE run_id = ? ORDER BY n",
+        )
+        .bind(run)
+        .fetch_all(pool)
+        .await?,
     )
-    .bind(run.to_string())
-    .fetch_all(pool)
-    .await?)
 }
 
 /// Records the next retry; returns its number and when the first retry of the run happened.
@@ -30,7 +39,7 @@ pub async fn record(
     tx: &mut Tx,
     run: RunId,
     at: i64,
-    class: &str,
+    class: FailureClass,
     error: &str,
     delay_ms: i64,
 ) -> Result<(i64, i64)> {

@@ -1,14 +1,15 @@
 //! The `runs` table. Every state write is guarded by `state_version` and `fence`: zero rows affected
 //! means another actor moved first, and the caller must stop rather than retry on what it remembers.
 
-use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqlitePool};
 
-use super::{map_not_found, Result, StoreError, Tx};
+use super::decode::{self, Stored};
+use super::{Result, StoreError, Tx};
+use crate::compat::Compat;
 use crate::ids::RunId;
 use crate::run::{self, RunEvent, RunState};
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct RunRow {
     pub id: RunId,
     pub name: String,
@@ -16,7 +17,8 @@ pub struct RunRow {
     pub workspace: String,
     pub agent_kind: String,
     pub agent_spec: String,
-    pub compat: String,
+    #[sqlx(json)]
+    pub compat: Compat,
     pub state: RunState,
     pub state_version: i64,
     pub fence: i64,
@@ -29,30 +31,9 @@ pub struct RunRow {
     pub not_before: Option<i64>,
 }
 
-fn from_row(row: &SqliteRow) -> Result<RunRow> {
-    let id: String = row.try_get("id")?;
-    let state: String = row.try_get("state")?;
-    Ok(RunRow {
-        id: id
-            .parse()
-            .map_err(|_| StoreError::Invalid(format!("run id {id:?}")))?,
-        name: row.try_get("name")?,
-        goal: row.try_get("goal")?,
-        workspace: row.try_get("workspace")?,
-        agent_kind: row.try_get("agent_kind")?,
-        agent_spec: row.try_get("agent_spec")?,
-        compat: row.try_get("compat")?,
-        state: RunState::parse(&state)
-            .ok_or_else(|| StoreError::Invalid(format!("run state {state:?}")))?,
-        state_version: row.try_get("state_version")?,
-        fence: row.try_get("fence")?,
-        owner: row.try_get("owner")?,
-        lease_until: row.try_get("lease_until")?,
-        last_error: row.try_get("last_error")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-        not_before: row.try_get("not_before")?,
-    })
+impl Stored for RunRow {
+    const TABLE: &'static str = "runs";
+    const KEY: &'static [&'static str] = &["id"];
 }
 
 pub async fn insert(tx: &mut Tx, run: &RunRow) -> Result<()> {
@@ -61,14 +42,14 @@ pub async fn insert(tx: &mut Tx, run: &RunRow) -> Result<()> {
                            fence, owner, lease_until, last_error, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
-    .bind(run.id.to_string())
+    .bind(run.id)
     .bind(&run.name)
     .bind(&run.goal)
     .bind(&run.workspace)
     .bind(&run.agent_kind)
     .bind(&run.agent_spec)
-    .bind(&run.compat)
-    .bind(run.state.as_str())
+    .bind(sqlx::types::Json(&run.compat))
+    .bind(run.state)
     .bind(run.state_version)
     .bind(run.fence)
     .bind(&run.owner)
@@ -83,11 +64,12 @@ pub async fn insert(tx: &mut Tx, run: &RunRow) -> Result<()> {
 
 pub async fn get(pool: &SqlitePool, id: RunId) -> Result<RunRow> {
     let row = sqlx::query("SELECT * FROM runs WHERE id = ?")
-        .bind(id.to_string())
-        .fetch_one(pool)
-        .await
-        .map_err(|e| map_not_found(e, || format!("run {id}")))?;
-    from_row(&row)
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    decode::optional(row)?.ok_or_else(|| StoreError::NotFound {
+        what: format!("run {id}"),
+    })
 }
 
 /// Every run, newest first, with its number of steps.
@@ -99,19 +81,19 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<(RunRow, i64)>> {
     .fetch_all(pool)
     .await?;
     rows.iter()
-        .map(|row| Ok((from_row(row)?, row.try_get("step_count")?)))
+        .map(|row| Ok((decode::one(row)?, row.try_get("step_count")?)))
         .collect()
 }
 
 /// Ids that start with `prefix` (a user may type the first characters of an id).
 pub async fn ids_with_prefix(pool: &SqlitePool, prefix: &str) -> Result<Vec<RunId>> {
-    let ids: Vec<String> =
+    Ok(
         sqlx::query_scalar("SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 10")
             .bind(i64::try_from(prefix.len()).unwrap_or(i64::MAX))
             .bind(prefix)
             .fetch_all(pool)
-            .await?;
-    Ok(ids.iter().filter_map(|s| s.parse().ok()).collect())
+            .await?,
+    )
 }
 
 /// Holders of active runs (to learn which of them are gone).
@@ -132,24 +114,23 @@ pub async fn heartbeat(
     lease_until: i64,
     now: i64,
 ) -> Result<Option<RunState>> {
-    let state: Option<String> = sqlx::query_scalar(
+    Ok(sqlx::query_scalar(
         "UPDATE runs SET lease_until = MAX(COALESCE(lease_until, 0), ?), updated_at = ?
          WHERE id = ? AND fence = ? AND state IN ('running', 'pause_requested')
          RETURNING state",
     )
     .bind(lease_until)
     .bind(now)
-    .bind(id.to_string())
+    .bind(id)
     .bind(fence)
     .fetch_optional(pool)
-    .await?;
-    Ok(state.as_deref().and_then(RunState::parse))
+    .await?)
 }
 
 /// Records that the run now counts as compatible with this build (a person resumed it anyway).
-pub async fn set_compat(tx: &mut Tx, id: RunId, compat: &str) -> Result<()> {
+pub async fn set_compat(tx: &mut Tx, id: RunId, compat: &Compat) -> Result<()> {
     sqlx::query("UPDATE runs SET compat = ? WHERE id = ?")
-        .bind(compat)
+        .bind(sqlx::types::Json(compat))
         .bind(id.to_string())
         .execute(&mut **tx)
         .await?;
@@ -202,8 +183,7 @@ pub async fn runnable(pool: &SqlitePool, now: i64, gone_owners: &[String]) -> Re
         q.push(" OR owner = ").push_bind(owner);
     }
     q.push(")) ORDER BY created_at, id");
-    let ids: Vec<String> = q.build_query_scalar().fetch_all(pool).await?;
-    Ok(ids.iter().filter_map(|s| s.parse().ok()).collect())
+    Ok(q.build_query_scalar().fetch_all(pool).await?)
 }
 
 /// Takes ownership: moves to `to`, bumps the fence, sets owner and lease. Guarded by `state_version`
@@ -229,7 +209,7 @@ pub async fn claim(tx: &mut Tx, id: RunId, c: &Claim<'_>) -> Result<(i64, i64)> 
            AND (state = 'queued' OR lease_until IS NULL OR lease_until < ? OR owner = ?)
          RETURNING fence, state_version",
     )
-    .bind(c.to.as_str())
+    .bind(c.to)
     .bind(c.owner)
     .bind(c.lease_until)
     .bind(c.now)
@@ -281,14 +261,17 @@ pub async fn advance(
 ) -> Result<(RunState, RunState, i64)> {
     let row: Option<(String, i64, i64)> =
         sqlx::query_as("SELECT state, state_version, fence FROM runs WHERE id = ?")
-            .bind(id.to_string())
+            .bind(id)
             .fetch_optional(&mut **tx)
             .await?;
     let (state, version, current_fence) = row.ok_or_else(|| StoreError::NotFound {
         what: format!("run {id}"),
     })?;
-    let from = RunState::parse(&state)
-        .ok_or_else(|| StoreError::Invalid(format!("run state {state:?}")))?;
+    let from = RunState::parse(&state).ok_or_else(|| StoreError::Damaged {
+        table: "runs",
+        row: format!("id {id}"),
+        detail: format!("column state: unknown state {state:?}"),
+    })?;
     if let Some(fence) = fence {
         if fence != current_fence || !from.is_active() {
             return Err(StoreError::LostLease {
@@ -310,7 +293,7 @@ pub async fn advance(
          WHERE id = ? AND state_version = ?
          RETURNING state_version",
     )
-    .bind(to.as_str())
+    .bind(to)
     .bind(last_error)
     .bind(now)
     .bind(keeps_lease)

@@ -1,34 +1,45 @@
 //! The `steps` table: one row per action an agent proposed.
 
+use sqlx::types::Json;
 use sqlx::{SqliteExecutor, SqlitePool};
 
+use super::decode::{self, Stored};
 use super::{Result, Tx};
 use crate::ids::RunId;
+use crate::policy::Risk;
+use crate::step::{StepKind, StepStatus};
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct StepRow {
     pub seq: i64,
-    pub kind: String,
+    pub kind: StepKind,
     pub tool: String,
+    /// Canonical JSON of what was proposed: the bytes its hash is taken over.
     pub action: String,
     pub action_hash: String,
     pub why: Option<String>,
-    pub status: String,
-    pub risk: Option<String>,
-    pub reasons: Option<String>,
+    pub status: StepStatus,
+    pub risk: Option<Risk>,
+    #[sqlx(json(nullable))]
+    pub reasons: Option<Vec<String>>,
     pub preview: Option<String>,
     pub result: Option<String>,
     pub started_at: i64,
     pub ended_at: Option<i64>,
 }
 
+impl Stored for StepRow {
+    const TABLE: &'static str = "steps";
+    const KEY: &'static [&'static str] = &["run_id", "seq"];
+}
+
 impl StepRow {
     /// The result's first line, for people; a model call's is what the model said or called.
     pub fn summary_line(&self) -> String {
         let result = self.result.as_deref().unwrap_or("");
-        if self.kind == "model_call" {
+        if self.kind == StepKind::ModelCall {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(result) {
                 let calls: Vec<&str> = v["reply"]["toolCalls"]
                     .as_array()
@@ -63,14 +74,14 @@ pub(crate) type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::S
 pub(crate) fn bind_insert<'q>(q: Query<'q>, run: RunId, step: &'q StepRow) -> Query<'q> {
     q.bind(run.to_string())
         .bind(step.seq)
-        .bind(&step.kind)
+        .bind(step.kind)
         .bind(&step.tool)
         .bind(&step.action)
         .bind(&step.action_hash)
         .bind(&step.why)
-        .bind(&step.status)
-        .bind(&step.risk)
-        .bind(&step.reasons)
+        .bind(step.status)
+        .bind(step.risk)
+        .bind(step.reasons.as_ref().map(Json))
         .bind(&step.preview)
         .bind(&step.result)
         .bind(step.started_at)
@@ -82,7 +93,7 @@ pub(crate) fn bind_finish<'q>(
     q: Query<'q>,
     run: RunId,
     seq: i64,
-    status: &'q str,
+    status: StepStatus,
     result: &'q str,
     now: i64,
 ) -> Query<'q> {
@@ -111,13 +122,12 @@ pub async fn reopen(tx: &mut Tx, run: RunId, seq: i64) -> Result<()> {
 }
 
 pub async fn get<'e>(db: impl SqliteExecutor<'e>, run: RunId, seq: i64) -> Result<Option<StepRow>> {
-    Ok(
-        sqlx::query_as("SELECT * FROM steps WHERE run_id = ? AND seq = ?")
-            .bind(run.to_string())
-            .bind(seq)
-            .fetch_optional(db)
-            .await?,
-    )
+    let row = sqlx::query("SELECT * FROM steps WHERE run_id = ? AND seq = ?")
+        .bind(run)
+        .bind(seq)
+        .fetch_optional(db)
+        .await?;
+    decode::optional(row)
 }
 
 /// The highest step seq recorded for the run (0 when none).
@@ -130,9 +140,9 @@ pub async fn max_seq(pool: &SqlitePool, run: RunId) -> Result<i64> {
 }
 
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<StepRow>> {
-    Ok(
-        sqlx::query_as("SELECT * FROM steps WHERE run_id = ? ORDER BY seq")
-            .bind(run.to_string())
+    decode::all(
+        &sqlx::query("SELECT * FROM steps WHERE run_id = ? ORDER BY seq")
+            .bind(run)
             .fetch_all(pool)
             .await?,
     )
@@ -140,14 +150,14 @@ pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<StepRow>> {
 
 /// The last `n` steps before `before`, oldest first.
 pub async fn recent(pool: &SqlitePool, run: RunId, before: i64, n: i64) -> Result<Vec<StepRow>> {
-    let mut rows: Vec<StepRow> = sqlx::query_as(
-        "SELECT * FROM steps WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-    )
-    .bind(run.to_string())
-    .bind(before)
-    .bind(n)
-    .fetch_all(pool)
-    .await?;
+    let mut rows: Vec<StepRow> = decode::all(
+        &sqlx::query("SELECT * FROM steps WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
+            .bind(run)
+            .bind(before)
+            .bind(n)
+            .fetch_all(pool)
+            .await?,
+    )?;
     rows.reverse();
     Ok(rows)
 }

@@ -2,7 +2,9 @@
 
 use super::*;
 use crate::ids::RunId;
+use crate::journal::{EffectClass, IntentStatus};
 use crate::run::{RunEvent, RunState};
+use crate::step::StepStatus;
 
 async fn fresh() -> anyhow::Result<(tempfile::TempDir, Store)> {
     let dir = tempfile::tempdir()?;
@@ -18,7 +20,7 @@ fn run_row(id: RunId) -> runs::RunRow {
         workspace: "/w".into(),
         agent_kind: "script".into(),
         agent_spec: "{}".into(),
-        compat: "{}".into(),
+        compat: crate::compat::Compat::default(),
         state: RunState::Queued,
         state_version: 0,
         fence: 0,
@@ -204,7 +206,7 @@ async fn checkpoint_seq_is_a_per_run_logical_clock() -> anyhow::Result<()> {
     let a = insert_run(&store).await?;
     let b = insert_run(&store).await?;
     let cp = |sha: &'static str| checkpoints::NewCheckpoint {
-        level: "step",
+        level: crate::checkpoint::Level::Step,
         schema_version: 1,
         body: checkpoints::Body::Inline(b"{}"),
         size: 2,
@@ -236,12 +238,12 @@ async fn an_intent_settles_once() -> anyhow::Result<()> {
         run,
         &steps::StepRow {
             seq: 1,
-            kind: "tool_call".into(),
+            kind: crate::step::StepKind::ToolCall,
             tool: "fs.write".into(),
             action: "{}".into(),
             action_hash: "h".into(),
             why: None,
-            status: "running".into(),
+            status: crate::step::StepStatus::Running,
             risk: None,
             reasons: None,
             preview: None,
@@ -260,10 +262,10 @@ async fn an_intent_settles_once() -> anyhow::Result<()> {
             tool: "fs.write".into(),
             action: "{}".into(),
             action_hash: "h".into(),
-            effect_class: "idempotent".into(),
-            status: "pending".into(),
-            pre_images: "[]".into(),
-            post_images: "[]".into(),
+            effect_class: EffectClass::Idempotent,
+            status: IntentStatus::Pending,
+            pre_images: Vec::new(),
+            post_images: Vec::new(),
             result: None,
             settled_by: None,
             fence: 1,
@@ -275,15 +277,16 @@ async fn an_intent_settles_once() -> anyhow::Result<()> {
     tx.commit().await?;
     assert_eq!(intents::pending(store.pool(), run).await?.len(), 1);
     let mut tx = store.begin().await?;
-    intents::settle_with_step(&mut tx, run, 1, "confirmed", "done", "ok", None, 2).await?;
+    let (confirmed, done) = (IntentStatus::Confirmed, StepStatus::Done);
+    intents::settle_with_step(&mut tx, run, 1, confirmed, done, "ok", None, 2).await?;
     assert!(
-        intents::settle_with_step(&mut tx, run, 1, "confirmed", "done", "again", None, 3)
+        intents::settle_with_step(&mut tx, run, 1, confirmed, done, "again", None, 3)
             .await
             .is_err(),
         "settling the intent and its step together still settles the intent once"
     );
     assert!(
-        intents::settle(&mut tx, run, 1, "confirmed", "again", None, 3)
+        intents::settle(&mut tx, run, 1, confirmed, "again", None, 3)
             .await
             .is_err()
     );
@@ -296,7 +299,7 @@ async fn an_intent_settles_once() -> anyhow::Result<()> {
 async fn audit_events_chain() -> anyhow::Result<()> {
     let (_d, store) = fresh().await?;
     let mut tx = store.begin().await?;
-    audit::append(
+    audit::append_raw(
         &mut tx,
         audit::Actor::User,
         "a",
@@ -305,7 +308,7 @@ async fn audit_events_chain() -> anyhow::Result<()> {
         1,
     )
     .await?;
-    audit::append(
+    audit::append_raw(
         &mut tx,
         audit::Actor::Harness,
         "b",
@@ -333,7 +336,11 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
     let (fence, _) = runs::claim(&mut tx, id, &running("w1", 0, 100, 1)).await?;
     tx.commit().await?;
     let old = audit::Owner::new(id, fence);
-    let event = audit::Event::new(audit::Actor::Harness, "x", Some(id), serde_json::json!({}));
+    let event = audit::Event::new(
+        audit::Actor::Harness,
+        Some(id),
+        crate::audit::event::Reason { reason: "x".into() },
+    );
 
     // w1 appends while it owns the run, and so remembers the head.
     let mut tx = store.begin().await?;
@@ -361,7 +368,7 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
         if round == 1 {
             // Someone else appends in between: w2's remembered head is stale and must not be trusted.
             let mut tx = store.begin().await?;
-            audit::append(
+            audit::append_raw(
                 &mut tx,
                 audit::Actor::User,
                 "y",
@@ -390,5 +397,53 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
         assert_eq!(audit::chain_hash(&prev, &e.canonical()).as_str(), e.hash);
         prev = e.hash.clone();
     }
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_row_that_does_not_decode_is_damage_naming_the_row_never_a_default() -> anyhow::Result<()>
+{
+    let (_d, store) = fresh().await?;
+    let id = insert_run(&store).await?;
+    sqlx::query("UPDATE runs SET compat = 'not json' WHERE id = ?")
+        .bind(id.to_string())
+        .execute(store.pool())
+        .await?;
+    let err = runs::get(store.pool(), id)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("an unreadable compat must not read as empty"))?;
+    let text = err.to_string();
+    assert!(
+        matches!(err, StoreError::Damaged { table: "runs", .. }),
+        "{err:?}"
+    );
+    assert!(
+        text.contains(&id.to_string()) && text.contains("compat"),
+        "the error names the row and the column: {text}"
+    );
+    let listed = runs::list(store.pool()).await;
+    assert!(
+        matches!(listed, Err(StoreError::Damaged { .. })),
+        "a list does not skip the damaged row: {listed:?}"
+    );
+
+    let ok = insert_run(&store).await?;
+    sqlx::query(
+        "INSERT INTO steps (run_id, seq, kind, tool, action, action_hash, status, started_at)
+         VALUES (?, 1, 'tool_call', 'fs.read', '{}', 'h', 'flying', 1)",
+    )
+    .bind(ok.to_string())
+    .execute(store.pool())
+    .await?;
+    let err = steps::list(store.pool(), ok)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("an unknown status must not decode"))?;
+    let text = err.to_string();
+    assert!(
+        text.contains("steps") && text.contains("seq 1") && text.contains("status"),
+        "{text}"
+    );
     Ok(())
 }

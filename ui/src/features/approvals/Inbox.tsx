@@ -112,7 +112,7 @@ export function Inbox() {
             <li key={a.id} className={i === index ? "selected" : ""} data-testid="queue-item"
               onClick={() => setUi({ approvalId: a.id })}>
               <input type="checkbox" aria-label="select for batch approval" checked={checked.has(a.id)}
-                disabled={a.risk === "high" || a.risk === "critical"}
+                disabled={a.risk === "high"}
                 onClick={(e) => e.stopPropagation()}
                 onChange={(e) => {
                   const s = new Set(checked);

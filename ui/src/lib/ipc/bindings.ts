@@ -94,32 +94,37 @@ export type AppInfo = {
 
 export type ApprovalRow = {
 	id: string,
-	runId: string,
+	runId: RunId,
 	stepSeq: number,
 	tool: string,
+	/**  Canonical JSON of the proposed action: the bytes its hash is taken over. */
 	action: string,
 	actionHash: string,
-	risk: string,
-	reasons: string,
-	segments: string | null,
+	risk: Risk,
+	reasons: string[],
+	segments: Segment[] | null,
 	preview: string,
 	previewSha256: string,
-	preImages: string,
-	context: string,
+	/**  The files as they were when the preview was made. */
+	preImages: FileImage[],
+	context: ContextSummary,
 	policy: string,
-	status: string,
+	status: ApprovalStatus,
 	createdAt: number,
 	expiresAt: number,
 	decidedAt: number | null,
 	decidedBy: string | null,
 	note: string | null,
-	scope: string | null,
+	scope: Scope | null,
 	editedAction: string | null,
 	editedHash: string | null,
 	editedPreview: string | null,
 	supersededBy: string | null,
 	staleReason: string | null,
 };
+
+/**  Where a review checkpoint stands. */
+export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired" | "superseded";
 
 /**  An approval with its JSON columns read. */
 export type ApprovalView = {
@@ -148,8 +153,8 @@ export type AttemptRow = {
 	startedAt: number,
 	endedAt: number | null,
 	outcome: string | null,
-	/**  The recovery summary this attempt gave its agent (JSON), when it resumed the run. */
-	recovery: string | null,
+	/**  The recovery summary this attempt gave its agent, when it resumed the run. */
+	recovery: RecoverySummary | null,
 };
 
 export type AuditRow = {
@@ -163,6 +168,13 @@ export type AuditRow = {
 	payload: string,
 	prevHash: string,
 	hash: string,
+};
+
+export type Budget = {
+	window: number,
+	reservedOutput: number,
+	toolSchemas: number,
+	margin: number,
 };
 
 export type ChainDamage = {
@@ -219,15 +231,54 @@ export type CheckpointDamageKind =
 /**  The checkpoint's bytes do not match its checksum or cannot be read. */
 "checksum";
 
+export type CheckpointLevel = 
+/**  Run start and end. */
+"task" | 
+/**  After a step completed. */
+"step" | 
+/**  Within a step (between tool calls of one model turn). */
+"tool" | 
+/**  Parked for a human review. */
+"review" | 
+/**  The files as they were just before a rollback, so the rollback can be undone. */
+"snapshot" | 
+/**  The files as a rollback restored them. */
+"rollback";
+
 export type CheckpointSummary = {
 	seq: number,
-	level: string,
+	level: CheckpointLevel,
 	size: number,
 	sha256: string,
 	inBlob: boolean,
 	createdAt: number,
 	/**  "ok" or what is wrong with it. */
 	status: string,
+};
+
+/**  What a run was created with, as stored in `runs.compat`. */
+export type Compat = {
+	agentKind: string,
+	agentVersion: string,
+	/**  SHA-256 of the agent's stored input (the plan or the prompt). */
+	specHash: string,
+	toolSchemaHash: string,
+	checkpointSchema: number,
+	/**  Model, base URL and sampling settings of an LLM agent; absent for script agents. */
+	modelConfigHash?: string | null,
+};
+
+export type ContextKind = "system" | "policy" | "goal" | "working_memory" | "fact" | "summary" | "history" | "recent_turn" | "tool_evidence" | "request";
+
+/**  What went into one model call and why: persisted per call, shown by `reins show RUN --context`. */
+export type ContextManifest = {
+	budget: Budget,
+	inputBudget: number,
+	used: number,
+	counter: string,
+	entries: Entry[],
+	/**  The ids of the profile facts that went in. */
+	factsUsed: string[],
 };
 
 export type ContextSummary = {
@@ -257,7 +308,7 @@ export type ContextView = {
 	step: number,
 	model: string,
 	createdAt: number,
-	manifest: Value,
+	manifest: ContextManifest,
 	/**  The profile facts it used, with their current text (None: the fact was deleted since). */
 	facts: FactUse[],
 };
@@ -280,6 +331,26 @@ export type Decided = {
 };
 
 export type Digest = string;
+
+/**  How an effect behaves when it runs twice. */
+export type EffectClass = 
+/**  No side effect. */
+"pure" | 
+/**  Running it again gives the same world. */
+"idempotent" | 
+/**  Must never run twice without a human saying so. */
+"at_most_once";
+
+export type Entry = {
+	id: string,
+	kind: ContextKind,
+	tokens: number,
+	/**  Tokens it took in the prompt (its digest's, when digested; 0 when cut). */
+	used: number,
+	score: number | null,
+	fate: Fate,
+	why: string,
+};
 
 export type ExportFormat = "jsonl" | "csv";
 
@@ -323,6 +394,30 @@ export type FactUse = {
 	fact: string | null,
 };
 
+export type FailureClass = 
+/**  Busy database, a timeout: likely to pass. Retried with backoff. */
+"transient" | 
+/**  The worker driving the run died, froze past its lease, or another took it over. */
+"worker_lost" | 
+/**  No space, a failing or read-only disk: a person must act before anything else runs. */
+"resource" | 
+/**  A bug or invalid data: retrying would do the same again. */
+"permanent" | 
+/**  A person paused the run (not a failure; listed for completeness of the taxonomy). */
+"user_pause" | 
+/**  A checkpoint failed verification. */
+"checkpoint_invalid";
+
+export type Fate = "included" | 
+/**  Went in as its digest. */
+"digested" | "cut";
+
+/**  A file's state: its sha256, or None when it does not exist. */
+export type FileImage = {
+	path: string,
+	sha256: Digest | null,
+};
+
 /**  Which events: all given conditions must hold. */
 export type Filter = {
 	run?: RunId | null,
@@ -352,11 +447,11 @@ export type GcReport = {
 
 export type GrantRow = {
 	id: string,
-	scope: string,
-	runId: string | null,
+	scope: Scope,
+	runId: RunId | null,
 	workspace: string | null,
 	tool: string,
-	matcher: string,
+	matcher: Matcher,
 	pattern: string,
 	origin: string,
 	uses: number,
@@ -371,16 +466,18 @@ export type IntentRow = {
 	tool: string,
 	action: string,
 	actionHash: string,
-	effectClass: string,
-	status: string,
-	preImages: string,
-	postImages: string,
+	effectClass: EffectClass,
+	status: IntentStatus,
+	preImages: FileImage[],
+	postImages: FileImage[],
 	result: string | null,
 	settledBy: string | null,
 	fence: number,
 	createdAt: number,
 	settledAt: number | null,
 };
+
+export type IntentStatus = "pending" | "confirmed" | "business_failed" | "unknown" | "skipped";
 
 export type IpcError = {
 	code: string,
@@ -396,6 +493,14 @@ export type Mark = {
 	seq: number,
 	hash: string,
 };
+
+export type Matcher = 
+/**  The action hash. */
+"exact" | 
+/**  A JSON array: the argv a command must start with. */
+"prefix" | 
+/**  A path glob every path of the action must match. */
+"glob";
 
 /**  Show this approval (a notification or the tray was clicked). */
 export type OpenApproval = {
@@ -466,7 +571,7 @@ export type Remembered =
 export type RetryRow = {
 	n: number,
 	at: number,
-	class: string,
+	class: FailureClass,
 	error: string,
 	delayMs: number,
 };
@@ -545,7 +650,7 @@ export type RunView = {
 	owner: string | null,
 	leaseUntil: number | null,
 	lastError: string | null,
-	compat: Value,
+	compat: Compat,
 	createdAt: number,
 	updatedAt: number,
 };
@@ -596,21 +701,54 @@ export type StartLlm = {
 	maxTurns: number | null,
 };
 
+export type StepKind = 
+/**  A tool call through the step protocol. */
+"tool_call" | 
+/**  A request to the model (the LLM agent). */
+"model_call" | 
+/**  `ask_user`: the agent asked the person something. */
+"question";
+
 export type StepRow = {
 	seq: number,
-	kind: string,
+	kind: StepKind,
 	tool: string,
+	/**  Canonical JSON of what was proposed: the bytes its hash is taken over. */
 	action: string,
 	actionHash: string,
 	why: string | null,
-	status: string,
-	risk: string | null,
-	reasons: string | null,
+	status: StepStatus,
+	risk: Risk | null,
+	reasons: string[] | null,
 	preview: string | null,
 	result: string | null,
 	startedAt: number,
 	endedAt: number | null,
 };
+
+export type StepStatus = 
+/**  Its effect's intent is written; the effect is running (or a crash interrupted it). */
+"running" | "done" | 
+/**  It ran and failed, or failed before its effect (planning, resolving a host). */
+"failed" | 
+/**  The proposal did not validate (schema, size, path jail); nothing ran. */
+"invalid" | 
+/**  The policy denied it; nothing ran. */
+"denied" | 
+/**  Parked at a review checkpoint. */
+"awaiting_review" | 
+/**  The reviewer rejected it; nothing ran. */
+"rejected" | 
+/**  The review expired; nothing ran. */
+"expired" | 
+/**  A person decided not to run an effect whose outcome was unknown. */
+"skipped" | 
+/**  Nobody can say whether its effect happened; a person decides. */
+"unknown" | 
+/**  A question waits for the person's answer. */
+"awaiting_input" | 
+/**  The person answered the question. */
+"answered";
 
 export type SuggestionRow = {
 	id: string,
