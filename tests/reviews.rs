@@ -6,13 +6,12 @@
 use std::sync::Arc;
 
 use reins_core::approval::Scope;
-use reins_core::engine::{ApproveRequest, DriveOutcome, Engine, Silent};
+use reins_core::engine::{ApproveRequest, DriveOutcome, EditedAction, Engine, Silent};
 use reins_core::ids::RunId;
 use reins_core::policy::{Protected, RulePolicy, RuleSet};
 use reins_core::run::RunState;
 use reins_core::store::approvals::{self, ApprovalRow};
 use reins_core::store::{audit, grants, intents, steps};
-use reins_core::tools::ToolCall;
 use reins_core::workspace::Workspace;
 use reins_tests::{plan, Sandbox};
 
@@ -148,8 +147,8 @@ async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<(
     let run = start(&sb, &engine, WRITE_NOTE).await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
-    let edit = ToolCall {
-        tool: "fs.write".into(),
+    let edit = EditedAction {
+        tool: Some("fs.write".into()),
         args: serde_json::json!({ "path": "docs/note.md", "content": "rotate daily, keep 14\n" }),
     };
     let mut req = approve_once();
@@ -178,8 +177,8 @@ async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<(
     engine.drive(run2, &Silent).await?;
     let b = pending(&engine, run2).await?;
     let mut swap = approve_once();
-    swap.edited = Some(ToolCall {
-        tool: "fs.delete".into(),
+    swap.edited = Some(EditedAction {
+        tool: Some("fs.delete".into()),
         args: serde_json::json!({ "path": "config/app.toml" }),
     });
     assert!(engine.approve(&b.id, swap).await.is_err());

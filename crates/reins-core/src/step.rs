@@ -85,3 +85,13 @@ impl std::fmt::Display for StepStatus {
         f.write_str(self.as_str())
     }
 }
+
+/// A step's summary for people: the first line, at most 200 characters.
+pub fn one_line(text: &str) -> String {
+    text.lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(200)
+        .collect()
+}

@@ -1,6 +1,5 @@
 use reins_core::api::ApprovalView;
-use reins_core::engine::{ApproveRequest, Decided};
-use reins_core::tools::ToolCall;
+use reins_core::engine::{ApproveRequest, Decided, EditedAction};
 use tauri::State;
 
 use super::changing;
@@ -42,16 +41,9 @@ pub async fn approval(state: State<'_, AppState>, id: String) -> Result<Approval
 pub async fn approve(state: State<'_, AppState>, id: String, approve: Approve) -> Result<Decided> {
     let id = args::id("approval", &id)?;
     approve.check()?;
-    let edited = match approve.edited_args {
-        Some(args) => {
-            let current = state.reins.approval(&id).await?;
-            Some(ToolCall {
-                tool: current.row.tool,
-                args,
-            })
-        }
-        None => None,
-    };
+    let edited = approve
+        .edited_args
+        .map(|args| EditedAction { tool: None, args });
     let req = ApproveRequest {
         scope: approve.scope,
         pattern: approve.pattern.filter(|p| !p.trim().is_empty()),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use reins_core::api::{ApprovalView, Reins};
 use reins_core::approval::Scope;
-use reins_core::engine::{ApproveRequest, Decided};
+use reins_core::engine::{ApproveRequest, Decided, EditedAction};
 use reins_core::run::RunState;
 use reins_core::tools::ToolCall;
 use reins_core::Error;
@@ -289,30 +289,29 @@ fn print_card(v: &ApprovalView) {
     }
 }
 
-fn read_edit(file: &PathBuf, tool: &str) -> reins_core::Result<ToolCall> {
+/// An edit file: `{"tool", "args"}` or just the args (the tool stays the proposed one).
+fn read_edit(file: &PathBuf) -> reins_core::Result<EditedAction> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| Error::Invalid(format!("cannot read {}: {e}", file.display())))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| Error::Invalid(format!("{} is not JSON: {e}", file.display())))?;
     if value.get("tool").is_some() && value.get("args").is_some() {
-        serde_json::from_value(value)
-            .map_err(|e| Error::Invalid(format!("{}: {e}", file.display())))
+        let call: ToolCall = serde_json::from_value(value)
+            .map_err(|e| Error::Invalid(format!("{}: {e}", file.display())))?;
+        Ok(EditedAction {
+            tool: Some(call.tool),
+            args: call.args,
+        })
     } else {
-        Ok(ToolCall {
-            tool: tool.into(),
+        Ok(EditedAction {
+            tool: None,
             args: value,
         })
     }
 }
 
 pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core::Result<u8> {
-    let edited = match &args.edit {
-        Some(file) => {
-            let current = reins.approval(&args.id).await?;
-            Some(read_edit(file, &current.row.tool)?)
-        }
-        None => None,
-    };
+    let edited = args.edit.as_ref().map(read_edit).transpose()?;
     let decided = reins
         .approve(
             &args.id,

@@ -11,8 +11,7 @@ use crate::engine::{Observer, Progress};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::keys::{KeyError, Secret, SecretStore};
-use crate::run::{RunEvent, RunState};
-use crate::store::{audit, audit::Actor, manifests, runs, steps};
+use crate::store::{manifests, runs, steps};
 use crate::workspace::Workspace;
 
 /// One model call's context, as `reins show RUN --context` prints it.
@@ -93,60 +92,12 @@ impl Reins {
 
     /// The question a run waits on, if it waits on one: (step, question).
     pub async fn question(&self, id: RunId) -> Result<Option<(i64, String)>> {
-        let q = steps::open_question(self.store().pool(), id).await?;
-        Ok(q.map(|(seq, action)| {
-            let text = serde_json::from_str::<serde_json::Value>(&action)
-                .ok()
-                .and_then(|v| v["args"]["question"].as_str().map(str::to_owned))
-                .unwrap_or(action);
-            (seq, text)
-        }))
+        self.engine.question(id).await
     }
 
     /// Answers the question a run waits on; the run is queued to go on with it.
     pub async fn answer(&self, id: RunId, text: &str) -> Result<i64> {
-        let text = text.trim();
-        if text.is_empty() {
-            return Err(Error::Invalid("the answer must not be empty".into()));
-        }
-        if text.chars().count() > crate::engine::MAX_ANSWER {
-            return Err(Error::Invalid(format!(
-                "the answer is over {} characters",
-                crate::engine::MAX_ANSWER
-            )));
-        }
-        let now = crate::clock::now_ms();
-        let row = runs::get(self.store().pool(), id).await?;
-        if row.state != RunState::AwaitingInput {
-            return Err(Error::Conflict(format!(
-                "run {id} is {}; it is not waiting for an answer",
-                row.state
-            )));
-        }
-        // `advance` below re-checks the state inside the transaction.
-        let mut tx = self.store().begin().await?;
-        let Some((seq, _)) = steps::open_question(&mut *tx, id).await? else {
-            return Err(Error::Conflict(format!(
-                "run {id} waits for input but has no open question"
-            )));
-        };
-        steps::answer(&mut tx, id, seq, text, now).await?;
-        runs::advance(&mut tx, id, None, RunEvent::Answer, None, now).await?;
-        audit::append(
-            &mut tx,
-            audit::Event::new(
-                Actor::User,
-                Some(id),
-                crate::audit::event::QuestionAnswered {
-                    step: seq,
-                    answer: text.into(),
-                },
-            ),
-            now,
-        )
-        .await?;
-        tx.commit().await.map_err(crate::store::StoreError::from)?;
-        Ok(seq)
+        self.engine.answer(id, text).await
     }
 
     /// What went into each model call of a run, oldest first.

@@ -13,7 +13,7 @@ use crate::ids::RunId;
 use crate::policy::{shell::Segment, Context, Decision, Risk};
 use crate::store::approvals::{self, ApprovalRow};
 use crate::store::grants::{self, GrantRow};
-use crate::store::{audit, audit::Actor, StoreError};
+use crate::store::StoreError;
 use crate::tools::{Action, ToolCall};
 use crate::workspace::Workspace;
 
@@ -124,27 +124,7 @@ impl Reins {
     }
 
     pub async fn revoke_grant(&self, id: &str) -> Result<GrantRow> {
-        let now = crate::clock::now_ms();
-        let mut tx = self.store().begin().await?;
-        let row = grants::revoke(&mut tx, id, now).await?;
-        audit::append(
-            &mut tx,
-            audit::Event::new(
-                Actor::User,
-                row.run_id,
-                crate::audit::event::GrantRevoked {
-                    grant: row.id.clone(),
-                    scope: row.scope,
-                    tool: row.tool.clone(),
-                    pattern: row.pattern.clone(),
-                    uses: row.uses,
-                },
-            ),
-            now,
-        )
-        .await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        Ok(row)
+        self.engine.revoke_grant(id).await
     }
 
     /// Explains what the policy decides for a tool call on a workspace, without running anything.

@@ -1,22 +1,22 @@
 //! What a person does to a run: pause, resume (also past an incompatibility, or from the start), and
-//! cancel. Each is one guarded transaction with its audit event; a worker holding the run learns of
-//! it at its next write.
+//! cancel. Each is one change with its audit event; a worker holding the run learns of it at its
+//! next write.
 
 use serde::Serialize;
 
 use crate::agent;
-use crate::audit::event as ev;
+use crate::audit::event::{self as ev, Actor};
 use crate::clock::now_ms;
 use crate::compat::Compat;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
-use crate::journal::IntentStatus;
 use crate::run::{RunEvent, RunState};
-use crate::step::StepStatus;
-use crate::store::{attempts, audit, audit::Actor, runs, StoreError};
+use crate::store::write::{Transition, Write};
+use crate::store::{audit, runs, StoreError};
 use crate::workspace::Workspace;
 
-use super::Engine;
+use super::commit::{Applied, Change};
+use super::{Engine, Silent};
 
 /// How to resume.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +43,14 @@ pub struct Control {
     pub message: String,
 }
 
+/// Where the change moved the run (a committed change with a transition always says).
+fn moved(applied: &Applied) -> Result<(RunState, RunState)> {
+    applied
+        .moved
+        .map(|m| (m.from, m.to))
+        .ok_or_else(|| Error::Store(StoreError::Invalid("the change reported no move".into())))
+}
+
 impl Engine {
     /// Pause: a run nobody drives (queued, waiting for review, or held by a worker that died or
     /// whose lease ran out) is paused at once; a running one is asked to stop at its next safe point.
@@ -52,38 +60,37 @@ impl Engine {
         let unattended = row.state.is_active()
             && (row.lease_until.is_none_or(|until| until < now)
                 || row.owner.as_deref().is_some_and(crate::worker::is_gone));
-        let mut tx = self.store.begin().await?;
-        let (from, to) = if unattended {
-            let (from, _, _) =
-                runs::advance(&mut tx, id, None, RunEvent::RequestPause, None, now).await?;
-            let reason = "paused while no live worker held it";
-            runs::advance(
-                &mut tx,
-                id,
-                None,
-                RunEvent::ReachSafePoint,
-                Some(reason),
-                now,
-            )
-            .await?;
+        let change = if unattended {
             // Whatever the old holder still believes, it can no longer write for this run.
-            runs::bump_fence(&mut tx, id).await?;
-            attempts::end_open(&mut tx, id, "lost: paused while no worker held it", now).await?;
-            (from, RunState::Paused)
+            Change::rows(vec![Write::BumpFence])
+                .moving(Transition::Moves(
+                    vec![RunEvent::RequestPause, RunEvent::ReachSafePoint],
+                    Some("paused while no live worker held it".into()),
+                ))
+                .ending_attempt("lost: paused while no worker held it")
         } else {
-            let (from, to, _) = runs::advance(&mut tx, id, None, RunEvent::RequestPause, None, now)
-                .await
-                .map_err(|e| refine(e, &row.state))?;
-            (from, to)
+            Change::default().moving(Transition::Moves(vec![RunEvent::RequestPause], None))
         };
-        let moved = ev::RunMoved { from, to };
-        let kind = if to == RunState::Paused {
-            ev::Kind::Paused(moved)
-        } else {
-            ev::Kind::PauseRequested(moved)
-        };
-        audit::append(&mut tx, audit::Event::new(Actor::User, Some(id), kind), now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
+        let change = change.announcing(Box::new(move |applied| {
+            let Some(m) = applied.moved else {
+                return Vec::new();
+            };
+            let moved = ev::RunMoved {
+                from: m.from,
+                to: m.to,
+            };
+            let kind = if m.to == RunState::Paused {
+                ev::Kind::Paused(moved)
+            } else {
+                ev::Kind::PauseRequested(moved)
+            };
+            vec![audit::Event::new(Actor::User, Some(id), kind)]
+        }));
+        let applied = self
+            .commit(Some(id), change, None, &Silent)
+            .await
+            .map_err(|e| refine(e, row.state))?;
+        let (from, to) = moved(&applied)?;
         let message = if to == RunState::Paused {
             format!("run {id} is paused")
         } else {
@@ -103,36 +110,44 @@ impl Engine {
             return self.start_over(id).await;
         }
         let row = runs::get(self.store.pool(), id).await?;
-        let now = now_ms();
-        let mut tx = self.store.begin().await?;
-        let (from, to, _) = runs::advance(&mut tx, id, None, RunEvent::Resume, None, now)
-            .await
-            .map_err(|e| refine(e, &row.state))?;
-        let mut events = vec![audit::Event::new(
-            Actor::User,
-            Some(id),
-            ev::Resumed {
-                from,
-                to,
-                force: mode == ResumeMode::Force,
-            },
-        )];
+        let mut change = Change::default().moving(Transition::Moves(vec![RunEvent::Resume], None));
         if mode == ResumeMode::Force {
             let agent = agent::build(&row.agent_kind, &row.agent_spec)
                 .map_err(|e| Error::Conflict(format!("run {id} cannot be resumed: {e}")))?;
             let current = Compat::current(agent.kind(), agent.version(), &row.agent_spec);
             let mismatches = row.compat.mismatches(&current);
             if !mismatches.is_empty() {
-                runs::set_compat(&mut tx, id, &current).await?;
-                events.push(audit::Event::new(
+                change.rows.push(Write::RunCompat(current));
+                change.events.push(audit::Event::new(
                     Actor::User,
                     Some(id),
                     ev::CompatOverridden { mismatches },
                 ));
             }
         }
-        audit::append_all(&mut tx, None, &events, now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
+        let force = mode == ResumeMode::Force;
+        let change = change.announcing(Box::new(move |applied| {
+            applied
+                .moved
+                .map(|m| {
+                    audit::Event::new(
+                        Actor::User,
+                        Some(id),
+                        ev::Resumed {
+                            from: m.from,
+                            to: m.to,
+                            force,
+                        },
+                    )
+                })
+                .into_iter()
+                .collect()
+        }));
+        let applied = self
+            .commit(Some(id), change, None, &Silent)
+            .await
+            .map_err(|e| refine(e, row.state))?;
+        let (from, to) = moved(&applied)?;
         Ok(Control {
             run: id,
             from,
@@ -148,46 +163,43 @@ impl Engine {
 
     pub async fn cancel(&self, id: RunId, reason: Option<&str>) -> Result<Control> {
         let row = runs::get(self.store.pool(), id).await?;
-        let now = now_ms();
-        let reason = reason.unwrap_or("cancelled by the user");
-        let mut tx = self.store.begin().await?;
-        let (from, to, _) = runs::advance(&mut tx, id, None, RunEvent::Cancel, Some(reason), now)
-            .await
-            .map_err(|e| refine(e, &row.state))?;
-        attempts::end_open(&mut tx, id, "cancelled", now).await?;
-        audit::append(
-            &mut tx,
-            audit::Event::new(
-                Actor::User,
-                Some(id),
-                ev::Cancelled {
-                    from,
-                    reason: reason.into(),
-                },
-            ),
-            now,
-        )
-        .await?;
+        let reason = reason.unwrap_or("cancelled by the user").to_owned();
+        let said = reason.clone();
         // Its pending reviews can never be carried out: they leave the inbox.
-        for approval in
-            crate::store::approvals::close_for_run(&mut tx, id, "the run was cancelled", now)
-                .await?
-        {
-            audit::append(
-                &mut tx,
-                audit::Event::new(
+        let change = Change::rows(vec![Write::ApprovalsClosed {
+            why: "the run was cancelled".into(),
+        }])
+        .moving(Transition::Moves(vec![RunEvent::Cancel], Some(reason)))
+        .announcing(Box::new(move |applied| {
+            let mut events = Vec::new();
+            if let Some(m) = applied.moved {
+                events.push(audit::Event::new(
+                    Actor::User,
+                    Some(id),
+                    ev::Cancelled {
+                        from: m.from,
+                        reason: said,
+                    },
+                ));
+            }
+            for approval in &applied.written.closed {
+                events.push(audit::Event::new(
                     Actor::System,
                     Some(id),
                     ev::ClosedWithRun {
-                        approval,
+                        approval: approval.clone(),
                         why: "the run was cancelled".into(),
                     },
-                ),
-                now,
-            )
-            .await?;
-        }
-        tx.commit().await.map_err(StoreError::from)?;
+                ));
+            }
+            events
+        }))
+        .ending_attempt("cancelled");
+        let applied = self
+            .commit(Some(id), change, None, &Silent)
+            .await
+            .map_err(|e| refine(e, row.state))?;
+        let (from, to) = moved(&applied)?;
         Ok(Control {
             run: id,
             from,
@@ -237,180 +249,14 @@ impl Engine {
 }
 
 /// "run X is succeeded; it cannot be paused" is exact but unfriendly for the common cases.
-fn refine(e: StoreError, state: &RunState) -> Error {
+fn refine(e: Error, state: RunState) -> Error {
     match e {
-        StoreError::Illegal { run, event, .. } if state.is_terminal() => Error::Conflict(format!(
-            "run {run} already ended ({state}); it cannot {}",
-            event.verb()
-        )),
-        other => other.into(),
-    }
-}
-
-/// What a person decided about an effect whose outcome nobody could know.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Resolution {
-    /// It happened: the agent is told the result it would have got.
-    Done,
-    /// Run it again: the step is proposed and executed afresh (new pre-images, new intent).
-    Retry,
-    /// Do not run it: the agent is told it was skipped.
-    Skip,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Resolved {
-    pub intent: String,
-    pub run: RunId,
-    pub step: i64,
-    pub tool: String,
-    pub resolution: Resolution,
-    /// The run was waiting only on this decision and is queued again.
-    pub resumed: bool,
-    pub message: String,
-}
-
-impl Engine {
-    /// Records a person's decision on an unsettled intent (unknown, or pending on a run no worker
-    /// drives), and resumes the run when nothing else is left undecided.
-    pub async fn resolve(
-        &self,
-        intent_prefix: &str,
-        resolution: Resolution,
-        note: Option<&str>,
-    ) -> Result<Resolved> {
-        let prefix = intent_prefix.trim().to_ascii_lowercase();
-        if prefix.len() < 4 {
-            return Err(Error::Invalid(format!(
-                "{intent_prefix:?} is not an intent id (give at least its first 4 characters; `reins show RUN` lists them)"
-            )));
+        Error::Store(StoreError::Illegal { run, event, .. }) if state.is_terminal() => {
+            Error::Conflict(format!(
+                "run {run} already ended ({state}); it cannot {}",
+                event.verb()
+            ))
         }
-        let found = crate::store::intents::find(self.store.pool(), &prefix).await?;
-        let (run, intent) = match found.as_slice() {
-            [one] => one.clone(),
-            [] => {
-                return Err(StoreError::NotFound {
-                    what: format!("intent {intent_prefix}"),
-                }
-                .into())
-            }
-            many => {
-                return Err(Error::Invalid(format!(
-                    "{intent_prefix:?} matches {} intents; give more characters",
-                    many.len()
-                )))
-            }
-        };
-        let row = runs::get(self.store.pool(), run).await?;
-        if !matches!(intent.status, IntentStatus::Unknown | IntentStatus::Pending) {
-            return Err(Error::Conflict(format!(
-                "intent {} (step {} {}) is already {}; nothing to decide",
-                intent.id, intent.step_seq, intent.tool, intent.status
-            )));
-        }
-        if row.state.is_active() || row.state.is_terminal() {
-            return Err(Error::Conflict(format!(
-                "run {run} is {}; an effect is decided while its run waits (suspended or paused)",
-                row.state
-            )));
-        }
-        let now = now_ms();
-        let who = match note {
-            Some(n) => format!("a person: {n}"),
-            None => "a person".to_owned(),
-        };
-        let mut tx = self.store.begin().await?;
-        match resolution {
-            Resolution::Done => {
-                let result = intent
-                    .result
-                    .clone()
-                    .unwrap_or_else(|| format!("{} done", intent.tool));
-                crate::store::intents::settle_by_person(
-                    &mut tx,
-                    run,
-                    intent.step_seq,
-                    IntentStatus::Confirmed,
-                    StepStatus::Done,
-                    &result,
-                    &format!("marked done by {who}"),
-                    now,
-                )
-                .await?;
-            }
-            Resolution::Skip => {
-                let result = format!(
-                    "skipped by {who}: the effect's outcome was unknown and it was not run again"
-                );
-                crate::store::intents::settle_by_person(
-                    &mut tx,
-                    run,
-                    intent.step_seq,
-                    IntentStatus::Skipped,
-                    StepStatus::Skipped,
-                    &result,
-                    &result,
-                    now,
-                )
-                .await?;
-            }
-            Resolution::Retry => {
-                crate::store::intents::forget_for_retry(&mut tx, run, intent.step_seq).await?;
-            }
-        }
-        let others = crate::store::intents::count_unsettled(&mut tx, run).await?;
-        let resume = others == 0 && row.state == RunState::Suspended;
-        let mut events = vec![audit::Event::new(
-            Actor::User,
-            Some(run),
-            ev::IntentResolved {
-                intent: intent.id.clone(),
-                step: intent.step_seq,
-                tool: intent.tool.clone(),
-                action_hash: intent.action_hash.clone(),
-                previous_status: intent.status,
-                resolution,
-                note: note.map(str::to_owned),
-                pre: intent.pre_images.clone(),
-                post: intent.post_images.clone(),
-            },
-        )];
-        if resume {
-            runs::advance(&mut tx, run, None, RunEvent::Resume, None, now).await?;
-            events.push(audit::Event::new(
-                Actor::User,
-                Some(run),
-                ev::ResumedAfterResolve {
-                    from: row.state,
-                    to: RunState::Queued,
-                    after: "intent.resolved",
-                },
-            ));
-        }
-        audit::append_all(&mut tx, None, &events, now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        let what = match resolution {
-            Resolution::Done => "marked done; the agent gets its recorded result",
-            Resolution::Retry => "will run again when the run resumes",
-            Resolution::Skip => "skipped; the agent is told it did not run",
-        };
-        let tail = if resume {
-            format!("; run {run} is queued again")
-        } else if others > 0 {
-            format!("; {others} more effect(s) of run {run} still need a decision")
-        } else {
-            format!("; `reins resume {run}` continues the run")
-        };
-        Ok(Resolved {
-            intent: intent.id.clone(),
-            run,
-            step: intent.step_seq,
-            tool: intent.tool.clone(),
-            resolution,
-            resumed: resume,
-            message: format!("step {} ({}) {what}{tail}", intent.step_seq, intent.tool),
-        })
+        other => other,
     }
 }

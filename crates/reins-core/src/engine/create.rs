@@ -7,10 +7,12 @@ use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::run::RunState;
+use crate::store::write::Write;
 use crate::store::{audit, audit::Actor, runs};
 use crate::workspace::Workspace;
 
-use super::Engine;
+use super::commit::Change;
+use super::{Engine, Silent};
 
 /// What a new run is made of.
 struct NewRun<'a> {
@@ -91,29 +93,21 @@ impl Engine {
             },
             ..CheckpointV1::default()
         };
-        let prepared = self.prepare(&first, Level::Task)?;
-        let mut tx = self.store.begin().await?;
-        runs::insert(&mut tx, &row).await?;
-        self.insert_checkpoint(
-            &mut tx,
-            id,
-            &prepared,
-            now,
-            vec![audit::Event::new(
-                Actor::User,
-                Some(id),
-                ev::RunCreated {
-                    name: row.name.clone(),
-                    goal: row.goal.clone(),
-                    workspace: row.workspace.clone(),
-                    agent_kind: row.agent_kind.clone(),
-                    spec_hash,
-                },
-            )],
-            None,
-        )
-        .await?;
-        tx.commit().await.map_err(crate::store::StoreError::from)?;
+        let event = audit::Event::new(
+            Actor::User,
+            Some(id),
+            ev::RunCreated {
+                name: row.name.clone(),
+                goal: row.goal.clone(),
+                workspace: row.workspace.clone(),
+                agent_kind: row.agent_kind.clone(),
+                spec_hash,
+            },
+        );
+        let change = Change::rows(vec![Write::RunInsert(Box::new(row))])
+            .checkpoint(self.prepare(&first, Level::Task)?)
+            .event(event);
+        self.commit(Some(id), change, None, &Silent).await?;
         Ok(id)
     }
 }

@@ -1,17 +1,23 @@
-//! One worker's hold on one run: the agent loop and the step protocol (DESIGN §3).
+//! One worker's hold on one run: the agent loop, its safe points, and the ways a drive ends —
+//! finished, paused, waiting for a person, or let go to be retried. Every write goes through the
+//! one commit path as this worker (`commit`), so a write after the run was taken away commits
+//! nothing.
 
 use crate::agent::{self, Agent, Move};
-use crate::audit::event as ev;
+use crate::audit::event::{self as ev, Actor};
 use crate::checkpoint::{stored, CheckpointV1, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
+use crate::resume::SettledEffect;
 use crate::run::{RunEvent, RunState};
-use crate::store::{attempts, audit, audit::Actor, checkpoints, runs, steps, StoreError, Tx};
+use crate::step::StepKind;
+use crate::store::write::{Transition, Write};
+use crate::store::{attempts, audit, intents, runs, steps, StoreError};
 use crate::workspace::Workspace;
 
+use super::commit::{Applied, Change, Report};
 use super::heartbeat::Heartbeat;
-
 use super::{DriveOutcome, Engine, Observer, Progress};
 
 pub(super) enum StartError {
@@ -32,32 +38,45 @@ impl From<StoreError> for StartError {
     }
 }
 
+/// What this attempt knows about the run's past, for the recovery summary it gives the agent.
+pub(super) struct Resumption {
+    /// The checkpoint this attempt resumed from.
+    pub from: Option<i64>,
+    /// Why the run had stopped before this attempt.
+    pub stopped_because: Option<String>,
+    /// Effects the previous attempt left unsettled, and how they were settled.
+    pub settled: Vec<SettledEffect>,
+    /// Orphan processes of earlier attempts this one ended.
+    pub ended_processes: Vec<String>,
+}
+
+/// How a drive stops for a person: the move, the state it leaves the run in, what the person is
+/// told, and how the attempt ends.
+pub(super) struct Stop {
+    pub transition: Transition,
+    pub state: RunState,
+    pub message: String,
+    pub attempt: String,
+}
+
 pub(super) struct Drive<'a> {
     pub(super) e: &'a Engine,
     pub(super) obs: &'a dyn Observer,
     pub(super) run: RunId,
     pub(super) ws: Workspace,
     pub(super) agent: Box<dyn Agent>,
-    pub(super) fence: i64,
     pub(super) attempt: i64,
     /// The run's context as of the last checkpoint, updated as steps complete.
     pub(super) cp: CheckpointV1,
     /// The highest step seq the journal held when this drive started: steps up to it are reused.
     pub(super) journal_through: i64,
-    /// Proves ownership in every transaction and remembers the audit chain's head (see `audit::Owner`).
+    pub(super) resumed: Resumption,
+    /// The API key, once looked up in this attempt.
+    pub(super) api_key: Option<crate::keys::Secret>,
+    /// Proves ownership in every commit (its fence) and remembers the audit chain's head.
     owner: audit::Owner,
     /// Keeps the lease alive in the background and reports what it sees.
     heartbeat: Heartbeat,
-    /// The checkpoint this attempt resumed from.
-    pub(super) resumed_from: Option<i64>,
-    /// Why the run had stopped before this attempt (for the recovery summary).
-    pub(super) stopped_because: Option<String>,
-    /// Effects the previous attempt left unsettled, and how they were settled.
-    pub(super) settled: Vec<crate::resume::SettledEffect>,
-    /// Orphan processes of earlier attempts this one ended.
-    pub(super) ended_processes: Vec<String>,
-    /// The API key, once looked up in this attempt.
-    pub(super) api_key: Option<crate::keys::Secret>,
 }
 
 impl<'a> Drive<'a> {
@@ -75,7 +94,6 @@ impl<'a> Drive<'a> {
         let mut agent = agent::build(&row.agent_kind, &row.agent_spec).map_err(|err| {
             StartError::Suspend(format!("the run's agent cannot be rebuilt: {err}"))
         })?;
-
         let mismatches = row.compat.mismatches(&crate::compat::Compat::current(
             agent.kind(),
             agent.version(),
@@ -89,42 +107,36 @@ impl<'a> Drive<'a> {
                 row.id
             )));
         }
+        let owner = audit::Owner::new(row.id, fence);
         let health = stored::verify(&e.store, &e.blobs, row.id).await?;
         let analysis = stored::analyse_health(&e.store, row.id, &health).await?;
-        let fresh: Vec<_> = analysis
-            .damage
-            .iter()
-            .filter(|d| !d.acknowledged)
-            .cloned()
-            .collect();
+        let fresh: Vec<_> = analysis.damage.iter().filter(|d| !d.acknowledged).collect();
         if !fresh.is_empty() {
             let now = now_ms();
-            let mut tx = e.store.begin().await?;
-            runs::renew(&mut tx, row.id, fence, now + e.lease_ms, now).await?;
+            let mut change = Change::rows(vec![Write::RenewLease {
+                fence,
+                until: now + e.lease_ms,
+            }]);
             for d in &fresh {
-                checkpoints::acknowledge_damage(&mut tx, row.id, d.seq, d.kind, now).await?;
-                audit::append(
-                    &mut tx,
-                    audit::Event::new(
-                        Actor::Harness,
-                        Some(row.id),
-                        ev::DamageDetected {
-                            seq: d.seq,
-                            kind: d.kind,
-                            recovery_point: analysis.point,
-                        },
-                    ),
-                    now,
-                )
-                .await?;
-            }
-            tx.commit().await.map_err(StoreError::from)?;
-            for d in &fresh {
-                obs.on(&Progress::Damage {
+                change.rows.push(Write::DamageAcknowledged {
                     seq: d.seq,
                     kind: d.kind,
                 });
+                change.events.push(audit::Event::new(
+                    Actor::Harness,
+                    Some(row.id),
+                    ev::DamageDetected {
+                        seq: d.seq,
+                        kind: d.kind,
+                        recovery_point: analysis.point,
+                    },
+                ));
+                change.report.push(Report::Now(Progress::Damage {
+                    seq: d.seq,
+                    kind: d.kind,
+                }));
             }
+            e.commit(Some(row.id), change, None, obs).await?;
         }
         let cp = match analysis.point {
             Some(point) => match stored::load(&e.store, &e.blobs, row.id, point).await? {
@@ -161,27 +173,14 @@ impl<'a> Drive<'a> {
             resumed_from,
         });
         let journal_through = steps::max_seq(e.store.pool(), row.id).await?;
-        // The previous attempt's outcome says why the run stopped (a resume clears the run's reason).
-        let previous_outcome = attempts::list(e.store.pool(), row.id)
-            .await?
-            .into_iter()
-            .rev()
-            .nth(1)
-            .and_then(|a| a.outcome);
-        let stopped_because = match (&row.last_error, previous_outcome) {
-            (Some(e), _) => Some(e.clone()),
-            (None, Some(outcome)) if outcome.starts_with("lost") => {
-                Some("its worker stopped (crashed, killed or frozen) mid-run".into())
-            }
-            (None, Some(outcome)) => Some(outcome),
-            (None, None) => None,
+        let resumed = Resumption {
+            from: resumed_from,
+            stopped_because: stopped_because(e, row).await?,
+            settled: settled_by_person(e, row.id).await?,
+            ended_processes: Vec::new(),
         };
-        let settled = settled_by_person(e, row.id).await?;
-        let owner = audit::Owner::new(row.id, fence);
         owner.saw_pause(row.state == RunState::PauseRequested);
         Ok(Drive {
-            owner,
-            journal_through,
             heartbeat: Heartbeat::start(
                 e.store.pool().clone(),
                 row.id,
@@ -189,17 +188,15 @@ impl<'a> Drive<'a> {
                 e.lease_ms,
                 claimed_until,
             ),
-            resumed_from,
-            stopped_because,
-            settled,
-            ended_processes: Vec::new(),
+            owner,
+            journal_through,
+            resumed,
             api_key: None,
             e,
             obs,
             run: row.id,
             ws,
             agent,
-            fence,
             attempt,
             cp,
         })
@@ -215,7 +212,7 @@ impl<'a> Drive<'a> {
         if let Some(seq) = self.cp.current_step {
             let question = steps::get(self.e.store.pool(), self.run, seq)
                 .await?
-                .filter(|s| s.kind == crate::step::StepKind::Question);
+                .filter(|s| s.kind == StepKind::Question);
             let outcome = match question {
                 Some(step) => self.continue_question(step).await?,
                 None => self.continue_review(seq).await?,
@@ -236,43 +233,48 @@ impl<'a> Drive<'a> {
                         .await
                 }
             };
-            match next {
-                Move::Think(input) => {
-                    if let Some(outcome) = self.think(input).await? {
-                        return Ok(outcome);
-                    }
-                }
-                Move::Ask { question } => {
-                    if let Some(outcome) = self.ask(question).await? {
-                        return Ok(outcome);
-                    }
-                }
+            let stopped = match next {
+                Move::Think(input) => self.think(input).await?,
+                Move::Ask { question } => self.ask(question).await?,
+                Move::Call { call, why } => self.step(call, why).await?,
                 Move::Finish { summary } => {
                     return self.finish(RunState::Succeeded, &summary).await
                 }
                 Move::Fail { reason } => return self.finish(RunState::Failed, &reason).await,
-                Move::Call { call, why } => {
-                    if let Some(outcome) = self.step(call, why).await? {
-                        return Ok(outcome);
-                    }
-                }
+            };
+            if let Some(outcome) = stopped {
+                return Ok(outcome);
             }
         }
     }
 
-    /// Begins a write transaction, renewing the lease when less than half of it is left (the
-    /// heartbeat normally keeps it longer). Every transaction a drive commits appends to the audit
-    /// chain as `self.owner()`, which fails unless this worker still holds the run: that read is the
-    /// fence check (see `audit::append_all`).
-    pub(super) async fn begin(&self) -> Result<Tx> {
+    /// Commits `change` as this worker, renewing the lease when less than half of it is left (the
+    /// heartbeat normally keeps it longer).
+    pub(super) async fn commit(&self, mut change: Change) -> Result<Applied> {
         let now = now_ms();
-        let mut tx = self.e.store.begin().await?;
         let watch = self.heartbeat.watch();
         if watch.until() - now < self.e.lease_ms / 2 {
-            runs::renew(&mut tx, self.run, self.fence, now + self.e.lease_ms, now).await?;
+            change.rows.insert(
+                0,
+                Write::RenewLease {
+                    fence: self.owner.fence,
+                    until: now + self.e.lease_ms,
+                },
+            );
+        }
+        let applied = self
+            .e
+            .commit(Some(self.run), change, Some(&self.owner), self.obs)
+            .await?;
+        if watch.until() - now < self.e.lease_ms / 2 {
             watch.renewed(now + self.e.lease_ms);
         }
-        Ok(tx)
+        Ok(applied)
+    }
+
+    /// The fence this worker holds the run with.
+    pub(super) fn fence(&self) -> i64 {
+        self.owner.fence
     }
 
     /// Whether the run was lost (taken over, cancelled) while this worker held it.
@@ -313,148 +315,128 @@ impl<'a> Drive<'a> {
             .write_checkpoint(Level::Task, format!("paused: {reason}"))
             .await?;
         self.e.verify_checkpoint(self.run, seq).await?;
-
-        let now = now_ms();
-        let mut tx = self.e.store.begin().await?;
-        let mut events = Vec::new();
-        match runs::advance(
-            &mut tx,
-            self.run,
-            Some(self.fence),
-            RunEvent::ReachSafePoint,
-            Some(reason),
-            now,
-        )
-        .await
-        {
-            Ok(_) => {}
-            // Nobody asked: the worker itself pauses the run because it is shutting down.
-            Err(StoreError::Illegal {
-                from: RunState::Running,
-                ..
-            }) => {
-                runs::advance(
-                    &mut tx,
-                    self.run,
-                    Some(self.fence),
-                    RunEvent::RequestPause,
-                    None,
-                    now,
-                )
-                .await?;
-                runs::advance(
-                    &mut tx,
-                    self.run,
-                    Some(self.fence),
-                    RunEvent::ReachSafePoint,
-                    Some(reason),
-                    now,
-                )
-                .await?;
+        let (run, worker) = (self.run, self.e.worker.clone());
+        let change = Change::default().announcing(Box::new(move |applied| {
+            let mut events = Vec::new();
+            if applied.moved.is_some_and(|m| m.by_worker) {
+                // Nobody asked: the worker itself pauses the run because it is shutting down.
                 events.push(audit::Event::new(
                     Actor::System,
-                    Some(self.run),
+                    Some(run),
                     ev::Kind::DrainPauseRequested(ev::DrainPause {
                         by: "worker drain",
-                        worker: self.e.worker.clone(),
+                        worker,
                     }),
                 ));
             }
-            Err(e) => return Err(e.into()),
-        }
-        attempts::end_open(&mut tx, self.run, &format!("paused: {reason}"), now).await?;
-        events.push(audit::Event::new(
-            Actor::Harness,
-            Some(self.run),
-            ev::PausedAtSafePoint {
-                checkpoint: seq,
-                verified: true,
-                reason: reason.into(),
-            },
-        ));
-        audit::append_all(&mut tx, None, &events, now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        self.obs.on(&Progress::Waiting {
+            events.push(audit::Event::new(
+                Actor::Harness,
+                Some(run),
+                ev::PausedAtSafePoint {
+                    checkpoint: seq,
+                    verified: true,
+                    reason: reason.into(),
+                },
+            ));
+            events
+        }));
+        let stop = Stop {
+            transition: Transition::SafePoint(reason.into()),
             state: RunState::Paused,
-            reason: reason.into(),
-        });
+            message: reason.into(),
+            attempt: format!("paused: {reason}"),
+        };
+        self.stop(change, stop).await
+    }
+
+    /// Ends this attempt with the run waiting for a person: `change` commits with the stop's move,
+    /// and the observer hears why.
+    pub(super) async fn stop(&mut self, change: Change, stop: Stop) -> Result<DriveOutcome> {
+        let Stop {
+            transition,
+            state,
+            message,
+            attempt,
+        } = stop;
+        let change = change
+            .moving(transition)
+            .ending_attempt(attempt)
+            .report(Report::Now(Progress::Waiting {
+                state,
+                reason: message.clone(),
+            }));
+        self.commit(change).await?;
         Ok(DriveOutcome::NeedsHuman {
-            state: RunState::Paused,
-            reason: reason.into(),
+            state,
+            reason: message,
         })
     }
 
-    pub(super) fn owner(&self) -> &audit::Owner {
-        &self.owner
+    /// Suspends the run for a person, with the reason.
+    pub(super) async fn suspend(&mut self, reason: &str) -> Result<DriveOutcome> {
+        let change = Change::default().event(audit::Event::new(
+            Actor::Harness,
+            Some(self.run),
+            ev::Reason {
+                reason: reason.into(),
+            },
+        ));
+        let stop = Stop {
+            transition: Transition::Moves(vec![RunEvent::Suspend], Some(reason.into())),
+            state: RunState::Suspended,
+            message: reason.into(),
+            attempt: format!("suspended: {reason}"),
+        };
+        self.stop(change, stop).await
     }
 
-    /// Writes a checkpoint of the context as it stands, alone in its transaction; returns its seq.
+    /// Writes a checkpoint of the context as it stands, alone in its change; returns its seq.
     pub(super) async fn write_checkpoint(&mut self, level: Level, note: String) -> Result<i64> {
-        self.stamp(note);
-        let prepared = self.e.prepare(&self.cp, level)?;
-        let now = now_ms();
-        let mut tx = self.begin().await?;
-        let seq = self
-            .e
-            .insert_checkpoint(
-                &mut tx,
-                self.run,
-                &prepared,
-                now,
-                Vec::new(),
-                Some(self.owner()),
-            )
-            .await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        Ok(seq)
+        let change = Change::default().checkpoint(self.checkpoint(level, note)?);
+        Ok(self.commit(change).await?.checkpoint.unwrap_or(0))
     }
 
-    /// Brings the context up to date for the checkpoint about to be written: agent state and metadata.
-    pub(super) fn stamp(&mut self, note: String) {
+    /// The context as it stands, stamped with `note` and encoded for a checkpoint.
+    pub(super) fn checkpoint(
+        &mut self,
+        level: Level,
+        note: String,
+    ) -> Result<super::commit::Prepared> {
         self.cp.agent = self.agent.state();
         self.cp.meta = Meta {
             attempt: self.attempt,
-            fence: self.fence,
+            fence: self.owner.fence,
             written_at: now_ms(),
             note,
         };
+        self.e.prepare(&self.cp, level)
     }
 
     async fn finish(&mut self, state: RunState, summary: &str) -> Result<DriveOutcome> {
-        self.stamp(format!("finished: {state}"));
-        let prepared = self.e.prepare(&self.cp, Level::Task)?;
-        let now = now_ms();
-        let mut tx = self.begin().await?;
-        self.e
-            .insert_checkpoint(
-                &mut tx,
-                self.run,
-                &prepared,
-                now,
-                vec![audit::Event::new(
-                    Actor::Harness,
-                    Some(self.run),
-                    ev::Finished {
-                        state,
-                        summary: summary.into(),
-                    },
-                )],
-                Some(self.owner()),
-            )
-            .await?;
-        let last_error = (state != RunState::Succeeded).then_some(summary);
+        let checkpoint = self.checkpoint(Level::Task, format!("finished: {state}"))?;
         let event = if state == RunState::Succeeded {
             RunEvent::Succeed
         } else {
             RunEvent::Fail
         };
-        runs::advance(&mut tx, self.run, Some(self.fence), event, last_error, now).await?;
-        attempts::end_open(&mut tx, self.run, state.as_str(), now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        self.obs.on(&Progress::Finished {
-            state,
-            summary: summary.into(),
-        });
+        let last_error = (state != RunState::Succeeded).then(|| summary.to_owned());
+        let change = Change::default()
+            .checkpoint(checkpoint)
+            .event(audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::Finished {
+                    state,
+                    summary: summary.into(),
+                },
+            ))
+            .moving(Transition::Moves(vec![event], last_error))
+            .ending_attempt(state.as_str())
+            .report(Report::Now(Progress::Finished {
+                state,
+                summary: summary.into(),
+            }));
+        self.commit(change).await?;
         Ok(DriveOutcome::Finished {
             state,
             summary: summary.into(),
@@ -467,12 +449,10 @@ impl<'a> Drive<'a> {
         let now = now_ms();
         let text = error.to_string();
         let salt = u64::try_from(now).unwrap_or(0) ^ u64::from(std::process::id());
-        let mut tx = self.e.store.begin().await?;
         let prior = crate::store::retries::list(self.e.store.pool(), self.run).await?;
         let n = u32::try_from(prior.len() + 1).unwrap_or(u32::MAX);
         let first = prior.first().map_or(now, |r| r.at);
         if !self.e.budget.allows(n, now - first) {
-            drop(tx);
             let reason = format!(
                 "retry budget exhausted after {} retries over {} s; last error: {text}",
                 n - 1,
@@ -488,48 +468,45 @@ impl<'a> Drive<'a> {
             _ => 0,
         };
         let delay = self.e.budget.delay_ms(n, salt).max(asked);
-        crate::store::retries::record(
-            &mut tx,
-            self.run,
-            now,
-            crate::failure::FailureClass::Transient,
-            &text,
-            delay,
-        )
-        .await?;
         let reason = format!(
             "retry {n} of {} in {:.1} s after a transient error: {text}",
             self.e.budget.max_retries,
             delay as f64 / 1000.0
         );
-        let (_, to, _) = runs::advance(
-            &mut tx,
-            self.run,
-            Some(self.fence),
-            RunEvent::Retry,
-            Some(&reason),
-            now,
-        )
-        .await?;
-        runs::set_not_before(&mut tx, self.run, now + delay).await?;
-        attempts::end_open(&mut tx, self.run, &format!("retry: {text}"), now).await?;
-        audit::append(
-            &mut tx,
-            audit::Event::new(
+        let run = self.run;
+        let error_text = text.clone();
+        let change = Change::rows(vec![
+            Write::Retry {
+                class: crate::failure::FailureClass::Transient,
+                error: text.clone(),
+                delay_ms: delay,
+            },
+            // Not claimed again before the backoff ends.
+            Write::RunNotBefore(now + delay),
+        ])
+        .moving(Transition::Moves(
+            vec![RunEvent::Retry],
+            Some(reason.clone()),
+        ))
+        .announcing(Box::new(move |applied| {
+            let Some(moved) = applied.moved else {
+                return Vec::new();
+            };
+            vec![audit::Event::new(
                 Actor::Harness,
-                Some(self.run),
+                Some(run),
                 ev::RetryScheduled {
                     n,
                     class: "transient",
-                    error: text.clone(),
+                    error: error_text,
                     delay_ms: delay,
-                    state: to,
+                    state: moved.to,
                 },
-            ),
-            now,
-        )
-        .await?;
-        tx.commit().await.map_err(StoreError::from)?;
+            )]
+        }))
+        .ending_attempt(format!("retry: {text}"));
+        let applied = self.commit(change).await?;
+        let to = applied.moved.map_or(RunState::Queued, |m| m.to);
         self.obs.on(&Progress::Waiting {
             state: to,
             reason: reason.clone(),
@@ -543,68 +520,45 @@ impl<'a> Drive<'a> {
             }
         })
     }
+}
 
-    pub(super) async fn suspend(&mut self, reason: &str) -> Result<DriveOutcome> {
-        let now = now_ms();
-        let mut tx = self.e.store.begin().await?;
-        runs::advance(
-            &mut tx,
-            self.run,
-            Some(self.fence),
-            RunEvent::Suspend,
-            Some(reason),
-            now,
-        )
-        .await?;
-        attempts::end_open(&mut tx, self.run, &format!("suspended: {reason}"), now).await?;
-        audit::append(
-            &mut tx,
-            audit::Event::new(
-                Actor::Harness,
-                Some(self.run),
-                ev::Reason {
-                    reason: reason.into(),
-                },
-            ),
-            now,
-        )
-        .await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        self.obs.on(&Progress::Waiting {
-            state: RunState::Suspended,
-            reason: reason.into(),
-        });
-        Ok(DriveOutcome::NeedsHuman {
-            state: RunState::Suspended,
-            reason: reason.into(),
-        })
-    }
+/// Why the run had stopped before this attempt: its last error, else the previous attempt's
+/// outcome (a resume clears the run's reason).
+async fn stopped_because(e: &Engine, row: &runs::RunRow) -> Result<Option<String>> {
+    let previous_outcome = attempts::list(e.store.pool(), row.id)
+        .await?
+        .into_iter()
+        .rev()
+        .nth(1)
+        .and_then(|a| a.outcome);
+    Ok(match (&row.last_error, previous_outcome) {
+        (Some(e), _) => Some(e.clone()),
+        (None, Some(outcome)) if outcome.starts_with("lost") => {
+            Some("its worker stopped (crashed, killed or frozen) mid-run".into())
+        }
+        (None, Some(outcome)) => Some(outcome),
+        (None, None) => None,
+    })
 }
 
 /// Effects a person decided since the run's previous attempt began (`reins resolve`).
-async fn settled_by_person(
-    e: &Engine,
-    run: crate::ids::RunId,
-) -> Result<Vec<crate::resume::SettledEffect>> {
+async fn settled_by_person(e: &Engine, run: RunId) -> Result<Vec<SettledEffect>> {
     let attempts = attempts::list(e.store.pool(), run).await?;
     let since = match attempts.iter().rev().nth(1) {
         Some(previous) => previous.started_at,
         None => return Ok(Vec::new()),
     };
-    Ok(
-        crate::store::intents::settled_since(e.store.pool(), run, since)
-            .await?
-            .into_iter()
-            .filter_map(|i| {
-                let how = i.settled_by.clone()?;
-                how.contains("a person")
-                    .then_some(crate::resume::SettledEffect {
-                        step: i.step_seq,
-                        tool: i.tool,
-                        status: i.status.as_str().into(),
-                        how,
-                    })
+    Ok(intents::settled_since(e.store.pool(), run, since)
+        .await?
+        .into_iter()
+        .filter_map(|i| {
+            let how = i.settled_by.clone()?;
+            how.contains("a person").then_some(SettledEffect {
+                step: i.step_seq,
+                tool: i.tool,
+                status: i.status.as_str().into(),
+                how,
             })
-            .collect(),
-    )
+        })
+        .collect())
 }

@@ -1,24 +1,35 @@
 //! `ask_user`: the agent asks the person something. The question is a step; the run waits in
-//! `awaiting_input` (a safe point: no worker holds it) until `reins answer RUN TEXT` records the
-//! answer as the step's result; the next worker hands it to the agent as the call's result.
+//! `awaiting_input` (a safe point: no worker holds it) until the person's answer is recorded as the
+//! step's result (`Engine::answer`); the next worker hands it to the agent as the call's result.
 
-use crate::audit::event as ev;
+use crate::audit::event::{self as ev, Actor};
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::digest::Digest;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::ids::RunId;
 use crate::run::{RunEvent, RunState};
-use crate::step::{StepKind, StepStatus};
-use crate::store::{attempts, audit, audit::Actor, runs, steps, StoreError, Tx};
+use crate::step::{one_line, StepKind, StepStatus};
+use crate::store::write::{Transition, Write};
+use crate::store::{audit, runs, steps};
 
-use super::drive::Drive;
-use super::step::one_line;
-use super::{DriveOutcome, Progress};
+use super::commit::{Change, Report};
+use super::drive::{Drive, Stop};
+use super::{DriveOutcome, Engine, Silent};
 
 pub(super) const TOOL: &str = "ask_user";
 
 /// Longest question and answer kept.
 pub const MAX_TEXT: usize = 20_000;
+
+fn awaiting_input(reason: String) -> Stop {
+    Stop {
+        transition: Transition::Moves(vec![RunEvent::AwaitInput], Some(reason.clone())),
+        state: RunState::AwaitingInput,
+        message: reason,
+        attempt: "awaiting input".into(),
+    }
+}
 
 impl Drive<'_> {
     pub(super) async fn ask(&mut self, question: String) -> Result<Option<DriveOutcome>> {
@@ -42,78 +53,37 @@ impl Drive<'_> {
             serde_json::json!({ "tool": TOOL, "args": { "question": question } }).to_string();
         let hash = Digest::of(action.as_bytes());
         self.cp.current_step = Some(seq);
-        self.stamp(format!("step {seq} asks the user"));
-        let prepared = self.e.prepare(&self.cp, Level::Review)?;
+        let checkpoint = self.checkpoint(Level::Review, format!("step {seq} asks the user"))?;
         let now = now_ms();
-        let mut tx = self.begin().await?;
-        steps::insert(
-            &mut tx,
-            self.run,
-            &steps::StepRow {
-                seq,
-                kind: StepKind::Question,
-                tool: TOOL.into(),
-                action,
-                action_hash: hash.as_str().into(),
-                why: None,
-                status: StepStatus::AwaitingInput,
-                risk: None,
-                reasons: None,
-                preview: None,
-                result: None,
-                started_at: now,
-                ended_at: None,
-            },
-        )
-        .await?;
-        let event = audit::Event::new(
+        let change = Change::rows(vec![Write::Step(Box::new(steps::StepRow {
+            seq,
+            kind: StepKind::Question,
+            tool: TOOL.into(),
+            action,
+            action_hash: hash.as_str().into(),
+            why: None,
+            status: StepStatus::AwaitingInput,
+            risk: None,
+            reasons: None,
+            preview: None,
+            result: None,
+            started_at: now,
+            ended_at: None,
+        }))])
+        .checkpoint(checkpoint)
+        .event(audit::Event::new(
             Actor::Agent,
             Some(self.run),
             ev::QuestionAsked {
                 step: seq,
                 question: question.clone(),
             },
-        );
-        self.e
-            .insert_checkpoint(
-                &mut tx,
-                self.run,
-                &prepared,
-                now,
-                vec![event],
-                Some(self.owner()),
-            )
-            .await?;
+        ));
         let reason = format!(
             "the agent asks: {question} — answer with `reins answer {} \"…\"`",
             self.run
         );
-        self.wait_for_answer(tx, reason).await
-    }
-
-    /// Moves the run to `awaiting_input` with what `tx` already holds, commits, and reports it.
-    async fn wait_for_answer(
-        &mut self,
-        mut tx: Tx,
-        reason: String,
-    ) -> Result<Option<DriveOutcome>> {
-        let now = now_ms();
-        let (_, to, _) = runs::advance(
-            &mut tx,
-            self.run,
-            Some(self.fence),
-            RunEvent::AwaitInput,
-            Some(&reason),
-            now,
-        )
-        .await?;
-        attempts::end_open(&mut tx, self.run, "awaiting input", now).await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        self.obs.on(&Progress::Waiting {
-            state: to,
-            reason: reason.clone(),
-        });
-        Ok(Some(DriveOutcome::NeedsHuman { state: to, reason }))
+        self.stop(change, awaiting_input(reason)).await.map(Some)
     }
 
     /// The run was waiting on a question: hand the answer over, or wait again.
@@ -123,27 +93,20 @@ impl Drive<'_> {
     ) -> Result<Option<DriveOutcome>> {
         if step.status != StepStatus::Answered {
             // Resumed (say, after a pause) before anyone answered: back to waiting.
-            let now = now_ms();
-            let mut tx = self.begin().await?;
-            audit::append(
-                &mut tx,
-                audit::Event::new(
-                    Actor::Harness,
-                    Some(self.run),
-                    ev::RunStateChanged {
-                        from: None,
-                        to: RunState::AwaitingInput,
-                        step: Some(step.seq),
-                    },
-                ),
-                now,
-            )
-            .await?;
+            let change = Change::default().event(audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::RunStateChanged {
+                    from: None,
+                    to: RunState::AwaitingInput,
+                    step: Some(step.seq),
+                },
+            ));
             let reason = format!(
                 "still waiting for an answer to step {}; `reins answer {} \"…\"`",
                 step.seq, self.run
             );
-            return self.wait_for_answer(tx, reason).await;
+            return self.stop(change, awaiting_input(reason)).await.map(Some);
         }
         let answer = step.result.clone().unwrap_or_default();
         self.observe(step.seq, TOOL, true, &answer)?;
@@ -155,18 +118,74 @@ impl Drive<'_> {
             &answer,
             &answer,
         );
-        let cp = self
-            .write_checkpoint(Level::Step, format!("step {} answered", step.seq))
-            .await?;
-        self.obs.on(&Progress::Step {
-            seq: step.seq,
-            tool: TOOL.into(),
-            status: StepStatus::Answered,
-            why: None,
-            summary: one_line(&answer),
-            checkpoint: cp,
-            reused: false,
-        });
+        let checkpoint = self.checkpoint(Level::Step, format!("step {} answered", step.seq))?;
+        let change = Change::default()
+            .checkpoint(checkpoint)
+            .report(Report::Step {
+                seq: step.seq,
+                tool: TOOL.into(),
+                status: StepStatus::Answered,
+                why: None,
+                summary: one_line(&answer),
+                reused: false,
+            });
+        self.commit(change).await?;
         Ok(None)
+    }
+}
+
+impl Engine {
+    /// Answers the question a run waits on; the run is queued to go on with it. Returns the
+    /// question's step.
+    pub async fn answer(&self, id: RunId, text: &str) -> Result<i64> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(Error::Invalid("the answer must not be empty".into()));
+        }
+        if text.chars().count() > MAX_TEXT {
+            return Err(Error::Invalid(format!(
+                "the answer is over {MAX_TEXT} characters"
+            )));
+        }
+        let row = runs::get(self.store.pool(), id).await?;
+        if row.state != RunState::AwaitingInput {
+            return Err(Error::Conflict(format!(
+                "run {id} is {}; it is not waiting for an answer",
+                row.state
+            )));
+        }
+        let Some((seq, _)) = steps::open_question(self.store.pool(), id).await? else {
+            return Err(Error::Conflict(format!(
+                "run {id} waits for input but has no open question"
+            )));
+        };
+        // The move re-checks the state inside the change: an answer lands once.
+        let change = Change::rows(vec![Write::Answer {
+            seq,
+            text: text.into(),
+        }])
+        .event(audit::Event::new(
+            Actor::User,
+            Some(id),
+            ev::QuestionAnswered {
+                step: seq,
+                answer: text.into(),
+            },
+        ))
+        .moving(Transition::Moves(vec![RunEvent::Answer], None));
+        self.commit(Some(id), change, None, &Silent).await?;
+        Ok(seq)
+    }
+
+    /// The question a run waits on, if it waits on one: (step, question).
+    pub async fn question(&self, id: RunId) -> Result<Option<(i64, String)>> {
+        let q = steps::open_question(self.store.pool(), id).await?;
+        Ok(q.map(|(seq, action)| {
+            let text = serde_json::from_str::<serde_json::Value>(&action)
+                .ok()
+                .and_then(|v| v["args"]["question"].as_str().map(str::to_owned))
+                .unwrap_or(action);
+            (seq, text)
+        }))
     }
 }

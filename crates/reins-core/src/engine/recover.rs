@@ -8,9 +8,11 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::journal::IntentStatus;
 use crate::resume::RecoverySummary;
-use crate::store::{attempts, audit, audit::Actor, intents, processes, steps, StoreError};
-use crate::workspace::fingerprint::{self, Change, ChangeKind, Fingerprint};
+use crate::store::write::Write;
+use crate::store::{audit, audit::Actor, intents, processes, steps};
+use crate::workspace::fingerprint::{self, ChangeKind, Fingerprint};
 
+use super::commit::Change;
 use super::drive::Drive;
 use super::Progress;
 
@@ -40,33 +42,29 @@ impl Drive<'_> {
                 (true, false) => "still running after SIGKILL",
                 (false, _) => "had already exited",
             };
-            let now = crate::clock::now_ms();
-            let mut tx = self.begin().await?;
-            processes::end(&mut tx, self.run, p.step_seq, p.pid, outcome, now).await?;
-            audit::append_all(
-                &mut tx,
-                Some(self.owner()),
-                &[audit::Event::new(
-                    Actor::Harness,
-                    Some(self.run),
-                    ev::OrphanEnded {
-                        step: p.step_seq,
-                        pid: p.pid,
-                        command: p.command.clone(),
-                        outcome: outcome.into(),
-                    },
-                )],
-                now,
-            )
-            .await?;
-            tx.commit().await.map_err(StoreError::from)?;
+            let change = Change::rows(vec![Write::ProcessEnded {
+                seq: p.step_seq,
+                pid: p.pid,
+                outcome: outcome.into(),
+            }])
+            .event(audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::OrphanEnded {
+                    step: p.step_seq,
+                    pid: p.pid,
+                    command: p.command.clone(),
+                    outcome: outcome.into(),
+                },
+            ));
+            self.commit(change).await?;
             if was_running && !ended {
                 return Err(Error::Io {
                     context: format!("ending orphan process {} of step {}", p.pid, p.step_seq),
                     source: std::io::Error::other("it survived SIGKILL"),
                 });
             }
-            self.ended_processes.push(format!(
+            self.resumed.ended_processes.push(format!(
                 "pid {} ({}) of step {}: {outcome}",
                 p.pid, p.command, p.step_seq
             ));
@@ -84,8 +82,8 @@ impl Drive<'_> {
         let changed_outside = self.observe_workspace().await?;
         let resuming = self.attempt > 1
             || self.cp.next_step > 1
-            || !self.settled.is_empty()
-            || !self.ended_processes.is_empty();
+            || !self.resumed.settled.is_empty()
+            || !self.resumed.ended_processes.is_empty();
         if !resuming {
             return Ok(());
         }
@@ -107,35 +105,30 @@ impl Drive<'_> {
             .collect();
         let summary = RecoverySummary {
             attempt: self.attempt,
-            resumed_from: self.resumed_from,
+            resumed_from: self.resumed.from,
             steps_done: self.cp.next_step - 1,
             current_step: self.cp.current_step,
             next_step: self.cp.next_step,
             recent_steps,
             files: self.known_files().await?,
-            last_error: self.stopped_because.clone(),
-            settled: self.settled.clone(),
-            ended_processes: self.ended_processes.clone(),
+            last_error: self.resumed.stopped_because.clone(),
+            settled: self.resumed.settled.clone(),
+            ended_processes: self.resumed.ended_processes.clone(),
             changed_outside,
             text: String::new(),
         }
         .with_text();
         self.agent.recovered(&summary);
-        let now = crate::clock::now_ms();
-        let mut tx = self.begin().await?;
-        attempts::set_recovery(&mut tx, self.run, self.attempt, &summary).await?;
-        audit::append_all(
-            &mut tx,
-            Some(self.owner()),
-            &[audit::Event::new(
-                Actor::Harness,
-                Some(self.run),
-                ev::Kind::Recovered(summary.clone()),
-            )],
-            now,
-        )
-        .await?;
-        tx.commit().await.map_err(StoreError::from)?;
+        let change = Change::rows(vec![Write::AttemptRecovery {
+            attempt: self.attempt,
+            summary: Box::new(summary.clone()),
+        }])
+        .event(audit::Event::new(
+            Actor::Harness,
+            Some(self.run),
+            ev::Kind::Recovered(summary.clone()),
+        ));
+        self.commit(change).await?;
         let after_review = summary.current_step.filter(|_| {
             matches!(
                 summary.last_error.as_deref(),
@@ -171,7 +164,7 @@ impl Drive<'_> {
 
     /// Takes this attempt's fingerprint (the baseline for the next resume) and returns what changed
     /// since the previous one that this run did not do.
-    async fn observe_workspace(&mut self) -> Result<Vec<Change>> {
+    async fn observe_workspace(&mut self) -> Result<Vec<fingerprint::Change>> {
         let previous = match &self.cp.workspace {
             Some(d) => self
                 .e

@@ -10,9 +10,11 @@ use crate::audit::event as ev;
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::Result;
-use crate::store::{audit, audit::Actor, checkpoints, intents, runs, StoreError};
+use crate::store::write::Write;
+use crate::store::{audit, audit::Actor, checkpoints, intents, runs};
 
-use super::Engine;
+use super::commit::Change;
+use super::{Engine, Silent};
 
 /// Blob files modified more recently than this are never removed.
 pub const BLOB_GRACE_MS: i64 = 10 * 60 * 1000;
@@ -61,23 +63,20 @@ impl Engine {
             report.checkpoint_bytes += doomed.iter().map(|(_, size, _)| size).sum::<i64>();
             plan.push((run.id, through, doomed.len()));
         }
-        if !dry_run && !plan.is_empty() {
-            let mut tx = self.store.begin().await?;
-            let mut events = Vec::new();
+        if !dry_run {
             for (run, through, count) in &plan {
-                checkpoints::prune(&mut tx, *run, *through, now).await?;
-                events.push(audit::Event::new(
-                    Actor::User,
-                    Some(*run),
-                    ev::RetentionPruned {
-                        through: *through,
-                        checkpoints: *count,
-                        keep,
-                    },
-                ));
+                let change = Change::rows(vec![Write::PruneCheckpoints { through: *through }])
+                    .event(audit::Event::new(
+                        Actor::User,
+                        Some(*run),
+                        ev::RetentionPruned {
+                            through: *through,
+                            checkpoints: *count,
+                            keep,
+                        },
+                    ));
+                self.commit(Some(*run), change, None, &Silent).await?;
             }
-            audit::append_all(&mut tx, None, &events, now).await?;
-            tx.commit().await.map_err(StoreError::from)?;
         }
 
         // What is still needed: checkpoint payloads in the blob store, every pre-image in the
@@ -153,14 +152,12 @@ impl Engine {
         }
         report.db_blobs = crate::store::blobs::unreferenced(pool, &needed, dry_run).await?;
         if !dry_run {
-            let mut tx = self.store.begin().await?;
-            audit::append(
-                &mut tx,
-                audit::Event::new(Actor::User, None, ev::Kind::RetentionGc(report.clone())),
-                now_ms(),
-            )
-            .await?;
-            tx.commit().await.map_err(StoreError::from)?;
+            let change = Change::default().event(audit::Event::new(
+                Actor::User,
+                None,
+                ev::Kind::RetentionGc(report.clone()),
+            ));
+            self.commit(None, change, None, &Silent).await?;
         }
         Ok(report)
     }

@@ -1,20 +1,20 @@
 //! Reusing a step the journal already holds: after resuming from an earlier checkpoint the agent
-//! proposes it again, and gets the recorded result instead of a second run.
+//! proposes it again, and gets the recorded result instead of a second run. A different proposal
+//! for a recorded step is not guessed at.
 
 use crate::checkpoint::Level;
 use crate::error::Result;
 use crate::journal::{EffectClass, IntentStatus};
+use crate::step::one_line;
 use crate::store::{intents, steps};
 use crate::tools::{self, Action, ToolCall};
 
+use super::commit::{Change, Report};
+use super::decide::{self, Reuse};
 use super::drive::Drive;
-use super::step::one_line;
-use super::{DriveOutcome, Progress};
-use crate::step::StepStatus;
+use super::DriveOutcome;
 
 impl Drive<'_> {
-    /// A step already in the journal (we resumed from an earlier checkpoint): reuse its result, never
-    /// re-run it. A different proposal for a recorded step is not guessed at.
     pub(super) async fn reuse(
         &mut self,
         prev: steps::StepRow,
@@ -22,41 +22,32 @@ impl Drive<'_> {
         action_hash: &str,
     ) -> Result<Option<DriveOutcome>> {
         let seq = prev.seq;
-        if prev.action_hash != action_hash {
-            let reason = format!(
-                "step {seq}: the agent now proposes {} (action {}) but the journal recorded {} (action {}); not guessing which is right",
-                call.tool,
-                &action_hash[..12.min(action_hash.len())],
-                prev.tool,
-                &prev.action_hash[..12.min(prev.action_hash.len())]
-            );
-            return self.suspend(&reason).await.map(Some);
-        }
-        if !prev.status.is_reusable() {
-            let hint = match intents::for_step(self.e.store.pool(), self.run, seq).await? {
-                Some(i) if matches!(i.status, IntentStatus::Unknown | IntentStatus::Pending) => {
-                    format!(
-                        "; decide with `reins resolve {} --done | --retry | --skip`",
-                        i.id
-                    )
-                }
-                _ => String::new(),
-            };
-            let reason = format!(
-                "step {seq} ({}) is recorded as {:?} and cannot be reused{hint}",
-                prev.tool, prev.status
-            );
-            return self.suspend(&reason).await.map(Some);
-        }
-        let result = prev.result.clone().unwrap_or_default();
-        if let Some(intent) = intents::for_step(self.e.store.pool(), self.run, seq).await? {
-            if intent.status == IntentStatus::Confirmed {
-                for img in intent.post_images {
-                    self.cp.files.insert(img.path, img.sha256);
-                }
+        let intent = intents::for_step(self.e.store.pool(), self.run, seq).await?;
+        match decide::reuse(&prev, &call.tool, action_hash) {
+            Reuse::Recorded => {}
+            Reuse::Diverged(reason) => return self.suspend(&reason).await.map(Some),
+            Reuse::Unsettled(reason) => {
+                let hint = match &intent {
+                    Some(i)
+                        if matches!(i.status, IntentStatus::Unknown | IntentStatus::Pending) =>
+                    {
+                        format!(
+                            "; decide with `reins resolve {} --done | --retry | --skip`",
+                            i.id
+                        )
+                    }
+                    _ => String::new(),
+                };
+                return self.suspend(&format!("{reason}{hint}")).await.map(Some);
             }
         }
-        let ok = prev.status == StepStatus::Done;
+        let result = prev.result.clone().unwrap_or_default();
+        if let Some(intent) = intent.filter(|i| i.status == IntentStatus::Confirmed) {
+            for img in intent.post_images {
+                self.cp.files.insert(img.path, img.sha256);
+            }
+        }
+        let ok = decide::reused_ok(prev.status);
         self.observe(seq, &prev.tool, ok, &result)?;
         let summary = match Action::parse(call, &self.ws) {
             Ok(a) if ok && a.effect_class() == EffectClass::Pure => tools::describe(&a, &result),
@@ -70,21 +61,21 @@ impl Drive<'_> {
             &result,
             &summary,
         );
-        let cp_seq = self
-            .write_checkpoint(
-                Level::Step,
-                format!("step {seq} {} reused from the journal", prev.tool),
-            )
-            .await?;
-        self.obs.on(&Progress::Step {
-            seq,
-            tool: prev.tool,
-            status: prev.status,
-            why: prev.why,
-            summary,
-            checkpoint: cp_seq,
-            reused: true,
-        });
+        let checkpoint = self.checkpoint(
+            Level::Step,
+            format!("step {seq} {} reused from the journal", prev.tool),
+        )?;
+        let change = Change::default()
+            .checkpoint(checkpoint)
+            .report(Report::Step {
+                seq,
+                tool: prev.tool,
+                status: prev.status,
+                why: prev.why,
+                summary,
+                reused: true,
+            });
+        self.commit(change).await?;
         Ok(None)
     }
 }

@@ -13,11 +13,12 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::run::RunState;
-use crate::store::{audit, audit::Actor, checkpoints, intents, runs, StoreError};
+use crate::store::{audit, audit::Actor, checkpoints, intents, runs};
 use crate::tools::{self, Action, ToolCall};
 use crate::workspace::{diff, RelPath, Workspace};
 
-use super::Engine;
+use super::commit::Change;
+use super::{Engine, Silent};
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -262,20 +263,10 @@ impl Engine {
         cp: &CheckpointV1,
         kind: ev::Kind,
     ) -> Result<i64> {
-        let prepared = self.prepare(cp, level)?;
-        let now = now_ms();
-        let mut tx = self.store.begin().await?;
-        let seq = self
-            .insert_checkpoint(
-                &mut tx,
-                run,
-                &prepared,
-                now,
-                vec![audit::Event::new(Actor::User, Some(run), kind)],
-                None,
-            )
-            .await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        Ok(seq)
+        let change = Change::default()
+            .checkpoint(self.prepare(cp, level)?)
+            .event(audit::Event::new(Actor::User, Some(run), kind));
+        let applied = self.commit(Some(run), change, None, &Silent).await?;
+        Ok(applied.checkpoint.unwrap_or(0))
     }
 }

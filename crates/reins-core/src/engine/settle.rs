@@ -3,13 +3,15 @@
 //! that cannot be known suspends the run for a human. Nothing is re-run on a guess.
 
 use crate::audit::event as ev;
-use crate::clock::now_ms;
 use crate::error::Result;
 use crate::ids::IntentId;
 use crate::journal::{settle_files, EffectClass, IntentStatus, Settlement};
+use crate::step::StepStatus;
+use crate::store::write::Write;
 use crate::store::{audit, audit::Actor, intents, StoreError};
 use crate::tools::{self, Action, ToolCall};
 
+use super::commit::Change;
 use super::drive::Drive;
 use super::{DriveOutcome, Progress};
 
@@ -22,7 +24,7 @@ impl Drive<'_> {
                 .parse()
                 .map_err(|_| StoreError::Invalid(format!("intent id {:?}", intent.id)))?;
             let (status, how) = self.settle_one(&intent).await?;
-            self.settled.push(crate::resume::SettledEffect {
+            self.resumed.settled.push(crate::resume::SettledEffect {
                 step: intent.step_seq,
                 tool: intent.tool.clone(),
                 status: status.as_str().into(),
@@ -130,35 +132,23 @@ impl Drive<'_> {
             .result
             .clone()
             .unwrap_or_else(|| format!("{} confirmed", intent.tool));
-        let now = now_ms();
-        let mut tx = self.begin().await?;
-        intents::settle_with_step(
-            &mut tx,
-            self.run,
-            intent.step_seq,
-            IntentStatus::Confirmed,
-            crate::step::StepStatus::Done,
-            &summary,
-            Some(how),
-            now,
-        )
-        .await?;
-        audit::append_all(
-            &mut tx,
-            Some(self.owner()),
-            &[audit::Event::new(
-                Actor::Harness,
-                Some(self.run),
-                ev::IntentRecovered {
-                    intent: id.to_string(),
-                    step: intent.step_seq,
-                    settled_by: how.into(),
-                },
-            )],
-            now,
-        )
-        .await?;
-        tx.commit().await.map_err(StoreError::from)?;
+        let change = Change::rows(vec![Write::Settle {
+            seq: intent.step_seq,
+            status: IntentStatus::Confirmed,
+            step_status: StepStatus::Done,
+            result: summary,
+            settled_by: Some(how.into()),
+        }])
+        .event(audit::Event::new(
+            Actor::Harness,
+            Some(self.run),
+            ev::IntentRecovered {
+                intent: id.to_string(),
+                step: intent.step_seq,
+                settled_by: how.into(),
+            },
+        ));
+        self.commit(change).await?;
         Ok(())
     }
 }

@@ -16,11 +16,13 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::provider::{Client, Completion, Message, Role};
 use crate::step::{StepKind, StepStatus};
-use crate::store::{audit, audit::Actor, manifests, steps, StoreError};
+use crate::store::write::Write;
+use crate::store::{audit, audit::Actor, manifests, steps};
 
+use super::commit::{Change, Report};
 use super::drive::Drive;
-use super::step::one_line;
 use super::{DriveOutcome, Progress};
+use crate::step::one_line;
 
 pub(super) const TOOL: &str = "model";
 
@@ -187,18 +189,18 @@ impl Drive<'_> {
             &result,
             &said(&call.reply),
         );
-        let cp = self
-            .write_checkpoint(Level::Step, format!("step {seq} model reused"))
-            .await?;
-        self.obs.on(&Progress::Step {
-            seq,
-            tool: TOOL.into(),
-            status: StepStatus::Done,
-            why: None,
-            summary: said(&call.reply),
-            checkpoint: cp,
-            reused: true,
-        });
+        let checkpoint = self.checkpoint(Level::Step, format!("step {seq} model reused"))?;
+        let change = Change::default()
+            .checkpoint(checkpoint)
+            .report(Report::Step {
+                seq,
+                tool: TOOL.into(),
+                status: StepStatus::Done,
+                why: None,
+                summary: said(&call.reply),
+                reused: true,
+            });
+        self.commit(change).await?;
         Ok(None)
     }
 
@@ -214,15 +216,11 @@ impl Drive<'_> {
         let result = serde_json::to_string(call).unwrap_or_default();
         let summary = said(&call.reply);
         self.complete(seq, TOOL, action_hash, StepStatus::Done, &result, &summary);
-        self.stamp(format!("step {seq} model done"));
-        let prepared = self.e.prepare(&self.cp, Level::Step)?;
+        let checkpoint = self.checkpoint(Level::Step, format!("step {seq} model done"))?;
         let now = now_ms();
         let usage = call.reply.usage.clone().unwrap_or_default();
-        let mut tx = self.begin().await?;
-        steps::insert(
-            &mut tx,
-            self.run,
-            &steps::StepRow {
+        let mut rows = vec![
+            Write::Step(Box::new(steps::StepRow {
                 seq,
                 kind: StepKind::ModelCall,
                 tool: TOOL.into(),
@@ -236,74 +234,55 @@ impl Drive<'_> {
                 result: Some(result),
                 started_at: now,
                 ended_at: Some(now),
+            })),
+            Write::StepUsage {
+                seq,
+                tokens_in: i64::try_from(usage.prompt_tokens).unwrap_or(i64::MAX),
+                tokens_out: i64::try_from(usage.completion_tokens).unwrap_or(i64::MAX),
+                cost_micros: call.cost_usd.map(|c| (c * 1_000_000.0).round() as i64),
             },
-        )
-        .await?;
-        steps::set_usage(
-            &mut tx,
-            self.run,
-            seq,
-            i64::try_from(usage.prompt_tokens).unwrap_or(i64::MAX),
-            i64::try_from(usage.completion_tokens).unwrap_or(i64::MAX),
-            call.cost_usd.map(|c| (c * 1_000_000.0).round() as i64),
-        )
-        .await?;
+        ];
         let facts_used = manifest.map(|m| m.facts_used.clone()).unwrap_or_default();
         if let Some(m) = manifest {
-            manifests::insert(
-                &mut tx,
-                self.run,
-                &manifests::ManifestRow {
-                    step_seq: seq,
-                    model: call.model.clone(),
-                    manifest: m.clone(),
-                    facts_used: m.facts_used.clone(),
-                    created_at: now,
-                },
-            )
-            .await?;
-        }
-        let event = audit::Event::new(
-            Actor::Agent,
-            Some(self.run),
-            ev::ModelCalled {
-                step: seq,
+            rows.push(Write::Manifest(Box::new(manifests::ManifestRow {
+                step_seq: seq,
                 model: call.model.clone(),
-                usage: call.reply.usage.clone(),
-                cost_usd: call.cost_usd,
-                finish_reason: call.reply.finish_reason.clone(),
-                tool_calls: call
-                    .reply
-                    .tool_calls
-                    .iter()
-                    .map(|c| c.name.clone())
-                    .collect(),
-                context_tokens: manifest.map(|m| m.used),
-                input_budget: manifest.map(|m| m.input_budget),
-                facts_used,
-            },
-        );
-        let cp = self
-            .e
-            .insert_checkpoint(
-                &mut tx,
-                self.run,
-                &prepared,
-                now,
-                vec![event],
-                Some(self.owner()),
-            )
-            .await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        self.obs.on(&Progress::Step {
-            seq,
-            tool: TOOL.into(),
-            status: StepStatus::Done,
-            why: None,
-            summary,
-            checkpoint: cp,
-            reused: false,
-        });
+                manifest: m.clone(),
+                facts_used: m.facts_used.clone(),
+                created_at: now,
+            })));
+        }
+        let change = Change::rows(rows)
+            .checkpoint(checkpoint)
+            .event(audit::Event::new(
+                Actor::Agent,
+                Some(self.run),
+                ev::ModelCalled {
+                    step: seq,
+                    model: call.model.clone(),
+                    usage: call.reply.usage.clone(),
+                    cost_usd: call.cost_usd,
+                    finish_reason: call.reply.finish_reason.clone(),
+                    tool_calls: call
+                        .reply
+                        .tool_calls
+                        .iter()
+                        .map(|c| c.name.clone())
+                        .collect(),
+                    context_tokens: manifest.map(|m| m.used),
+                    input_budget: manifest.map(|m| m.input_budget),
+                    facts_used,
+                },
+            ))
+            .report(Report::Step {
+                seq,
+                tool: TOOL.into(),
+                status: StepStatus::Done,
+                why: None,
+                summary,
+                reused: false,
+            });
+        self.commit(change).await?;
         Ok(())
     }
 }

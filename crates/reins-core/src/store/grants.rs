@@ -94,8 +94,9 @@ pub async fn used(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
     Ok(())
 }
 
-pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<GrantRow> {
-    // The full id, or a unique prefix of at least 4 id characters (no LIKE wildcards get through).
+/// A grant by its full id, or a unique prefix of at least 4 id characters.
+pub async fn find(pool: &SqlitePool, id: &str) -> Result<GrantRow> {
+    // No LIKE wildcards get through: the prefix is compared as a range.
     let prefix_ok = id.len() >= 4 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
     let rows: Vec<GrantRow> = decode::all(
         &sqlx::query(
@@ -103,7 +104,7 @@ pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<GrantRow> {
         )
         .bind(id)
         .bind(prefix_ok)
-        .fetch_all(&mut **tx)
+        .fetch_all(pool)
         .await?,
     )?;
     if rows.len() > 1 {
@@ -123,10 +124,20 @@ pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<GrantRow> {
             row.id
         )));
     }
-    sqlx::query("UPDATE grants SET revoked_at = ? WHERE id = ?")
+    Ok(row)
+}
+
+/// Revokes a live grant; fails with `Conflict` when it was revoked meanwhile.
+pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
+    let done = sqlx::query("UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
         .bind(now)
-        .bind(&row.id)
+        .bind(id)
         .execute(&mut **tx)
         .await?;
-    Ok(row)
+    if done.rows_affected() == 0 {
+        return Err(StoreError::Conflict(format!(
+            "grant {id} is already revoked"
+        )));
+    }
+    Ok(())
 }

@@ -29,6 +29,7 @@ pub mod runs;
 pub mod scan;
 pub mod steps;
 mod tx;
+pub mod write;
 
 #[cfg(test)]
 mod damage_tests;

@@ -72,6 +72,22 @@ pub async fn get(pool: &SqlitePool, id: RunId) -> Result<RunRow> {
     })
 }
 
+/// The run's state as this transaction sees it.
+pub async fn state(tx: &mut Tx, id: RunId) -> Result<RunState> {
+    let state: Option<String> = sqlx::query_scalar("SELECT state FROM runs WHERE id = ?")
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    let state = state.ok_or_else(|| StoreError::NotFound {
+        what: format!("run {id}"),
+    })?;
+    RunState::parse(&state).ok_or_else(|| StoreError::Damaged {
+        table: "runs",
+        row: format!("id {id}"),
+        detail: format!("column state: unknown state {state:?}"),
+    })
+}
+
 /// Every run, newest first, with its number of steps.
 pub async fn list(pool: &SqlitePool) -> Result<Vec<(RunRow, i64)>> {
     let rows = sqlx::query(

@@ -1,8 +1,12 @@
-//! Engine tests that need its internals (checkpoint preparation and insertion).
-use super::*;
+use std::sync::Arc;
+
 use crate::agent::script::Plan;
-use crate::checkpoint::stored;
+use crate::blob::BlobStore;
+use crate::checkpoint::{self, stored, CheckpointV1, Level};
+use crate::engine::commit::Change;
+use crate::engine::{Engine, Silent};
 use crate::policy::PermitAll;
+use crate::store::Store;
 use crate::workspace::Workspace;
 
 #[tokio::test]
@@ -25,12 +29,18 @@ async fn a_checkpoint_over_one_mib_goes_to_the_blob_store_and_verifies() -> anyh
         ..CheckpointV1::default()
     };
     let prepared = engine.prepare(&big, Level::Step)?;
-    assert!(prepared.in_blob, "over the inline limit");
-    let mut tx = engine.store.begin().await?;
-    let seq = engine
-        .insert_checkpoint(&mut tx, run, &prepared, now_ms(), Vec::new(), None)
+    assert!(prepared.in_blob(), "over the inline limit");
+    let applied = engine
+        .commit(
+            Some(run),
+            Change::default().checkpoint(prepared),
+            None,
+            &Silent,
+        )
         .await?;
-    tx.commit().await?;
+    let seq = applied
+        .checkpoint
+        .ok_or_else(|| anyhow::anyhow!("no checkpoint written"))?;
 
     let inspected = stored::inspect(&engine.store, &engine.blobs, run).await?;
     let row = inspected

@@ -1,0 +1,228 @@
+//! The one commit path. Every durable change the engine makes is a [`Change`] value — the rows it
+//! writes, the checkpoint it records, its audit events, the run's transition and the end of the
+//! open attempt — and [`Engine::commit`] applies it in one transaction, always in that order, then
+//! tells the observer what happened, only after the commit. A worker's change is committed as its
+//! owner: appending its events proves it still holds the run (the fence check), so a stale worker's
+//! change commits nothing.
+
+use crate::audit::event::{self as ev, Actor};
+use crate::checkpoint::{self, CheckpointV1, Level};
+use crate::clock::now_ms;
+use crate::error::Result;
+use crate::ids::RunId;
+use crate::store::write::{self, Moved, Transition, Write, Written};
+use crate::store::{audit, checkpoints};
+
+use super::{Engine, Observer, Progress};
+
+/// A checkpoint's bytes, ready to insert (a large payload is already in the blob store).
+pub(crate) struct Prepared {
+    pub(super) level: Level,
+    bytes: Vec<u8>,
+    sha256: String,
+    in_blob: bool,
+}
+
+impl Prepared {
+    #[cfg(test)]
+    pub(super) fn in_blob(&self) -> bool {
+        self.in_blob
+    }
+}
+
+/// Builds events from what the change did (a transition's from and to, the approvals it closed).
+pub(super) type Announce = Box<dyn FnOnce(&Applied) -> Vec<audit::Event> + Send>;
+
+/// One durable change of one run.
+#[derive(Default)]
+pub(super) struct Change {
+    pub rows: Vec<Write>,
+    pub checkpoint: Option<Prepared>,
+    pub events: Vec<audit::Event>,
+    pub transition: Option<Transition>,
+    /// Events that depend on the transition's outcome, appended after it.
+    pub announce: Option<Announce>,
+    /// Ends the run's open attempt with this outcome.
+    pub end_attempt: Option<String>,
+    pub report: Vec<Report>,
+}
+
+/// Something to tell the observer once the change is committed.
+pub(super) enum Report {
+    Now(Progress),
+    /// A finished step, told with the seq of the checkpoint the change wrote.
+    Step {
+        seq: i64,
+        tool: String,
+        status: crate::step::StepStatus,
+        why: Option<String>,
+        summary: String,
+        reused: bool,
+    },
+}
+
+/// What a committed change did.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Applied {
+    pub checkpoint: Option<i64>,
+    pub moved: Option<Moved>,
+    pub written: Written,
+}
+
+impl Change {
+    pub fn rows(rows: Vec<Write>) -> Self {
+        Self {
+            rows,
+            ..Self::default()
+        }
+    }
+
+    pub fn event(mut self, event: audit::Event) -> Self {
+        self.events.push(event);
+        self
+    }
+
+    pub fn events(mut self, events: impl IntoIterator<Item = audit::Event>) -> Self {
+        self.events.extend(events);
+        self
+    }
+
+    pub fn checkpoint(mut self, prepared: Prepared) -> Self {
+        self.checkpoint = Some(prepared);
+        self
+    }
+
+    pub fn moving(mut self, transition: Transition) -> Self {
+        self.transition = Some(transition);
+        self
+    }
+
+    pub fn announcing(mut self, announce: Announce) -> Self {
+        self.announce = Some(announce);
+        self
+    }
+
+    pub fn ending_attempt(mut self, outcome: impl Into<String>) -> Self {
+        self.end_attempt = Some(outcome.into());
+        self
+    }
+
+    pub fn report(mut self, report: Report) -> Self {
+        self.report.push(report);
+        self
+    }
+}
+
+impl Engine {
+    /// Encodes a checkpoint; payloads over the inline limit go to the blob store (durably) first.
+    pub(crate) fn prepare(&self, cp: &CheckpointV1, level: Level) -> Result<Prepared> {
+        let (bytes, digest) = checkpoint::encode(cp);
+        let in_blob = bytes.len() > checkpoint::INLINE_LIMIT;
+        if in_blob {
+            self.blobs.put(&bytes)?;
+        }
+        Ok(Prepared {
+            level,
+            bytes,
+            sha256: digest.as_str().to_owned(),
+            in_blob,
+        })
+    }
+
+    /// Applies `change` to `run` in one transaction: rows, checkpoint, events (as `owner` when a
+    /// worker commits it), transition, announced events, attempt end; commits; then reports.
+    pub(super) async fn commit(
+        &self,
+        run: Option<RunId>,
+        change: Change,
+        owner: Option<&audit::Owner>,
+        observer: &dyn Observer,
+    ) -> Result<Applied> {
+        let Change {
+            rows,
+            checkpoint,
+            mut events,
+            transition,
+            announce,
+            end_attempt,
+            report,
+        } = change;
+        let now = now_ms();
+        let mut tx = self.store.begin().await?;
+        let mut applied = Applied {
+            written: write::apply(&mut tx, run, &rows, now).await?,
+            ..Applied::default()
+        };
+        if let Some(p) = &checkpoint {
+            let run = write::of_run(run)?;
+            let seq = checkpoints::insert(
+                &mut tx,
+                run,
+                &checkpoints::NewCheckpoint {
+                    level: p.level,
+                    schema_version: checkpoint::SCHEMA_VERSION,
+                    body: if p.in_blob {
+                        checkpoints::Body::Blob(&p.sha256)
+                    } else {
+                        checkpoints::Body::Inline(&p.bytes)
+                    },
+                    size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
+                    sha256: &p.sha256,
+                    created_at: now,
+                },
+            )
+            .await?;
+            events.push(audit::Event::new(
+                Actor::Harness,
+                Some(run),
+                ev::CheckpointWritten {
+                    seq,
+                    level: p.level,
+                    sha256: p.sha256.clone(),
+                    size: p.bytes.len(),
+                },
+            ));
+            applied.checkpoint = Some(seq);
+        }
+        if !events.is_empty() {
+            audit::append_all(&mut tx, owner, &events, now).await?;
+        }
+        if let Some(t) = &transition {
+            applied.moved =
+                Some(write::transition(&mut tx, run, owner.map(|o| o.fence), t, now).await?);
+        }
+        if let Some(announce) = announce {
+            let later = announce(&applied);
+            if !later.is_empty() {
+                // The transition (fenced for a worker) already proved who writes.
+                audit::append_all(&mut tx, None, &later, now).await?;
+            }
+        }
+        if let Some(outcome) = &end_attempt {
+            crate::store::attempts::end_open(&mut tx, write::of_run(run)?, outcome, now).await?;
+        }
+        tx.commit().await.map_err(crate::store::StoreError::from)?;
+        for r in report {
+            observer.on(&match r {
+                Report::Now(p) => p,
+                Report::Step {
+                    seq,
+                    tool,
+                    status,
+                    why,
+                    summary,
+                    reused,
+                } => Progress::Step {
+                    seq,
+                    tool,
+                    status,
+                    why,
+                    summary,
+                    checkpoint: applied.checkpoint.unwrap_or(0),
+                    reused,
+                },
+            });
+        }
+        Ok(applied)
+    }
+}

@@ -1,0 +1,170 @@
+//! Step 4: the review checkpoint. The step, the approval (pending, with the exact action, its hash,
+//! risk, reasons, preview and context summary), the review checkpoint and the move to
+//! `awaiting_approval` commit together; then the run waits durably — the app may close or crash.
+
+use crate::approval::{ContextSummary, Status};
+use crate::audit::event::{self as ev, Actor};
+use crate::checkpoint::Level;
+use crate::clock::now_ms;
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::ids::ApprovalId;
+use crate::policy::Risk;
+use crate::run::{RunEvent, RunState};
+use crate::step::StepStatus;
+use crate::store::approvals::ApprovalRow;
+use crate::store::write::{Transition, Write};
+use crate::store::{audit, StoreError};
+use crate::tools::EffectPlan;
+
+use super::commit::Change;
+use super::drive::{Drive, Stop};
+use super::record::StepRecord;
+use super::DriveOutcome;
+
+impl Drive<'_> {
+    /// Parks the step for review. `supersedes` names an approval this one replaces, and why.
+    pub(super) async fn park(
+        &mut self,
+        rec: &StepRecord<'_>,
+        plan: Option<&EffectPlan>,
+        supersedes: Option<(&str, &str)>,
+    ) -> Result<DriveOutcome> {
+        let verdict = rec.verdict;
+        // Anything the policy did not judge is high risk.
+        let risk = verdict.map_or(Risk::High, |v| v.risk);
+        let reasons: Vec<String> = verdict.map(|v| v.reasons.clone()).unwrap_or_default();
+        let preview = rec.preview.unwrap_or("").to_owned();
+        let working = self.agent.working_memory();
+        let context = ContextSummary::build(
+            self.e.store.pool(),
+            self.run,
+            &self.cp.goal,
+            rec.seq,
+            rec.why,
+            working.as_ref(),
+        )
+        .await?;
+        let now = now_ms();
+        let id = ApprovalId::new().to_string();
+        let row = ApprovalRow {
+            id: id.clone(),
+            run_id: self.run,
+            step_seq: rec.seq,
+            tool: rec.tool.into(),
+            action: rec.action.into(),
+            action_hash: rec.action_hash.into(),
+            risk,
+            reasons: reasons.clone(),
+            segments: verdict
+                .filter(|v| !v.segments.is_empty())
+                .map(|v| v.segments.clone()),
+            preview_sha256: Digest::of(preview.as_bytes()).to_string(),
+            preview,
+            pre_images: plan.map(|p| p.pre.clone()).unwrap_or_default(),
+            context: context.clone(),
+            policy: self.e.policy.version(),
+            status: Status::Pending,
+            created_at: now,
+            expires_at: now + self.e.policy.review_timeout_ms(),
+            decided_at: None,
+            decided_by: None,
+            note: None,
+            scope: None,
+            edited_action: None,
+            edited_hash: None,
+            edited_preview: None,
+            superseded_by: None,
+            stale_reason: None,
+        };
+        self.cp.current_step = Some(rec.seq);
+        let checkpoint = self.checkpoint(
+            Level::Review,
+            format!("step {} {} awaits review", rec.seq, rec.tool),
+        )?;
+        let requested = audit::Event::new(
+            Actor::Harness,
+            Some(self.run),
+            ev::ApprovalRequested {
+                approval: id.clone(),
+                step: rec.seq,
+                tool: rec.tool.into(),
+                action_hash: rec.action_hash.into(),
+                risk,
+                reasons: reasons.clone(),
+                preview_sha256: row.preview_sha256.clone(),
+                context,
+                policy: row.policy.clone(),
+                expires_at: row.expires_at,
+            },
+        );
+        let mut change = Change::rows(rec.rows(StepStatus::AwaitingReview, None, now));
+        change.rows.push(Write::Approval(Box::new(row)));
+        change.events.extend(self.decided(rec));
+        if let Some((old, why)) = supersedes {
+            change.rows.push(Write::ApprovalSuperseded {
+                id: old.into(),
+                by: id.clone(),
+                why: why.into(),
+            });
+            change.events.push(audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::Superseded {
+                    approval: old.into(),
+                    by: id.clone(),
+                    why: why.into(),
+                },
+            ));
+        }
+        change.events.push(requested);
+        let joined = reasons.join("; ");
+        let message = format!(
+            "step {} ({}) needs a review [{} risk]: {joined}. `reins approval show {id}`",
+            rec.seq,
+            rec.tool,
+            risk.as_str(),
+        );
+        self.stop(
+            change.checkpoint(checkpoint),
+            awaiting_approval(joined, message),
+        )
+        .await
+    }
+
+    /// Still pending (the run was paused and resumed meanwhile): wait for the decision again. If a
+    /// person decided it meanwhile, the run is not parked (None), and the decision is carried out.
+    pub(super) async fn wait_again(&mut self, row: &ApprovalRow) -> Result<Option<DriveOutcome>> {
+        let message = format!(
+            "step {} ({}) still needs a review. `reins approval show {}`",
+            row.step_seq, row.tool, &row.id
+        );
+        let change = Change::rows(vec![Write::ApprovalStillPending(row.id.clone())]).event(
+            audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::ApprovalWaiting {
+                    approval: row.id.clone(),
+                    step: row.step_seq,
+                },
+            ),
+        );
+        match self
+            .stop(change, awaiting_approval(message.clone(), message))
+            .await
+        {
+            Ok(outcome) => Ok(Some(outcome)),
+            Err(Error::Store(StoreError::Conflict(_))) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+fn awaiting_approval(reason: String, message: String) -> Stop {
+    Stop {
+        transition: Transition::Moves(vec![RunEvent::AwaitApproval], Some(reason)),
+        state: RunState::AwaitingApproval,
+        message,
+        attempt: "awaiting approval".into(),
+    }
+}

@@ -1,0 +1,181 @@
+//! Steps 1–3 of the protocol for one proposed call, and the gate: validate (schema, size, the path
+//! jail), then gather what the decision needs — the addresses a host resolves to, the plan of a
+//! file change — and let `decide` rule: deny, review, a grant's run, or run. An invalid proposal is
+//! an error result for the agent, never a prompt for a person.
+
+use crate::audit::event::{self as ev, Actor};
+use crate::digest::Digest;
+use crate::error::Result;
+use crate::policy::shell::Place;
+use crate::step::StepStatus;
+use crate::store::grants::{self, GrantRow};
+use crate::store::write::Write;
+use crate::store::{audit, steps};
+use crate::tools::{self, Action, ToolCall};
+
+use super::commit::Change;
+use super::decide::{self, Facts, Ruling};
+use super::drive::Drive;
+use super::record::StepRecord;
+use super::DriveOutcome;
+
+impl Drive<'_> {
+    /// Where commands run and which paths are protected, for the shell classifier and grants.
+    pub(super) fn place(&self) -> Place<'_> {
+        Place {
+            root: self.ws.root(),
+            protected: self.e.policy.protected(),
+        }
+    }
+
+    /// Steps 1–9 for one proposed call. `Some(outcome)` when the drive must stop.
+    pub(super) async fn step(
+        &mut self,
+        call: ToolCall,
+        why: Option<String>,
+    ) -> Result<Option<DriveOutcome>> {
+        let seq = self.cp.next_step;
+        let parsed = Action::parse(&call, &self.ws);
+        let (action_text, action_hash) = match &parsed {
+            Ok(a) => (a.canonical_text(), a.hash()),
+            Err(_) => {
+                let raw = tools::canonical_of_raw(&call);
+                let hash = Digest::of(raw.as_bytes());
+                (raw, hash)
+            }
+        };
+
+        // Resuming from an earlier checkpoint: this step may already be in the journal.
+        if seq <= self.journal_through {
+            if let Some(prev) = steps::get(self.e.store.pool(), self.run, seq).await? {
+                return self.reuse(prev, &call, action_hash.as_str()).await;
+            }
+        }
+
+        // 1. Validate
+        let action = match parsed {
+            Ok(a) => a,
+            Err(err) => {
+                let rec = StepRecord {
+                    seq,
+                    tool: &call.tool,
+                    action: &action_text,
+                    action_hash: action_hash.as_str(),
+                    why: why.as_deref(),
+                    verdict: None,
+                    preview: None,
+                    reopen: false,
+                    approval: None,
+                };
+                return self
+                    .record(&rec, StepStatus::Invalid, false, &err.to_string())
+                    .await
+                    .map(|_| None);
+            }
+        };
+        self.proceed(seq, why.as_deref(), &action).await
+    }
+
+    /// Steps 2–9 for a valid action: gather the facts, let `decide` rule, and do what it says.
+    async fn proceed(
+        &mut self,
+        seq: i64,
+        why: Option<&str>,
+        action: &Action,
+    ) -> Result<Option<DriveOutcome>> {
+        let action_text = action.canonical_text();
+        let action_hash = action.hash();
+        let mut rec = StepRecord {
+            seq,
+            tool: action.tool(),
+            action: &action_text,
+            action_hash: action_hash.as_str(),
+            why,
+            verdict: None,
+            preview: None,
+            reopen: false,
+            approval: None,
+        };
+        // A request's host is resolved first: the policy judges the addresses.
+        let resolved = match tools::fetch::addresses_of(action).await {
+            Ok(r) => r,
+            Err(e) => {
+                return self
+                    .record(&rec, StepStatus::Failed, false, &e)
+                    .await
+                    .map(|_| None)
+            }
+        };
+        let plan = tools::plan_files(action, &self.ws).map_err(|e| e.to_string());
+        let ruling = decide::decide(
+            &Facts {
+                action,
+                resolved: &resolved,
+                plan: plan.as_ref().map(Option::as_ref).map_err(String::as_str),
+            },
+            self.e.policy(),
+            self.place(),
+        );
+        rec.verdict = Some(ruling.verdict());
+        match &ruling {
+            Ruling::Failed { error, .. } => self
+                .record(&rec, StepStatus::Failed, false, error)
+                .await
+                .map(|_| None),
+            Ruling::Denied {
+                preview, result, ..
+            } => {
+                rec.preview = Some(preview);
+                self.record(&rec, StepStatus::Denied, false, result)
+                    .await
+                    .map(|_| None)
+            }
+            Ruling::Ask { verdict, preview } => {
+                rec.preview = Some(preview);
+                let plan = plan.ok().flatten();
+                let live = self.live_grants(action).await?;
+                match decide::granted(action, verdict.risk, &live, self.place()) {
+                    Some(grant) => {
+                        self.use_grant(grant, seq, action_hash.as_str()).await?;
+                        self.execute(&rec, action, plan, &resolved).await
+                    }
+                    None => self.park(&rec, plan.as_ref(), None).await.map(Some),
+                }
+            }
+            Ruling::Run { preview, .. } => {
+                rec.preview = Some(preview);
+                self.execute(&rec, action, plan.ok().flatten(), &resolved)
+                    .await
+            }
+        }
+    }
+
+    /// Live grants for the action's tool that may apply to this run.
+    async fn live_grants(&self, action: &Action) -> Result<Vec<GrantRow>> {
+        Ok(grants::live_for(
+            self.e.store.pool(),
+            action.tool(),
+            self.run,
+            &self.ws.root().to_string_lossy(),
+        )
+        .await?)
+    }
+
+    /// Counts a grant's use, audited, before the action it allows runs.
+    async fn use_grant(&mut self, grant: &GrantRow, seq: i64, action_hash: &str) -> Result<()> {
+        let change =
+            Change::rows(vec![Write::GrantUsed(grant.id.clone())]).event(audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::GrantUsed {
+                    grant: grant.id.clone(),
+                    scope: grant.scope,
+                    matcher: grant.matcher,
+                    step: seq,
+                    action_hash: action_hash.into(),
+                },
+            ));
+        self.commit(change).await?;
+        Ok(())
+    }
+}

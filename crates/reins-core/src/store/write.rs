@@ -1,0 +1,442 @@
+//! The row writes a durable change is made of, and the run transitions it may end with, as values.
+//! The engine describes one change (`engine::commit::Change`) with these; they are applied here, in
+//! the order given, inside the change's one transaction. Every guarded write keeps its meaning: a
+//! write that finds its row moved on fails, and nothing of the change commits.
+
+use super::approvals::{self, ApprovalRow, DecisionWrite, Edit};
+use super::grants::{self, GrantRow};
+use super::intents::{self, IntentRow};
+use super::manifests::{self, ManifestRow};
+use super::runs::{self, Claim, RunRow};
+use super::steps::{self, StepRow};
+use super::{attempts, checkpoints, processes, retries, Result, StoreError, Tx};
+use crate::approval::{Scope, Status};
+use crate::checkpoint::DamageKind;
+use crate::compat::Compat;
+use crate::failure::FailureClass;
+use crate::ids::RunId;
+use crate::journal::IntentStatus;
+use crate::resume::RecoverySummary;
+use crate::run::{RunEvent, RunState};
+use crate::step::StepStatus;
+
+/// One row write of a change (all for the change's run unless the write names its own rows).
+#[derive(Clone, Debug)]
+pub enum Write {
+    /// Extends the worker's lease; fails unless it still holds the run.
+    RenewLease {
+        fence: i64,
+        until: i64,
+    },
+    /// Claims the run for a worker and opens its attempt (closing any attempt a lost worker left
+    /// open, with `lost`). Fails with `StaleState` when someone moved first.
+    Claim {
+        expected_version: i64,
+        to: RunState,
+        owner: String,
+        lease_until: i64,
+        gone_owner: Option<String>,
+        lost: Option<String>,
+    },
+    RunInsert(Box<RunRow>),
+    RunCompat(Compat),
+    /// Holds a queued run back until then (a retry's backoff).
+    RunNotBefore(i64),
+    /// Moves the fence on, so whatever worker held the run can write nothing more for it.
+    BumpFence,
+    /// Records a retry the run used from its budget.
+    Retry {
+        class: FailureClass,
+        error: String,
+        delay_ms: i64,
+    },
+    AttemptRecovery {
+        attempt: i64,
+        summary: Box<RecoverySummary>,
+    },
+    DamageAcknowledged {
+        seq: i64,
+        kind: DamageKind,
+    },
+    PruneCheckpoints {
+        through: i64,
+    },
+    Step(Box<StepRow>),
+    /// Removes a step parked for review, so it is recorded again with what actually happened.
+    StepReopened(i64),
+    StepUsage {
+        seq: i64,
+        tokens_in: i64,
+        tokens_out: i64,
+        cost_micros: Option<i64>,
+    },
+    /// A person's answer to the question step `seq`.
+    Answer {
+        seq: i64,
+        text: String,
+    },
+    /// The step, the intent of its effect and the small pre-images, in one round trip.
+    Intent {
+        step: Box<StepRow>,
+        intent: Box<IntentRow>,
+        small_blobs: Vec<Vec<u8>>,
+    },
+    /// Settles the pending intent of step `seq` and finishes the step; fails unless it is pending.
+    Settle {
+        seq: i64,
+        status: IntentStatus,
+        step_status: StepStatus,
+        result: String,
+        settled_by: Option<String>,
+    },
+    /// A person settles an intent nobody could (pending on a stopped run, or unknown).
+    SettleByPerson {
+        seq: i64,
+        status: IntentStatus,
+        step_status: StepStatus,
+        result: String,
+        settled_by: String,
+    },
+    /// Removes an unsettled intent and its step, so the step is proposed and run again.
+    ForgetForRetry(i64),
+    Manifest(Box<ManifestRow>),
+    ProcessEnded {
+        seq: i64,
+        pid: i64,
+        outcome: String,
+    },
+    /// Every process step `seq` started ended with it.
+    StepProcessesEnded(i64),
+    Approval(Box<ApprovalRow>),
+    /// Fails with `Conflict` unless the approval is still pending.
+    ApprovalStillPending(String),
+    ApprovalDecided {
+        id: String,
+        status: Status,
+        by: String,
+        note: Option<String>,
+        scope: Option<Scope>,
+        edited: Option<Box<Edit>>,
+    },
+    ApprovalSuperseded {
+        id: String,
+        by: String,
+        why: String,
+    },
+    /// Ends every pending approval of the run (it was cancelled); their ids are reported.
+    ApprovalsClosed {
+        why: String,
+    },
+    Grant(Box<GrantRow>),
+    /// Counts a grant's use; fails when it was revoked meanwhile.
+    GrantUsed(String),
+    /// Fails with `Conflict` when it is already revoked.
+    GrantRevoked(String),
+}
+
+/// What a write reports back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Written {
+    /// From a claim: the new fence and the attempt it opened.
+    pub claimed: Option<(i64, i64)>,
+    /// From a retry: its number and when the run's first retry happened.
+    pub retry: Option<(i64, i64)>,
+    /// Approvals ended with the run.
+    pub closed: Vec<String>,
+}
+
+/// Applies `writes` in order for `run` (None: a change of no run in particular) inside `tx`.
+pub async fn apply(tx: &mut Tx, run: Option<RunId>, writes: &[Write], now: i64) -> Result<Written> {
+    let mut out = Written::default();
+    for w in writes {
+        apply_one(tx, run, w, now, &mut out).await?;
+    }
+    Ok(out)
+}
+
+/// The run a write is for; a run's write in a change of no run is a harness bug, refused.
+pub fn of_run(run: Option<RunId>) -> Result<RunId> {
+    run.ok_or_else(|| StoreError::Invalid("a run's row was written in a change of no run".into()))
+}
+
+async fn apply_one(
+    tx: &mut Tx,
+    run: Option<RunId>,
+    w: &Write,
+    now: i64,
+    out: &mut Written,
+) -> Result<()> {
+    // Writes that name their own rows need no run.
+    match w {
+        Write::Approval(row) => return approvals::insert(tx, row).await,
+        Write::ApprovalStillPending(id) => {
+            let current = approvals::get(&mut **tx, id).await?;
+            if current.is_none_or(|c| c.status != Status::Pending) {
+                return Err(StoreError::Conflict(format!(
+                    "approval {id} was decided meanwhile"
+                )));
+            }
+            return Ok(());
+        }
+        Write::ApprovalSuperseded { id, by, why } => {
+            return approvals::supersede(tx, id, by, why, now).await
+        }
+        Write::Grant(g) => return grants::insert(tx, g).await,
+        Write::GrantUsed(id) => return grants::used(tx, id, now).await,
+        Write::GrantRevoked(id) => return grants::revoke(tx, id, now).await,
+        Write::RunInsert(row) => return runs::insert(tx, row).await,
+        _ => {}
+    }
+    let run = of_run(run)?;
+    match w {
+        Write::RenewLease { fence, until } => runs::renew(tx, run, *fence, *until, now).await?,
+        Write::Claim {
+            expected_version,
+            to,
+            owner,
+            lease_until,
+            gone_owner,
+            lost,
+        } => {
+            let (fence, _) = runs::claim(
+                tx,
+                run,
+                &Claim {
+                    expected_version: *expected_version,
+                    to: *to,
+                    owner,
+                    lease_until: *lease_until,
+                    now,
+                    gone_owner: gone_owner.as_deref(),
+                },
+            )
+            .await?;
+            if let Some(why) = lost {
+                attempts::end_open(tx, run, why, now).await?;
+            }
+            let attempt = attempts::start(tx, run, owner, fence, now).await?;
+            out.claimed = Some((fence, attempt));
+        }
+        Write::RunCompat(compat) => runs::set_compat(tx, run, compat).await?,
+        Write::RunNotBefore(at) => runs::set_not_before(tx, run, *at).await?,
+        Write::BumpFence => {
+            runs::bump_fence(tx, run).await?;
+        }
+        Write::Retry {
+            class,
+            error,
+            delay_ms,
+        } => out.retry = Some(retries::record(tx, run, now, *class, error, *delay_ms).await?),
+        Write::AttemptRecovery { attempt, summary } => {
+            attempts::set_recovery(tx, run, *attempt, summary).await?
+        }
+        Write::DamageAcknowledged { seq, kind } => {
+            checkpoints::acknowledge_damage(tx, run, *seq, *kind, now).await?;
+        }
+        Write::PruneCheckpoints { through } => {
+            checkpoints::prune(tx, run, *through, now).await?;
+        }
+        Write::Step(step) => steps::insert(tx, run, step).await?,
+        Write::StepReopened(seq) => steps::reopen(tx, run, *seq).await?,
+        Write::StepUsage {
+            seq,
+            tokens_in,
+            tokens_out,
+            cost_micros,
+        } => steps::set_usage(tx, run, *seq, *tokens_in, *tokens_out, *cost_micros).await?,
+        Write::Answer { seq, text } => steps::answer(tx, run, *seq, text, now).await?,
+        Write::Intent {
+            step,
+            intent,
+            small_blobs,
+        } => {
+            let blobs: Vec<&[u8]> = small_blobs.iter().map(Vec::as_slice).collect();
+            intents::insert_with_step(tx, run, step, intent, &blobs).await?
+        }
+        Write::Settle {
+            seq,
+            status,
+            step_status,
+            result,
+            settled_by,
+        } => {
+            intents::settle_with_step(
+                tx,
+                run,
+                *seq,
+                *status,
+                *step_status,
+                result,
+                settled_by.as_deref(),
+                now,
+            )
+            .await?
+        }
+        Write::SettleByPerson {
+            seq,
+            status,
+            step_status,
+            result,
+            settled_by,
+        } => {
+            intents::settle_by_person(
+                tx,
+                run,
+                *seq,
+                *status,
+                *step_status,
+                result,
+                settled_by,
+                now,
+            )
+            .await?
+        }
+        Write::ForgetForRetry(seq) => intents::forget_for_retry(tx, run, *seq).await?,
+        Write::Manifest(row) => manifests::insert(tx, run, row).await?,
+        Write::ProcessEnded { seq, pid, outcome } => {
+            processes::end(tx, run, *seq, *pid, outcome, now).await?
+        }
+        Write::StepProcessesEnded(seq) => processes::end_step(tx, run, *seq, now).await?,
+        Write::ApprovalDecided {
+            id,
+            status,
+            by,
+            note,
+            scope,
+            edited,
+        } => {
+            approvals::decide(
+                tx,
+                id,
+                &DecisionWrite {
+                    status: *status,
+                    by,
+                    note: note.as_deref(),
+                    scope: *scope,
+                    edited: edited.as_deref(),
+                    now,
+                },
+            )
+            .await?
+        }
+        Write::ApprovalsClosed { why } => {
+            out.closed = approvals::close_for_run(tx, run, why, now).await?;
+        }
+        Write::Approval(_)
+        | Write::ApprovalStillPending(_)
+        | Write::ApprovalSuperseded { .. }
+        | Write::Grant(_)
+        | Write::GrantUsed(_)
+        | Write::GrantRevoked(_)
+        | Write::RunInsert(_) => {}
+    }
+    Ok(())
+}
+
+/// How a change moves its run, applied after its rows, checkpoint and events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Transition {
+    /// These lifecycle events in order; `reason` becomes the run's last error (None clears it).
+    Moves(Vec<RunEvent>, Option<String>),
+    /// The worker stops at a safe point: after a person's pause request, or — nobody asked, the
+    /// worker is draining — it requests the pause itself first.
+    SafePoint(String),
+    /// A decision was recorded: a run waiting for it is queued to carry it out; one that is not
+    /// (paused meanwhile) stays as it is.
+    Decided,
+    /// The last unsettled effect of a suspended run was decided: it is queued again.
+    ResumeWhenSettled,
+}
+
+/// Where a transition left the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Moved {
+    pub from: RunState,
+    pub to: RunState,
+    /// `SafePoint`: the worker requested the pause itself (it is draining).
+    pub by_worker: bool,
+}
+
+/// Applies `t` to `run` in `tx`; with `fence`, on behalf of the worker holding it.
+pub async fn transition(
+    tx: &mut Tx,
+    run: Option<RunId>,
+    fence: Option<i64>,
+    t: &Transition,
+    now: i64,
+) -> Result<Moved> {
+    let run = of_run(run)?;
+    match t {
+        Transition::Moves(events, reason) => {
+            let mut moved: Option<Moved> = None;
+            for event in events {
+                let (from, to, _) =
+                    runs::advance(tx, run, fence, *event, reason.as_deref(), now).await?;
+                moved = Some(Moved {
+                    from: moved.map_or(from, |m| m.from),
+                    to,
+                    by_worker: false,
+                });
+            }
+            moved.ok_or_else(|| StoreError::Invalid("a transition needs at least one event".into()))
+        }
+        Transition::SafePoint(reason) => {
+            match runs::advance(tx, run, fence, RunEvent::ReachSafePoint, Some(reason), now).await {
+                Ok((from, to, _)) => Ok(Moved {
+                    from,
+                    to,
+                    by_worker: false,
+                }),
+                Err(StoreError::Illegal {
+                    from: RunState::Running,
+                    ..
+                }) => {
+                    runs::advance(tx, run, fence, RunEvent::RequestPause, None, now).await?;
+                    let (_, to, _) =
+                        runs::advance(tx, run, fence, RunEvent::ReachSafePoint, Some(reason), now)
+                            .await?;
+                    Ok(Moved {
+                        from: RunState::Running,
+                        to,
+                        by_worker: true,
+                    })
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Transition::Decided => {
+            let state = runs::state(tx, run).await?;
+            if state == RunState::AwaitingApproval {
+                let (from, to, _) =
+                    runs::advance(tx, run, None, RunEvent::Decide, None, now).await?;
+                return Ok(Moved {
+                    from,
+                    to,
+                    by_worker: false,
+                });
+            }
+            Ok(Moved {
+                from: state,
+                to: state,
+                by_worker: false,
+            })
+        }
+        Transition::ResumeWhenSettled => {
+            let state = runs::state(tx, run).await?;
+            if state == RunState::Suspended && intents::count_unsettled(tx, run).await? == 0 {
+                let (from, to, _) =
+                    runs::advance(tx, run, None, RunEvent::Resume, None, now).await?;
+                return Ok(Moved {
+                    from,
+                    to,
+                    by_worker: false,
+                });
+            }
+            Ok(Moved {
+                from: state,
+                to: state,
+                by_worker: false,
+            })
+        }
+    }
+}
