@@ -173,12 +173,7 @@ impl Reins {
 
     /// Key names runs in this data dir refer to (for `reins keys status`).
     pub async fn key_names_in_use(&self) -> Result<Vec<String>> {
-        let specs: Vec<String> =
-            sqlx::query_scalar("SELECT agent_spec FROM runs WHERE agent_kind = ?")
-                .bind(crate::agent::llm::KIND)
-                .fetch_all(self.store().pool())
-                .await
-                .map_err(crate::store::StoreError::from)?;
+        let specs = runs::specs_of_kind(self.store().pool(), crate::agent::llm::KIND).await?;
         let mut names: Vec<String> = specs
             .iter()
             .filter_map(|s| Spec::from_json(s).ok()?.settings.key)

@@ -6,7 +6,7 @@ use sqlx::SqlitePool;
 
 use crate::agent::llm::WorkingMemory;
 use crate::ids::RunId;
-use crate::store::{self, steps};
+use crate::store::{self, manifests, steps};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -44,14 +44,7 @@ impl ContextSummary {
         why: Option<&str>,
         working: Option<&WorkingMemory>,
     ) -> store::Result<Self> {
-        let steps_done: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'
-               AND kind = 'tool_call'",
-        )
-        .bind(run.to_string())
-        .bind(seq)
-        .fetch_one(pool)
-        .await?;
+        let steps_done = steps::tool_steps_done_before(pool, run, seq).await?;
         let recent = match working {
             Some(w) => w.recent(5),
             None => steps::recent(pool, run, seq, 5)
@@ -63,14 +56,7 @@ impl ContextSummary {
                 })
                 .collect(),
         };
-        let actions: Vec<String> = sqlx::query_scalar(
-            "SELECT action FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'
-               AND tool IN ('fs.read', 'fs.list', 'fs.search') ORDER BY seq DESC LIMIT 200",
-        )
-        .bind(run.to_string())
-        .bind(seq)
-        .fetch_all(pool)
-        .await?;
+        let actions = steps::reads_before(pool, run, seq, 200).await?;
         let mut read: Vec<String> = Vec::new();
         for a in actions {
             let path = serde_json::from_str::<serde_json::Value>(&a)
@@ -91,7 +77,7 @@ impl ContextSummary {
             recent,
             why: why.map(str::to_owned),
             read,
-            memory: facts_used(pool, run).await?,
+            memory: manifests::latest_facts_used(pool, run).await?,
             pending: working.map(|w| w.pending.clone()).unwrap_or_default(),
             constraints: working.map(|w| w.constraints.clone()).unwrap_or_default(),
         })
@@ -124,17 +110,4 @@ impl ContextSummary {
         }
         s
     }
-}
-
-/// The ids of the profile facts the run's latest model call used.
-async fn facts_used(pool: &SqlitePool, run: RunId) -> store::Result<Vec<String>> {
-    let latest: Option<String> = sqlx::query_scalar(
-        "SELECT facts_used FROM context_manifests WHERE run_id = ? ORDER BY step_seq DESC LIMIT 1",
-    )
-    .bind(run.to_string())
-    .fetch_optional(pool)
-    .await?;
-    Ok(latest
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default())
 }

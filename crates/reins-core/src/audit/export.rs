@@ -28,8 +28,9 @@ use super::Filter;
 use crate::error::{Error, Result};
 use crate::store::anchor::Mark;
 use crate::store::audit;
-use crate::store::scan::{self, EventRef, Param};
-use crate::store::{Store, StoreError};
+use crate::store::audit_read;
+use crate::store::scan::{self, EventRef};
+use crate::store::Store;
 
 pub const FORMAT: &str = "reins-audit-export/1";
 
@@ -128,31 +129,14 @@ pub async fn export(
     req.filter.validate().map_err(Error::Invalid)?;
     let target = Target::prepare(&req.out, req.overwrite)?;
     store.anchor().flush();
-    let head: Option<Mark> = sqlx::query_as::<_, (i64, String)>(
-        "SELECT seq, hash FROM audit_events ORDER BY seq DESC LIMIT 1",
-    )
-    .fetch_optional(store.pool())
-    .await
-    .map_err(crate::store::StoreError::from)?
-    .map(|(seq, hash)| Mark { seq, hash });
+    let head: Option<Mark> = audit_read::head(store.pool()).await?;
     let head_seq = head.as_ref().map_or(0, |h| h.seq);
-
-    let (conditions, mut params) = req.filter.conditions();
-    params.insert(0, Param::Int(head_seq));
-    let count_sql = format!("SELECT COUNT(*) FROM audit_events WHERE seq <= ?{conditions}");
-    let (total,): (i64,) = super::bind_all(sqlx::query_as(&count_sql), &params)
-        .fetch_one(store.pool())
-        .await
-        .map_err(crate::store::StoreError::from)?;
-    let total = u64::try_from(total).unwrap_or(0);
+    let total = audit_read::count(store.pool(), &req.filter, head_seq).await?;
 
     // The rows are read and formatted by two threads, each taking every other stretch of seqs on a
     // read-only connection of its own (see `store::scan`); this thread writes the stretches in
     // order. Progress comes back through a watch channel.
-    let (lo,): (Option<i64>,) = sqlx::query_as("SELECT MIN(seq) FROM audit_events")
-        .fetch_one(store.pool())
-        .await
-        .map_err(StoreError::from)?;
+    let lo = audit_read::min_seq(store.pool()).await?;
     let mut stretches = Vec::new();
     let mut from = lo.unwrap_or(1);
     while from <= head_seq {
@@ -162,11 +146,7 @@ pub async fn export(
         stretches.push((from, to));
         from = to;
     }
-    let sql = format!(
-        "SELECT {} FROM audit_events WHERE seq >= ? AND seq < ?{conditions} ORDER BY seq",
-        scan::COLUMNS
-    );
-    params.remove(0);
+    let filter = req.filter.clone();
     let db = store.path().to_owned();
     let format = req.format;
     let mut out = Writer::new(&target.partial, format)?;
@@ -182,7 +162,7 @@ pub async fn export(
                 inbox.push(receive);
                 let mine: Vec<(i64, i64)> =
                     stretches.iter().skip(w).step_by(workers).copied().collect();
-                let (db, sql, params) = (&db, &sql, &params);
+                let (db, filter) = (&db, &filter);
                 scope.spawn(move || {
                     let reader = match scan::Reader::open(db) {
                         Ok(r) => r,
@@ -192,9 +172,7 @@ pub async fn export(
                         }
                     };
                     for (from, to) in mine {
-                        let mut bound = vec![Param::Int(from), Param::Int(to)];
-                        bound.extend(params.iter().cloned());
-                        let batch = format_batch(&reader, sql, &bound, format);
+                        let batch = format_batch(&reader, (from, to), filter, format);
                         let failed = batch.is_err();
                         // The writer stopped (an error): nothing more to do.
                         if send.send(batch).is_err() || failed {
@@ -313,11 +291,11 @@ struct Batch {
     redacted: u64,
 }
 
-/// Reads and formats the events `sql` selects (its first two parameters bound the stretch).
+/// Reads and formats the events of one stretch of seqs that `filter` selects.
 fn format_batch(
     reader: &scan::Reader,
-    sql: &str,
-    params: &[Param],
+    (from, to): (i64, i64),
+    filter: &Filter,
     format: ExportFormat,
 ) -> Result<Batch> {
     let mut batch = Batch {
@@ -330,7 +308,7 @@ fn format_batch(
             .from_writer(Vec::with_capacity(1 << 20))
     });
     let mut failure = None;
-    reader.events(sql, params, |row| {
+    reader.events_between(from, to, filter, |row| {
         let cleaned = crate::secrets::redact_json_str(row.payload);
         let redacted = cleaned.is_some();
         let payload_text = cleaned.as_deref().unwrap_or(row.payload);

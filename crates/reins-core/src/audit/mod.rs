@@ -31,7 +31,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::ids::RunId;
-use crate::store::scan::Param;
 
 pub mod event;
 pub mod export;
@@ -73,40 +72,6 @@ impl Filter {
         self == &Filter::default()
     }
 
-    /// ` AND …` conditions for this filter, with their values in order (`?` placeholders).
-    pub(crate) fn conditions(&self) -> (String, Vec<Param>) {
-        let mut sql = String::new();
-        let mut params = Vec::new();
-        if let Some(run) = self.run {
-            sql.push_str(" AND run_id = ?");
-            params.push(Param::Text(run.to_string()));
-        }
-        if let Some(kind) = &self.kind {
-            if kind.contains('.') {
-                sql.push_str(" AND kind = ?");
-                params.push(Param::Text(kind.clone()));
-            } else {
-                // A family: `approval` is every `approval.*` (a range, so the kind index serves it).
-                sql.push_str(" AND kind >= ? AND kind < ?");
-                params.push(Param::Text(format!("{kind}.")));
-                params.push(Param::Text(format!("{kind}/")));
-            }
-        }
-        if let Some(actor) = &self.actor {
-            sql.push_str(" AND actor = ?");
-            params.push(Param::Text(actor.clone()));
-        }
-        if let Some(since) = self.since {
-            sql.push_str(" AND at >= ?");
-            params.push(Param::Int(since));
-        }
-        if let Some(until) = self.until {
-            sql.push_str(" AND at < ?");
-            params.push(Param::Int(until));
-        }
-        (sql, params)
-    }
-
     /// Checks what a person typed; the message says what is wrong.
     pub fn validate(&self) -> Result<(), String> {
         if let Some(kind) = &self.kind {
@@ -142,18 +107,4 @@ pub fn utc(at_ms: i64) -> String {
     jiff::Timestamp::from_millisecond(at_ms)
         .map(|t| t.to_string())
         .unwrap_or_else(|_| at_ms.to_string())
-}
-
-/// Binds scan parameters to an sqlx query, in order.
-pub(crate) fn bind_all<'q, O>(
-    mut q: sqlx::query::QueryAs<'q, sqlx::Sqlite, O, sqlx::sqlite::SqliteArguments<'q>>,
-    params: &'q [Param],
-) -> sqlx::query::QueryAs<'q, sqlx::Sqlite, O, sqlx::sqlite::SqliteArguments<'q>> {
-    for p in params {
-        q = match p {
-            Param::Int(i) => q.bind(*i),
-            Param::Text(t) => q.bind(t.as_str()),
-        };
-    }
-    q
 }

@@ -5,8 +5,7 @@ use serde::{Deserialize, Serialize};
 use super::Filter;
 use crate::error::{Error, Result};
 use crate::store::audit::AuditRow;
-use crate::store::scan::Param;
-use crate::store::{Store, StoreError};
+use crate::store::{audit_read, Store};
 
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 10_000;
@@ -50,7 +49,7 @@ pub async fn page(store: &Store, req: &PageRequest) -> Result<Page> {
     let mut events = match family {
         Some(family) => {
             let mut merged = Vec::new();
-            for kind in kinds_in(store, family).await? {
+            for kind in audit_read::kinds_in(store.pool(), family).await? {
                 let mut one = req.clone();
                 one.filter.kind = Some(kind);
                 merged.extend(rows(store, &one, limit).await?);
@@ -74,45 +73,14 @@ pub async fn page(store: &Store, req: &PageRequest) -> Result<Page> {
     Ok(Page { events, next })
 }
 
-/// The kinds present in `family` (`approval` → `approval.approved`, …), by a skip-scan of the
-/// kind index: one lookup per kind, however many events.
-async fn kinds_in(store: &Store, family: &str) -> Result<Vec<String>> {
-    Ok(sqlx::query_scalar(
-        "WITH RECURSIVE k(kind) AS (
-             SELECT (SELECT MIN(kind) FROM audit_events WHERE kind >= ?1 AND kind < ?2)
-             UNION ALL
-             SELECT (SELECT MIN(kind) FROM audit_events WHERE kind > k.kind AND kind < ?2)
-             FROM k WHERE k.kind IS NOT NULL)
-         SELECT kind FROM k WHERE kind IS NOT NULL",
-    )
-    .bind(format!("{family}."))
-    .bind(format!("{family}/"))
-    .fetch_all(store.pool())
-    .await
-    .map_err(StoreError::from)?)
-}
-
 /// Up to `limit + 1` events for `req` (the extra one says there is a next page).
 async fn rows(store: &Store, req: &PageRequest, limit: u32) -> Result<Vec<AuditRow>> {
-    let (conditions, mut params) = req.filter.conditions();
-    let (cmp, order) = if req.oldest_first {
-        (" AND seq > ?", " ORDER BY seq ASC")
-    } else {
-        (" AND seq < ?", " ORDER BY seq DESC")
-    };
-    let mut sql = format!(
-        "SELECT {} FROM audit_events WHERE 1 = 1{conditions}",
-        crate::store::scan::COLUMNS
-    );
-    if let Some(cursor) = req.before {
-        sql.push_str(cmp);
-        params.push(Param::Int(cursor));
-    }
-    sql.push_str(order);
-    sql.push_str(" LIMIT ?");
-    params.push(Param::Int(i64::from(limit) + 1));
-    Ok(super::bind_all(sqlx::query_as(&sql), &params)
-        .fetch_all(store.pool())
-        .await
-        .map_err(StoreError::from)?)
+    Ok(audit_read::page(
+        store.pool(),
+        &req.filter,
+        req.before,
+        req.oldest_first,
+        i64::from(limit) + 1,
+    )
+    .await?)
 }

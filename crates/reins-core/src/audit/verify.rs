@@ -9,7 +9,7 @@ use sqlx::SqlitePool;
 
 use crate::store::anchor::{AnchorError, Head, Mark};
 use crate::store::audit::{self, AuditRow, GENESIS};
-use crate::store::{scan, Store, StoreError};
+use crate::store::{audit_read, scan, Store, StoreError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -147,14 +147,8 @@ pub(crate) async fn verify_split(store: &Store, split_at: i64) -> Result<Verific
         (None, None) => "missing",
         (None, Some(a)) => {
             // Against the table as it is, not only the part that chained.
-            let (max, at_head): (Option<i64>, Option<String>) = sqlx::query_as(
-                "SELECT (SELECT MAX(seq) FROM audit_events),
-                        (SELECT hash FROM audit_events WHERE seq = ?)",
-            )
-            .bind(a.head.seq)
-            .fetch_one(store.pool())
-            .await?;
-            let max = max.unwrap_or(0);
+            let max = audit_read::max_seq(store.pool()).await?;
+            let at_head = audit_read::hash_at(store.pool(), a.head.seq).await?;
             if a.head.seq > max {
                 "ahead"
             } else if walk.mark_mismatch.is_some() || at_head.as_deref() != Some(&a.head.hash) {
@@ -166,11 +160,7 @@ pub(crate) async fn verify_split(store: &Store, split_at: i64) -> Result<Verific
             }
         }
     };
-    let anchor_created_at: Vec<i64> = sqlx::query_scalar(
-        "SELECT seq FROM audit_events WHERE kind = 'audit.anchor_created' ORDER BY seq",
-    )
-    .fetch_all(store.pool())
-    .await?;
+    let anchor_created_at = audit_read::seqs_of_kind(store.pool(), "audit.anchor_created").await?;
     Ok(Verification {
         intact: damage.is_none(),
         events: walk.events,
@@ -226,21 +216,13 @@ async fn walk(store: &Store, anchor: Option<&Head>, split_at: i64) -> Result<Wal
                 .collect()
         })
         .unwrap_or_default();
-    let max: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM audit_events")
-        .fetch_one(store.pool())
-        .await?;
-    let max = max.unwrap_or(0);
+    let max = audit_read::max_seq(store.pool()).await?;
     let middle = if max >= split_at {
         max / 2 + 1
     } else {
         i64::MAX
     };
-    let boundary: Option<(i64, String)> = sqlx::query_as(
-        "SELECT seq, hash FROM audit_events WHERE seq < ? ORDER BY seq DESC LIMIT 1",
-    )
-    .bind(middle)
-    .fetch_optional(store.pool())
-    .await?;
+    let boundary = audit_read::last_before(store.pool(), middle).await?;
     let db = store.path().to_owned();
     let joined = tokio::task::spawn_blocking(move || {
         std::thread::scope(|scope| {
@@ -300,36 +282,28 @@ fn stretch(
         last_agreed: 0,
     };
     let mut buf = Vec::with_capacity(1024);
-    scan::events(
-        db,
-        &format!(
-            "SELECT {} FROM audit_events WHERE seq >= ?1 AND seq < ?2 ORDER BY seq",
-            scan::COLUMNS
-        ),
-        &[scan::Param::Int(lo), scan::Param::Int(hi)],
-        |row| {
-            if row.seq != expected || row.prev_hash != prev || !row.hash_holds_in(&mut buf) {
-                out.first_bad = Some(Bad {
-                    expected_seq: expected,
-                    prev_hash: prev.clone(),
-                    row: row.to_owned_row(),
-                });
-                return Ok(false);
+    scan::events_between(db, lo, hi, |row| {
+        if row.seq != expected || row.prev_hash != prev || !row.hash_holds_in(&mut buf) {
+            out.first_bad = Some(Bad {
+                expected_seq: expected,
+                prev_hash: prev.clone(),
+                row: row.to_owned_row(),
+            });
+            return Ok(false);
+        }
+        if let Some(anchored) = marks.get(&row.seq) {
+            if *anchored == row.hash {
+                out.last_agreed = row.seq;
+            } else if out.mismatch.is_none() {
+                out.mismatch = Some((row.seq, out.last_agreed));
             }
-            if let Some(anchored) = marks.get(&row.seq) {
-                if *anchored == row.hash {
-                    out.last_agreed = row.seq;
-                } else if out.mismatch.is_none() {
-                    out.mismatch = Some((row.seq, out.last_agreed));
-                }
-            }
-            prev.clear();
-            prev.push_str(row.hash);
-            expected += 1;
-            out.events += 1;
-            Ok(true)
-        },
-    )?;
+        }
+        prev.clear();
+        prev.push_str(row.hash);
+        expected += 1;
+        out.events += 1;
+        Ok(true)
+    })?;
     if out.events > 0 {
         out.last = Some(Mark {
             seq: expected - 1,
@@ -365,13 +339,7 @@ async fn classify(pool: &SqlitePool, bad: Bad) -> Result<Damage, StoreError> {
     }
     if row.prev_hash != prev {
         // The event that followed seq e-1 is still here, under another seq: moved.
-        let moved: Option<i64> = sqlx::query_scalar(
-            "SELECT seq FROM audit_events WHERE prev_hash = ? AND seq <> ? ORDER BY seq LIMIT 1",
-        )
-        .bind(&prev)
-        .bind(row.seq)
-        .fetch_optional(pool)
-        .await?;
+        let moved = audit_read::follower_of(pool, &prev, row.seq).await?;
         if let Some(m) = moved {
             return Ok(Damage {
                 seq: Some(e),

@@ -95,12 +95,7 @@ pub async fn inspect(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec
 pub async fn verify(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec<(i64, Health)>> {
     // A long run has many checkpoints: read them in seq ranges over several connections at once
     // (each SQLite connection has its own thread), and hash as rows arrive.
-    let (lo, hi): (Option<i64>, Option<i64>) =
-        sqlx::query_as("SELECT MIN(seq), MAX(seq) FROM checkpoints WHERE run_id = ?")
-            .bind(run.to_string())
-            .fetch_one(store.pool())
-            .await?;
-    let (Some(lo), Some(hi)) = (lo, hi) else {
+    let Some((lo, hi)) = checkpoints::seq_range(store.pool(), run).await? else {
         return Ok(Vec::new());
     };
     const PARTS: i64 = 4;
@@ -122,31 +117,19 @@ async fn verify_range(
     from: i64,
     to: i64,
 ) -> Result<Vec<(i64, Health)>> {
-    use futures_util::TryStreamExt as _;
-    let mut rows = sqlx::query_as::<_, (i64, i64, Option<Vec<u8>>, Option<String>, String)>(
-        "SELECT seq, schema_version, payload, blob, sha256 FROM checkpoints
-         WHERE run_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
-    )
-    .bind(run.to_string())
-    .bind(from)
-    .bind(to)
-    .fetch(store.pool());
     let mut out = Vec::new();
-    while let Some((seq, schema_version, payload, blob, sha256)) = rows
-        .try_next()
-        .await
-        .map_err(crate::store::StoreError::from)?
-    {
-        let ok = match (&payload, &blob) {
-            (Some(bytes), _) => Digest::of(bytes).as_str() == sha256,
+    checkpoints::each_sealed(store.pool(), run, from, to, |c| {
+        let ok = match (&c.payload, &c.blob) {
+            (Some(bytes), _) => Digest::of(bytes).as_str() == c.sha256,
             // A blob is verified against its name (the same digest) when read.
             (None, Some(hash)) => {
-                Digest::parse(hash).is_some_and(|d| d.as_str() == sha256 && blobs.get(&d).is_ok())
+                Digest::parse(hash).is_some_and(|d| d.as_str() == c.sha256 && blobs.get(&d).is_ok())
             }
             (None, None) => false,
-        } && schema_version <= super::SCHEMA_VERSION;
-        out.push((seq, if ok { Health::Valid } else { Health::Invalid }));
-    }
+        } && c.schema_version <= super::SCHEMA_VERSION;
+        out.push((c.seq, if ok { Health::Valid } else { Health::Invalid }));
+    })
+    .await?;
     Ok(out)
 }
 

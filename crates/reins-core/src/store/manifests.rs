@@ -44,6 +44,31 @@ pub async fn insert(tx: &mut Tx, run: RunId, row: &ManifestRow) -> Result<()> {
     Ok(())
 }
 
+/// The ids of the profile facts the run's latest model call used (none before its first).
+pub async fn latest_facts_used(pool: &SqlitePool, run: RunId) -> Result<Vec<String>> {
+    let row = sqlx::query(
+        "SELECT step_seq, facts_used FROM context_manifests WHERE run_id = ?
+          ORDER BY step_seq DESC LIMIT 1",
+    )
+    .bind(run)
+    .fetch_optional(pool)
+    .await?;
+    Ok(decode::optional::<FactsUsed>(row)?
+        .map(|r| r.facts_used)
+        .unwrap_or_default())
+}
+
+#[derive(sqlx::FromRow)]
+struct FactsUsed {
+    #[sqlx(json)]
+    facts_used: Vec<String>,
+}
+
+impl Stored for FactsUsed {
+    const TABLE: &'static str = "context_manifests";
+    const KEY: &'static [&'static str] = &["step_seq"];
+}
+
 pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<ManifestRow>> {
     decode::all(
         &sqlx::query(

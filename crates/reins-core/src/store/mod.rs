@@ -16,6 +16,7 @@ pub mod anchor;
 pub mod approvals;
 pub mod attempts;
 pub mod audit;
+pub mod audit_read;
 pub mod blobs;
 pub mod checkpoints;
 mod decode;

@@ -112,6 +112,16 @@ pub async fn ids_with_prefix(pool: &SqlitePool, prefix: &str) -> Result<Vec<RunI
     )
 }
 
+/// The stored specs of every run of an agent kind.
+pub async fn specs_of_kind(pool: &SqlitePool, kind: &str) -> Result<Vec<String>> {
+    Ok(
+        sqlx::query_scalar("SELECT agent_spec FROM runs WHERE agent_kind = ?")
+            .bind(kind)
+            .fetch_all(pool)
+            .await?,
+    )
+}
+
 /// Holders of active runs (to learn which of them are gone).
 pub async fn active_owners(pool: &SqlitePool) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar(

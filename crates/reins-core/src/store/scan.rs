@@ -11,6 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::audit::AuditRow;
 use super::StoreError;
+use crate::audit::Filter;
 
 /// One event as it sits in the row: nothing copied.
 #[derive(Clone, Copy, Debug)]
@@ -64,25 +65,59 @@ impl<'r> EventRef<'r> {
 }
 
 /// The columns every scan selects, in `EventRef` order.
-pub const COLUMNS: &str =
+pub(crate) const COLUMNS: &str =
     "seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash";
 
 /// A value bound to a scan's SQL.
 #[derive(Clone, Debug)]
-pub enum Param {
+pub(crate) enum Param {
     Int(i64),
     Text(String),
 }
 
-/// Runs `sql` (selecting `COLUMNS`) on a read-only connection to `db` and hands each row to
-/// `each`, which returns false to stop. Blocking: call from `spawn_blocking`.
-pub fn events(
+/// ` AND …` conditions for a filter, with their values in order (`?` placeholders).
+pub(crate) fn conditions(filter: &Filter) -> (String, Vec<Param>) {
+    let mut sql = String::new();
+    let mut params = Vec::new();
+    if let Some(run) = filter.run {
+        sql.push_str(" AND run_id = ?");
+        params.push(Param::Text(run.to_string()));
+    }
+    if let Some(kind) = &filter.kind {
+        if kind.contains('.') {
+            sql.push_str(" AND kind = ?");
+            params.push(Param::Text(kind.clone()));
+        } else {
+            // A family: `approval` is every `approval.*` (a range, so the kind index serves it).
+            sql.push_str(" AND kind >= ? AND kind < ?");
+            params.push(Param::Text(format!("{kind}.")));
+            params.push(Param::Text(format!("{kind}/")));
+        }
+    }
+    if let Some(actor) = &filter.actor {
+        sql.push_str(" AND actor = ?");
+        params.push(Param::Text(actor.clone()));
+    }
+    if let Some(since) = filter.since {
+        sql.push_str(" AND at >= ?");
+        params.push(Param::Int(since));
+    }
+    if let Some(until) = filter.until {
+        sql.push_str(" AND at < ?");
+        params.push(Param::Int(until));
+    }
+    (sql, params)
+}
+
+/// Hands each event with `from <= seq < to` (in seq order) to `each`, which returns false to stop,
+/// on a read-only connection to `db`. Blocking: call from `spawn_blocking`.
+pub fn events_between(
     db: &Path,
-    sql: &str,
-    params: &[Param],
+    from: i64,
+    to: i64,
     each: impl FnMut(EventRef<'_>) -> Result<bool, StoreError>,
 ) -> Result<(), StoreError> {
-    Reader::open(db)?.events(sql, params, each)
+    Reader::open(db)?.events_between(from, to, &Filter::default(), each)
 }
 
 /// A read-only connection for several scans in a row.
@@ -102,14 +137,22 @@ impl Reader {
         Ok(Self { conn })
     }
 
-    /// See [`events`].
-    pub fn events(
+    /// The events with `from <= seq < to` that `filter` selects, in seq order (see
+    /// [`events_between`]).
+    pub fn events_between(
         &self,
-        sql: &str,
-        params: &[Param],
+        from: i64,
+        to: i64,
+        filter: &Filter,
         mut each: impl FnMut(EventRef<'_>) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
-        let mut stmt = self.conn.prepare_cached(sql).map_err(invalid)?;
+        let (conditions, filtered) = conditions(filter);
+        let sql = format!(
+            "SELECT {COLUMNS} FROM audit_events WHERE seq >= ? AND seq < ?{conditions} ORDER BY seq"
+        );
+        let mut params = vec![Param::Int(from), Param::Int(to)];
+        params.extend(filtered);
+        let mut stmt = self.conn.prepare_cached(&sql).map_err(invalid)?;
         let bound: Vec<&dyn rusqlite::ToSql> = params
             .iter()
             .map(|p| match p {

@@ -162,6 +162,36 @@ pub async fn recent(pool: &SqlitePool, run: RunId, before: i64, n: i64) -> Resul
     Ok(rows)
 }
 
+/// How many tool steps before `seq` are done (a review card's progress).
+pub async fn tool_steps_done_before(pool: &SqlitePool, run: RunId, seq: i64) -> Result<i64> {
+    Ok(sqlx::query_scalar(
+        "SELECT COUNT(*) FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'
+           AND kind = 'tool_call'",
+    )
+    .bind(run)
+    .bind(seq)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// The actions of the reads (read, list, search) done before `seq`, newest first.
+pub async fn reads_before(
+    pool: &SqlitePool,
+    run: RunId,
+    seq: i64,
+    limit: i64,
+) -> Result<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT action FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'
+           AND tool IN ('fs.read', 'fs.list', 'fs.search') ORDER BY seq DESC LIMIT ?",
+    )
+    .bind(run)
+    .bind(seq)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
 /// Results longer than `over` bytes (kept as artifacts in the blob store too).
 pub async fn large_results(pool: &SqlitePool, run: RunId, over: usize) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar(
