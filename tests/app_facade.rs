@@ -2,8 +2,7 @@
 //! dir (validated, audited, only a key's *name*), and a change stamp that moves with every change a
 //! screen shows, whichever process made it.
 
-use reins_core::api::{ProviderDefaults, Reins};
-use reins_core::store::audit;
+use reins_core::api::{FactOrigin, NewFact, ProviderDefaults, Reins, DEFAULT_BASE_URL};
 use reins_tests::Sandbox;
 
 #[tokio::test]
@@ -12,8 +11,7 @@ async fn provider_defaults_are_validated_stored_and_audited() -> anyhow::Result<
     let reins = Reins::open(sb.data(), reins_tests::options()).await?;
     let first = reins.provider_defaults().await?;
     assert_eq!(
-        first.base_url,
-        reins_core::provider::DEFAULT_BASE_URL,
+        first.base_url, DEFAULT_BASE_URL,
         "a fresh data dir uses the local default"
     );
     assert_eq!(first.key, None);
@@ -32,7 +30,7 @@ async fn provider_defaults_are_validated_stored_and_audited() -> anyhow::Result<
         new,
         "defaults survive a restart"
     );
-    let events = audit::all(reins.store().pool()).await?;
+    let events = reins_tests::events(&reins, None).await?;
     let changed: Vec<_> = events
         .iter()
         .filter(|e| e.kind == "settings.changed")
@@ -63,7 +61,7 @@ async fn provider_defaults_are_validated_stored_and_audited() -> anyhow::Result<
     ] {
         let err = reins.set_provider_defaults(&bad).await.err();
         assert_eq!(
-            err.map(|e| e.code()),
+            err.map(|e| e.code().as_str()),
             Some("invalid_input"),
             "refused: {bad:?}"
         );
@@ -88,12 +86,12 @@ async fn the_change_stamp_moves_with_changes_from_another_process() -> anyhow::R
     );
     // A second facade on the same data dir stands in for the CLI.
     let cli = Reins::open(sb.data(), reins_tests::options()).await?;
-    cli.memory_remember(reins_core::memory::NewFact {
+    cli.memory_remember(NewFact {
         category: "style".into(),
         key: "indent".into(),
         value: "tabs".into(),
         confidence: None,
-        origin: reins_core::memory::Origin::User,
+        origin: FactOrigin::User,
     })
     .await?;
     assert_ne!(

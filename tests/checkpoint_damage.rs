@@ -4,22 +4,14 @@
 
 use std::sync::Arc;
 
-use reins_core::api::{Options, Reins};
-use reins_core::checkpoint::DamageKind;
-use reins_core::engine::{DriveOutcome, Silent};
-use reins_core::ids::RunId;
-use reins_core::policy::PermitAll;
-use reins_core::run::RunState;
-use reins_core::store::audit;
-use reins_core::workspace::Workspace;
-use reins_tests::{example_plan, Sandbox};
+use reins_core::api::{DamageKind, DriveOutcome, Options, Reins, RunId, RunState, Silent};
+use reins_tests::{example_plan, raw_db, PermitAll, Sandbox};
 
 /// Runs tidy-configs to completion; returns the run id. Checkpoints: 1 created, 2–5 steps, 6 finished.
 async fn finished_run(sb: &Sandbox) -> anyhow::Result<RunId> {
-    let engine = sb.engine(Arc::new(PermitAll)).await?;
-    let ws = Workspace::open(&sb.ws())?;
+    let engine = sb.reins(Arc::new(PermitAll)).await?;
     let id = engine
-        .create_script_run(&example_plan("tidy-configs.toml")?, &ws)
+        .create_plan_run(&example_plan("tidy-configs.toml")?, &sb.ws(), &Silent)
         .await?;
     let outcome = engine.drive(id, &Silent).await?;
     assert!(
@@ -32,7 +24,7 @@ async fn finished_run(sb: &Sandbox) -> anyhow::Result<RunId> {
         ),
         "{outcome:?}"
     );
-    engine.store().close().await;
+    engine.close().await;
     Ok(id)
 }
 
@@ -42,7 +34,7 @@ async fn abandon(reins: &Reins, id: RunId) -> anyhow::Result<()> {
         "UPDATE runs SET state = 'running', lease_until = 0, last_error = NULL WHERE id = ?",
     )
     .bind(id.to_string())
-    .execute(reins.store().pool())
+    .execute(&raw_db(reins).await?)
     .await?;
     Ok(())
 }
@@ -50,7 +42,7 @@ async fn abandon(reins: &Reins, id: RunId) -> anyhow::Result<()> {
 async fn count(reins: &Reins, sql: &str, id: RunId) -> anyhow::Result<i64> {
     Ok(sqlx::query_scalar(sql)
         .bind(id.to_string())
-        .fetch_one(reins.store().pool())
+        .fetch_one(&raw_db(reins).await?)
         .await?)
 }
 
@@ -63,14 +55,14 @@ async fn a_flipped_byte_moves_the_recovery_point_back_and_is_reported() -> anyho
     let payload: Vec<u8> =
         sqlx::query_scalar("SELECT payload FROM checkpoints WHERE run_id = ? AND seq = 4")
             .bind(id.to_string())
-            .fetch_one(reins.store().pool())
+            .fetch_one(&raw_db(&reins).await?)
             .await?;
     let mut flipped = payload.clone();
     flipped[payload.len() / 2] ^= 0x20;
     sqlx::query("UPDATE checkpoints SET payload = ? WHERE run_id = ? AND seq = 4")
         .bind(&flipped)
         .bind(id.to_string())
-        .execute(reins.store().pool())
+        .execute(&raw_db(&reins).await?)
         .await?;
 
     let detail = reins.run_detail(id).await?;
@@ -111,14 +103,14 @@ async fn a_flipped_byte_moves_the_recovery_point_back_and_is_reported() -> anyho
         "{outcome:?}"
     );
 
-    let events = audit::for_run(reins.store().pool(), id).await?;
+    let events = reins_tests::events(&reins, Some(id)).await?;
     let damage: Vec<_> = events
         .iter()
         .filter(|e| e.kind == "checkpoint.damage_detected")
         .collect();
     assert_eq!(damage.len(), 1, "the damage is recorded once as an event");
     assert!(
-        damage[0].payload.contains("\"seq\":4"),
+        damage[0].payload.to_string().contains("\"seq\":4"),
         "{}",
         damage[0].payload
     );
@@ -154,7 +146,7 @@ async fn a_missing_checkpoint_is_a_gap() -> anyhow::Result<()> {
     let reins = Reins::open(sb.data(), Options::default()).await?;
     sqlx::query("DELETE FROM checkpoints WHERE run_id = ? AND seq = 3")
         .bind(id.to_string())
-        .execute(reins.store().pool())
+        .execute(&raw_db(&reins).await?)
         .await?;
     let detail = reins.run_detail(id).await?;
     assert_eq!(detail.recovery.point, Some(2));
@@ -177,7 +169,7 @@ async fn a_missing_checkpoint_is_a_gap() -> anyhow::Result<()> {
         "SELECT COUNT(*) FROM audit_events WHERE run_id = ? AND kind = 'intent.pending'",
     )
     .bind(id.to_string())
-    .fetch_one(reins.store().pool())
+    .fetch_one(&raw_db(&reins).await?)
     .await?;
     assert_eq!(
         reused, 3,

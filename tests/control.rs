@@ -6,11 +6,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use reins_core::api::RunId;
+use reins_core::api::RunState;
+use reins_core::api::{DriveOutcome, ResumeMode};
 use reins_core::api::{Reins, Silent};
-use reins_core::engine::{DriveOutcome, ResumeMode};
-use reins_core::ids::RunId;
-use reins_core::run::RunState;
-use reins_tests::Sandbox;
+use reins_tests::{os, Sandbox};
 
 /// A plan of `n` writes, each to its own file.
 fn many_writes(sb: &Sandbox, n: usize) -> anyhow::Result<std::path::PathBuf> {
@@ -125,7 +125,7 @@ async fn pause_stops_at_a_verified_checkpoint_and_resume_repeats_nothing() -> an
     assert!(detail
         .intents
         .iter()
-        .all(|i| i.status == reins_core::journal::IntentStatus::Confirmed));
+        .all(|i| i.status == reins_core::api::IntentStatus::Confirmed));
     assert_eq!(
         detail.intents.len(),
         300,
@@ -206,7 +206,7 @@ async fn cancel_is_final_and_the_worker_stops_writing() -> anyhow::Result<()> {
         person.cancel(id, None).await.err(),
     ] {
         let e = refused.ok_or_else(|| anyhow::anyhow!("a cancelled run accepted a control"))?;
-        assert_eq!(e.code(), "conflict", "{e}");
+        assert_eq!(e.code().as_str(), "conflict", "{e}");
     }
     Ok(())
 }
@@ -221,13 +221,10 @@ async fn a_run_held_by_a_dead_worker_pauses_at_once_and_fences_it_out() -> anyho
     sqlx::query(
         "UPDATE runs SET state = 'running', owner = ?, lease_until = ?, fence = 1 WHERE id = ?",
     )
-    .bind(format!(
-        "{}:999999999:1:dead",
-        reins_core::worker::host_name()
-    ))
-    .bind(reins_core::clock::now_ms() + 600_000)
+    .bind(format!("{}:999999999:1:dead", reins_tests::os::host_name()))
+    .bind(reins_core::api::now_ms() + 600_000)
     .bind(id.to_string())
-    .execute(r.store().pool())
+    .execute(&reins_tests::raw_db(&r).await?)
     .await?;
     let paused = r.pause(id).await?;
     assert_eq!(
@@ -260,7 +257,7 @@ async fn an_incompatible_run_waits_for_a_person_who_forces_it_or_starts_over() -
             "UPDATE runs SET compat = json_set(compat, '$.toolSchemaHash', 'older') WHERE id = ?",
         )
         .bind(id.to_string())
-        .execute(r.store().pool())
+        .execute(&reins_tests::raw_db(&r).await?)
         .await?;
     }
     r.work(true, Duration::from_millis(10), &Silent).await?;
@@ -288,7 +285,7 @@ async fn an_incompatible_run_waits_for_a_person_who_forces_it_or_starts_over() -
         .ok_or_else(|| anyhow::anyhow!("the override is not audited"))?;
     assert_eq!(overridden.actor, "user");
     assert!(
-        overridden.payload.contains("toolSchemaHash"),
+        overridden.payload.to_string().contains("toolSchemaHash"),
         "{}",
         overridden.payload
     );
@@ -364,7 +361,7 @@ async fn a_resumed_run_is_told_what_changed_outside_it_while_it_was_paused() -> 
         detail
             .audit
             .iter()
-            .any(|e| e.kind == "run.recovered" && e.payload.contains("new.txt")),
+            .any(|e| e.kind == "run.recovered" && e.payload.to_string().contains("new.txt")),
         "the summary is in the audit log"
     );
     Ok(())
@@ -373,32 +370,38 @@ async fn a_resumed_run_is_told_what_changed_outside_it_while_it_was_paused() -> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_orphaned_child_process_is_ended_before_anything_runs_again() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let data = sb.data();
-    data.ensure()?;
-    let engine = sb.engine(Arc::new(reins_core::policy::PermitAll)).await?;
     let r = open(&sb).await?;
     let plan = many_writes(&sb, 3)?;
     let id = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
     // As a tool of a worker that then died would leave it: a process group, recorded, running.
-    let child = reins_core::process::spawn_in_group(
-        std::process::Command::new("sh").args(["-c", "sleep 600 & wait"]),
-    )?;
+    let child = {
+        use std::os::unix::process::CommandExt as _;
+        std::process::Command::new("sh")
+            .args(["-c", "sleep 600 & wait"])
+            .process_group(0)
+            .spawn()?
+    };
     let pid = child.id();
-    let start = reins_core::process::start_time(pid).ok_or_else(|| anyhow::anyhow!("no start"))?;
-    engine
-        .track_process(id, 1, &child, "sh -c 'sleep 600 & wait'")
-        .await?;
+    let start = os::start_time(pid).ok_or_else(|| anyhow::anyhow!("no start"))?;
+    sqlx::query(
+        "INSERT INTO processes (run_id, step_seq, pid, start_time, pgid, command, started_at)
+         VALUES (?, 1, ?, ?, ?, 'sh -c sleep', ?)",
+    )
+    .bind(id.to_string())
+    .bind(i64::from(pid))
+    .bind(i64::try_from(start)?)
+    .bind(i64::from(pid))
+    .bind(reins_core::api::now_ms())
+    .execute(&reins_tests::raw_db(&r).await?)
+    .await?;
     std::mem::forget(child);
-    assert!(reins_core::process::is_running(pid, start));
+    assert!(os::is_running(pid, start));
 
     r.work(true, Duration::from_millis(10), &Silent).await?;
-    assert!(
-        !reins_core::process::is_running(pid, start),
-        "the orphan was ended"
-    );
+    assert!(!os::is_running(pid, start), "the orphan was ended");
     // (Zombies do not count: they have exited; reaping them is their parent's business.)
     assert!(
-        reins_core::process::group_members(pid).is_empty(),
+        os::group_members(pid).is_empty(),
         "with everything it started"
     );
     let detail = r.run_detail(id).await?;

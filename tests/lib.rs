@@ -1,14 +1,15 @@
-//! Helpers shared by the story tests: a private copy of the example workspace and a fresh data dir.
+//! Helpers shared by the story tests: a private copy of the example workspace, a fresh data dir,
+//! and the facade over it. Everything goes through `reins_core::api`, the one door; what a test
+//! needs to see below it (rows as stored, damage made on purpose) it reads from the database file
+//! itself, as an attacker or a crash would leave it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use reins_core::agent::script::Plan;
-use reins_core::blob::BlobStore;
-use reins_core::data_dir::DataDir;
-use reins_core::engine::Engine;
-use reins_core::policy::Policy;
-use reins_core::store::Store;
+use reins_core::api::{
+    Action, DataDir, Decision, Options, PageRequest, Plan, Policy, PolicyContext, Reins, Risk,
+    RunId, Verdict,
+};
 
 pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -55,22 +56,57 @@ impl Sandbox {
         Ok(std::fs::read_to_string(self.ws().join(rel))?)
     }
 
-    /// An engine over this sandbox's data dir with the given policy.
-    pub async fn engine(&self, policy: Arc<dyn Policy>) -> anyhow::Result<Engine> {
-        let data = self.data();
-        data.ensure()?;
-        let store = Store::open(&data.database()).await?;
-        let blobs = BlobStore::open(&data.blobs())?;
-        Ok(Engine::new(store, blobs, policy, 30_000))
+    /// The facade over this sandbox's data dir, deciding with `policy`.
+    pub async fn reins(&self, policy: Arc<dyn Policy>) -> anyhow::Result<Reins> {
+        Ok(Reins::open(
+            self.data(),
+            Options {
+                policy: Some(policy),
+                ..Options::default()
+            },
+        )
+        .await?)
+    }
+
+    /// The facade with the rules of `toml` as the user's policy file.
+    pub async fn reins_with_rules(&self, toml: &str) -> anyhow::Result<Reins> {
+        let file = self.tmp.path().join("policy.toml");
+        std::fs::write(&file, toml)?;
+        Ok(Reins::open(
+            self.data(),
+            Options {
+                policy_file: Some(file),
+                ..Options::default()
+            },
+        )
+        .await?)
+    }
+}
+
+/// Allows everything: for stories about the machinery around the policy.
+pub struct PermitAll;
+
+impl Policy for PermitAll {
+    fn classify(&self, action: &Action, _cx: &PolicyContext<'_>) -> Verdict {
+        Verdict {
+            risk: Risk::Low,
+            decision: Decision::Allow,
+            reasons: vec![format!("{}: allowed (test policy)", action.tool())],
+            segments: Vec::new(),
+        }
+    }
+
+    fn version(&self) -> String {
+        "permit-all/1".into()
     }
 }
 
 /// Facade options for tests about runs (not about review): file changes inside the workspace run
 /// without review (tests/fixtures/allow-file-changes.toml); high risk is still reviewed.
-pub fn options() -> reins_core::api::Options {
-    reins_core::api::Options {
+pub fn options() -> Options {
+    Options {
         policy_file: Some(repo_root().join("tests/fixtures/allow-file-changes.toml")),
-        ..reins_core::api::Options::default()
+        ..Options::default()
     }
 }
 
@@ -85,5 +121,89 @@ pub fn example_plan(name: &str) -> anyhow::Result<Plan> {
 pub fn plan(text: &str) -> anyhow::Result<Plan> {
     Ok(Plan::from_toml(text, "inline plan")?)
 }
+
+/// The database file opened directly, below the door: for reading rows exactly as stored, and for
+/// leaving the damage a crash or an attacker would.
+pub async fn raw_db(reins: &Reins) -> anyhow::Result<sqlx::SqlitePool> {
+    let options = sqlx::sqlite::SqliteConnectOptions::new()
+        .filename(reins.database())
+        .busy_timeout(std::time::Duration::from_secs(10));
+    Ok(sqlx::sqlite::SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(options)
+        .await?)
+}
+
+/// Every audit event (of one run, or all), oldest first.
+pub async fn events(
+    reins: &Reins,
+    run: Option<RunId>,
+) -> anyhow::Result<Vec<reins_core::api::AuditEventView>> {
+    let mut req = PageRequest {
+        oldest_first: true,
+        limit: Some(10_000),
+        ..PageRequest::default()
+    };
+    req.filter.run = run;
+    Ok(reins.audit_page(&req).await?.events)
+}
+
+/// The kinds of a run's audit events, oldest first.
+pub async fn kinds(reins: &Reins, run: RunId) -> anyhow::Result<Vec<String>> {
+    Ok(events(reins, Some(run))
+        .await?
+        .into_iter()
+        .map(|e| e.kind)
+        .collect())
+}
+
 pub mod llm_setup;
 pub mod mock_llm;
+pub mod os;
+
+/// Step `seq` of a run, as the facade shows it.
+pub async fn step(
+    reins: &Reins,
+    run: RunId,
+    seq: i64,
+) -> anyhow::Result<Option<reins_core::api::StepView>> {
+    Ok(reins
+        .run_detail(run)
+        .await?
+        .steps
+        .into_iter()
+        .find(|s| s.seq == seq))
+}
+
+/// The intent of step `seq` of a run, if its effect got that far.
+pub async fn intent(
+    reins: &Reins,
+    run: RunId,
+    seq: i64,
+) -> anyhow::Result<Option<reins_core::api::IntentView>> {
+    Ok(reins
+        .run_detail(run)
+        .await?
+        .intents
+        .into_iter()
+        .find(|i| i.step_seq == seq))
+}
+
+/// Where the blob store keeps the blob `digest` (a file named by its hash).
+pub fn blob_path(data: &DataDir, digest: &reins_core::api::Digest) -> PathBuf {
+    data.blobs()
+        .join(&digest.as_str()[..2])
+        .join(&digest.as_str()[2..])
+}
+
+/// Leaves a blob file no record refers to, as a crash between writing a blob and committing what
+/// refers to it would.
+pub fn orphan_blob(data: &DataDir, bytes: &[u8]) -> anyhow::Result<reins_core::api::Digest> {
+    let digest = reins_core::api::Digest::of(bytes);
+    let path = blob_path(data, &digest);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&path, bytes)?;
+    Ok(digest)
+}

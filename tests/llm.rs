@@ -3,8 +3,8 @@
 
 use std::sync::Mutex;
 
-use reins_core::engine::{DriveOutcome, Observer, Progress, Silent};
-use reins_core::run::RunState;
+use reins_core::api::RunState;
+use reins_core::api::{DriveOutcome, Observer, Progress, Silent};
 use reins_tests::llm_setup::{finished, setup};
 use reins_tests::mock_llm::{self, Reply};
 
@@ -45,8 +45,8 @@ async fn streamed_text_is_the_final_answer_with_usage_and_a_manifest() -> anyhow
     assert_eq!(
         (steps[0].kind, steps[0].status),
         (
-            reins_core::step::StepKind::ModelCall,
-            reins_core::step::StepStatus::Done
+            reins_core::api::StepKind::ModelCall,
+            reins_core::api::StepStatus::Done
         )
     );
     let usage = s.reins.usage(run).await?;
@@ -61,7 +61,7 @@ async fn streamed_text_is_the_final_answer_with_usage_and_a_manifest() -> anyhow
         assert!(
             entries
                 .iter()
-                .any(|e| e.id == id && e.fate == reins_core::context::Fate::Included),
+                .any(|e| e.id == id && e.fate == reins_core::api::Fate::Included),
             "{id} in {entries:?}"
         );
     }
@@ -242,7 +242,7 @@ async fn transient_errors_are_retried_under_the_budget_and_retry_after_is_honour
     )
     .await?;
     let run = s.start(&s.spec("be patient")).await?;
-    let t0 = reins_core::clock::now_ms();
+    let t0 = reins_core::api::now_ms();
     let first = s.reins.drive(run, &Silent).await?;
     let DriveOutcome::Retrying { at, reason } = first else {
         anyhow::bail!("429 is transient: {first:?}")
@@ -256,7 +256,7 @@ async fn transient_errors_are_retried_under_the_budget_and_retry_after_is_honour
     let outcome = s.settle(run, &Silent).await?;
     assert!(finished(&outcome, RunState::Succeeded), "{outcome:?}");
     assert_eq!(s.mock.count(), 4);
-    let retries = reins_core::store::retries::list(s.reins.store().pool(), run).await?;
+    let retries = s.reins.run_detail(run).await?.retries;
     let errors: Vec<&str> = retries.iter().map(|r| r.error.as_str()).collect();
     assert_eq!(errors.len(), 3, "{errors:?}");
     assert!(errors[1].contains("500"), "{errors:?}");

@@ -2,11 +2,10 @@
 //! question answered, profile facts in the context (and out when memory is off, and gone when
 //! deleted), the API key only in a header, a large output kept as an artifact.
 
-use reins_core::engine::{ApproveRequest, DriveOutcome, Silent};
-use reins_core::ids::RunId;
-use reins_core::keys::{Secret, SecretStore as _};
-use reins_core::run::RunState;
-use reins_core::store::audit;
+use reins_core::api::{
+    ApproveRequest, DriveOutcome, FactOrigin, NewFact, RememberedView, RunId, RunState, Scope,
+    Secret, SecretStore as _, Silent,
+};
 use reins_tests::llm_setup::{files_containing, finished, setup, Setup};
 use reins_tests::mock_llm;
 
@@ -23,12 +22,12 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
     )
     .await?;
     s.reins
-        .memory_remember(reins_core::memory::NewFact {
+        .memory_remember(NewFact {
             category: "workflow".into(),
             key: "notes".into(),
             value: "notes go in docs/".into(),
             confidence: None,
-            origin: reins_core::memory::Origin::User,
+            origin: FactOrigin::User,
         })
         .await?;
     let run = s.start(&s.spec("leave a note")).await?;
@@ -49,24 +48,24 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
     );
     let pending = s
         .reins
-        .approvals(Some(reins_core::approval::Status::Pending), Some(run))
+        .approvals(Some(reins_core::api::ApprovalStatus::Pending), Some(run))
         .await?;
     assert_eq!(pending.len(), 1);
-    assert!(pending[0].row.preview.contains("+rotate daily"));
+    assert!(pending[0].preview.contains("+rotate daily"));
     assert_eq!(
-        pending[0].context_summary.why.as_deref(),
+        pending[0].context.why.as_deref(),
         Some("Leaving a note."),
         "the card says why"
     );
     let approve = ApproveRequest {
-        scope: reins_core::approval::Scope::Once,
+        scope: Scope::Once,
         pattern: None,
         edited: None,
         note: None,
         expect_hash: None,
         by: "user:test".into(),
     };
-    s.reins.approve(&pending[0].row.id, approve).await?;
+    s.reins.approve(&pending[0].id, approve).await?;
     let outcome = s.settle(run, &Silent).await?;
     assert!(
         matches!(
@@ -82,11 +81,11 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
     std::fs::remove_file(s.sb.ws().join("docs/NOTE.md"))?;
     let pending = s
         .reins
-        .approvals(Some(reins_core::approval::Status::Pending), Some(run))
+        .approvals(Some(reins_core::api::ApprovalStatus::Pending), Some(run))
         .await?;
     // The card is built from the agent's working memory: the steps it did, not the model's JSON,
     // and the profile facts its context used.
-    let card = &pending[0].context_summary;
+    let card = &pending[0].context;
     assert_eq!(card.steps_done, 1, "{card:?}");
     assert_eq!(card.recent.len(), 1, "{card:?}");
     assert!(card.recent[0].starts_with("step 2 fs.write ok"), "{card:?}");
@@ -98,7 +97,7 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
     );
     assert_eq!(card.why.as_deref(), Some("Trying again."));
     s.reins
-        .reject(&pending[0].row.id, "we keep notes in the wiki", "user:test")
+        .reject(&pending[0].id, "we keep notes in the wiki", "user:test")
         .await?;
     let outcome = s.settle(run, &Silent).await?;
     assert!(finished(&outcome, RunState::Succeeded), "{outcome:?}");
@@ -160,7 +159,7 @@ async fn a_question_waits_for_the_answer_and_the_model_gets_it() -> anyhow::Resu
     // Paused and resumed before anyone answered: it goes back to waiting, asking nothing again.
     s.reins.pause(run).await?;
     s.reins
-        .resume(run, reins_core::engine::ResumeMode::Continue)
+        .resume(run, reins_core::api::ResumeMode::Continue)
         .await?;
     let outcome = s.settle(run, &Silent).await?;
     assert!(
@@ -184,11 +183,7 @@ async fn a_question_waits_for_the_answer_and_the_model_gets_it() -> anyhow::Resu
     assert!(finished(&outcome, RunState::Succeeded), "{outcome:?}");
     let told = mock_llm::tool_results(&s.mock.seen()[1]);
     assert_eq!(told, vec![("q1".to_owned(), "14 days".to_owned())]);
-    let kinds: Vec<String> = audit::for_run(s.reins.store().pool(), run)
-        .await?
-        .into_iter()
-        .map(|e| e.kind)
-        .collect();
+    let kinds = reins_tests::kinds(&s.reins, run).await?;
     for k in ["question.asked", "question.answered", "model.called"] {
         assert!(kinds.iter().any(|x| x == k), "{k} in {kinds:?}");
     }
@@ -204,16 +199,16 @@ async fn profile_facts_go_in_as_data_and_the_off_switch_keeps_them_out() -> anyh
     .await?;
     let fact = match s
         .reins
-        .memory_remember(reins_core::memory::NewFact {
+        .memory_remember(NewFact {
             category: "language".into(),
             key: "reply_language".into(),
             value: "answer in French".into(),
             confidence: None,
-            origin: reins_core::memory::Origin::User,
+            origin: FactOrigin::User,
         })
         .await?
     {
-        reins_core::memory::Remembered::Stored { fact } => fact,
+        RememberedView::Stored { fact } => fact,
         other => anyhow::bail!("{other:?}"),
     };
     let run = s.start(&s.spec("say hi")).await?;
@@ -245,7 +240,7 @@ async fn the_api_key_is_sent_only_in_the_header_and_is_on_no_disk() -> anyhow::R
     let key = "sk-test-Zq8vN3kT7yR2wP5mL9xC4bH6jD1fG0aE";
     let s = setup(vec![mock_llm::text("ok", 50)], false).await?;
     let mut spec = s.spec("use the key");
-    spec.settings.key = Some("mock".into());
+    spec.key = Some("mock".into());
     let err = s
         .start(&spec)
         .await
@@ -297,7 +292,7 @@ async fn a_large_tool_output_reaches_the_model_as_an_excerpt_of_a_stored_artifac
     assert!(finished(&outcome, RunState::Succeeded), "{outcome:?}");
     let told = mock_llm::tool_results(&s.mock.seen()[1]);
     let text = &told[0].1;
-    let digest = reins_core::digest::Digest::of(log.as_bytes());
+    let digest = reins_core::api::Digest::of(log.as_bytes());
     assert!(
         text.len() < 9 * 1024,
         "an excerpt, not {} bytes",
@@ -312,10 +307,9 @@ async fn a_large_tool_output_reaches_the_model_as_an_excerpt_of_a_stored_artifac
         text.contains(&format!("artifact {digest} in the blob store")),
         "the reference: {text}"
     );
-    let blobs = reins_core::blob::BlobStore::open(&s.sb.data().blobs())?;
     assert_eq!(
-        blobs.get(&digest)?,
-        log.as_bytes(),
+        s.reins.blob(&digest).await?.as_deref(),
+        Some(log.as_bytes()),
         "the whole output is stored, verified"
     );
     Ok(())
@@ -323,6 +317,6 @@ async fn a_large_tool_output_reaches_the_model_as_an_excerpt_of_a_stored_artifac
 async fn card_fact(s: &Setup, run: RunId) -> anyhow::Result<String> {
     let all = s.reins.approvals(None, Some(run)).await?;
     all.first()
-        .and_then(|a| a.context_summary.memory.first().cloned())
+        .and_then(|a| a.context.memory.first().cloned())
         .ok_or_else(|| anyhow::anyhow!("no fact on the card"))
 }

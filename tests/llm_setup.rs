@@ -3,15 +3,10 @@
 
 use std::sync::Arc;
 
-use reins_core::agent::llm::Spec;
-use reins_core::api::{Options, Reins};
-use reins_core::engine::{DriveOutcome, Observer, Silent};
-use reins_core::failure::RetryBudget;
-use reins_core::ids::RunId;
-use reins_core::keys::MemoryStore;
-use reins_core::provider::Settings;
-use reins_core::run::RunState;
-use reins_core::store::steps;
+use reins_core::api::{
+    DriveOutcome, LlmRunRequest, MemorySecrets as MemoryStore, Observer, Options, Reins,
+    RetryBudget, RunId, RunState, Silent, StepView,
+};
 
 use crate::mock_llm::{MockLlm, Reply};
 use crate::Sandbox;
@@ -44,9 +39,11 @@ pub async fn setup(script: Vec<Reply>, review: bool) -> anyhow::Result<Setup> {
         ..Options::default()
     };
     let keys = Arc::new(MemoryStore::default());
-    let reins = Reins::open(sb.data(), options)
-        .await?
-        .with_secrets(keys.clone());
+    let options = Options {
+        secrets: Some(keys.clone()),
+        ..options
+    };
+    let reins = Reins::open(sb.data(), options).await?;
     let mock = MockLlm::start(script)?;
     Ok(Setup {
         sb,
@@ -57,26 +54,24 @@ pub async fn setup(script: Vec<Reply>, review: bool) -> anyhow::Result<Setup> {
 }
 
 impl Setup {
-    pub fn spec(&self, goal: &str) -> Spec {
-        Spec {
-            name: "llm test".into(),
+    pub fn spec(&self, goal: &str) -> LlmRunRequest {
+        LlmRunRequest {
+            name: Some("llm test".into()),
             goal: goal.into(),
-            settings: Settings {
-                base_url: self.mock.base_url(),
-                model: "mock-model".into(),
-                context_window: 16_000,
-                max_output: 1_000,
-                timeout_s: 2,
-                ..Settings::default()
-            },
-            max_turns: 10,
+            base_url: Some(self.mock.base_url()),
+            model: Some("mock-model".into()),
+            context_window: Some(16_000),
+            max_output: Some(1_000),
+            timeout_s: Some(2),
+            max_turns: Some(10),
+            ..LlmRunRequest::default()
         }
     }
 
-    pub async fn start(&self, spec: &Spec) -> anyhow::Result<RunId> {
+    pub async fn start(&self, spec: &LlmRunRequest) -> anyhow::Result<RunId> {
         Ok(self
             .reins
-            .create_llm_run(spec, &self.sb.ws(), &Silent)
+            .create_llm_run(spec.clone(), &self.sb.ws(), &Silent)
             .await?)
     }
 
@@ -86,7 +81,7 @@ impl Setup {
         while std::time::Instant::now() < deadline {
             match self.reins.drive(run, obs).await? {
                 DriveOutcome::Retrying { at, .. } => {
-                    let wait = (at - reins_core::clock::now_ms()).max(0).unsigned_abs();
+                    let wait = (at - reins_core::api::now_ms()).max(0).unsigned_abs();
                     tokio::time::sleep(std::time::Duration::from_millis(wait + 5)).await;
                 }
                 DriveOutcome::Skipped {
@@ -99,8 +94,8 @@ impl Setup {
         anyhow::bail!("run {run} did not settle")
     }
 
-    pub async fn steps(&self, run: RunId) -> anyhow::Result<Vec<steps::StepRow>> {
-        Ok(steps::list(self.reins.store().pool(), run).await?)
+    pub async fn steps(&self, run: RunId) -> anyhow::Result<Vec<StepView>> {
+        Ok(self.reins.run_detail(run).await?.steps)
     }
 }
 

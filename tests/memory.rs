@@ -3,18 +3,11 @@
 //! secret fails the step and leaves no trace in memory; done again after a restart it changes
 //! nothing; and with memory off the agent is refused.
 
-use std::sync::Arc;
+use reins_core::api::{FactOrigin, NewFact, Reins, RememberedView, Silent};
+use reins_tests::{plan, raw_db, step, Sandbox};
 
-use reins_core::engine::{Engine, Silent};
-use reins_core::memory;
-use reins_core::policy::{Protected, RulePolicy};
-use reins_core::store::steps;
-use reins_core::workspace::Workspace;
-use reins_tests::{plan, Sandbox};
-
-async fn engine(sb: &Sandbox) -> anyhow::Result<Engine> {
-    sb.engine(Arc::new(RulePolicy::defaults(Protected::NONE)))
-        .await
+async fn engine(sb: &Sandbox) -> anyhow::Result<Reins> {
+    sb.reins_with_rules("# the built-in defaults\n").await
 }
 
 const PLAN: &str = r#"
@@ -40,12 +33,10 @@ async fn an_agents_facts_are_kept_suggested_or_refused_by_memorys_rules() -> any
     let sb = Sandbox::new()?;
     let engine = engine(&sb).await?;
     let run = engine
-        .create_script_run(&plan(PLAN)?, &Workspace::open(&sb.ws())?)
+        .create_plan_run(&plan(PLAN)?, &sb.ws(), &Silent)
         .await?;
     engine.drive(run, &Silent).await?;
-    let store = engine.store();
-
-    let facts = memory::list(store, None, None).await?;
+    let facts = engine.memory_list(None, None).await?;
     assert_eq!(facts.len(), 1, "{facts:?}");
     let f = &facts[0];
     assert_eq!(
@@ -60,19 +51,19 @@ async fn an_agents_facts_are_kept_suggested_or_refused_by_memorys_rules() -> any
     assert_eq!(f.step_seq, Some(1), "provenance: the step");
     assert_eq!(f.source_text.as_deref(), Some("I mostly write Rust"));
 
-    let waiting = memory::suggestions(store).await?;
+    let waiting = engine.memory_suggestions().await?;
     assert_eq!(waiting.len(), 1);
     assert_eq!(
         (waiting[0].key.as_str(), waiting[0].step_seq),
         ("tone", Some(2))
     );
 
-    let third = steps::get(store.pool(), run, 3)
+    let third = step(&engine, run, 3)
         .await?
         .ok_or_else(|| anyhow::anyhow!("step 3"))?;
     assert_eq!(
         third.status,
-        reins_core::step::StepStatus::Failed,
+        reins_core::api::StepStatus::Failed,
         "{third:?}"
     );
     assert!(third
@@ -82,11 +73,11 @@ async fn an_agents_facts_are_kept_suggested_or_refused_by_memorys_rules() -> any
     let rows: Vec<(String,)> = sqlx::query_as(
         "SELECT value FROM memory_versions UNION ALL SELECT value FROM memory_suggestions",
     )
-    .fetch_all(store.pool())
+    .fetch_all(&raw_db(&engine).await?)
     .await?;
     assert!(rows.iter().all(|(v,)| !v.contains("ghp_")), "{rows:?}");
     let audit: Vec<(String,)> = sqlx::query_as("SELECT payload FROM audit_events")
-        .fetch_all(store.pool())
+        .fetch_all(&raw_db(&engine).await?)
         .await?;
     assert!(
         audit.iter().all(|(p,)| !p.contains("ghp_0123456789")),
@@ -94,24 +85,22 @@ async fn an_agents_facts_are_kept_suggested_or_refused_by_memorys_rules() -> any
     );
 
     // The same run's facts proposed again (as after a restart) change nothing.
-    let again = memory::remember(
-        store,
-        memory::NewFact {
+    let again = engine
+        .memory_remember(NewFact {
             category: "style".into(),
             key: "tone".into(),
             value: "terse".into(),
             confidence: Some(0.4),
-            origin: memory::Origin::Agent {
+            origin: FactOrigin::Agent {
                 run: Some(run),
                 step: Some(2),
                 source: None,
             },
-        },
-    )
-    .await?;
-    assert!(matches!(again, memory::Remembered::Suggested { .. }));
+        })
+        .await?;
+    assert!(matches!(again, RememberedView::Suggested { .. }));
     assert_eq!(
-        memory::suggestions(store).await?.len(),
+        engine.memory_suggestions().await?.len(),
         1,
         "not suggested twice"
     );
@@ -122,14 +111,14 @@ async fn an_agents_facts_are_kept_suggested_or_refused_by_memorys_rules() -> any
 async fn with_memory_off_an_agent_cannot_add_facts() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let engine = engine(&sb).await?;
-    memory::configure(engine.store(), Some(false), None, None).await?;
+    engine.memory_configure(Some(false), None, None).await?;
     let run = engine
-        .create_script_run(&plan(PLAN)?, &Workspace::open(&sb.ws())?)
+        .create_plan_run(&plan(PLAN)?, &sb.ws(), &Silent)
         .await?;
     engine.drive(run, &Silent).await?;
-    assert!(memory::list(engine.store(), None, None).await?.is_empty());
-    assert!(memory::suggestions(engine.store()).await?.is_empty());
-    let first = steps::get(engine.store().pool(), run, 1)
+    assert!(engine.memory_list(None, None).await?.is_empty());
+    assert!(engine.memory_suggestions().await?.is_empty());
+    let first = step(&engine, run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("step 1"))?;
     assert!(

@@ -3,9 +3,8 @@
 
 use std::time::Duration;
 
-use reins_core::api::{Reins, Silent};
-use reins_core::digest::Digest;
-use reins_tests::{repo_root, Sandbox};
+use reins_core::api::{Digest, FileImage, Reins, Silent};
+use reins_tests::{blob_path, orphan_blob, repo_root, Sandbox};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Result<()> {
@@ -19,18 +18,13 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
     assert!(total > 3, "{total} checkpoints");
 
     // An orphan blob from long ago, one from just now, and a pre-image the journal needs.
-    let blobs = reins_core::blob::BlobStore::open(&sb.data().blobs())?;
-    let old = blobs.put(b"an orphan from long ago")?;
-    let old_path = sb
-        .data()
-        .blobs()
-        .join(&old.as_str()[..2])
-        .join(&old.as_str()[2..]);
+    let old = orphan_blob(&sb.data(), b"an orphan from long ago")?;
+    let old_path = blob_path(&sb.data(), &old);
     std::fs::File::options()
         .write(true)
         .open(&old_path)?
         .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))?;
-    let young = blobs.put(b"an orphan from just now")?;
+    let young = orphan_blob(&sb.data(), b"an orphan from just now")?;
 
     let dry = r.gc(3, true).await?;
     assert_eq!((dry.runs, dry.checkpoints), (1, (total - 3) as u64));
@@ -42,7 +36,7 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
         total,
         "a dry run removes nothing"
     );
-    assert!(blobs.contains(&old));
+    assert!(blob_path(&sb.data(), &old).is_file());
 
     let done = r.gc(3, false).await?;
     assert_eq!(done.checkpoints, (total - 3) as u64);
@@ -57,15 +51,19 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
         after.recovery.point,
         after.checkpoints.last().map(|c| c.seq)
     );
-    assert!(!blobs.contains(&old), "the old orphan is gone");
-    assert!(blobs.contains(&young), "the young orphan stays");
+    assert!(
+        !blob_path(&sb.data(), &old).exists(),
+        "the old orphan is gone"
+    );
+    assert!(
+        blob_path(&sb.data(), &young).is_file(),
+        "the young orphan stays"
+    );
     // Every pre-image the journal refers to is still readable: rollback still works.
     for intent in &after.intents {
-        let pre: &[reins_core::journal::FileImage] = &intent.pre_images;
+        let pre: &[FileImage] = &intent.pre_images;
         for digest in pre.iter().filter_map(|i| i.sha256.clone()) {
-            let bytes = reins_core::store::blobs::get(r.store().pool(), &digest)
-                .await?
-                .or_else(|| blobs.get(&digest).ok());
+            let bytes = r.blob(&digest).await?;
             assert!(
                 bytes.is_some_and(|b| Digest::of(&b) == digest),
                 "pre-image {digest} kept"

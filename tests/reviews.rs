@@ -3,20 +3,15 @@
 //! changed on disk or an action swapped after review is reviewed again; expiry fails closed; a
 //! decision is never overwritten; grants are counted and revocable.
 
-use std::sync::Arc;
+use reins_core::api::{
+    ApprovalStatus, ApprovalView, ApproveRequest, DriveOutcome, EditedAction, Reins, RunId,
+    RunState, Scope, Silent,
+};
+use reins_tests::{intent, plan, raw_db, step, Sandbox};
 
-use reins_core::approval::Scope;
-use reins_core::engine::{ApproveRequest, DriveOutcome, EditedAction, Engine, Silent};
-use reins_core::ids::RunId;
-use reins_core::policy::{Protected, RulePolicy, RuleSet};
-use reins_core::run::RunState;
-use reins_core::store::approvals::{self, ApprovalRow};
-use reins_core::store::{audit, grants, intents, steps};
-use reins_core::workspace::Workspace;
-use reins_tests::{plan, Sandbox};
-
-fn defaults() -> Arc<RulePolicy> {
-    Arc::new(RulePolicy::defaults(Protected::NONE))
+/// The facade under the built-in policy.
+async fn defaults(sb: &Sandbox) -> anyhow::Result<Reins> {
+    sb.reins_with_rules("# the built-in defaults\n").await
 }
 
 fn approve_once() -> ApproveRequest {
@@ -30,19 +25,16 @@ fn approve_once() -> ApproveRequest {
     }
 }
 
-async fn start(sb: &Sandbox, engine: &Engine, text: &str) -> anyhow::Result<RunId> {
+async fn start(sb: &Sandbox, engine: &Reins, text: &str) -> anyhow::Result<RunId> {
     Ok(engine
-        .create_script_run(&plan(text)?, &Workspace::open(&sb.ws())?)
+        .create_plan_run(&plan(text)?, &sb.ws(), &Silent)
         .await?)
 }
 
-async fn pending(engine: &Engine, run: RunId) -> anyhow::Result<ApprovalRow> {
-    let rows = approvals::list(
-        engine.store().pool(),
-        Some(reins_core::approval::Status::Pending),
-        Some(run),
-    )
-    .await?;
+async fn pending(engine: &Reins, run: RunId) -> anyhow::Result<ApprovalView> {
+    let rows = engine
+        .approvals(Some(ApprovalStatus::Pending), Some(run))
+        .await?;
     anyhow::ensure!(
         rows.len() == 1,
         "expected one pending approval, got {rows:?}"
@@ -52,12 +44,8 @@ async fn pending(engine: &Engine, run: RunId) -> anyhow::Result<ApprovalRow> {
         .ok_or_else(|| anyhow::anyhow!("none"))
 }
 
-async fn kinds(engine: &Engine, run: RunId) -> anyhow::Result<Vec<String>> {
-    Ok(audit::for_run(engine.store().pool(), run)
-        .await?
-        .into_iter()
-        .map(|e| e.kind)
-        .collect())
+async fn kinds(engine: &Reins, run: RunId) -> anyhow::Result<Vec<String>> {
+    reins_tests::kinds(engine, run).await
 }
 
 fn succeeded(outcome: &DriveOutcome) -> bool {
@@ -93,7 +81,7 @@ args = { path = "docs/note.md", content = "rotate daily\n" }
 async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
 ) -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(defaults()).await?;
+    let engine = defaults(&sb).await?;
     let run = start(&sb, &engine, WRITE_NOTE).await?;
     assert!(waiting(&engine.drive(run, &Silent).await?));
     assert!(
@@ -102,14 +90,14 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
     );
     let a = pending(&engine, run).await?;
     assert_eq!(a.tool, "fs.write");
-    assert_eq!(a.risk, reins_core::policy::Risk::Medium);
+    assert_eq!(a.risk, reins_core::api::Risk::Medium);
     assert!(a.preview.contains("+rotate daily"), "{}", a.preview);
     let context: serde_json::Value = serde_json::to_value(&a.context)?;
     assert_eq!(context["why"], "tell on-call what changed");
     assert_eq!(context["goal"], "leave a note");
     assert_eq!(
         a.action_hash,
-        reins_core::digest::Digest::of(a.action.as_bytes()).to_string(),
+        reins_core::api::Digest::of(a.action.canonical_text().as_bytes()).to_string(),
         "the approval binds to the hash of the exact canonical action"
     );
 
@@ -118,10 +106,10 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
     let outcome = engine.drive(run, &Silent).await?;
     assert!(succeeded(&outcome), "{outcome:?}");
     assert_eq!(sb.read("docs/note.md")?, "rotate daily\n");
-    let intent = intents::for_step(engine.store().pool(), run, 1).await?;
+    let intent = intent(&engine, run, 1).await?;
     assert_eq!(
         intent.map(|i| i.status),
-        Some(reins_core::journal::IntentStatus::Confirmed)
+        Some(reins_core::api::IntentStatus::Confirmed)
     );
     let k = kinds(&engine, run).await?;
     for kind in [
@@ -143,7 +131,7 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
 #[tokio::test]
 async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(defaults()).await?;
+    let engine = defaults(&sb).await?;
     let run = start(&sb, &engine, WRITE_NOTE).await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
@@ -155,13 +143,12 @@ async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<(
     req.edited = Some(edit);
     let decided = engine.approve(&a.id, req).await?;
     let row = decided.approval;
-    assert!(
-        row.edited_hash.is_some() && row.edited_hash.as_deref() != Some(a.action_hash.as_str())
-    );
-    assert!(row
-        .edited_preview
-        .as_deref()
-        .is_some_and(|p| p.contains("+rotate daily, keep 14")));
+    let edited = row
+        .edited
+        .as_ref()
+        .ok_or_else(|| anyhow::anyhow!("the edit is recorded"))?;
+    assert_ne!(edited.hash, a.action_hash);
+    assert!(edited.preview.contains("+rotate daily, keep 14"));
     engine.drive(run, &Silent).await?;
     assert_eq!(
         sb.read("docs/note.md")?,
@@ -188,7 +175,7 @@ async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<(
 #[tokio::test]
 async fn a_rejection_reaches_the_agent_and_nothing_runs() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(defaults()).await?;
+    let engine = defaults(&sb).await?;
     let run = start(
         &sb,
         &engine,
@@ -206,16 +193,16 @@ async fn a_rejection_reaches_the_agent_and_nothing_runs() -> anyhow::Result<()> 
         .await?;
     let outcome = engine.drive(run, &Silent).await?;
     assert!(succeeded(&outcome), "{outcome:?}");
-    let step = steps::get(engine.store().pool(), run, 1)
+    let step = step(&engine, run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no step"))?;
-    assert_eq!(step.status, reins_core::step::StepStatus::Rejected);
+    assert_eq!(step.status, reins_core::api::StepStatus::Rejected);
     assert!(step
         .result
         .is_some_and(|r| r.contains("we keep notes in the wiki")));
     assert!(!sb.ws().join("docs/note.md").exists());
     assert!(
-        intents::list(engine.store().pool(), run).await?.is_empty(),
+        engine.run_detail(run).await?.intents.is_empty(),
         "no intent, no effect"
     );
     Ok(())
@@ -232,7 +219,7 @@ args = { path = "config/logrotate.conf", old = "    rotate = never\n", new = "  
 #[tokio::test]
 async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(defaults()).await?;
+    let engine = defaults(&sb).await?;
     let conf = sb.ws().join("config/logrotate.conf");
     // Changed before the decision: approving the old diff is refused, a fresh approval replaces it.
     let run = start(&sb, &engine, EDIT_CONF).await?;
@@ -255,10 +242,8 @@ async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Resu
         fresh.pre_images, a.pre_images,
         "made from the file as it is now"
     );
-    let old = approvals::get(engine.store().pool(), &a.id)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(old.status, reins_core::approval::Status::Superseded);
+    let old = engine.approval(&a.id).await?;
+    assert_eq!(old.status, ApprovalStatus::Superseded);
     assert_eq!(old.superseded_by.as_deref(), Some(fresh.id.as_str()));
 
     // Changed after the decision, before execution: the bind check catches it; nothing runs.
@@ -275,10 +260,8 @@ async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Resu
         "the approved diff did not run"
     );
     let third = pending(&engine, run).await?;
-    let second = approvals::get(engine.store().pool(), &fresh.id)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(second.status, reins_core::approval::Status::Superseded);
+    let second = engine.approval(&fresh.id).await?;
+    assert_eq!(second.status, ApprovalStatus::Superseded);
     assert!(second
         .stale_reason
         .is_some_and(|r| r.contains("config/logrotate.conf")));
@@ -291,7 +274,7 @@ async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Resu
 #[tokio::test]
 async fn an_action_swapped_after_approval_does_not_run() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(defaults()).await?;
+    let engine = defaults(&sb).await?;
     let run = start(&sb, &engine, WRITE_NOTE).await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
@@ -301,17 +284,15 @@ async fn an_action_swapped_after_approval_does_not_run() -> anyhow::Result<()> {
     sqlx::query("UPDATE approvals SET action = ? WHERE id = ?")
         .bind(evil)
         .bind(&a.id)
-        .execute(engine.store().pool())
+        .execute(&raw_db(&engine).await?)
         .await?;
     assert!(waiting(&engine.drive(run, &Silent).await?));
     assert!(
         !sb.ws().join("docs/note.md").exists(),
         "the swapped action did not run"
     );
-    let old = approvals::get(engine.store().pool(), &a.id)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(old.status, reins_core::approval::Status::Superseded);
+    let old = engine.approval(&a.id).await?;
+    assert_eq!(old.status, ApprovalStatus::Superseded);
     assert!(old
         .stale_reason
         .is_some_and(|r| r.contains("changed after it was approved")));
@@ -326,9 +307,8 @@ async fn an_action_swapped_after_approval_does_not_run() -> anyhow::Result<()> {
 #[tokio::test]
 async fn an_unanswered_review_expires_and_fails_closed() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let rules = RuleSet::parse("[review]\nexpire_after_secs = 1\n", "test")?;
     let engine = sb
-        .engine(Arc::new(RulePolicy::with_rules(Protected::NONE, rules)))
+        .reins_with_rules("[review]\nexpire_after_secs = 1\n")
         .await?;
     let run = start(
         &sb,
@@ -343,15 +323,13 @@ async fn an_unanswered_review_expires_and_fails_closed() -> anyhow::Result<()> {
         engine.approve(&a.id, approve_once()).await.is_err(),
         "too late to approve"
     );
-    let row = approvals::get(engine.store().pool(), &a.id)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(row.status, reins_core::approval::Status::Expired);
+    let row = engine.approval(&a.id).await?;
+    assert_eq!(row.status, ApprovalStatus::Expired);
     engine.drive(run, &Silent).await?;
-    let step = steps::get(engine.store().pool(), run, 1)
+    let step = step(&engine, run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no step"))?;
-    assert_eq!(step.status, reins_core::step::StepStatus::Expired);
+    assert_eq!(step.status, reins_core::api::StepStatus::Expired);
     assert!(!sb.ws().join("docs/note.md").exists());
     assert!(kinds(&engine, run)
         .await?
@@ -363,13 +341,13 @@ async fn an_unanswered_review_expires_and_fails_closed() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_paused_review_is_decided_and_carried_out_on_resume() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(defaults()).await?;
+    let engine = defaults(&sb).await?;
     let run = start(&sb, &engine, WRITE_NOTE).await?;
     engine.drive(run, &Silent).await?;
     engine.pause(run).await?;
     // Resumed while still pending: it waits for the same approval again (no new one).
     engine
-        .resume(run, reins_core::engine::ResumeMode::Continue)
+        .resume(run, reins_core::api::ResumeMode::Continue)
         .await?;
     let outcome = engine.drive(run, &Silent).await?;
     assert!(waiting(&outcome), "{outcome:?}");
@@ -382,7 +360,7 @@ async fn a_paused_review_is_decided_and_carried_out_on_resume() -> anyhow::Resul
         "a paused run stays paused"
     );
     engine
-        .resume(run, reins_core::engine::ResumeMode::Continue)
+        .resume(run, reins_core::api::ResumeMode::Continue)
         .await?;
     engine.drive(run, &Silent).await?;
     assert_eq!(sb.read("docs/note.md")?, "rotate daily\n");
@@ -392,7 +370,7 @@ async fn a_paused_review_is_decided_and_carried_out_on_resume() -> anyhow::Resul
 #[tokio::test]
 async fn grants_are_counted_scoped_and_revocable() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(defaults()).await?;
+    let engine = defaults(&sb).await?;
     let twice = r#"
 name = "twice"
 goal = "g"
@@ -421,7 +399,7 @@ args = { argv = ["touch", "other"] }
     assert!(waiting(&engine.drive(run, &Silent).await?));
     let b = pending(&engine, run).await?;
     assert_eq!(b.step_seq, 3);
-    let live = grants::list(engine.store().pool()).await?;
+    let live = engine.grants().await?;
     assert_eq!(live[0].uses, 1);
     assert!(kinds(&engine, run).await?.iter().any(|k| k == "grant.used"));
 
@@ -434,7 +412,7 @@ args = { argv = ["touch", "other"] }
         .await?
         .grant
         .ok_or_else(|| anyhow::anyhow!("no grant"))?;
-    assert_eq!(g2.matcher, reins_core::approval::Matcher::Prefix);
+    assert_eq!(g2.matcher, reins_core::api::Matcher::Prefix);
     engine.drive(run, &Silent).await?;
     assert!(sb.ws().join("other").exists());
 
@@ -451,7 +429,7 @@ args = { command = "touch $(rm -rf docs)" }
         "the pattern grant does not cover it"
     );
     let c = pending(&engine, run2).await?;
-    assert_eq!(c.risk, reins_core::policy::Risk::High);
+    assert_eq!(c.risk, reins_core::api::Risk::High);
     let mut bad = approve_once();
     bad.scope = Scope::Always;
     bad.pattern = Some("touch".into());
@@ -469,10 +447,7 @@ args = { command = "touch $(rm -rf docs)" }
     engine.reject(&c.id, "no", "user:test").await?;
 
     // Revoked: the same action is reviewed again.
-    let now = reins_core::clock::now_ms();
-    let mut tx = engine.store().begin().await?;
-    grants::revoke(&mut tx, &g2.id, now).await?;
-    tx.commit().await?;
+    engine.revoke_grant(&g2.id).await?;
     let run3 = start(&sb, &engine, "name = \"t\"\ngoal = \"g\"\n[[steps]]\ntool = \"shell.exec\"\nargs = { argv = [\"touch\", \"third\"] }\n").await?;
     assert!(waiting(&engine.drive(run3, &Silent).await?));
     Ok(())
@@ -495,10 +470,10 @@ async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> a
         .await?;
     reins.drive(run, &Silent).await?;
     let before = reins
-        .approvals(Some(reins_core::approval::Status::Pending), Some(run))
+        .approvals(Some(ApprovalStatus::Pending), Some(run))
         .await?;
     assert_eq!(before.len(), 1);
-    let mut watch = reins_core::approval::watch::Watch::new()?;
+    let mut watch = reins_core::api::ApprovalWatch::new()?;
     assert!(reins.watch_approvals(&mut watch).await?.is_empty());
     assert_eq!(watch.watched(), 1, "the folder of config/logrotate.conf");
     let conf = sb.ws().join("config/logrotate.conf");
@@ -514,13 +489,13 @@ async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> a
             break;
         }
     }
-    assert_eq!(superseded, vec![before[0].row.id.clone()]);
+    assert_eq!(superseded, vec![before[0].id.clone()]);
     let after = reins
-        .approvals(Some(reins_core::approval::Status::Pending), Some(run))
+        .approvals(Some(ApprovalStatus::Pending), Some(run))
         .await?;
     assert_eq!(after.len(), 1);
-    assert_ne!(after[0].row.id, before[0].row.id);
-    assert_ne!(after[0].row.pre_images, before[0].row.pre_images);
+    assert_ne!(after[0].id, before[0].id);
+    assert_ne!(after[0].pre_images, before[0].pre_images);
     reins.close().await;
     Ok(())
 }
@@ -528,22 +503,17 @@ async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> a
 #[tokio::test]
 async fn cancelling_a_run_takes_its_reviews_out_of_the_inbox() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(defaults()).await?;
+    let engine = defaults(&sb).await?;
     let run = start(&sb, &engine, WRITE_NOTE).await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
     engine.cancel(run, Some("wrong workspace")).await?;
-    let row = approvals::get(engine.store().pool(), &a.id)
+    let row = engine.approval(&a.id).await?;
+    assert_eq!(row.status, ApprovalStatus::Expired);
+    assert!(engine
+        .approvals(Some(ApprovalStatus::Pending), None)
         .await?
-        .ok_or_else(|| anyhow::anyhow!("gone"))?;
-    assert_eq!(row.status, reins_core::approval::Status::Expired);
-    assert!(approvals::list(
-        engine.store().pool(),
-        Some(reins_core::approval::Status::Pending),
-        None
-    )
-    .await?
-    .is_empty());
+        .is_empty());
     assert!(engine.approve(&a.id, approve_once()).await.is_err());
     assert!(!sb.ws().join("docs/note.md").exists());
     Ok(())

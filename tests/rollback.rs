@@ -3,24 +3,18 @@
 
 use std::sync::Arc;
 
-use reins_core::api::{Options, Reins};
-use reins_core::engine::Silent;
-use reins_core::policy::PermitAll;
-use reins_core::workspace::Workspace;
-use reins_tests::{example_plan, Sandbox};
+use reins_core::api::{Options, Reins, Silent};
+use reins_tests::{example_plan, PermitAll, Sandbox};
 
 #[tokio::test]
 async fn a_post_image_no_blob_holds_is_rebuilt_from_the_journal() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(Arc::new(PermitAll)).await?;
+    let engine = sb.reins(Arc::new(PermitAll)).await?;
     let id = engine
-        .create_script_run(
-            &example_plan("fix-logrotate.toml")?,
-            &Workspace::open(&sb.ws())?,
-        )
+        .create_plan_run(&example_plan("fix-logrotate.toml")?, &sb.ws(), &Silent)
         .await?;
     engine.drive(id, &Silent).await?;
-    engine.store().close().await;
+    engine.close().await;
     let edited = sb.read("config/logrotate.conf")?;
     let note = sb.read("docs/incidents/2026-11-28-disk-full.md")?;
 
@@ -57,19 +51,16 @@ async fn a_post_image_no_blob_holds_is_rebuilt_from_the_journal() -> anyhow::Res
 #[tokio::test]
 async fn an_active_run_is_not_rolled_back() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(Arc::new(PermitAll)).await?;
+    let engine = sb.reins(Arc::new(PermitAll)).await?;
     let id = engine
-        .create_script_run(
-            &example_plan("tidy-configs.toml")?,
-            &Workspace::open(&sb.ws())?,
-        )
+        .create_plan_run(&example_plan("tidy-configs.toml")?, &sb.ws(), &Silent)
         .await?;
     let before = sb.read("docs/RUNBOOK.md")?;
     let err = engine
         .rollback(id, 1, false)
         .await
         .err()
-        .map(|e| (e.code(), e.to_string()));
+        .map(|e| (e.code().as_str(), e.to_string()));
     assert!(
         matches!(&err, Some(("conflict", m)) if m.contains("queued")),
         "{err:?}"

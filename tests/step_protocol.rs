@@ -3,20 +3,17 @@
 
 use std::sync::Arc;
 
-use reins_core::engine::{DriveOutcome, Silent};
-use reins_core::policy::PermitAll;
-use reins_core::policy::{Decision, Policy, Risk, Verdict};
-use reins_core::run::RunState;
-use reins_core::store::{intents, steps};
-use reins_core::tools::Action;
-use reins_core::workspace::Workspace;
-use reins_tests::{plan, Sandbox};
+use reins_core::api::{
+    Action, Decision, DriveOutcome, Policy, PolicyContext, Risk, RunState, Silent, StepStatus,
+    Verdict,
+};
+use reins_tests::{plan, PermitAll, Sandbox};
 
 /// Asks about writes, denies deletes, allows the rest.
 struct Strict;
 
 impl Policy for Strict {
-    fn classify(&self, action: &Action, _cx: &reins_core::policy::Context<'_>) -> Verdict {
+    fn classify(&self, action: &Action, _cx: &PolicyContext<'_>) -> Verdict {
         let (risk, decision, why) = match action.tool() {
             "fs.write" => (Risk::Medium, Decision::Ask, "writes a file"),
             "fs.delete" => (Risk::High, Decision::Deny, "deletes are not allowed here"),
@@ -37,7 +34,7 @@ impl Policy for Strict {
 #[tokio::test]
 async fn ask_parks_the_run_at_a_review_checkpoint_before_any_effect() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(Arc::new(Strict)).await?;
+    let engine = sb.reins(Arc::new(Strict)).await?;
     let p = plan(
         r#"
 name = "review"
@@ -52,9 +49,7 @@ why = "record the fix"
 args = { path = "docs/note.md", content = "hello\n" }
 "#,
     )?;
-    let id = engine
-        .create_script_run(&p, &Workspace::open(&sb.ws())?)
-        .await?;
+    let id = engine.create_plan_run(&p, &sb.ws(), &Silent).await?;
     let outcome = engine.drive(id, &Silent).await?;
     assert!(
         matches!(
@@ -75,31 +70,26 @@ args = { path = "docs/note.md", content = "hello\n" }
         "nothing is written before review"
     );
 
-    let pool = engine.store().pool();
-    let rows = steps::list(pool, id).await?;
-    assert_eq!(rows[0].status, reins_core::step::StepStatus::Denied);
+    let detail = engine.run_detail(id).await?;
+    let rows = &detail.steps;
+    assert_eq!(rows[0].status, StepStatus::Denied);
     assert!(rows[0]
         .result
         .as_deref()
         .unwrap_or("")
         .contains("deletes are not allowed here"));
-    assert_eq!(rows[1].status, reins_core::step::StepStatus::AwaitingReview);
+    assert_eq!(rows[1].status, StepStatus::AwaitingReview);
     assert!(
         rows[1].preview.as_deref().unwrap_or("").contains("+hello"),
         "the reviewer sees the exact diff"
     );
     assert_eq!(rows[1].why.as_deref(), Some("record the fix"));
     assert!(
-        intents::list(pool, id).await?.is_empty(),
+        detail.intents.is_empty(),
         "no intent exists before a decision"
     );
-    let level: String = sqlx::query_scalar(
-        "SELECT level FROM checkpoints WHERE run_id = ? ORDER BY seq DESC LIMIT 1",
-    )
-    .bind(id.to_string())
-    .fetch_one(pool)
-    .await?;
-    assert_eq!(level, "review");
+    let level = detail.checkpoints.last().map(|c| c.level);
+    assert_eq!(level, Some(reins_core::api::CheckpointLevel::Review));
     Ok(())
 }
 
@@ -107,7 +97,7 @@ args = { path = "docs/note.md", content = "hello\n" }
 async fn invalid_proposals_go_back_to_the_agent_and_touch_nothing() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let outside = sb.tmp.path().join("outside.txt");
-    let engine = sb.engine(Arc::new(PermitAll)).await?;
+    let engine = sb.reins(Arc::new(PermitAll)).await?;
     let p = plan(
         r#"
 name = "escape"
@@ -132,9 +122,7 @@ args = { path = "config/nginx.conf", old = "not there", new = "x" }
 expect = "error"
 "#,
     )?;
-    let id = engine
-        .create_script_run(&p, &Workspace::open(&sb.ws())?)
-        .await?;
+    let id = engine.create_plan_run(&p, &sb.ws(), &Silent).await?;
     let outcome = engine.drive(id, &Silent).await?;
     assert!(
         matches!(
@@ -147,21 +135,19 @@ expect = "error"
         "{outcome:?}"
     );
     assert!(!outside.exists() && !std::path::Path::new("/etc/reins-test").exists());
-    let rows = steps::list(engine.store().pool(), id).await?;
-    let statuses: Vec<&str> = rows.iter().map(|r| r.status.as_str()).collect();
+    let detail = engine.run_detail(id).await?;
+    let statuses: Vec<&str> = detail.steps.iter().map(|r| r.status.as_str()).collect();
     assert_eq!(statuses, ["invalid", "invalid", "invalid", "failed"]);
-    assert!(intents::list(engine.store().pool(), id).await?.is_empty());
+    assert!(detail.intents.is_empty());
     Ok(())
 }
 
 #[tokio::test]
 async fn an_unmet_expectation_fails_the_run_and_stops_it() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = sb.engine(Arc::new(PermitAll)).await?;
+    let engine = sb.reins(Arc::new(PermitAll)).await?;
     let p = reins_tests::example_plan("guarded-edit.toml")?;
-    let id = engine
-        .create_script_run(&p, &Workspace::open(&sb.ws())?)
-        .await?;
+    let id = engine.create_plan_run(&p, &sb.ws(), &Silent).await?;
     match engine.drive(id, &Silent).await? {
         DriveOutcome::Finished {
             state: RunState::Failed,

@@ -3,17 +3,11 @@
 //! `file://` are refused, a redirect to a private address is refused; huge and hidden-character
 //! file changes preview safely.
 
-use std::sync::Arc;
-
-use reins_core::approval::Scope;
-use reins_core::engine::{ApproveRequest, DriveOutcome, Engine, Silent};
-use reins_core::ids::RunId;
-use reins_core::policy::{Protected, RulePolicy};
-use reins_core::run::RunState;
-use reins_core::store::approvals::{self, ApprovalRow};
-use reins_core::store::steps;
-use reins_core::workspace::Workspace;
-use reins_tests::{plan, Sandbox};
+use reins_core::api::{
+    ApprovalStatus, ApprovalView, ApproveRequest, DriveOutcome, Reins, Risk, RunId, RunState,
+    Scope, Silent, StepStatus,
+};
+use reins_tests::{plan, step, Sandbox};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn once() -> ApproveRequest {
@@ -27,28 +21,24 @@ fn once() -> ApproveRequest {
     }
 }
 
-async fn engine(sb: &Sandbox) -> anyhow::Result<Engine> {
-    sb.engine(Arc::new(RulePolicy::defaults(Protected::NONE)))
-        .await
+async fn engine(sb: &Sandbox) -> anyhow::Result<Reins> {
+    sb.reins_with_rules("# the built-in defaults\n").await
 }
 
-async fn start(sb: &Sandbox, engine: &Engine, steps: &str) -> anyhow::Result<RunId> {
+async fn start(sb: &Sandbox, engine: &Reins, steps: &str) -> anyhow::Result<RunId> {
     let text = format!("name = \"t\"\ngoal = \"g\"\n{steps}");
     Ok(engine
-        .create_script_run(&plan(&text)?, &Workspace::open(&sb.ws())?)
+        .create_plan_run(&plan(&text)?, &sb.ws(), &Silent)
         .await?)
 }
 
-async fn pending(engine: &Engine, run: RunId) -> anyhow::Result<ApprovalRow> {
-    approvals::list(
-        engine.store().pool(),
-        Some(reins_core::approval::Status::Pending),
-        Some(run),
-    )
-    .await?
-    .into_iter()
-    .next()
-    .ok_or_else(|| anyhow::anyhow!("no pending approval"))
+async fn pending(engine: &Reins, run: RunId) -> anyhow::Result<ApprovalView> {
+    engine
+        .approvals(Some(ApprovalStatus::Pending), Some(run))
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("no pending approval"))
 }
 
 fn succeeded(outcome: &DriveOutcome) -> bool {
@@ -62,7 +52,7 @@ fn succeeded(outcome: &DriveOutcome) -> bool {
 }
 
 /// Drives, approves whatever is pending, drives again; returns step 1's status and result.
-async fn approve_and_run(engine: &Engine, run: RunId) -> anyhow::Result<(String, String)> {
+async fn approve_and_run(engine: &Reins, run: RunId) -> anyhow::Result<(String, String)> {
     let first = engine.drive(run, &Silent).await?;
     anyhow::ensure!(
         matches!(
@@ -77,7 +67,7 @@ async fn approve_and_run(engine: &Engine, run: RunId) -> anyhow::Result<(String,
     let a = pending(engine, run).await?;
     engine.approve(&a.id, once()).await?;
     engine.drive(run, &Silent).await?;
-    let s = steps::get(engine.store().pool(), run, 1)
+    let s = step(engine, run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no step"))?;
     Ok((s.status.to_string(), s.result.unwrap_or_default()))
@@ -136,7 +126,7 @@ async fn a_command_that_runs_reins_is_high_risk() -> anyhow::Result<()> {
     .await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
-    assert_eq!(a.risk, reins_core::policy::Risk::High);
+    assert_eq!(a.risk, Risk::High);
     assert!(
         a.reasons.join("; ").contains("Reins itself"),
         "{:?}",
@@ -174,7 +164,7 @@ async fn requests_to_this_machine_are_reviewed_and_redirects_rechecked() -> anyh
     .await?;
     engine.drive(run, &Silent).await?;
     let a = pending(&engine, run).await?;
-    assert_eq!(a.risk, reins_core::policy::Risk::High);
+    assert_eq!(a.risk, Risk::High);
     assert!(a.reasons.join("; ").contains("loopback"), "{:?}", a.reasons);
     assert!(
         a.reasons.join("; ").contains("plain http"),
@@ -183,10 +173,10 @@ async fn requests_to_this_machine_are_reviewed_and_redirects_rechecked() -> anyh
     );
     engine.approve(&a.id, once()).await?;
     engine.drive(run, &Silent).await?;
-    let s = steps::get(engine.store().pool(), run, 1)
+    let s = step(&engine, run, 1)
         .await?
         .ok_or_else(|| anyhow::anyhow!("no step"))?;
-    assert_eq!(s.status, reins_core::step::StepStatus::Done);
+    assert_eq!(s.status, StepStatus::Done);
     assert!(s
         .result
         .is_some_and(|r| r.contains("200 OK") && r.ends_with("hello")));
@@ -228,7 +218,7 @@ args = { url = "file:///etc/passwd" }
     .await?;
     let outcome = engine.drive(run, &Silent).await?;
     assert!(succeeded(&outcome), "{outcome:?}");
-    let rows = steps::list(engine.store().pool(), run).await?;
+    let rows = engine.run_detail(run).await?.steps;
     assert_eq!(
         rows.iter().map(|r| r.status.as_str()).collect::<Vec<_>>(),
         ["denied", "denied"]
@@ -237,9 +227,7 @@ args = { url = "file:///etc/passwd" }
         .result
         .as_deref()
         .is_some_and(|r| r.contains("metadata")));
-    assert!(approvals::list(engine.store().pool(), None, Some(run))
-        .await?
-        .is_empty());
+    assert!(engine.approvals(None, Some(run)).await?.is_empty());
     Ok(())
 }
 
@@ -304,13 +292,13 @@ async fn protected_paths_hidden_characters_and_huge_files_preview_safely() -> an
                 "capped: {} bytes",
                 a.preview.len()
             );
-            let full = reins_core::digest::Digest::of(&big).to_string();
+            let full = reins_core::api::Digest::of(&big).to_string();
             assert!(
                 a.preview.contains(&full),
                 "the full hash of the old content"
             );
         } else {
-            assert_eq!(a.risk, reins_core::policy::Risk::High, "{args}");
+            assert_eq!(a.risk, Risk::High, "{args}");
         }
         if why == "cannot see" {
             assert!(a.preview.contains("⟨U+202E⟩"), "{}", a.preview);

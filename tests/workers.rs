@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
+use reins_core::api::RunState;
 use reins_core::api::{Reins, Silent};
-use reins_core::run::RunState;
 use reins_tests::{copy_dir, repo_root, Sandbox};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -39,7 +39,7 @@ async fn two_workers_share_the_queue_without_doing_anything_twice() -> anyhow::R
         assert!(detail
             .intents
             .iter()
-            .all(|i| i.status == reins_core::journal::IntentStatus::Confirmed));
+            .all(|i| i.status == reins_core::api::IntentStatus::Confirmed));
         assert!(
             ws.join("archive/nginx.conf.bak").exists() && !ws.join("tmp/render-cache.tmp").exists()
         );

@@ -1,8 +1,8 @@
 //! What the webview may send, checked before the core sees it. The webview is treated as possibly
 //! compromised: unknown fields are refused, sizes are capped, ids must look like ids.
 
-use reins_core::approval::Scope;
-use reins_core::ids::RunId;
+use reins_core::api::RunId;
+use reins_core::api::Scope;
 use serde::Deserialize;
 
 use crate::error::{IpcError, Result};

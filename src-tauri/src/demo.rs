@@ -42,7 +42,7 @@ const FILES: &[(&str, &str)] = &[
 /// Writes a fresh demo workspace and its plan under `root`; returns (plan, workspace). Not inside
 /// the data dir: Reins protects its own data from agents, so every path there would be high risk.
 pub fn write(root: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
-    let stamp = reins_core::clock::now_ms();
+    let stamp = reins_core::api::now_ms();
     let dir = root.join(format!("reins-demo-{stamp}"));
     let ws = dir.join("workspace");
     for (rel, text) in FILES {
@@ -58,9 +58,10 @@ pub fn write(root: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
 }
 
 /// Queues the demo run on a fresh demo workspace in the temp dir; returns its id.
-pub async fn start(reins: &Reins) -> reins_core::Result<String> {
-    let (plan, ws) = write(&std::env::temp_dir())
-        .map_err(|e| reins_core::Error::Invalid(format!("cannot write the demo workspace: {e}")))?;
+pub async fn start(reins: &Reins) -> reins_core::api::Result<String> {
+    let (plan, ws) = write(&std::env::temp_dir()).map_err(|e| {
+        reins_core::api::Error::Invalid(format!("cannot write the demo workspace: {e}"))
+    })?;
     Ok(reins
         .create_script_run(&plan, &ws, &Silent)
         .await?

@@ -1,26 +1,27 @@
 //! Errors as they cross IPC: a stable `code` the UI can branch on and a message for people.
 
+use reins_core::api::ErrorCode;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize, specta::Type)]
 pub struct IpcError {
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
 }
 
 impl IpcError {
     pub fn invalid(message: impl Into<String>) -> Self {
         Self {
-            code: "invalid_input".into(),
+            code: ErrorCode::InvalidInput,
             message: message.into(),
         }
     }
 }
 
-impl From<reins_core::Error> for IpcError {
-    fn from(e: reins_core::Error) -> Self {
+impl From<reins_core::api::Error> for IpcError {
+    fn from(e: reins_core::api::Error) -> Self {
         Self {
-            code: e.code().into(),
+            code: e.code(),
             message: e.to_string(),
         }
     }

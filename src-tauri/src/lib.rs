@@ -16,9 +16,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use reins_core::api::DataDir;
+use reins_core::api::Keyring;
 use reins_core::api::{Options, Reins};
-use reins_core::data_dir::DataDir;
-use reins_core::keys::Keyring;
 use tauri::{AppHandle, Manager, RunEvent, WindowEvent};
 use tokio::sync::Notify;
 
@@ -153,13 +153,16 @@ async fn quit_on_signal(app: AppHandle) {
     std::process::exit(130);
 }
 
-fn open_core() -> Result<Reins, reins_core::Error> {
-    let explicit = std::env::var_os(reins_core::data_dir::DATA_DIR_ENV)
+fn open_core() -> Result<Reins, reins_core::api::Error> {
+    let explicit = std::env::var_os(reins_core::api::DATA_DIR_ENV)
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from);
     let data_dir = DataDir::resolve(explicit)?;
-    let reins = tauri::async_runtime::block_on(Reins::open(data_dir, Options::default()))?;
-    Ok(reins.with_secrets(Arc::new(Keyring::new())))
+    let options = Options {
+        secrets: Some(Arc::new(Keyring::new())),
+        ..Options::default()
+    };
+    tauri::async_runtime::block_on(Reins::open(data_dir, options))
 }
 
 pub fn run() {
@@ -184,7 +187,7 @@ pub fn run() {
         .plugin(
             tauri_plugin_single_instance::Builder::new()
                 .callback(|app, _argv, _cwd| show_main(app))
-                .dbus_id(instance_id(reins.data_dir().root()))
+                .dbus_id(instance_id(reins.data_dir()))
                 .build(),
         )
         .plugin(tauri_plugin_dialog::init())
@@ -252,7 +255,7 @@ pub fn run() {
 /// One app per data dir: a second launch on the same data brings the first one's window up, while
 /// an app on another data dir (`REINS_DATA_DIR`) runs beside it.
 fn instance_id(data_dir: &std::path::Path) -> String {
-    let digest = reins_core::digest::Digest::of(data_dir.as_os_str().as_encoded_bytes());
+    let digest = reins_core::api::Digest::of(data_dir.as_os_str().as_encoded_bytes());
     format!("dev.reins.desktop.d{}", digest.short())
 }
 

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reins_core::api::{Reins, RunObserver};
-use reins_core::engine::Progress;
+use reins_core::api::Progress;
+use reins_core::api::{Observer as RunObserver, Reins};
 use tauri::AppHandle;
 use tauri_specta::Event as _;
 use tokio::sync::Notify;
@@ -72,7 +72,7 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
         }
         last = Some(stamp);
         let pending = match reins
-            .approvals(Some(reins_core::approval::Status::Pending), None)
+            .approvals(Some(reins_core::api::ApprovalStatus::Pending), None)
             .await
         {
             Ok(p) => p,
@@ -81,29 +81,26 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
                 continue;
             }
         };
-        let ids: HashSet<String> = pending.iter().map(|a| a.row.id.clone()).collect();
+        let ids: HashSet<String> = pending.iter().map(|a| a.id.clone()).collect();
         // Approvals already pending when the app started were announced before; only new ones are.
         let fresh: Vec<&reins_core::api::ApprovalView> = match &known {
-            Some(k) => pending.iter().filter(|a| !k.contains(&a.row.id)).collect(),
+            Some(k) => pending.iter().filter(|a| !k.contains(&a.id)).collect(),
             None => Vec::new(),
         };
         if !fresh.is_empty() {
-            let names: std::collections::HashMap<reins_core::ids::RunId, String> =
+            let names: std::collections::HashMap<reins_core::api::RunId, String> =
                 match reins.runs().await {
                     Ok(runs) => runs.into_iter().map(|r| (r.id, r.name)).collect(),
                     Err(_) => Default::default(),
                 };
             for a in &fresh {
-                let run = names
-                    .get(&a.row.run_id)
-                    .map(String::as_str)
-                    .unwrap_or("a run");
+                let run = names.get(&a.run_id).map(String::as_str).unwrap_or("a run");
                 notify(&app, a, run);
             }
         }
         let event = Changed {
             pending: pending.len() as u32,
-            new_approvals: fresh.iter().map(|a| a.row.id.clone()).collect(),
+            new_approvals: fresh.iter().map(|a| a.id.clone()).collect(),
         };
         crate::tray::show_pending(&app, event.pending);
         if let Err(e) = event.emit(&app) {
@@ -115,15 +112,15 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
 
 /// A desktop notification for a new approval; clicking it opens that approval in the app.
 fn notify(app: &AppHandle, a: &reins_core::api::ApprovalView, run: &str) {
-    let risk = &a.row.risk;
+    let risk = &a.risk;
     let why = a
-        .context_summary
+        .context
         .why
         .clone()
-        .unwrap_or_else(|| a.reason_list.join("; "));
-    let summary = format!("{run} wants to run {} ({risk} risk)", a.row.tool);
+        .unwrap_or_else(|| a.reasons.join("; "));
+    let summary = format!("{run} wants to run {} ({risk} risk)", a.tool);
     let body: String = why.chars().take(200).collect();
-    let id = a.row.id.clone();
+    let id = a.id.clone();
     let app = app.clone();
     // The notification server may be absent (a headless session): that is logged, not fatal.
     std::thread::spawn(move || {

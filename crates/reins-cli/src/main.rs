@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use reins_core::api::DataDir;
 use reins_core::api::{Options, Reins};
-use reins_core::data_dir::DataDir;
 
 mod commands;
 mod output;
@@ -213,18 +213,19 @@ async fn dispatch(cli: Cli) -> u8 {
     }
 }
 
-async fn open(cli: &Cli) -> reins_core::Result<Reins> {
+async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
     let data_dir = DataDir::resolve(cli.data_dir.clone())?;
     Reins::open(
         data_dir,
         Options {
             lease_ms: i64::from(cli.lease_secs.max(1)) * 1000,
-            retry: reins_core::failure::RetryBudget {
+            retry: reins_core::api::RetryBudget {
                 max_retries: cli.retry_max,
                 window_ms: i64::from(cli.retry_window_secs) * 1000,
                 ..Default::default()
             },
             policy_file: cli.policy.clone(),
+            ..Options::default()
         },
     )
     .await

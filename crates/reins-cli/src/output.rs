@@ -2,8 +2,8 @@
 
 use std::io::Write as _;
 
-use reins_core::engine::{Observer, Progress};
-use reins_core::Error;
+use reins_core::api::{Error, ErrorCode};
+use reins_core::api::{Observer, Progress};
 
 use crate::exit;
 
@@ -26,12 +26,17 @@ pub fn fail(e: &Error, json: bool) -> u8 {
     if json {
         println!(
             "{}",
-            serde_json::json!({ "error": { "code": e.code(), "message": e.to_string() } })
+            serde_json::json!({ "error": { "code": e.code().as_str(), "message": e.to_string() } })
         );
     } else {
         eprintln!("error: {e}");
     }
-    if e.is_user_error() || matches!(e.code(), "corrupt_database" | "newer_schema") {
+    if e.is_user_error()
+        || matches!(
+            e.code(),
+            ErrorCode::CorruptDatabase | ErrorCode::NewerSchema
+        )
+    {
         exit::USAGE
     } else {
         exit::RUN_FAILED
@@ -182,7 +187,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// The log's writer: each event is scanned for secrets (`reins_core::secrets`) before it reaches
+/// The log's writer: each event is scanned for secrets (the harness's secret scanner) before it reaches
 /// stderr, so an error quoting a key or a token never puts it in a log file a person keeps.
 pub struct RedactedStderr;
 
@@ -211,6 +216,6 @@ impl Drop for RedactedLine {
     fn drop(&mut self) {
         use std::io::Write as _;
         let text = String::from_utf8_lossy(&self.0);
-        let _ = std::io::stderr().write_all(reins_core::secrets::redact(&text).as_bytes());
+        let _ = std::io::stderr().write_all(reins_core::api::redact(&text).as_bytes());
     }
 }

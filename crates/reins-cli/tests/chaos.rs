@@ -18,8 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Cli;
-use reins_core::api::{Reins, Silent};
-use reins_core::ids::RunId;
+use reins_core::api::{DataDir, Reins, RunId, RunState, Silent};
 
 /// xorshift64*: small, seeded, good enough to pick kill times.
 struct Rng(u64);
@@ -165,35 +164,23 @@ fn spawn_worker(cli: &Cli, effects: &std::path::Path) -> anyhow::Result<(Child, 
     Ok((child, life))
 }
 
-/// The audit chain verified so far: (seq, hash) of its last event. Each check walks only the new
-/// events from there; the whole chain is verified once more at the end.
-struct ChainHead(i64, String);
-
 async fn check_invariants(
     reins: &Reins,
     effects: &std::path::Path,
     life: &Life,
-    head: &mut ChainHead,
 ) -> anyhow::Result<usize> {
-    use reins_core::store::audit;
-    let pool = reins.store().pool();
+    let pool = reins_tests::raw_db(reins).await?;
+    let pool = &pool;
     let quick: Vec<String> = sqlx::query_scalar("PRAGMA quick_check")
         .fetch_all(pool)
         .await?;
     anyhow::ensure!(quick == ["ok"], "quick_check: {quick:?}");
-    let events: Vec<audit::AuditRow> =
-        sqlx::query_as("SELECT * FROM audit_events WHERE seq > ? ORDER BY seq")
-            .bind(head.0)
-            .fetch_all(pool)
-            .await?;
-    for e in events {
-        anyhow::ensure!(
-            e.seq == head.0 + 1 && e.prev_hash == head.1 && e.hash_holds(),
-            "the audit chain breaks at event {}",
-            e.seq
-        );
-        *head = ChainHead(e.seq, e.hash);
-    }
+    let verified = reins.audit_verify().await?;
+    anyhow::ensure!(
+        verified.intact,
+        "the audit chain breaks: {:?}",
+        verified.damage
+    );
     for (run, seq, status) in &life.acknowledged {
         let stored: Option<String> =
             sqlx::query_scalar("SELECT status FROM steps WHERE run_id = ? AND seq = ?")
@@ -240,15 +227,10 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
     let mut rng = Rng(seed.max(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let cli = Cli::new()?;
     let effects = cli.tmp.path().join("effects.log");
-    let reins = Reins::open(
-        reins_core::data_dir::DataDir::at(&cli.data()),
-        reins_tests::options(),
-    )
-    .await?;
+    let reins = Reins::open(DataDir::at(&cli.data()), reins_tests::options()).await?;
     let mut runs: Vec<(RunId, BTreeMap<String, String>)> = Vec::new();
     let (mut kills, mut recoveries, mut duplicates) = (0usize, 0usize, 0usize);
     let mut recovery_times = Vec::new();
-    let mut head = ChainHead(0, reins_core::store::audit::GENESIS.to_owned());
     let started = Instant::now();
 
     while kills < kills_wanted {
@@ -276,7 +258,7 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
         let life = std::mem::take(&mut *life.lock().map_err(|_| anyhow::anyhow!("poisoned"))?);
         recoveries += life.adopted;
         recovery_times.extend(life.recovery);
-        duplicates = check_invariants(&reins, &effects, &life, &mut head).await?;
+        duplicates = check_invariants(&reins, &effects, &life).await?;
         anyhow::ensure!(duplicates == 0, "an effect ran twice after kill {kills}");
         if kills % 100 == 0 {
             println!(
@@ -295,9 +277,8 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
         .env("REINS_RETRY_MAX", "1000000")
         .output()?;
     anyhow::ensure!(out.status.success(), "{}", common::text(&out));
-    duplicates =
-        duplicates.max(check_invariants(&reins, &effects, &Life::default(), &mut head).await?);
-    let verified = reins_core::audit::verify::verify(reins.store()).await?;
+    duplicates = duplicates.max(check_invariants(&reins, &effects, &Life::default()).await?);
+    let verified = reins.audit_verify().await?;
     anyhow::ensure!(
         verified.intact,
         "the whole audit chain verifies at the end: {:?}",
@@ -307,7 +288,7 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
     for (id, expected) in &runs {
         let detail = reins.run_detail(*id).await?;
         anyhow::ensure!(
-            detail.run.state == reins_core::run::RunState::Succeeded,
+            detail.run.state == RunState::Succeeded,
             "run {id} ended {}: {:?}",
             detail.run.state,
             detail.run.last_error

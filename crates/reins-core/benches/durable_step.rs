@@ -23,15 +23,29 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reins_core::agent::script::{Expect, Plan, PlanStep};
-use reins_core::blob::BlobStore;
-use reins_core::checkpoint::stored;
-use reins_core::engine::{Engine, Observer, Progress};
-use reins_core::ids::RunId;
-use reins_core::policy::PermitAll;
-use reins_core::store::Store;
-use reins_core::workspace::Workspace;
+use reins_core::api::{
+    Action, DataDir, Decision, Observer, Options, Plan, Policy, PolicyContext, Progress, Reins,
+    Risk, RunId, Verdict,
+};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+/// Allows every write: the bench measures the step's durability, not a review.
+struct PermitAll;
+
+impl Policy for PermitAll {
+    fn classify(&self, action: &Action, _cx: &PolicyContext<'_>) -> Verdict {
+        Verdict {
+            risk: Risk::Low,
+            decision: Decision::Allow,
+            reasons: vec![format!("{}: allowed (bench policy)", action.tool())],
+            segments: Vec::new(),
+        }
+    }
+
+    fn version(&self) -> String {
+        "permit-all/1".into()
+    }
+}
 
 struct Stopwatch(Mutex<Vec<Instant>>);
 
@@ -51,22 +65,20 @@ fn content(i: usize) -> String {
 }
 
 fn plan(steps: usize, overwrite: bool) -> Plan {
-    Plan {
-        name: "bench".into(),
-        goal: "measure".into(),
-        steps: (0..steps)
-            .map(|i| PlanStep {
-                tool: "fs.write".into(),
-                args: serde_json::json!({
+    let steps: Vec<serde_json::Value> = (0..steps)
+        .map(|i| {
+            serde_json::json!({
+                "tool": "fs.write",
+                "args": {
                     "path": if overwrite { format!("conf/{}.conf", i % 10) } else { format!("conf/{i}.conf") },
                     "content": content(i),
-                }),
-                why: Some("benchmark".into()),
-                expect: Expect::Ok,
-                expect_output: None,
+                },
+                "why": "benchmark",
             })
-            .collect(),
-    }
+        })
+        .collect();
+    let text = serde_json::json!({ "name": "bench", "goal": "measure", "steps": steps });
+    Plan::from_json(&text.to_string()).unwrap()
 }
 
 /// Payload bytes of one step's two commits.
@@ -83,34 +95,37 @@ struct ReinsRound {
     latencies: Vec<Duration>,
     total: Duration,
     sizes: Vec<Sizes>,
-    engine: Engine,
+    reins: Reins,
     run: RunId,
 }
 
 async fn reins_round(dir: &Path, steps: usize, overwrite: bool) -> ReinsRound {
     let ws_dir = dir.join("ws");
     std::fs::create_dir_all(&ws_dir).unwrap();
-    let store = Store::open(&dir.join("reins.db")).await.unwrap();
-    let blobs = BlobStore::open(&dir.join("blobs")).unwrap();
-    let engine = Engine::new(store, blobs, Arc::new(PermitAll), 30_000);
-    let ws = Workspace::open(&ws_dir).unwrap();
-    let run = engine
-        .create_script_run(&plan(steps, overwrite), &ws)
+    let options = Options {
+        lease_ms: 30_000,
+        policy: Some(Arc::new(PermitAll)),
+        ..Options::default()
+    };
+    let reins = Reins::open(DataDir::at(dir), options).await.unwrap();
+    let quiet = Stopwatch(Mutex::new(Vec::new()));
+    let run = reins
+        .create_plan_run(&plan(steps, overwrite), &ws_dir, &quiet)
         .await
         .unwrap();
     let watch = Stopwatch(Mutex::new(Vec::new()));
     let start = Instant::now();
     watch.0.lock().unwrap().push(start);
-    engine.drive(run, &watch).await.unwrap();
+    reins.drive(run, &watch).await.unwrap();
     let total = start.elapsed();
     let marks = watch.0.lock().unwrap().clone();
     let latencies = marks.windows(2).map(|w| w[1] - w[0]).collect();
-    let sizes = committed_sizes(&engine, run, steps).await;
+    let sizes = committed_sizes(&reins, run, steps).await;
     ReinsRound {
         latencies,
         total,
         sizes,
-        engine,
+        reins,
         run,
     }
 }
@@ -119,8 +134,13 @@ async fn reins_round(dir: &Path, steps: usize, overwrite: bool) -> ReinsRound {
 /// Commit 1 (intent): the step row (action, preview, reason), the intent row, its pre-images, its
 /// audit event.
 /// Commit 2 (confirm): the checkpoint, the step's and the intent's results, two audit events.
-async fn committed_sizes(engine: &Engine, run: RunId, steps: usize) -> Vec<Sizes> {
-    let pool = engine.store().pool();
+async fn committed_sizes(reins: &Reins, run: RunId, steps: usize) -> Vec<Sizes> {
+    let pool = SqlitePoolOptions::new()
+        .max_connections(1)
+        .connect_with(SqliteConnectOptions::new().filename(reins.database()))
+        .await
+        .unwrap();
+    let pool = &pool;
     let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
         "SELECT LENGTH(s.action) + LENGTH(COALESCE(s.preview, '')) + LENGTH(COALESCE(s.why, '')) + LENGTH(s.action_hash),
                 LENGTH(i.id) + LENGTH(i.action) + LENGTH(i.action_hash) + LENGTH(i.pre_images) + LENGTH(i.post_images),
@@ -312,7 +332,7 @@ async fn round(steps: usize, overwrite: bool, baseline_first: bool) -> Round {
     let (mut ours, (mut base, base_total, strict_total)) = match sizing {
         Some(sizing) => {
             let measured = baselines(&sizing.sizes).await;
-            sizing.engine.store().close().await;
+            sizing.reins.close().await;
             (
                 reins_round(&tmp.path().join("reins"), steps, overwrite).await,
                 measured,
@@ -332,15 +352,13 @@ async fn round(steps: usize, overwrite: bool, baseline_first: bool) -> Round {
     let mut bytes = 0i64;
     let mut loads = 0;
     while t.elapsed() < Duration::from_millis(500) || loads < 3 {
-        let inspected = stored::inspect(ours.engine.store(), ours.engine.blobs(), ours.run)
-            .await
-            .unwrap();
-        assert!(inspected.iter().all(|i| i.payload.is_ok()));
+        let inspected = ours.reins.checkpoints(ours.run).await.unwrap();
+        assert!(inspected.iter().all(|i| i.status == "ok"));
         bytes += inspected.iter().map(|i| i.size).sum::<i64>();
         loads += 1;
     }
     let load_mbps = bytes as f64 / 1e6 / t.elapsed().as_secs_f64();
-    ours.engine.store().close().await;
+    ours.reins.close().await;
     Round {
         ours_p50: percentile(&ours.latencies, 0.5),
         ours_p99: percentile(&ours.latencies, 0.99),

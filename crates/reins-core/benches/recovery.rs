@@ -134,14 +134,17 @@ async fn recovery(steps: usize, reps: usize) {
                 ms(t.elapsed())
             );
             let blobs = reins_core::blob::BlobStore::open(&data.blobs()).unwrap();
+            let store = reins_core::store::Store::open(&data.database())
+                .await
+                .unwrap();
             let t = Instant::now();
-            let health = reins_core::checkpoint::stored::verify(reins.store(), &blobs, id)
+            let health = reins_core::checkpoint::stored::verify(&store, &blobs, id)
                 .await
                 .unwrap();
             let bytes: i64 =
                 sqlx::query_scalar("SELECT SUM(size) FROM checkpoints WHERE run_id = ?")
                     .bind(id.to_string())
-                    .fetch_one(reins.store().pool())
+                    .fetch_one(store.pool())
                     .await
                     .unwrap();
             eprintln!(

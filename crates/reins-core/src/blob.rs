@@ -41,10 +41,6 @@ impl BlobStore {
         })
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     fn path_of(&self, digest: &Digest) -> PathBuf {
         let hex = digest.as_str();
         self.root.join(&hex[..2]).join(&hex[2..])
@@ -99,10 +95,6 @@ impl BlobStore {
             });
         }
         Ok(bytes)
-    }
-
-    pub fn contains(&self, digest: &Digest) -> bool {
-        self.path_of(digest).is_file()
     }
 
     /// Every stored blob as (digest named by its path, path). Files whose names are not digests are skipped.

@@ -33,6 +33,12 @@ pub enum Error {
     /// The request is well-formed but the run is not in a state that allows it.
     #[error("{0}")]
     Conflict(String),
+    /// The approval was replaced by a newer one (its files changed on disk): review that one.
+    #[error("{0}")]
+    Superseded(String),
+    /// The approval's review time ran out before the decision; it failed closed.
+    #[error("{0}")]
+    Expired(String),
     #[error("{context}: {source}")]
     Io {
         context: String,
@@ -51,36 +57,99 @@ impl From<crate::memory::MemoryError> for Error {
     }
 }
 
-impl Error {
-    /// A stable code for the CLI's exit status and the desktop app's `{code, message}`.
-    pub fn code(&self) -> &'static str {
+/// What kind of error, promised to the faces: a screen or a script branches on it (the message is
+/// for people). A code is added only when a caller needs to tell it apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub enum ErrorCode {
+    /// What was named does not exist: a run, an approval, a grant, a fact, a key.
+    NotFound,
+    /// The approval was replaced by a newer one: review that one instead.
+    Superseded,
+    /// The approval's review time ran out: it failed closed and the action did not run.
+    Expired,
+    /// The state does not allow it (already decided, already ended, someone moved first).
+    Conflict,
+    /// What was given is malformed or refused (a bad id, an invalid edit, a pattern too wide).
+    InvalidInput,
+    /// The policy file cannot be read or does not parse.
+    Policy,
+    /// The database is damaged, or not a Reins database.
+    CorruptDatabase,
+    /// Written by a newer Reins.
+    NewerSchema,
+    Storage,
+    BlobStore,
+    Checkpoint,
+    Io,
+    /// The model server failed.
+    Provider,
+    /// No OS keyring, or it is locked.
+    KeyringUnavailable,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
         match self {
-            Error::Store(StoreError::NotFound { .. }) => "not_found",
-            Error::Store(StoreError::NotADatabase { .. } | StoreError::Corrupt { .. }) => {
-                "corrupt_database"
-            }
-            Error::Store(StoreError::NewerSchema { .. }) => "newer_schema",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Superseded => "superseded",
+            ErrorCode::Expired => "expired",
+            ErrorCode::Conflict => "conflict",
+            ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::Policy => "policy",
+            ErrorCode::CorruptDatabase => "corrupt_database",
+            ErrorCode::NewerSchema => "newer_schema",
+            ErrorCode::Storage => "storage",
+            ErrorCode::BlobStore => "blob_store",
+            ErrorCode::Checkpoint => "checkpoint",
+            ErrorCode::Io => "io",
+            ErrorCode::Provider => "provider",
+            ErrorCode::KeyringUnavailable => "keyring_unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Error {
+    /// The code the CLI's exit status and the app's `{code, message}` carry.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::Store(StoreError::NotFound { .. }) => ErrorCode::NotFound,
+            Error::Store(
+                StoreError::NotADatabase { .. }
+                | StoreError::Corrupt { .. }
+                | StoreError::Damaged { .. },
+            ) => ErrorCode::CorruptDatabase,
+            Error::Store(StoreError::NewerSchema { .. }) => ErrorCode::NewerSchema,
             Error::Store(
                 StoreError::LostLease { .. }
                 | StoreError::StaleState { .. }
                 | StoreError::Illegal { .. }
                 | StoreError::Conflict(_),
-            ) => "conflict",
-            Error::Store(_) => "storage",
-            Error::Blob(_) => "blob_store",
+            ) => ErrorCode::Conflict,
+            Error::Store(_) => ErrorCode::Storage,
+            Error::Blob(_) => ErrorCode::BlobStore,
             Error::Jail(_) | Error::Tool(_) | Error::Agent(_) | Error::Invalid(_) => {
-                "invalid_input"
+                ErrorCode::InvalidInput
             }
-            Error::Checkpoint(_) => "checkpoint",
-            Error::Policy(_) => "policy",
-            Error::Conflict(_) => "conflict",
-            Error::Io { .. } => "io",
-            Error::Provider(_) => "provider",
+            Error::Checkpoint(_) => ErrorCode::Checkpoint,
+            Error::Policy(_) => ErrorCode::Policy,
+            Error::Conflict(_) => ErrorCode::Conflict,
+            Error::Superseded(_) => ErrorCode::Superseded,
+            Error::Expired(_) => ErrorCode::Expired,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::Provider(_) => ErrorCode::Provider,
             Error::Key(
                 crate::keys::KeyError::Unavailable { .. } | crate::keys::KeyError::Locked { .. },
-            ) => "keyring_unavailable",
-            Error::Key(crate::keys::KeyError::Missing(_)) => "not_found",
-            Error::Key(_) => "invalid_input",
+            ) => ErrorCode::KeyringUnavailable,
+            Error::Key(crate::keys::KeyError::Missing(_)) => ErrorCode::NotFound,
+            Error::Key(_) => ErrorCode::InvalidInput,
         }
     }
 
@@ -88,7 +157,12 @@ impl Error {
     pub fn is_user_error(&self) -> bool {
         matches!(
             self.code(),
-            "invalid_input" | "not_found" | "conflict" | "policy"
+            ErrorCode::InvalidInput
+                | ErrorCode::NotFound
+                | ErrorCode::Conflict
+                | ErrorCode::Superseded
+                | ErrorCode::Expired
+                | ErrorCode::Policy
         )
     }
 

@@ -5,10 +5,12 @@
 //! variable `REINS_FAULT` names that point. Without the feature the macro compiles to nothing.
 
 /// The environment variable that arms a fault point.
+#[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
 pub const FAULT_ENV: &str = "REINS_FAULT";
 
 /// When set (fault-injection builds only), every executed effect appends one line to this file, so a
 /// test can count how many times an effect really ran across crashes and restarts.
+#[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
 pub const EFFECT_LOG_ENV: &str = "REINS_EFFECT_LOG";
 
 #[macro_export]
@@ -44,6 +46,7 @@ pub fn record_effect(_what: &str) {
 
 /// When set (fault-injection builds only), each effect sleeps this many milliseconds just before it
 /// runs: long enough for a test to freeze, kill or pause the worker in the middle of a step.
+#[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
 pub const DELAY_ENV: &str = "REINS_FAULT_DELAY_MS";
 
 /// Sleeps `REINS_FAULT_DELAY_MS` (fault-injection builds only).
@@ -62,6 +65,7 @@ pub async fn delay() {
 /// When set (fault-injection builds only) to `POINT:KIND[:TIMES]`, `fault_error!(POINT)` returns an
 /// error of KIND (`enospc`, `eio`, `busy`) the first TIMES times it is reached in this process
 /// (always, without TIMES).
+#[cfg_attr(not(feature = "fault-injection"), allow(dead_code))]
 pub const ERROR_ENV: &str = "REINS_FAULT_ERROR";
 
 #[cfg(feature = "fault-injection")]

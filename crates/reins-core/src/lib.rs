@@ -1,37 +1,36 @@
 //! Reins core: the harness that owns an agent's run. Durable checkpoints, the step protocol and its
 //! effect journal, the workspace jail, recovery and rollback. Deliberately not here: anything only a
-//! desktop can do — this crate knows no screen, and both the `reins` CLI and the desktop app are thin
-//! faces over [`api`].
+//! desktop can do — this crate knows no screen.
+//!
+//! [`api`] is the one door: the `reins` CLI, the desktop app and the tests outside this crate use
+//! nothing else. The rooms behind it are private to the crate; the `internals` feature opens them to
+//! the crate's own micro-benchmarks, and nothing else turns it on.
 
-pub mod agent;
 pub mod api;
-pub mod approval;
-pub mod audit;
-pub mod blob;
-pub mod checkpoint;
-pub mod clock;
-pub mod compat;
-pub mod context;
-pub mod data_dir;
-pub mod digest;
-pub mod engine;
-pub mod error;
-pub mod failure;
-pub mod fault;
-pub mod ids;
-pub mod journal;
-pub mod keys;
-pub mod memory;
-pub mod policy;
-pub mod process;
-pub mod provider;
-pub mod resume;
-pub mod run;
-pub mod secrets;
-pub mod step;
-pub mod store;
-pub mod tools;
-pub mod worker;
-pub mod workspace;
 
-pub use error::{Error, Result};
+/// The rooms behind the door: `pub` with the `internals` feature (the benches), crate-private
+/// otherwise.
+macro_rules! rooms {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[cfg(feature = "internals")]
+            pub mod $name;
+            #[cfg(not(feature = "internals"))]
+            pub(crate) mod $name;
+        )*
+    };
+}
+
+rooms!(
+    agent, approval, audit, blob, checkpoint, clock, compat, context, data_dir, digest, engine,
+    error, failure, ids, journal, keys, memory, policy, process, provider, resume, run, secrets,
+    step, store, tools, worker, workspace,
+);
+
+// Declared by hand: it defines `fault_point!`, which a macro-expanded module could not export.
+#[cfg(feature = "internals")]
+pub mod fault;
+#[cfg(not(feature = "internals"))]
+pub(crate) mod fault;
+
+pub use error::{Error, ErrorCode, Result};

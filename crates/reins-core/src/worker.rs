@@ -18,10 +18,6 @@ impl WorkerId {
         let nonce = uuid::Uuid::now_v7().simple().to_string();
         Self(format!("{}:{pid}:{start}:{}", host_name(), &nonce[24..]))
     }
-
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
 }
 
 impl fmt::Display for WorkerId {
@@ -74,7 +70,7 @@ mod tests {
 
     #[test]
     fn this_process_is_alive() {
-        assert!(!is_gone(WorkerId::current().as_str()));
+        assert!(!is_gone(&WorkerId::current().to_string()));
     }
 
     #[test]

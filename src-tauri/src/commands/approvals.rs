@@ -1,5 +1,5 @@
 use reins_core::api::ApprovalView;
-use reins_core::engine::{ApproveRequest, Decided, EditedAction};
+use reins_core::api::{ApproveRequest, DecidedView as Decided, EditedAction};
 use tauri::State;
 
 use super::changing;
@@ -24,7 +24,7 @@ pub async fn list_approvals(
     status: Option<String>,
 ) -> Result<Vec<ApprovalView>> {
     let status = status.unwrap_or_else(|| "pending".into());
-    let status = reins_core::approval::Status::parse(&status)
+    let status = reins_core::api::ApprovalStatus::parse(&status)
         .ok_or_else(|| IpcError::invalid(format!("no approval status {status:?}")))?;
     Ok(state.reins.approvals(Some(status), None).await?)
 }

@@ -1,5 +1,6 @@
-use reins_core::audit::{
-    ExportFormat, ExportRequest, ExportSummary, Filter, Page, PageRequest, Verification,
+use reins_core::api::{
+    AuditFilter as Filter, AuditPage as Page, ExportFormat, ExportRequest, ExportSummary,
+    PageRequest, Verification,
 };
 use tauri::{AppHandle, State};
 use tauri_plugin_dialog::DialogExt;

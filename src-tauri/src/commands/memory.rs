@@ -1,5 +1,7 @@
-use reins_core::memory::{FactDetail, Remembered, Settings};
-use reins_core::store::memory::{FactRow, SuggestionRow};
+use reins_core::api::{
+    FactDetailView as FactDetail, MemorySettings as Settings, RememberedView as Remembered,
+};
+use reins_core::api::{FactView as FactRow, SuggestionView as SuggestionRow};
 use tauri::State;
 
 use super::changing;

@@ -20,7 +20,7 @@ pub(crate) async fn changing<T, F, Fut>(
 ) -> crate::error::Result<T>
 where
     F: FnOnce(std::sync::Arc<reins_core::api::Reins>) -> Fut,
-    Fut: std::future::Future<Output = reins_core::Result<T>>,
+    Fut: std::future::Future<Output = reins_core::api::Result<T>>,
 {
     let out = f(state.reins.clone()).await;
     state.wake.notify_one();

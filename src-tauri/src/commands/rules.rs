@@ -1,4 +1,4 @@
-use reins_core::store::grants::GrantRow;
+use reins_core::api::GrantView as GrantRow;
 use tauri::State;
 
 use super::changing;

@@ -1,5 +1,5 @@
-use reins_core::api::{ContextView, RunDetail, RunSummary, Silent, UsageView};
-use reins_core::engine::{Control, ResumeMode, RollbackReport};
+use reins_core::api::{ContextView, LlmRunRequest, RunDetail, RunSummary, Silent, UsageView};
+use reins_core::api::{Control, ResumeMode, RollbackReport};
 use tauri::State;
 
 use super::changing;
@@ -57,27 +57,20 @@ pub async fn start_llm_run(state: State<'_, AppState>, start: StartLlm) -> Resul
         return Err(IpcError::invalid("say what the agent should do"));
     }
     let workspace = args::path("workspace folder", &start.workspace)?;
-    let defaults = state.reins.provider_defaults().await?;
-    let mut settings = reins_core::provider::Settings {
-        base_url: defaults.base_url,
-        model: defaults.model,
-        key: defaults.key,
-        ..Default::default()
-    };
-    if let Some(m) = start.model.filter(|m| !m.trim().is_empty()) {
-        settings.model = args::line("model", m.trim())?;
-    }
-    let spec = reins_core::agent::llm::Spec {
-        name: goal.chars().take(60).collect(),
+    let model = start
+        .model
+        .filter(|m| !m.trim().is_empty())
+        .map(|m| args::line("model", m.trim()))
+        .transpose()?;
+    // The provider defaults from Settings, the run's name and limits are decided by the core.
+    let request = LlmRunRequest {
         goal,
-        settings,
-        max_turns: start
-            .max_turns
-            .unwrap_or(reins_core::agent::llm::DEFAULT_MAX_TURNS)
-            .clamp(1, 1000),
+        model,
+        max_turns: start.max_turns,
+        ..LlmRunRequest::default()
     };
     let id = changing(&state, |r| async move {
-        r.create_llm_run(&spec, &workspace, &Silent).await
+        r.create_llm_run(request, &workspace, &Silent).await
     })
     .await?;
     Ok(id.to_string())

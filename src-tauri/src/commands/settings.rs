@@ -1,6 +1,6 @@
+use reins_core::api::GcReport;
+use reins_core::api::Secret;
 use reins_core::api::{KeyStatus, ProviderDefaults};
-use reins_core::engine::GcReport;
-use reins_core::keys::Secret;
 use serde::Serialize;
 use tauri::State;
 use tauri_plugin_dialog::DialogExt;
@@ -25,7 +25,7 @@ pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
     let policy = state.reins.policy_file();
     Ok(AppInfo {
         version: env!("CARGO_PKG_VERSION").into(),
-        data_dir: state.reins.data_dir().root().display().to_string(),
+        data_dir: state.reins.data_dir().display().to_string(),
         policy_file: policy.display().to_string(),
         policy_file_exists: policy.exists(),
     })

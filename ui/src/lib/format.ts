@@ -24,9 +24,6 @@ export function shortId(id: string): string {
   return id.slice(0, 13);
 }
 
-/** Runs in these states wait for a person. */
-export const WAITING = new Set(["awaiting_approval", "awaiting_input", "needs_attention", "suspended"]);
-
 export function stateLabel(state: string): string {
   return state.replace(/_/g, " ");
 }

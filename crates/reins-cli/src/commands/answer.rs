@@ -15,7 +15,7 @@ pub struct Args {
     text: Option<String>,
 }
 
-pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let id = reins.resolve_run(&args.run).await?;
     let Some(text) = args.text else {
         let q = reins.question(id).await?;
@@ -39,7 +39,7 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
-            .map_err(|e| reins_core::Error::Invalid(format!("cannot read the answer: {e}")))?;
+            .map_err(|e| reins_core::api::Error::Invalid(format!("cannot read the answer: {e}")))?;
         s
     } else {
         text

@@ -3,9 +3,9 @@
 use std::io::{IsTerminal as _, Write as _};
 use std::path::PathBuf;
 
+use reins_core::api::Error;
 use reins_core::api::Reins;
-use reins_core::audit::{ExportFormat, ExportRequest, Filter, PageRequest};
-use reins_core::Error;
+use reins_core::api::{AuditFilter as Filter, ExportFormat, ExportRequest, PageRequest};
 
 use crate::exit;
 use crate::output::{print_json, table, time};
@@ -85,7 +85,7 @@ pub struct ListArgs {
     before: Option<i64>,
 }
 
-pub async fn exec(reins: &Reins, cmd: AuditCommand, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, cmd: AuditCommand, json: bool) -> reins_core::api::Result<u8> {
     match cmd {
         AuditCommand::Verify => verify(reins, json).await,
         AuditCommand::Export(args) => export(reins, args, json).await,
@@ -94,7 +94,7 @@ pub async fn exec(reins: &Reins, cmd: AuditCommand, json: bool) -> reins_core::R
     }
 }
 
-async fn verify(reins: &Reins, json: bool) -> reins_core::Result<u8> {
+async fn verify(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
     let v = reins.audit_verify().await?;
     let code = if v.intact {
         exit::DONE
@@ -134,8 +134,8 @@ async fn verify(reins: &Reins, json: bool) -> reins_core::Result<u8> {
     Ok(code)
 }
 
-async fn filter_of(reins: &Reins, args: FilterArgs) -> reins_core::Result<Filter> {
-    let now = reins_core::clock::now_ms();
+async fn filter_of(reins: &Reins, args: FilterArgs) -> reins_core::api::Result<Filter> {
+    let now = reins_core::api::now_ms();
     let run = match &args.run {
         Some(r) => Some(reins.resolve_run(r).await?),
         None => None,
@@ -160,7 +160,7 @@ async fn filter_of(reins: &Reins, args: FilterArgs) -> reins_core::Result<Filter
 }
 
 /// RFC 3339, a UTC date, or an age before `now` (`45s`, `90m`, `2h`, `7d`, `2w`).
-fn parse_time(text: &str, now: i64, flag: &str) -> reins_core::Result<i64> {
+fn parse_time(text: &str, now: i64, flag: &str) -> reins_core::api::Result<i64> {
     if let Ok(t) = text.parse::<jiff::Timestamp>() {
         return Ok(t.as_millisecond());
     }
@@ -189,7 +189,7 @@ fn parse_time(text: &str, now: i64, flag: &str) -> reins_core::Result<i64> {
     }
 }
 
-async fn export(reins: &Reins, args: ExportArgs, json: bool) -> reins_core::Result<u8> {
+async fn export(reins: &Reins, args: ExportArgs, json: bool) -> reins_core::api::Result<u8> {
     let filter = filter_of(reins, args.filter).await?;
     let req = ExportRequest {
         format: match args.format {
@@ -243,7 +243,7 @@ async fn export(reins: &Reins, args: ExportArgs, json: bool) -> reins_core::Resu
     Ok(exit::DONE)
 }
 
-pub fn verify_export(args: &VerifyExportArgs, json: bool) -> reins_core::Result<u8> {
+pub fn verify_export(args: &VerifyExportArgs, json: bool) -> reins_core::api::Result<u8> {
     let check = Reins::audit_verify_export(&args.file)?;
     let code = if check.ok {
         exit::DONE
@@ -293,7 +293,7 @@ pub fn verify_export(args: &VerifyExportArgs, json: bool) -> reins_core::Result<
     Ok(code)
 }
 
-async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Result<u8> {
+async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::api::Result<u8> {
     let filter = filter_of(reins, args.filter).await?;
     let page = reins
         .audit_page(&PageRequest {
@@ -343,9 +343,9 @@ async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Result<u
 }
 
 /// The payload in one short line: its fields as `key=value`, digests left out.
-fn summary(payload: &str) -> String {
-    let Ok(serde_json::Value::Object(map)) = serde_json::from_str(payload) else {
-        return cut(payload, 100);
+fn summary(payload: &serde_json::Value) -> String {
+    let serde_json::Value::Object(map) = payload else {
+        return cut(&payload.to_string(), 100);
     };
     let digest = |k: &str| {
         let k = k.to_ascii_lowercase();

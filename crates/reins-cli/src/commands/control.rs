@@ -3,8 +3,8 @@
 use std::time::{Duration, Instant};
 
 use reins_core::api::Reins;
-use reins_core::engine::{Control, ResumeMode};
-use reins_core::run::RunState;
+use reins_core::api::RunState;
+use reins_core::api::{Control, ResumeMode};
 
 use crate::exit;
 use crate::output::print_json;
@@ -43,7 +43,7 @@ pub struct CancelArgs {
     reason: Option<String>,
 }
 
-pub async fn pause(reins: &Reins, args: PauseArgs, json: bool) -> reins_core::Result<u8> {
+pub async fn pause(reins: &Reins, args: PauseArgs, json: bool) -> reins_core::api::Result<u8> {
     let id = reins.resolve_run(&args.run).await?;
     let mut control = reins.pause(id).await?;
     if control.to == RunState::PauseRequested && !args.no_wait {
@@ -76,7 +76,7 @@ pub async fn pause(reins: &Reins, args: PauseArgs, json: bool) -> reins_core::Re
     Ok(exit::DONE)
 }
 
-pub async fn resume(reins: &Reins, args: ResumeArgs, json: bool) -> reins_core::Result<u8> {
+pub async fn resume(reins: &Reins, args: ResumeArgs, json: bool) -> reins_core::api::Result<u8> {
     let id = reins.resolve_run(&args.run).await?;
     let mode = if args.start_over {
         ResumeMode::StartOver
@@ -93,7 +93,7 @@ pub async fn resume(reins: &Reins, args: ResumeArgs, json: bool) -> reins_core::
     Ok(exit::DONE)
 }
 
-pub async fn cancel(reins: &Reins, args: CancelArgs, json: bool) -> reins_core::Result<u8> {
+pub async fn cancel(reins: &Reins, args: CancelArgs, json: bool) -> reins_core::api::Result<u8> {
     let id = reins.resolve_run(&args.run).await?;
     let control = reins.cancel(id, args.reason.as_deref()).await?;
     report(&control, json);
@@ -127,8 +127,8 @@ pub struct ResolveArgs {
     note: Option<String>,
 }
 
-pub async fn resolve(reins: &Reins, args: ResolveArgs, json: bool) -> reins_core::Result<u8> {
-    use reins_core::engine::Resolution;
+pub async fn resolve(reins: &Reins, args: ResolveArgs, json: bool) -> reins_core::api::Result<u8> {
+    use reins_core::api::Resolution;
     let resolution = if args.done {
         Resolution::Done
     } else if args.retry {

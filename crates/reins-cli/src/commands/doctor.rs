@@ -5,7 +5,7 @@ use reins_core::api::Reins;
 use crate::exit;
 use crate::output::print_json;
 
-pub async fn exec(reins: &Reins, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
     let r = reins.doctor().await?;
     if json {
         print_json(&r);

@@ -20,7 +20,7 @@ pub struct Args {
     keep: usize,
 }
 
-pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let report = reins.gc(args.keep, args.dry_run).await?;
     if json {
         print_json(&report);

@@ -5,7 +5,7 @@ use std::io::{IsTerminal as _, Read as _};
 
 use clap::Subcommand;
 use reins_core::api::Reins;
-use reins_core::keys::Secret;
+use reins_core::api::Secret;
 
 use crate::exit;
 use crate::output::{print_json, table};
@@ -32,10 +32,10 @@ pub struct StatusArgs {
     names: Vec<String>,
 }
 
-pub async fn exec(reins: &Reins, cmd: KeysCommand, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, cmd: KeysCommand, json: bool) -> reins_core::api::Result<u8> {
     match cmd {
         KeysCommand::Set(a) => {
-            reins_core::keys::check_name(&a.name).map_err(reins_core::Error::Invalid)?;
+            reins_core::api::check_key_name(&a.name).map_err(reins_core::api::Error::Invalid)?;
             let key = read_key(&a.name)?;
             reins.keys_set(&a.name, key).await?;
             if json {
@@ -80,21 +80,21 @@ pub async fn exec(reins: &Reins, cmd: KeysCommand, json: bool) -> reins_core::Re
     Ok(exit::DONE)
 }
 
-fn read_key(name: &str) -> reins_core::Result<Secret> {
+fn read_key(name: &str) -> reins_core::api::Result<Secret> {
     let text = if std::io::stdin().is_terminal() {
         rpassword::prompt_password(format!("API key for {name} (not shown): "))
-            .map_err(|e| reins_core::Error::Invalid(format!("cannot read the key: {e}")))?
+            .map_err(|e| reins_core::api::Error::Invalid(format!("cannot read the key: {e}")))?
     } else {
         let mut s = String::new();
         std::io::stdin()
             .take(64 * 1024)
             .read_to_string(&mut s)
             .map_err(|e| {
-                reins_core::Error::Invalid(format!("cannot read the key from stdin: {e}"))
+                reins_core::api::Error::Invalid(format!("cannot read the key from stdin: {e}"))
             })?;
         s
     };
     let text = text.trim().to_owned();
-    reins_core::keys::check_value(&text)?;
+    reins_core::api::check_key_value(&text)?;
     Ok(Secret::new(text))
 }

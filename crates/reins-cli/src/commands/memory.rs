@@ -1,10 +1,11 @@
 //! `reins memory …`: browse, add, edit, delete and clear remembered profile facts; review what
 //! agents suggested; switch memory off and on.
 
+use reins_core::api::Error;
 use reins_core::api::Reins;
-use reins_core::memory::{NewFact, Origin, Remembered};
-use reins_core::store::memory::FactRow;
-use reins_core::Error;
+use reins_core::api::{
+    FactOrigin as Origin, FactView as FactRow, NewFact, RememberedView as Remembered,
+};
 
 use crate::exit;
 use crate::output::{print_json, table, time};
@@ -81,7 +82,7 @@ pub struct ConfigArgs {
     categories: Option<Vec<String>>,
 }
 
-pub async fn exec(reins: &Reins, cmd: MemoryCommand, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, cmd: MemoryCommand, json: bool) -> reins_core::api::Result<u8> {
     match cmd {
         MemoryCommand::List(args) => {
             let facts = reins

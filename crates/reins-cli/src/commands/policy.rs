@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
+use reins_core::api::Error;
 use reins_core::api::Reins;
-use reins_core::Error;
 
 use crate::exit;
 use crate::output::print_json;
@@ -30,7 +30,7 @@ pub struct CheckArgs {
     workspace: PathBuf,
 }
 
-pub async fn exec(reins: &Reins, cmd: PolicyCommand, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, cmd: PolicyCommand, json: bool) -> reins_core::api::Result<u8> {
     match cmd {
         PolicyCommand::Path => {
             let path = reins.policy_file();
@@ -68,7 +68,7 @@ pub async fn exec(reins: &Reins, cmd: PolicyCommand, json: bool) -> reins_core::
                 check.risk.as_str()
             );
             for r in &check.reasons {
-                println!("  - {}", reins_core::policy::text::reveal(r));
+                println!("  - {}", reins_core::api::reveal(r));
             }
             if !check.segments.is_empty() {
                 println!("parts:");
@@ -76,7 +76,7 @@ pub async fn exec(reins: &Reins, cmd: PolicyCommand, json: bool) -> reins_core::
                     println!(
                         "  [{}] {}",
                         s.risk.as_str(),
-                        reins_core::policy::text::reveal(&s.text)
+                        reins_core::api::reveal(&s.text)
                     );
                 }
             }

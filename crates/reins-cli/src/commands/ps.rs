@@ -5,7 +5,7 @@ use reins_core::api::Reins;
 use crate::exit;
 use crate::output::{print_json, table, time};
 
-pub async fn exec(reins: &Reins, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
     let runs = reins.runs().await?;
     if json {
         print_json(&runs);

@@ -3,12 +3,12 @@
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
 
+use reins_core::api::Error;
+use reins_core::api::RunState;
+use reins_core::api::Scope;
+use reins_core::api::ToolCall;
 use reins_core::api::{ApprovalView, Reins};
-use reins_core::approval::Scope;
-use reins_core::engine::{ApproveRequest, Decided, EditedAction};
-use reins_core::run::RunState;
-use reins_core::tools::ToolCall;
-use reins_core::Error;
+use reins_core::api::{ApproveRequest, DecidedView as Decided, EditedAction, Risk};
 
 use crate::exit;
 use crate::output::{print_json, time, Printer};
@@ -122,7 +122,7 @@ fn who() -> String {
         .unwrap_or_else(|| "user".into())
 }
 
-pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Result<u8> {
+pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::api::Result<u8> {
     let run = match &args.run {
         Some(r) => Some(reins.resolve_run(r).await?),
         None => None,
@@ -132,7 +132,7 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Resu
             if args.all {
                 None
             } else {
-                Some(reins_core::approval::Status::Pending)
+                Some(reins_core::api::ApprovalStatus::Pending)
             },
             run,
         )
@@ -157,7 +157,7 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Resu
         "ID", "RUN", "STEP", "TOOL", "RISK", "STATUS", "ACTION"
     );
     for v in &rows {
-        let r = &v.row;
+        let r = v;
         println!(
             "{:<36}  {:<8}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  {}",
             r.id,
@@ -167,25 +167,24 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::Resu
             r.risk,
             r.status,
             &r.action_hash[..12.min(r.action_hash.len())],
-            v.reason_list.first().map(String::as_str).unwrap_or("")
+            v.reasons.first().map(String::as_str).unwrap_or("")
         );
     }
     Ok(exit::DONE)
 }
 
-pub async fn show(reins: &Reins, args: ShowArgs, json: bool) -> reins_core::Result<u8> {
+pub async fn show(reins: &Reins, args: ShowArgs, json: bool) -> reins_core::api::Result<u8> {
     let v = reins.approval(&args.id).await?;
     if args.action {
-        let (text, _) = v.row.effective_action();
-        let value: serde_json::Value = serde_json::from_str(text).unwrap_or_default();
-        print_json(&value);
+        let action = v.edited.as_ref().map_or(&v.action, |e| &e.action);
+        print_json(&serde_json::json!({ "tool": action.tool, "args": action.args }));
         return Ok(exit::DONE);
     }
     if json {
         print_json(&v);
         return Ok(exit::DONE);
     }
-    if v.row.id != args.id && !v.row.id.starts_with(&args.id) {
+    if v.id != args.id && !v.id.starts_with(&args.id) {
         println!(
             "! approval {} was superseded (a file changed on disk); this is its replacement\n",
             args.id
@@ -204,11 +203,11 @@ fn print_card(v: &ApprovalView) {
             s.to_owned()
         }
     };
-    let r = &v.row;
-    let risk = match r.risk.as_str() {
-        "high" => paint("1;31", "HIGH"),
-        "medium" => paint("33", "MEDIUM"),
-        _ => paint("32", "LOW"),
+    let r = v;
+    let risk = match r.risk {
+        Risk::High => paint("1;31", "HIGH"),
+        Risk::Medium => paint("33", "MEDIUM"),
+        Risk::Low => paint("32", "LOW"),
     };
     println!("approval {}  [{}]  {risk} risk", r.id, r.status);
     println!("  run {}  step {}  {}", r.run_id, r.step_seq, r.tool);
@@ -235,7 +234,7 @@ fn print_card(v: &ApprovalView) {
         );
     }
     println!("\nwhy it needs you:");
-    for reason in &v.reason_list {
+    for reason in &v.reasons {
         println!("  - {reason}");
     }
     println!("\ncontext:");
@@ -249,19 +248,22 @@ fn print_card(v: &ApprovalView) {
         })
         .collect();
     let described = if facts.is_empty() {
-        v.context_summary.describe()
+        v.context.describe()
     } else {
         format!(
             "{}\nRemembered facts used: {}",
-            v.context_summary.describe(),
+            v.context.describe(),
             facts.join("; ")
         )
     };
     for line in described.lines() {
         println!("  {line}");
     }
-    let (title, preview) = match &r.edited_preview {
-        Some(p) => ("preview (as you edited it; this is what runs):", p.as_str()),
+    let (title, preview) = match &r.edited {
+        Some(e) => (
+            "preview (as you edited it; this is what runs):",
+            e.preview.as_str(),
+        ),
         None => ("preview (exactly what runs):", r.preview.as_str()),
     };
     println!("\n{title}");
@@ -281,7 +283,7 @@ fn print_card(v: &ApprovalView) {
         };
         println!("  {colored}");
     }
-    if r.status == reins_core::approval::Status::Pending {
+    if r.status == reins_core::api::ApprovalStatus::Pending {
         println!(
             "\ndecide: reins approve {id} [--scope once|run|workspace|always] [--edit FILE]\n        reins reject {id} --reason TEXT",
             id = r.id
@@ -290,7 +292,7 @@ fn print_card(v: &ApprovalView) {
 }
 
 /// An edit file: `{"tool", "args"}` or just the args (the tool stays the proposed one).
-fn read_edit(file: &PathBuf) -> reins_core::Result<EditedAction> {
+fn read_edit(file: &PathBuf) -> reins_core::api::Result<EditedAction> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| Error::Invalid(format!("cannot read {}: {e}", file.display())))?;
     let value: serde_json::Value = serde_json::from_str(&text)
@@ -310,7 +312,7 @@ fn read_edit(file: &PathBuf) -> reins_core::Result<EditedAction> {
     }
 }
 
-pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core::Result<u8> {
+pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core::api::Result<u8> {
     let edited = args.edit.as_ref().map(read_edit).transpose()?;
     let decided = reins
         .approve(
@@ -327,7 +329,7 @@ pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core
         .await?;
     if !json {
         let a = &decided.approval;
-        let edited = if a.edited_action.is_some() {
+        let edited = if a.edited.is_some() {
             " (edited: the edit is what runs)"
         } else {
             ""
@@ -349,7 +351,7 @@ pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core
     after_decision(reins, &decided, args.drive, json).await
 }
 
-pub async fn reject(reins: &Reins, args: RejectArgs, json: bool) -> reins_core::Result<u8> {
+pub async fn reject(reins: &Reins, args: RejectArgs, json: bool) -> reins_core::api::Result<u8> {
     let decided = reins.reject(&args.id, &args.reason, &who()).await?;
     if !json {
         println!(
@@ -368,7 +370,7 @@ async fn after_decision(
     decided: &Decided,
     drive: bool,
     json: bool,
-) -> reins_core::Result<u8> {
+) -> reins_core::api::Result<u8> {
     if json {
         print_json(decided);
     }
@@ -377,11 +379,11 @@ async fn after_decision(
             let printer = Printer::new(json);
             let outcome = reins.drive(decided.run, &printer).await?;
             Ok(match outcome {
-                reins_core::engine::DriveOutcome::Finished {
+                reins_core::api::DriveOutcome::Finished {
                     state: RunState::Succeeded,
                     ..
                 } => exit::DONE,
-                reins_core::engine::DriveOutcome::Finished { .. } => exit::RUN_FAILED,
+                reins_core::api::DriveOutcome::Finished { .. } => exit::RUN_FAILED,
                 _ => exit::NEEDS_HUMAN,
             })
         }
@@ -406,7 +408,7 @@ async fn after_decision(
     }
 }
 
-pub async fn grants(reins: &Reins, args: GrantsArgs, json: bool) -> reins_core::Result<u8> {
+pub async fn grants(reins: &Reins, args: GrantsArgs, json: bool) -> reins_core::api::Result<u8> {
     if let Some(GrantsCommand::Revoke { id }) = args.command {
         let g = reins.revoke_grant(&id).await?;
         if json {
@@ -433,7 +435,7 @@ pub async fn grants(reins: &Reins, args: GrantsArgs, json: bool) -> reins_core::
         "ID", "SCOPE", "TOOL", "MATCH", "USES", "STATE", "FROM APPROVAL"
     );
     for g in rows {
-        let pattern = if g.matcher == reins_core::approval::Matcher::Exact {
+        let pattern = if g.matcher == reins_core::api::Matcher::Exact {
             format!("action {}", &g.pattern[..12.min(g.pattern.len())])
         } else {
             g.pattern.clone()

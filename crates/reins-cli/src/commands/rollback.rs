@@ -17,7 +17,7 @@ pub struct Args {
     dry_run: bool,
 }
 
-pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let id = reins.resolve_run(&args.run).await?;
     let report = reins.rollback(id, args.to, args.dry_run).await?;
     if json {

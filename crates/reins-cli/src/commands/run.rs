@@ -4,11 +4,10 @@ use std::io::IsTerminal as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use reins_core::agent::llm::Spec;
+use reins_core::api::DriveOutcome;
 use reins_core::api::Reins;
-use reins_core::engine::DriveOutcome;
-use reins_core::provider::{Price, Settings, DEFAULT_BASE_URL, DEFAULT_MODEL};
-use reins_core::run::RunState;
+use reins_core::api::RunState;
+use reins_core::api::{LlmRunRequest, Price};
 
 use crate::exit;
 use crate::output::Printer;
@@ -36,33 +35,35 @@ pub struct Args {
 }
 
 /// The model an LLM run talks to. Read from the command line or the environment only — never from
-/// a file in the workspace.
+/// a file in the workspace. What is left out comes from the data dir's provider settings (the app's
+/// Settings), then the built-in defaults.
 #[derive(clap::Args)]
 #[command(next_help_heading = "Model (with --llm)")]
 pub struct ModelArgs {
-    /// The server's OpenAI-compatible base URL (ends in /v1).
-    #[arg(long, env = "REINS_BASE_URL", value_name = "URL", default_value = DEFAULT_BASE_URL)]
-    base_url: String,
-    /// The model name as the server knows it (`ollama list`).
-    #[arg(long, env = "REINS_MODEL", value_name = "NAME", default_value = DEFAULT_MODEL)]
-    model: String,
+    /// The server's OpenAI-compatible base URL, ending in /v1 [default: the provider setting, else
+    /// a local Ollama at http://127.0.0.1:11434/v1]
+    #[arg(long, env = "REINS_BASE_URL", value_name = "URL")]
+    base_url: Option<String>,
+    /// The model name as the server knows it (`ollama list`) [default: the provider setting]
+    #[arg(long, env = "REINS_MODEL", value_name = "NAME")]
+    model: Option<String>,
     /// The keyring entry holding the API key (`reins keys set NAME`); none for a local server.
     #[arg(long, env = "REINS_KEY", value_name = "NAME")]
     key: Option<String>,
-    /// Tokens the model takes in (prompt and answer).
-    #[arg(long, value_name = "TOKENS", default_value_t = 32_768)]
-    context_window: usize,
-    /// Tokens reserved for each answer.
-    #[arg(long, value_name = "TOKENS", default_value_t = 4_096)]
-    max_output: usize,
+    /// Tokens the model takes in, prompt and answer [default: 32768]
+    #[arg(long, value_name = "TOKENS")]
+    context_window: Option<usize>,
+    /// Tokens reserved for each answer [default: 4096]
+    #[arg(long, value_name = "TOKENS")]
+    max_output: Option<usize>,
     #[arg(long)]
     temperature: Option<f32>,
-    /// The longest the server may stay silent (before the first byte, between chunks).
-    #[arg(long, value_name = "SECS", default_value_t = 120)]
-    timeout: u64,
-    /// Most model calls the run makes before it stops.
-    #[arg(long, value_name = "N", default_value_t = reins_core::agent::llm::DEFAULT_MAX_TURNS)]
-    max_turns: u32,
+    /// The longest the server may stay silent, before the first byte and between chunks [default: 120]
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<u64>,
+    /// Most model calls the run makes before it stops, 1 to 1000 [default: 50]
+    #[arg(long, value_name = "N")]
+    max_turns: Option<u32>,
     /// Price in US dollars per million prompt tokens (with --price-out: cost per step).
     #[arg(long, value_name = "USD", requires = "price_out")]
     price_in: Option<f64>,
@@ -75,36 +76,27 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
-    fn spec(self, goal: String) -> Spec {
-        let name = self.name.unwrap_or_else(|| {
-            let mut n: String = goal.chars().take(60).collect();
-            if goal.chars().count() > 60 {
-                n.push('…');
-            }
-            n
-        });
-        Spec {
-            name,
+    fn request(self, goal: String) -> LlmRunRequest {
+        LlmRunRequest {
             goal,
-            settings: Settings {
-                base_url: self.base_url,
-                model: self.model,
-                context_window: self.context_window,
-                max_output: self.max_output,
-                temperature: self.temperature,
-                timeout_s: self.timeout,
-                key: self.key,
-                price: self.price_in.zip(self.price_out).map(|(i, o)| Price {
-                    input_per_mtok: i,
-                    output_per_mtok: o,
-                }),
-            },
+            name: self.name,
+            base_url: self.base_url,
+            model: self.model,
+            key: self.key,
+            context_window: self.context_window,
+            max_output: self.max_output,
+            temperature: self.temperature,
+            timeout_s: self.timeout,
             max_turns: self.max_turns,
+            price: self.price_in.zip(self.price_out).map(|(i, o)| Price {
+                input_per_mtok: i,
+                output_per_mtok: o,
+            }),
         }
     }
 }
 
-pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let printer = Printer::new(json);
     let id = match (args.plan, args.llm) {
         (Some(plan), _) => {
@@ -113,13 +105,12 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
                 .await?
         }
         (None, Some(goal)) => {
-            let spec = args.model.spec(goal);
             reins
-                .create_llm_run(&spec, &args.workspace, &printer)
+                .create_llm_run(args.model.request(goal), &args.workspace, &printer)
                 .await?
         }
         (None, None) => {
-            return Err(reins_core::Error::Invalid(
+            return Err(reins_core::api::Error::Invalid(
                 "give --plan FILE or --llm GOAL".into(),
             ))
         }
@@ -149,7 +140,7 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
             }
             DriveOutcome::NeedsHuman { state, .. } => state,
             DriveOutcome::Retrying { at, .. } => {
-                let wait = (at - reins_core::clock::now_ms()).max(0).unsigned_abs();
+                let wait = (at - reins_core::api::now_ms()).max(0).unsigned_abs();
                 tokio::time::sleep(Duration::from_millis(wait)).await;
                 continue;
             }
@@ -201,10 +192,10 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
 /// Waits until `done(state)`; false when the user asked to stop waiting (Ctrl-C, SIGTERM).
 async fn follow(
     reins: &Reins,
-    id: reins_core::ids::RunId,
+    id: reins_core::api::RunId,
     poll: Duration,
     done: fn(RunState) -> bool,
-) -> reins_core::Result<bool> {
+) -> reins_core::api::Result<bool> {
     loop {
         if done(reins.run_state(id).await?) {
             return Ok(true);
@@ -216,7 +207,7 @@ async fn follow(
     }
 }
 
-fn detached(id: reins_core::ids::RunId, json: bool) -> u8 {
+fn detached(id: reins_core::api::RunId, json: bool) -> u8 {
     if !json {
         println!("detached from run {id}; it stays safe in the database (see: reins show {id})");
     }
@@ -233,7 +224,7 @@ fn exit_for(state: RunState) -> u8 {
 
 /// On a terminal, the agent's question is answered right here. False when no answer was given
 /// (end of input): then the run waits for `reins answer` like any other.
-async fn ask_here(reins: &Reins, id: reins_core::ids::RunId) -> reins_core::Result<bool> {
+async fn ask_here(reins: &Reins, id: reins_core::api::RunId) -> reins_core::api::Result<bool> {
     let Some((_, question)) = reins.question(id).await? else {
         return Ok(false);
     };
@@ -247,7 +238,7 @@ async fn ask_here(reins: &Reins, id: reins_core::ids::RunId) -> reins_core::Resu
             std::io::stdin().read_line(&mut line).map(|n| (n, line))
         })
         .await
-        .map_err(|e| reins_core::Error::Invalid(e.to_string()))?;
+        .map_err(|e| reins_core::api::Error::Invalid(e.to_string()))?;
         match line {
             Ok((0, _)) | Err(_) => {
                 println!();

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use reins_core::api::{Reins, RunDetail};
+use reins_core::api::{ActionView, Reins, RunDetail};
 
 use crate::exit;
 use crate::output::{print_json, table, time};
@@ -20,7 +20,7 @@ pub struct Args {
     step: Option<i64>,
 }
 
-pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let id = reins.resolve_run(&args.run).await?;
     if args.context {
         let calls = reins.context(id).await?;
@@ -34,7 +34,7 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
     let detail = reins.run_detail(id).await?;
     if let Some(n) = args.step {
         let Some(step) = detail.steps.iter().find(|s| s.seq == n) else {
-            return Err(reins_core::Error::Invalid(format!(
+            return Err(reins_core::api::Error::Invalid(format!(
                 "run {id} has no step {n} (it has {})",
                 detail.steps.len()
             )));
@@ -43,7 +43,10 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u
             print_json(step);
         } else {
             println!("step {} {} {}", step.seq, step.tool, step.status);
-            println!("action: {}", step.action);
+            println!(
+                "action: {}",
+                serde_json::json!({ "tool": step.action.tool, "args": step.action.args })
+            );
             if let Some(why) = &step.why {
                 println!("why: {why}");
             }
@@ -141,10 +144,8 @@ fn short(hash: &str) -> String {
 }
 
 /// The action's arguments in one line, long values cut.
-fn action_line(action: &str) -> String {
-    let value: serde_json::Value = serde_json::from_str(action).unwrap_or_default();
-    let args = value.get("args").and_then(|a| a.as_object());
-    let Some(args) = args else {
+fn action_line(action: &ActionView) -> String {
+    let Some(args) = action.args.as_object() else {
         return String::new();
     };
     // Paths first: they say what a step touched.

@@ -17,7 +17,7 @@ pub struct Args {
     poll_ms: u64,
 }
 
-pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::Result<u8> {
+pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let printer = Printer::new(json);
     crate::signals::drain_on_signal(reins.drain_flag());
     let summary = reins

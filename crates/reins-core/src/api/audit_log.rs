@@ -2,10 +2,9 @@
 
 use std::path::Path;
 
+use super::AuditPage;
 use super::Reins;
-use crate::audit::{
-    self, ExportCheck, ExportRequest, ExportSummary, Page, PageRequest, Verification,
-};
+use crate::audit::{self, ExportCheck, ExportRequest, ExportSummary, PageRequest, Verification};
 use crate::error::Result;
 
 impl Reins {
@@ -32,7 +31,7 @@ impl Reins {
         audit::exported::verify_export(path)
     }
 
-    pub async fn audit_page(&self, req: &PageRequest) -> Result<Page> {
-        audit::query::page(self.store(), req).await
+    pub async fn audit_page(&self, req: &PageRequest) -> Result<AuditPage> {
+        AuditPage::of(audit::query::page(self.store(), req).await?)
     }
 }

@@ -5,12 +5,13 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::Reins;
-use crate::agent::llm::Spec;
+use super::{FactUse, Reins};
+use crate::agent::llm::{Spec, DEFAULT_MAX_TURNS};
 use crate::engine::{Observer, Progress};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
-use crate::keys::{KeyError, Secret, SecretStore};
+use crate::keys::{KeyError, Secret};
+use crate::provider::{Price, Settings};
 use crate::store::{manifests, runs, steps};
 use crate::workspace::Workspace;
 
@@ -25,14 +26,6 @@ pub struct ContextView {
     pub manifest: crate::context::Manifest,
     /// The profile facts it used, with their current text (None: the fact was deleted since).
     pub facts: Vec<FactUse>,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct FactUse {
-    pub id: String,
-    pub fact: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -54,25 +47,84 @@ pub struct UsageView {
     pub cost_usd: Option<f64>,
 }
 
+/// What a person asks an LLM run to do. Anything left out is decided here: the data dir's provider
+/// defaults (Settings), then the built-in ones; the name is the goal's first words.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LlmRunRequest {
+    pub goal: String,
+    pub name: Option<String>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// The keyring entry holding the API key; None: the provider default (which may be none).
+    pub key: Option<String>,
+    pub context_window: Option<usize>,
+    pub max_output: Option<usize>,
+    pub temperature: Option<f32>,
+    /// Seconds the server may stay silent (before the first byte, between chunks).
+    pub timeout_s: Option<u64>,
+    /// Most model calls the run makes, 1 to 1000.
+    pub max_turns: Option<u32>,
+    pub price: Option<Price>,
+}
+
+/// Most model calls a run may be given.
+pub const MAX_TURNS_LIMIT: u32 = 1000;
+
+/// A run's name from its goal: the first 60 characters (an ellipsis says there was more).
+pub(crate) fn name_from_goal(goal: &str) -> String {
+    let mut name: String = goal.trim().chars().take(60).collect();
+    if goal.trim().chars().count() > 60 {
+        name.push('…');
+    }
+    name
+}
+
 impl Reins {
-    /// Uses `secrets` for API keys instead of the OS keyring (tests, or an embedding app's own).
-    pub fn with_secrets(self, secrets: Arc<dyn SecretStore>) -> Self {
-        Self {
-            engine: self.engine.with_secrets(secrets),
-            ..self
+    /// The spec an LLM run is created with: the request, filled in with the defaults.
+    pub async fn llm_spec(&self, req: LlmRunRequest) -> Result<Spec> {
+        let goal = req.goal.trim().to_owned();
+        if goal.is_empty() {
+            return Err(Error::Invalid(
+                "the goal must not be empty: say what the agent should do".into(),
+            ));
         }
+        let max_turns = req.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
+        if !(1..=MAX_TURNS_LIMIT).contains(&max_turns) {
+            return Err(Error::Invalid(format!(
+                "max turns {max_turns}: between 1 and {MAX_TURNS_LIMIT}"
+            )));
+        }
+        let defaults = self.provider_defaults().await?;
+        let built_in = Settings::default();
+        let name = match req.name.map(|n| n.trim().to_owned()) {
+            Some(n) if !n.is_empty() => n,
+            _ => name_from_goal(&goal),
+        };
+        Ok(Spec {
+            name,
+            goal,
+            settings: Settings {
+                base_url: req.base_url.unwrap_or(defaults.base_url),
+                model: req.model.unwrap_or(defaults.model),
+                key: req.key.or(defaults.key),
+                context_window: req.context_window.unwrap_or(built_in.context_window),
+                max_output: req.max_output.unwrap_or(built_in.max_output),
+                temperature: req.temperature,
+                timeout_s: req.timeout_s.unwrap_or(built_in.timeout_s),
+                price: req.price,
+            },
+            max_turns,
+        })
     }
 
     /// Creates a queued LLM run on a workspace folder.
     pub async fn create_llm_run(
         &self,
-        spec: &Spec,
+        req: LlmRunRequest,
         workspace: &Path,
         observer: &dyn Observer,
     ) -> Result<RunId> {
-        if spec.goal.trim().is_empty() {
-            return Err(Error::Invalid("the goal must not be empty".into()));
-        }
+        let spec = self.llm_spec(req).await?;
         let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
         if let Some(name) = &spec.settings.key {
             // Said now, not after the run has started: the key must exist.
@@ -81,7 +133,7 @@ impl Reins {
                 return Err(KeyError::Missing(name.clone()).into());
             }
         }
-        let id = self.engine.create_llm_run(spec, &ws).await?;
+        let id = self.engine.create_llm_run(&spec, &ws).await?;
         observer.on(&Progress::Created {
             run: id,
             name: spec.name.clone(),

@@ -5,43 +5,17 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::Reins;
-use crate::approval::{ContextSummary, Status};
+use super::{ApprovalView, DecidedView, GrantView, Reins};
+use crate::approval::Status;
 use crate::engine::{ApproveRequest, Decided};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::policy::{shell::Segment, Context, Decision, Risk};
 use crate::store::approvals::{self, ApprovalRow};
-use crate::store::grants::{self, GrantRow};
+use crate::store::grants;
 use crate::store::StoreError;
 use crate::tools::{Action, ToolCall};
 use crate::workspace::Workspace;
-
-/// An approval with its JSON columns read.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct ApprovalView {
-    #[serde(flatten)]
-    pub row: ApprovalRow,
-    pub reason_list: Vec<String>,
-    pub context_summary: ContextSummary,
-    pub segment_list: Vec<Segment>,
-    /// The profile facts the agent's context used, resolved from the summary's ids now.
-    pub facts: Vec<super::FactUse>,
-}
-
-impl ApprovalView {
-    fn of(row: ApprovalRow) -> Self {
-        Self {
-            reason_list: row.reasons.clone(),
-            context_summary: row.context.clone(),
-            segment_list: row.segments.clone().unwrap_or_default(),
-            facts: Vec::new(),
-            row,
-        }
-    }
-}
 
 /// What the policy would decide about an action, and why.
 #[derive(Clone, Debug, Serialize)]
@@ -68,15 +42,15 @@ impl Reins {
         self.engine.expire_due().await?;
         let mut views = Vec::new();
         for row in approvals::list(self.store().pool(), status, run).await? {
-            views.push(self.view(row).await?);
+            views.push(self.approval_view(row).await?);
         }
         Ok(views)
     }
 
-    async fn view(&self, row: ApprovalRow) -> Result<ApprovalView> {
-        let mut v = ApprovalView::of(row);
-        v.facts = self.facts_by_id(v.context_summary.memory.clone()).await?;
-        Ok(v)
+    /// The view of an approval, with the facts its context used resolved to their text now.
+    pub(super) async fn approval_view(&self, row: ApprovalRow) -> Result<ApprovalView> {
+        let facts = self.facts_by_id(row.context.memory.clone()).await?;
+        Ok(ApprovalView::of(row, facts))
     }
 
     /// One approval by id or unique prefix; a pending one is first checked against the disk, and
@@ -91,19 +65,36 @@ impl Reins {
         if row.status == Status::Pending {
             if let Some(new) = self.engine.refresh_approval(&row.id).await? {
                 if let Some(fresh) = approvals::get(self.store().pool(), &new).await? {
-                    return self.view(fresh).await;
+                    return self.approval_view(fresh).await;
                 }
             }
         }
-        self.view(row).await
+        self.approval_view(row).await
     }
 
-    pub async fn approve(&self, id: &str, req: ApproveRequest) -> Result<Decided> {
-        self.engine.approve(id, req).await
+    pub async fn approve(&self, id: &str, req: ApproveRequest) -> Result<DecidedView> {
+        let decided = self.engine.approve(id, req).await?;
+        self.decided_view(decided).await
     }
 
-    pub async fn reject(&self, id: &str, reason: &str, by: &str) -> Result<Decided> {
-        self.engine.reject(id, reason, by).await
+    pub async fn reject(&self, id: &str, reason: &str, by: &str) -> Result<DecidedView> {
+        let decided = self.engine.reject(id, reason, by).await?;
+        self.decided_view(decided).await
+    }
+
+    async fn decided_view(&self, d: Decided) -> Result<DecidedView> {
+        let Decided {
+            approval,
+            run,
+            run_state,
+            grant,
+        } = d;
+        Ok(DecidedView {
+            approval: self.approval_view(approval).await?,
+            run,
+            run_state,
+            grant: grant.map(GrantView::from),
+        })
     }
 
     /// Re-checks pending approvals against the disk (see `Engine::refresh_approval`) and expires
@@ -119,12 +110,16 @@ impl Reins {
         Ok(superseded)
     }
 
-    pub async fn grants(&self) -> Result<Vec<GrantRow>> {
-        Ok(grants::list(self.store().pool()).await?)
+    pub async fn grants(&self) -> Result<Vec<GrantView>> {
+        Ok(grants::list(self.store().pool())
+            .await?
+            .into_iter()
+            .map(GrantView::from)
+            .collect())
     }
 
-    pub async fn revoke_grant(&self, id: &str) -> Result<GrantRow> {
-        self.engine.revoke_grant(id).await
+    pub async fn revoke_grant(&self, id: &str) -> Result<GrantView> {
+        Ok(self.engine.revoke_grant(id).await?.into())
     }
 
     /// Explains what the policy decides for a tool call on a workspace, without running anything.

@@ -45,7 +45,7 @@ mod tests;
 pub use export::{ExportFormat, ExportRequest, ExportSummary};
 pub use exported::ExportCheck;
 pub use query::{Page, PageRequest};
-pub use verify::{Damage, DamageKind, Verification};
+pub use verify::Verification;
 
 /// Which events: all given conditions must hold.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

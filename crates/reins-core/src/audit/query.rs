@@ -26,9 +26,7 @@ pub struct PageRequest {
     pub limit: Option<u32>,
 }
 
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug)]
 pub struct Page {
     pub events: Vec<AuditRow>,
     /// The cursor for the next page, when there is one.

@@ -1,5 +1,6 @@
 use std::path::Path;
 
+use super::verify::DamageKind;
 use super::*;
 use crate::store::audit::{self as table, Actor, AuditRow, Canon, GENESIS};
 use crate::store::Store;
@@ -411,7 +412,7 @@ async fn an_existing_file_is_not_overwritten_unless_asked() -> TestResult {
     .await
     .err()
     .ok_or_else(|| anyhow::anyhow!("overwrote"))?;
-    assert_eq!(err.code(), "conflict", "{err}");
+    assert_eq!(err.code(), crate::ErrorCode::Conflict, "{err}");
     assert_eq!(std::fs::read_to_string(&out)?, "precious");
     let mut req = export_req(&out, ExportFormat::Jsonl, Filter::default());
     req.overwrite = true;
@@ -501,7 +502,7 @@ async fn pages_go_back_through_the_log_by_cursor_and_filter() -> TestResult {
     req.limit = Some(0);
     assert_eq!(
         query::page(&store, &req).await.err().map(|e| e.code()),
-        Some("invalid_input")
+        Some(crate::ErrorCode::InvalidInput)
     );
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Checkpoints: versioned payloads, canonical bytes with a SHA-256 beside them, and the pure rule that
 //! picks the recovery point — the highest seq of the longest contiguous, checksum-valid prefix.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -10,7 +10,7 @@ use crate::digest::Digest;
 mod recovery;
 pub mod stored;
 pub use recovery::{
-    recovery_point, recovery_point_after, Damage, DamageKind, Health, RecoveryAnalysis,
+    recovery_point_after, Damage, DamageKind, Health, RecoveryAnalysis,
 };
 
 /// The checkpoint schema this build writes.
@@ -176,13 +176,6 @@ pub fn decode(
         seq,
         detail: e.to_string(),
     })
-}
-
-/// Paths present in any of the maps (a run's touched files over its history).
-pub fn touched_paths<'a>(
-    maps: impl IntoIterator<Item = &'a BTreeMap<String, Option<Digest>>>,
-) -> BTreeSet<String> {
-    maps.into_iter().flat_map(|m| m.keys().cloned()).collect()
 }
 
 #[cfg(test)]

@@ -54,6 +54,7 @@ pub struct RecoveryAnalysis {
 
 /// `checkpoints`: (seq, health) in any order. `acknowledged`: seqs whose damage was already recorded;
 /// the prefix steps over those (they were recovered past and the run went on) but stops at new damage.
+#[cfg(test)]
 pub fn recovery_point(
     checkpoints: &[(i64, Health)],
     acknowledged: &BTreeSet<i64>,

@@ -23,7 +23,6 @@
 
 use serde::{Deserialize, Serialize};
 
-pub mod summary;
 pub mod tokens;
 
 #[cfg(test)]

@@ -7,8 +7,8 @@ use crate::approval::Status;
 use crate::error::Result;
 use crate::step::StepStatus;
 use crate::store::approvals::{self, ApprovalRow};
-use crate::store::{steps, StoreError};
-use crate::tools::{Action, ToolCall};
+use crate::store::steps;
+use crate::tools::{Action, RecordedCall};
 
 use super::decide::{self, Bound};
 use super::drive::Drive;
@@ -54,9 +54,7 @@ impl Drive<'_> {
                 .clone()
                 .filter(|s| s.status != StepStatus::AwaitingReview)
             {
-                let call: ToolCall = serde_json::from_str(&done.action).map_err(|e| {
-                    StoreError::Invalid(format!("step {seq}: recorded action: {e}"))
-                })?;
+                let call = done.action.call().clone();
                 let hash = done.action_hash.clone();
                 return self.reuse(done, &call, &hash).await;
             }
@@ -98,27 +96,20 @@ impl Drive<'_> {
         why: Option<&str>,
     ) -> Result<Option<DriveOutcome>> {
         let seq = row.step_seq;
-        let (text, approved_hash) = row.effective_action();
-        let call: Option<ToolCall> = serde_json::from_str(text).ok();
-        let action = match call.as_ref().map(|c| Action::parse(c, &self.ws)) {
-            Some(Ok(a)) => a,
-            Some(Err(e)) => {
-                let rec = bare(row, text, approved_hash, why);
+        let (approved, approved_hash) = row.effective_action();
+        let action = match Action::parse(approved.call(), &self.ws) {
+            Ok(a) => a,
+            Err(e) => {
+                let rec = bare(row, approved, approved_hash, why);
                 let result = format!("the approved action no longer validates: {e}");
                 return self
                     .record(&rec, StepStatus::Invalid, false, &result)
                     .await
                     .map(|_| None);
             }
-            None => {
-                return self
-                    .suspend(&format!("step {seq}: the approved action cannot be read back; review it again with `reins approval show {}`", &row.id))
-                    .await
-                    .map(Some)
-            }
         };
         let hash = action.hash();
-        let text = action.canonical_text();
+        let text = RecordedCall::of(&action);
         let resolved = match crate::tools::fetch::addresses_of(&action).await {
             Ok(r) => r,
             Err(e) => {
@@ -186,7 +177,7 @@ impl Drive<'_> {
 /// A record for a reviewed step that did not run.
 fn bare<'s>(
     row: &'s ApprovalRow,
-    action: &'s str,
+    action: &'s RecordedCall,
     hash: &'s str,
     why: Option<&'s str>,
 ) -> StepRecord<'s> {

@@ -4,8 +4,6 @@
 //! that no longer matches. Each decision is one change with its audit events, written only over a
 //! pending approval, so none is ever overwritten.
 
-use serde::Serialize;
-
 use crate::approval::{preview, GrantSpec, Scope, Status};
 use crate::audit::event::{self as ev, Actor};
 use crate::clock::now_ms;
@@ -20,7 +18,7 @@ use crate::store::approvals::{self, ApprovalRow, Edit};
 use crate::store::grants::{self, GrantRow};
 use crate::store::write::{Transition, Write};
 use crate::store::{audit, runs, StoreError};
-use crate::tools::{self, Action, ToolCall};
+use crate::tools::{self, Action, RecordedCall, ToolCall};
 use crate::workspace::Workspace;
 
 use super::commit::Change;
@@ -48,9 +46,8 @@ pub struct EditedAction {
     pub args: serde_json::Value,
 }
 
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+/// A decision as stored (the door turns it into its view).
+#[derive(Clone, Debug)]
 pub struct Decided {
     pub approval: ApprovalRow,
     pub run: RunId,
@@ -64,21 +61,23 @@ pub(super) enum Openness {
     Open,
     /// Pending past its deadline: it expires now, and the decision is refused.
     Overdue,
-    /// Decided or replaced already (what to tell the person).
-    Closed(String),
+    /// Replaced by a newer approval (what to tell the person).
+    Superseded(String),
+    /// Decided already.
+    Decided(String),
 }
 
 pub(super) fn openness(row: &ApprovalRow, now: i64) -> Openness {
     match row.status {
         Status::Pending if row.expires_at <= now => Openness::Overdue,
         Status::Pending => Openness::Open,
-        Status::Superseded => Openness::Closed(format!(
+        Status::Superseded => Openness::Superseded(format!(
             "approval {} was superseded ({}); review {} instead",
             row.id,
             row.stale_reason.as_deref().unwrap_or("replaced"),
             row.superseded_by.as_deref().unwrap_or("the newer approval")
         )),
-        other => Openness::Closed(format!(
+        other => Openness::Decided(format!(
             "approval {} is already {other}; a decision is never changed",
             row.id
         )),
@@ -141,12 +140,13 @@ impl Engine {
             Openness::Open => Ok(row),
             Openness::Overdue => {
                 self.expire(&row).await?;
-                Err(Error::Conflict(format!(
+                Err(Error::Expired(format!(
                     "approval {} expired before the decision; the action did not run",
                     row.id
                 )))
             }
-            Openness::Closed(why) => Err(Error::Conflict(why)),
+            Openness::Superseded(why) => Err(Error::Superseded(why)),
+            Openness::Decided(why) => Err(Error::Conflict(why)),
         }
     }
 
@@ -162,7 +162,7 @@ impl Engine {
         let run = runs::get(self.store.pool(), row.run_id).await?;
         let ws = Self::workspace_of(&run)?;
         if let Some(new) = self.refresh_with(&row, &ws).await? {
-            return Err(Error::Conflict(format!(
+            return Err(Error::Superseded(format!(
                 "the files changed on disk after this review was prepared, so the diff shown is out of date; review approval {new} (the current diff) instead"
             )));
         }
@@ -172,12 +172,9 @@ impl Engine {
                 (action, Some(edit))
             }
             None => {
-                let original = serde_json::from_str::<ToolCall>(&row.action)
-                    .ok()
-                    .and_then(|c| Action::parse(&c, &ws).ok());
-                let action = original.ok_or_else(|| {
+                let action = Action::parse(row.action.call(), &ws).map_err(|e| {
                     Error::Conflict(format!(
-                        "approval {}: the recorded action no longer validates; reject it",
+                        "approval {}: the recorded action no longer validates ({e}); reject it",
                         row.id
                     ))
                 })?;
@@ -291,7 +288,7 @@ impl Engine {
             .map_err(|e| Error::Invalid(format!("the edited action cannot be carried out: {e}")))?;
         let preview = preview::of(&action, plan.as_ref(), &verdict, &resolved, self.place(ws));
         let edit = Edit {
-            action: action.canonical_text(),
+            action: RecordedCall::of(&action),
             hash: action.hash().to_string(),
             preview,
             pre_images: plan.map(|p| p.pre).unwrap_or_default(),
@@ -438,8 +435,7 @@ impl Engine {
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        let call: Option<ToolCall> = serde_json::from_str(&row.action).ok();
-        let action = call.and_then(|c| Action::parse(&c, ws).ok());
+        let action = Action::parse(row.action.call(), ws).ok();
         let (preview, pre, verdict) = match &action {
             Some(a) => {
                 let verdict = self.policy.classify(

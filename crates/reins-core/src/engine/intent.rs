@@ -59,7 +59,7 @@ impl Drive<'_> {
                 id: intent.to_string(),
                 step_seq: seq,
                 tool: action.tool().into(),
-                action: rec.action.to_owned(),
+                action: rec.action.clone(),
                 action_hash: rec.action_hash.to_owned(),
                 effect_class: action.effect_class(),
                 status: IntentStatus::Pending,

@@ -143,10 +143,6 @@ impl Engine {
         &self.blobs
     }
 
-    pub fn worker(&self) -> &str {
-        &self.worker
-    }
-
     /// Splits blobs an intent needs by size: large ones are written to the file store now (fsynced,
     /// before the intent commits); the small ones are returned to be committed inside the intent's own
     /// transaction. Either way they are durable once the intent is.

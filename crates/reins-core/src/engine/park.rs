@@ -52,7 +52,7 @@ impl Drive<'_> {
             run_id: self.run,
             step_seq: rec.seq,
             tool: rec.tool.into(),
-            action: rec.action.into(),
+            action: rec.action.clone(),
             action_hash: rec.action_hash.into(),
             risk,
             reasons: reasons.clone(),

@@ -11,7 +11,7 @@ use crate::step::StepStatus;
 use crate::store::grants::{self, GrantRow};
 use crate::store::write::Write;
 use crate::store::{audit, steps};
-use crate::tools::{self, Action, ToolCall};
+use crate::tools::{self, Action, RecordedCall, ToolCall};
 
 use super::commit::Change;
 use super::decide::{self, Facts, Ruling};
@@ -36,14 +36,11 @@ impl Drive<'_> {
     ) -> Result<Option<DriveOutcome>> {
         let seq = self.cp.next_step;
         let parsed = Action::parse(&call, &self.ws);
-        let (action_text, action_hash) = match &parsed {
-            Ok(a) => (a.canonical_text(), a.hash()),
-            Err(_) => {
-                let raw = tools::canonical_of_raw(&call);
-                let hash = Digest::of(raw.as_bytes());
-                (raw, hash)
-            }
+        let recorded = match &parsed {
+            Ok(a) => RecordedCall::of(a),
+            Err(_) => RecordedCall::raw(call.clone()),
         };
+        let action_hash = Digest::of(recorded.text().as_bytes());
 
         // Resuming from an earlier checkpoint: this step may already be in the journal.
         if seq <= self.journal_through {
@@ -59,7 +56,7 @@ impl Drive<'_> {
                 let rec = StepRecord {
                     seq,
                     tool: &call.tool,
-                    action: &action_text,
+                    action: &recorded,
                     action_hash: action_hash.as_str(),
                     why: why.as_deref(),
                     verdict: None,
@@ -83,12 +80,12 @@ impl Drive<'_> {
         why: Option<&str>,
         action: &Action,
     ) -> Result<Option<DriveOutcome>> {
-        let action_text = action.canonical_text();
+        let recorded = RecordedCall::of(action);
         let action_hash = action.hash();
         let mut rec = StepRecord {
             seq,
             tool: action.tool(),
-            action: &action_text,
+            action: &recorded,
             action_hash: action_hash.as_str(),
             why,
             verdict: None,

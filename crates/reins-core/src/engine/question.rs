@@ -12,6 +12,7 @@ use crate::run::{RunEvent, RunState};
 use crate::step::{one_line, StepKind, StepStatus};
 use crate::store::write::{Transition, Write};
 use crate::store::{audit, runs, steps};
+use crate::tools::{RecordedCall, ToolCall};
 
 use super::commit::{Change, Report};
 use super::drive::{Drive, Stop};
@@ -49,9 +50,11 @@ impl Drive<'_> {
             }
         }
         let question: String = question.chars().take(MAX_TEXT).collect();
-        let action =
-            serde_json::json!({ "tool": TOOL, "args": { "question": question } }).to_string();
-        let hash = Digest::of(action.as_bytes());
+        let action = RecordedCall::raw(ToolCall {
+            tool: TOOL.into(),
+            args: serde_json::json!({ "question": question }),
+        });
+        let hash = Digest::of(action.text().as_bytes());
         self.cp.current_step = Some(seq);
         let checkpoint = self.checkpoint(Level::Review, format!("step {seq} asks the user"))?;
         let now = now_ms();
@@ -181,10 +184,10 @@ impl Engine {
     pub async fn question(&self, id: RunId) -> Result<Option<(i64, String)>> {
         let q = steps::open_question(self.store.pool(), id).await?;
         Ok(q.map(|(seq, action)| {
-            let text = serde_json::from_str::<serde_json::Value>(&action)
-                .ok()
-                .and_then(|v| v["args"]["question"].as_str().map(str::to_owned))
-                .unwrap_or(action);
+            let text = action.call().args["question"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             (seq, text)
         }))
     }

@@ -12,6 +12,7 @@ use crate::policy::Verdict;
 use crate::step::{one_line, StepKind, StepStatus};
 use crate::store::audit;
 use crate::store::steps::StepRow;
+use crate::tools::RecordedCall;
 use crate::store::write::Write;
 
 use super::commit::{Change, Report};
@@ -21,7 +22,7 @@ use super::drive::Drive;
 pub(super) struct StepRecord<'s> {
     pub(super) seq: i64,
     pub(super) tool: &'s str,
-    pub(super) action: &'s str,
+    pub(super) action: &'s RecordedCall,
     pub(super) action_hash: &'s str,
     pub(super) why: Option<&'s str>,
     pub(super) verdict: Option<&'s Verdict>,
@@ -39,7 +40,7 @@ impl StepRecord<'_> {
             seq: self.seq,
             kind: StepKind::ToolCall,
             tool: self.tool.into(),
-            action: self.action.into(),
+            action: self.action.clone(),
             action_hash: self.action_hash.into(),
             why: self.why.map(str::to_owned),
             status,

@@ -219,19 +219,9 @@ impl Drive<'_> {
 }
 
 impl super::Engine {
-    /// Records a process a tool just started for step `step` of `run` (in its own group, see
-    /// `process::spawn_in_group`), so a later attempt can end it if this worker dies.
-    pub async fn track_process(
-        &self,
-        run: crate::ids::RunId,
-        step: i64,
-        child: &std::process::Child,
-        command: &str,
-    ) -> Result<()> {
-        self.track_pid(run, step, child.id(), command).await
-    }
-
-    /// Records a process group leader by pid (see `track_process`).
+    /// Records a process group leader a tool just started (in its own group, see
+    /// `process::spawn_in_group`) for step `step` of `run`, so a later attempt can end it if this
+    /// worker dies.
     pub async fn track_pid(
         &self,
         run: crate::ids::RunId,

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::run::RunState;
 use crate::store::{audit, audit::Actor, checkpoints, intents, runs};
-use crate::tools::{self, Action, ToolCall};
+use crate::tools::{self, Action};
 use crate::workspace::{diff, RelPath, Workspace};
 
 use super::commit::Change;
@@ -231,10 +231,7 @@ impl Engine {
             {
                 continue;
             }
-            let Ok(call) = serde_json::from_str::<ToolCall>(&intent.action) else {
-                continue;
-            };
-            let Ok(action) = Action::parse(&call, ws) else {
+            let Ok(action) = Action::parse(intent.action.call(), ws) else {
                 continue;
             };
             let pre = &intent.pre_images;

@@ -9,7 +9,7 @@ use crate::journal::{settle_files, EffectClass, IntentStatus, Settlement};
 use crate::step::StepStatus;
 use crate::store::write::Write;
 use crate::store::{audit, audit::Actor, intents, StoreError};
-use crate::tools::{self, Action, ToolCall};
+use crate::tools::{self, Action};
 
 use super::commit::Change;
 use super::drive::Drive;
@@ -50,11 +50,7 @@ impl Drive<'_> {
     /// with the reason a human must decide.
     async fn settle_one(&mut self, intent: &intents::IntentRow) -> Result<(IntentStatus, String)> {
         let unknown = |why: String| Ok((IntentStatus::Unknown, why));
-        let call: ToolCall = match serde_json::from_str(&intent.action) {
-            Ok(c) => c,
-            Err(e) => return unknown(format!("the recorded action cannot be read: {e}")),
-        };
-        let action = match Action::parse(&call, &self.ws) {
+        let action = match Action::parse(intent.action.call(), &self.ws) {
             Ok(a) => a,
             Err(e) => return unknown(format!("the recorded action no longer validates: {e}")),
         };

@@ -16,6 +16,7 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::provider::{Client, Completion, Message, Role};
 use crate::step::{StepKind, StepStatus};
+use crate::tools::{RecordedCall, ToolCall};
 use crate::store::write::Write;
 use crate::store::{audit, audit::Actor, manifests, steps};
 
@@ -130,12 +131,11 @@ impl Drive<'_> {
             },
             reply,
         };
-        let action = serde_json::json!({
-            "tool": TOOL,
-            "args": { "model": settings.model, "baseUrl": settings.base_url,
-                      "messages": messages.len(), "requestSha256": body_hash },
-        })
-        .to_string();
+        let action = RecordedCall::raw(ToolCall {
+            tool: TOOL.into(),
+            args: serde_json::json!({ "model": settings.model, "baseUrl": settings.base_url,
+                      "messages": messages.len(), "requestSha256": body_hash }),
+        });
         self.record_reply(
             seq,
             &action,
@@ -207,7 +207,7 @@ impl Drive<'_> {
     async fn record_reply(
         &mut self,
         seq: i64,
-        action: &str,
+        action: &RecordedCall,
         action_hash: &str,
         call: &ModelCall,
         manifest: Option<&context::Manifest>,
@@ -224,7 +224,7 @@ impl Drive<'_> {
                 seq,
                 kind: StepKind::ModelCall,
                 tool: TOOL.into(),
-                action: action.into(),
+                action: action.clone(),
                 action_hash: action_hash.into(),
                 why: None,
                 status: StepStatus::Done,

@@ -101,9 +101,7 @@ pub struct NewFact {
     pub origin: Origin,
 }
 
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase", tag = "outcome")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug)]
 pub enum Remembered {
     /// Stored as a new fact, or a new version of one.
     Stored { fact: FactRow },
@@ -113,9 +111,7 @@ pub enum Remembered {
     Suggested { suggestion: SuggestionRow },
 }
 
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug)]
 pub struct FactDetail {
     pub fact: FactRow,
     /// Newest first.

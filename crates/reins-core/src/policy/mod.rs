@@ -117,9 +117,11 @@ pub trait Policy: Send + Sync {
 static NO_PROTECTED: Protected = Protected::NONE;
 
 /// Allows everything. For tests of the machinery around the policy only.
+#[cfg(any(test, feature = "internals"))]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PermitAll;
 
+#[cfg(any(test, feature = "internals"))]
 impl Policy for PermitAll {
     fn classify(&self, action: &Action, _cx: &Context<'_>) -> Verdict {
         Verdict {
@@ -261,6 +263,7 @@ impl RulePolicy {
         Ok(Self { protected, user })
     }
 
+    #[cfg(test)]
     pub fn defaults(protected: Protected) -> Self {
         Self {
             protected,
@@ -268,12 +271,9 @@ impl RulePolicy {
         }
     }
 
+    #[cfg(test)]
     pub fn with_rules(protected: Protected, user: RuleSet) -> Self {
         Self { protected, user }
-    }
-
-    pub fn protected(&self) -> &Protected {
-        &self.protected
     }
 
     /// The workspace's own rules: only deny and ask count. A file that cannot be read fails closed.

@@ -99,10 +99,6 @@ impl Client {
         })
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
     /// The request body (no key in it: the key goes in a header).
     pub fn body(&self, messages: &[Message], tools: &[Value]) -> Value {
         let mut body = json!({

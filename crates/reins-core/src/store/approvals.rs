@@ -11,17 +11,16 @@ use crate::approval::{ContextSummary, Scope, Status};
 use crate::ids::RunId;
 use crate::journal::FileImage;
 use crate::policy::{shell::Segment, Risk};
+use crate::tools::RecordedCall;
 
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct ApprovalRow {
     pub id: String,
     pub run_id: RunId,
     pub step_seq: i64,
     pub tool: String,
-    /// Canonical JSON of the proposed action: the bytes its hash is taken over.
-    pub action: String,
+    /// The proposed action, as the canonical text its hash is taken over.
+    pub action: RecordedCall,
     pub action_hash: String,
     pub risk: Risk,
     #[sqlx(json)]
@@ -43,7 +42,7 @@ pub struct ApprovalRow {
     pub decided_by: Option<String>,
     pub note: Option<String>,
     pub scope: Option<Scope>,
-    pub edited_action: Option<String>,
+    pub edited_action: Option<RecordedCall>,
     pub edited_hash: Option<String>,
     pub edited_preview: Option<String>,
     pub superseded_by: Option<String>,
@@ -57,7 +56,7 @@ impl Stored for ApprovalRow {
 
 impl ApprovalRow {
     /// The action that runs if approved: the person's edit when there is one.
-    pub fn effective_action(&self) -> (&str, &str) {
+    pub fn effective_action(&self) -> (&RecordedCall, &str) {
         match (&self.edited_action, &self.edited_hash) {
             (Some(a), Some(h)) => (a, h),
             _ => (&self.action, &self.action_hash),
@@ -182,9 +181,9 @@ pub struct DecisionWrite<'a> {
 }
 
 /// An action as a person edited it, with the preview and pre-images it was reviewed with.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Edit {
-    pub action: String,
+    pub action: RecordedCall,
     pub hash: String,
     pub preview: String,
     pub pre_images: Vec<FileImage>,
@@ -201,7 +200,7 @@ pub async fn decide(tx: &mut Tx, id: &str, d: &DecisionWrite<'_>) -> Result<()> 
     .bind(d.by)
     .bind(d.note)
     .bind(d.scope)
-    .bind(d.edited.map(|e| e.action.as_str()))
+    .bind(d.edited.map(|e| e.action.text()))
     .bind(d.edited.map(|e| e.hash.as_str()))
     .bind(d.edited.map(|e| e.preview.as_str()))
     .bind(d.edited.map(|e| Json(&e.pre_images)))

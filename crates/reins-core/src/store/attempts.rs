@@ -8,9 +8,7 @@ use super::{Result, Tx};
 use crate::ids::RunId;
 use crate::resume::RecoverySummary;
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct AttemptRow {
     pub n: i64,
     pub worker: String,

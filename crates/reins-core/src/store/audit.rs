@@ -13,11 +13,9 @@ use crate::ids::RunId;
 /// The hash before the first event.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-pub use crate::audit::event::{Actor, Event, Kind};
+pub use crate::audit::event::{Actor, Event};
 
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct AuditRow {
     pub seq: i64,
     pub at: i64,
@@ -403,6 +401,7 @@ pub async fn for_run(pool: &SqlitePool, run: RunId) -> Result<Vec<AuditRow>> {
     )
 }
 
+#[cfg(test)]
 pub async fn all(pool: &SqlitePool) -> Result<Vec<AuditRow>> {
     Ok(sqlx::query_as("SELECT * FROM audit_events ORDER BY seq")
         .fetch_all(pool)

@@ -150,8 +150,6 @@ pub async fn blob_refs(pool: &SqlitePool) -> Result<Vec<String>> {
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct DamageRow {
     pub seq: i64,
-    pub kind: DamageKind,
-    pub detected_at: i64,
 }
 
 impl Stored for DamageRow {
@@ -183,7 +181,7 @@ pub async fn acknowledge_damage(
 pub async fn damage(pool: &SqlitePool, run: RunId) -> Result<Vec<DamageRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT seq, kind, detected_at FROM checkpoint_damage WHERE run_id = ? ORDER BY seq",
+            "SELECT seq FROM checkpoint_damage WHERE run_id = ? ORDER BY seq",
         )
         .bind(run)
         .fetch_all(pool)

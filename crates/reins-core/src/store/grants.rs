@@ -8,9 +8,7 @@ use super::{Result, StoreError, Tx};
 use crate::approval::{Matcher, Scope};
 use crate::ids::RunId;
 
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct GrantRow {
     pub id: String,
     pub scope: Scope,

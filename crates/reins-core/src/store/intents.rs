@@ -11,15 +11,14 @@ use crate::digest::Digest;
 use crate::ids::RunId;
 use crate::journal::{EffectClass, FileImage, IntentStatus};
 use crate::step::StepStatus;
+use crate::tools::RecordedCall;
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct IntentRow {
     pub id: String,
     pub step_seq: i64,
     pub tool: String,
-    pub action: String,
+    pub action: RecordedCall,
     pub action_hash: String,
     pub effect_class: EffectClass,
     pub status: IntentStatus,
@@ -82,6 +81,7 @@ fn bind_settle<'q>(
         .bind(step_seq)
 }
 
+#[cfg(test)]
 pub async fn insert(tx: &mut Tx, run: RunId, intent: &IntentRow) -> Result<()> {
     bind_insert(sqlx::query(INSERT), run, intent)
         .execute(&mut **tx)
@@ -116,6 +116,7 @@ pub async fn insert_with_step(
 }
 
 /// Settles the pending intent of a step. Fails if it was already settled: an effect is settled once.
+#[cfg(test)]
 pub async fn settle(
     tx: &mut Tx,
     run: RunId,

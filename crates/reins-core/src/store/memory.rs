@@ -1,13 +1,10 @@
 //! The memory tables: facts, their versions, suggestions, and the settings table.
 
-use serde::Serialize;
 use sqlx::SqlitePool;
 
 use super::{map_not_found, Result, Tx};
 
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct FactRow {
     pub id: String,
     pub category: String,
@@ -23,9 +20,7 @@ pub struct FactRow {
     pub updated_at: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct VersionRow {
     pub version: i64,
     pub value: String,
@@ -37,9 +32,7 @@ pub struct VersionRow {
     pub created_at: i64,
 }
 
-#[derive(Clone, Debug, PartialEq, sqlx::FromRow, Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct SuggestionRow {
     pub id: String,
     pub category: String,

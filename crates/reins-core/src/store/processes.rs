@@ -6,17 +6,13 @@ use super::decode::{self, Stored};
 use super::Result;
 use crate::ids::RunId;
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct ProcessRow {
     pub step_seq: i64,
     pub pid: i64,
     pub start_time: i64,
     pub pgid: i64,
     pub command: String,
-    pub started_at: i64,
-    pub ended_at: Option<i64>,
-    pub outcome: Option<String>,
 }
 
 impl Stored for ProcessRow {
@@ -55,20 +51,8 @@ pub async fn record(pool: &SqlitePool, run: RunId, p: &NewProcess<'_>) -> Result
 pub async fn open(pool: &SqlitePool, run: RunId) -> Result<Vec<ProcessRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT step_seq, pid, start_time, pgid, command, started_at, ended_at, outcome
+            "SELECT step_seq, pid, start_time, pgid, command
              FROM processes WHERE run_id = ? AND ended_at IS NULL ORDER BY started_at",
-        )
-        .bind(run)
-        .fetch_all(pool)
-        .await?,
-    )
-}
-
-pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<ProcessRow>> {
-    decode::all(
-        &sqlx::query(
-            "SELECT step_seq, pid, start_time, pgid, command, started_at, ended_at, outcome
-             FROM processes WHERE run_id = ? ORDER BY started_at",
         )
         .bind(run)
         .fetch_all(pool)

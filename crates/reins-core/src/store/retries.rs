@@ -7,9 +7,7 @@ use super::{Result, Tx};
 use crate::failure::FailureClass;
 use crate::ids::RunId;
 
-#[derive(Clone, Debug, sqlx::FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct RetryRow {
     pub n: i64,
     pub at: i64,

@@ -29,7 +29,7 @@ pub struct EventRef<'r> {
 }
 
 impl<'r> EventRef<'r> {
-    pub fn to_owned_row(&self) -> AuditRow {
+    pub fn to_owned_row(self) -> AuditRow {
         AuditRow {
             seq: self.seq,
             at: self.at,

@@ -8,16 +8,15 @@ use super::{Result, Tx};
 use crate::ids::RunId;
 use crate::policy::Risk;
 use crate::step::{StepKind, StepStatus};
+use crate::tools::RecordedCall;
 
-#[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct StepRow {
     pub seq: i64,
     pub kind: StepKind,
     pub tool: String,
-    /// Canonical JSON of what was proposed: the bytes its hash is taken over.
-    pub action: String,
+    /// What was proposed, as the canonical text its hash is taken over.
+    pub action: RecordedCall,
     pub action_hash: String,
     pub why: Option<String>,
     pub status: StepStatus,
@@ -240,7 +239,7 @@ pub async fn usage(pool: &SqlitePool, run: RunId) -> Result<(i64, i64, i64, Opti
 pub async fn open_question<'e>(
     db: impl SqliteExecutor<'e>,
     run: RunId,
-) -> Result<Option<(i64, String)>> {
+) -> Result<Option<(i64, RecordedCall)>> {
     Ok(sqlx::query_as(
         "SELECT seq, action FROM steps WHERE run_id = ? AND kind = 'question'
            AND status = 'awaiting_input' ORDER BY seq DESC LIMIT 1",

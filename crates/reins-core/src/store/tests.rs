@@ -240,7 +240,10 @@ async fn an_intent_settles_once() -> anyhow::Result<()> {
             seq: 1,
             kind: crate::step::StepKind::ToolCall,
             tool: "fs.write".into(),
-            action: "{}".into(),
+            action: crate::tools::RecordedCall::raw(crate::tools::ToolCall {
+                tool: "fs.write".into(),
+                args: serde_json::json!({}),
+            }),
             action_hash: "h".into(),
             why: None,
             status: crate::step::StepStatus::Running,
@@ -260,7 +263,10 @@ async fn an_intent_settles_once() -> anyhow::Result<()> {
             id: intent.to_string(),
             step_seq: 1,
             tool: "fs.write".into(),
-            action: "{}".into(),
+            action: crate::tools::RecordedCall::raw(crate::tools::ToolCall {
+                tool: "fs.write".into(),
+                args: serde_json::json!({}),
+            }),
             action_hash: "h".into(),
             effect_class: EffectClass::Idempotent,
             status: IntentStatus::Pending,
@@ -431,7 +437,7 @@ async fn a_row_that_does_not_decode_is_damage_naming_the_row_never_a_default() -
     let ok = insert_run(&store).await?;
     sqlx::query(
         "INSERT INTO steps (run_id, seq, kind, tool, action, action_hash, status, started_at)
-         VALUES (?, 1, 'tool_call', 'fs.read', '{}', 'h', 'flying', 1)",
+         VALUES (?, 1, 'tool_call', 'fs.read', '{\"tool\":\"fs.read\",\"args\":{}}', 'h', 'flying', 1)",
     )
     .bind(ok.to_string())
     .execute(store.pool())

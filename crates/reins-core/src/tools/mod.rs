@@ -14,10 +14,12 @@ use crate::workspace::{JailError, RelPath, Workspace};
 mod effect;
 pub mod fetch;
 mod pure;
+mod recorded;
 pub mod shell;
-pub use effect::{apply, plan, plan_files, post_image, EffectPlan, FileOp};
+pub use effect::{apply, plan, plan_files, post_image, EffectPlan};
 pub use fetch::FetchRequest;
 pub use pure::{describe, run_pure};
+pub use recorded::RecordedCall;
 pub use shell::{CommandForm, ShellCommand};
 
 #[cfg(test)]

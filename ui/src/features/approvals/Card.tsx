@@ -2,11 +2,11 @@ import { useState, type ReactNode } from "react";
 import type { ApprovalView } from "../../lib/ipc/bindings";
 import { ago, shortId } from "../../lib/format";
 import { setUi } from "../../lib/store";
-import { Preview, RiskBadge, target } from "./Preview";
+import { Preview, RiskBadge } from "./Preview";
 
 /** What the agent wants to do, why, and exactly what will change — readable in seconds. */
 export function Card({ a, runName, children }: { a: ApprovalView; runName: string; children: ReactNode }) {
-  const c = a.contextSummary;
+  const c = a.context;
   // When this approval first reached the screen (wall clock, ms): the e2e suite measures latency.
   const [shownAt] = useState(() => performance.timeOrigin + performance.now());
   return (
@@ -15,7 +15,7 @@ export function Card({ a, runName, children }: { a: ApprovalView; runName: strin
       <header className="card-head">
         <RiskBadge risk={a.risk} />
         <h2>
-          <span className="tool">{a.tool}</span> <code className="target">{target(a)}</code>
+          <span className="tool">{a.tool}</span> <code className="target">{a.subject}</code>
         </h2>
         <span className="muted">
           <button className="link" onClick={() => setUi({ view: "runs", runId: a.runId })}>{runName}</button>
@@ -23,10 +23,10 @@ export function Card({ a, runName, children }: { a: ApprovalView; runName: strin
         </span>
       </header>
 
-      {a.reasonList.length > 0 && (
+      {a.reasons.length > 0 && (
         <section className="why-risky">
           <h3>Why this needs you</h3>
-          <ul>{a.reasonList.map((r, i) => <li key={i}>{r}</li>)}</ul>
+          <ul>{a.reasons.map((r, i) => <li key={i}>{r}</li>)}</ul>
         </section>
       )}
 
@@ -51,7 +51,7 @@ export function Card({ a, runName, children }: { a: ApprovalView; runName: strin
       </section>
 
       <section className="preview">
-        <h3>{a.editedPreview ? "As you edited it (this is what runs)" : a.tool.startsWith("fs.") && a.tool !== "fs.read" ? "Exactly what will change" : "Exactly what will run"}</h3>
+        <h3>{a.edited ? "As you edited it (this is what runs)" : a.tool.startsWith("fs.") && a.tool !== "fs.read" ? "Exactly what will change" : "Exactly what will run"}</h3>
         <Preview a={a} />
       </section>
       {children}

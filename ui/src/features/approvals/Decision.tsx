@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from "react";
 import type { ApprovalView, Scope } from "../../lib/ipc/bindings";
-import { argsOf } from "./Preview";
+import { isTyping } from "../../lib/keys";
 
 /** Fields a person may change before approving; long text gets a text area. */
 const LONG = new Set(["content", "new", "old", "command", "body", "value"]);
@@ -24,11 +24,21 @@ const SCOPES: { scope: Scope; label: string; hint: string }[] = [
   { scope: "always", label: "Always", hint: "everywhere, until you revoke it in Rules" },
 ];
 
+/** The agent's proposed arguments (an edit starts from these). */
+function proposedArgs(a: ApprovalView): Record<string, unknown> {
+  const args = a.action.args;
+  return args && typeof args === "object" && !Array.isArray(args) ? { ...(args as Record<string, unknown>) } : {};
+}
+
+function editableCount(a: ApprovalView): number {
+  return Object.values(proposedArgs(a)).filter((v) => typeof v === "string").length;
+}
+
 export function Decision({ a, mode, setMode, busy, error, onApprove, onReject }: DecisionProps) {
   const [scope, setScope] = useState<Scope>("once");
   const [pattern, setPattern] = useState("");
   const [reason, setReason] = useState("");
-  const original = argsOf({ action: a.action });
+  const original = proposedArgs(a);
   const [edited, setEdited] = useState<Record<string, unknown>>(original);
   const reasonRef = useRef<HTMLTextAreaElement>(null);
   const editRef = useRef<HTMLTextAreaElement>(null);
@@ -37,13 +47,27 @@ export function Decision({ a, mode, setMode, busy, error, onApprove, onReject }:
     setScope("once");
     setPattern("");
     setReason("");
-    setEdited(argsOf({ action: a.action }));
-  }, [a.id, a.action]);
+    setEdited(proposedArgs(a));
+  }, [a]);
 
   useEffect(() => {
     if (mode === "reject") reasonRef.current?.focus();
     if (mode === "edit") editRef.current?.focus();
   }, [mode]);
+
+  // a approve (with the scope chosen), r reject, e edit: while no text field has the keys.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (isTyping(e) || mode !== "idle" || busy) return;
+      if (e.key === "a") onApprove(scope, pattern.trim() || null, null);
+      else if (e.key === "r") setMode("reject");
+      else if (e.key === "e" && editableCount(a) > 0) setMode("edit");
+      else return;
+      e.preventDefault();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [a, mode, busy, scope, pattern, onApprove, setMode]);
 
   const changed = JSON.stringify(edited) !== JSON.stringify(original);
   const editable = Object.entries(original).filter(([, v]) => typeof v === "string");

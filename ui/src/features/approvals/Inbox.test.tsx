@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { act, cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { QueryClient } from "@tanstack/react-query";
 import { App } from "../../App";
-import { fakeBackend } from "../../lib/ipc/fake";
+import { fakeBackend, type FakeData } from "../../lib/ipc/fake";
 import { resetUi } from "../../lib/store";
 import type { ApprovalView } from "../../lib/ipc/bindings";
 import { batchable, nextIndex } from "./triage";
@@ -10,35 +10,21 @@ import { batchable, nextIndex } from "./triage";
 const HASH = "a".repeat(64);
 
 function approval(over: Partial<ApprovalView> = {}): ApprovalView {
-  const base = {
+  const base: ApprovalView = {
     id: "0193aaaa-0000-7000-8000-000000000001",
     runId: "0193bbbb-0000-7000-8000-000000000001",
     stepSeq: 4,
     tool: "fs.edit",
-    action: JSON.stringify({ tool: "fs.edit", args: { path: "config/logrotate.conf", old: "weekly", new: "daily" } }),
+    action: { tool: "fs.edit", args: { path: "config/logrotate.conf", old: "weekly", new: "daily" } },
     actionHash: HASH,
+    subject: "config/logrotate.conf",
     risk: "medium",
-    reasons: "[]",
-    segments: null,
+    reasons: ["it changes a file in the workspace"],
+    segments: [],
     preview: "--- a/config/logrotate.conf\n+++ b/config/logrotate.conf\n@@ -1,2 +1,2 @@\n /var/log/app/*.log {\n-    weekly\n+    daily\n",
     previewSha256: "b".repeat(64),
-    preImages: "[]",
-    context: "{}",
-    policy: "{}",
-    status: "pending",
-    createdAt: Date.now() - 5000,
-    expiresAt: Date.now() + 3_600_000,
-    decidedAt: null,
-    decidedBy: null,
-    note: null,
-    scope: null,
-    editedAction: null,
-    editedHash: null,
-    editedPreview: null,
-    supersededBy: null,
-    staleReason: null,
-    reasonList: ["it changes a file in the workspace"],
-    contextSummary: {
+    preImages: [],
+    context: {
       goal: "Fix log rotation",
       stepsDone: 3,
       recent: ["#3 fs.read config/logrotate.conf"],
@@ -48,14 +34,24 @@ function approval(over: Partial<ApprovalView> = {}): ApprovalView {
       pending: [],
       constraints: [],
     },
-    segmentList: [],
     facts: [],
+    policy: "{}",
+    status: "pending",
+    createdAt: Date.now() - 5000,
+    expiresAt: Date.now() + 3_600_000,
+    decidedAt: null,
+    decidedBy: null,
+    note: null,
+    scope: null,
+    edited: null,
+    supersededBy: null,
+    staleReason: null,
   };
   return { ...base, ...over } as ApprovalView;
 }
 
-function mount(approvals: ApprovalView[]) {
-  const fake = fakeBackend({ approvals });
+function mount(approvals: ApprovalView[], more: Omit<FakeData, "approvals"> = {}) {
+  const fake = fakeBackend({ approvals, ...more });
   const client = new QueryClient({ defaultOptions: { queries: { retry: false } } });
   render(<App backend={fake.backend} client={client} />);
   return fake;
@@ -65,6 +61,27 @@ beforeEach(() => resetUi());
 afterEach(cleanup);
 
 describe("approvals inbox", () => {
+  it("says a review was replaced and shows the new one when the core answers superseded", async () => {
+    const replacement = approval({ id: "0193aaaa-0000-7000-8000-000000000009", preview: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n" });
+    mount([approval()], {
+      decisionError: { code: "superseded", message: "approval 0193aaaa was superseded" },
+      replacement,
+    });
+    await screen.findByTestId("approval-card");
+    fireEvent.keyDown(window, { key: "a" });
+    const alert = await screen.findByRole("alert");
+    expect(alert.textContent).toContain("replaced by one with the current diff");
+    await waitFor(() => expect(screen.getByTestId("approval-card").getAttribute("data-approval")).toBe(replacement.id));
+  });
+
+  it("says the review expired, not that something broke, when the core answers expired", async () => {
+    mount([approval()], { decisionError: { code: "expired", message: "approval expired" } });
+    await screen.findByTestId("approval-card");
+    fireEvent.keyDown(window, { key: "a" });
+    const alert = await screen.findByRole("alert");
+    expect(alert.textContent).toContain("the action did not run");
+  });
+
   it("shows the risk, the reasons, the context and the diff", async () => {
     mount([approval()]);
     const card = await screen.findByTestId("approval-card");
@@ -112,7 +129,7 @@ describe("approvals inbox", () => {
   });
 
   it("moves with j/k and keeps keys away from text fields", async () => {
-    const second = approval({ id: "0193aaaa-0000-7000-8000-000000000002", contextSummary: { ...approval().contextSummary, why: "second one" } });
+    const second = approval({ id: "0193aaaa-0000-7000-8000-000000000002", context: { ...approval().context, why: "second one" } });
     const fake = mount([approval(), second]);
     await screen.findByTestId("approval-card");
     fireEvent.keyDown(window, { key: "j" });
@@ -126,7 +143,7 @@ describe("approvals inbox", () => {
   });
 
   it("renders agent text as text, never as HTML", async () => {
-    const evil = approval({ contextSummary: { ...approval().contextSummary, why: '<img src=x onerror="alert(1)">pwned' } });
+    const evil = approval({ context: { ...approval().context, why: '<img src=x onerror="alert(1)">pwned' } });
     mount([evil]);
     const card = await screen.findByTestId("approval-card");
     expect(card.querySelector("img")).toBeNull();

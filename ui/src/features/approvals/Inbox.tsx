@@ -1,12 +1,14 @@
 import { useEffect, useMemo, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import type { ApprovalView, Scope } from "../../lib/ipc/bindings";
+import { BackendError } from "../../lib/ipc/backend";
 import { useBackend } from "../../lib/ipc/context";
+import { isTyping } from "../../lib/keys";
 import { setUi, useUi } from "../../lib/store";
 import { ago, shortId } from "../../lib/format";
 import { Card } from "./Card";
 import { Decision, type Mode } from "./Decision";
-import { RiskBadge, target } from "./Preview";
+import { RiskBadge } from "./Preview";
 import { batchable, nextIndex } from "./triage";
 
 export function Inbox() {
@@ -20,6 +22,9 @@ export function Inbox() {
   const [mode, setMode] = useState<Mode>("idle");
   const [checked, setChecked] = useState<Set<string>>(new Set());
   const [error, setError] = useState<string | null>(null);
+  // What happened to a review the person acted on (replaced, expired, gone): it stays in view
+  // until the next decision, even when the queue moves on.
+  const [notice, setNotice] = useState<string | null>(null);
 
   const index = Math.max(0, list.findIndex((a) => a.id === ui.approvalId));
   const current: ApprovalView | undefined = list[index];
@@ -32,9 +37,34 @@ export function Inbox() {
   const done = () => {
     setMode("idle");
     setError(null);
+    setNotice(null);
     void qc.invalidateQueries();
   };
-  const fail = (e: unknown) => setError(e instanceof Error ? e.message : String(e));
+  // The core says what went wrong by code: a replaced or expired review is not a failure to retry.
+  const fail = (e: unknown) => {
+    const code = e instanceof BackendError ? e.code : null;
+    const message = e instanceof Error ? e.message : String(e);
+    switch (code) {
+      case "superseded":
+        setNotice(`A file changed on disk, so this review was replaced by one with the current diff. Look again before deciding. (${message})`);
+        void qc.invalidateQueries();
+        break;
+      case "expired":
+        setNotice(`The review time ran out before your decision; the action did not run. (${message})`);
+        void qc.invalidateQueries();
+        break;
+      case "not_found":
+        setNotice(`This approval is gone (${message}).`);
+        void qc.invalidateQueries();
+        break;
+      case "conflict":
+        setNotice(`Someone decided it meanwhile, or the run moved on: ${message}`);
+        void qc.invalidateQueries();
+        break;
+      default:
+        setError(message);
+    }
+  };
 
   const approve = useMutation({
     mutationFn: (v: { a: ApprovalView; scope: Scope; pattern: string | null; edited: Record<string, unknown> | null }) =>
@@ -67,33 +97,25 @@ export function Inbox() {
   });
   const busy = approve.isPending || reject.isPending || batch.isPending;
 
-  // Keyboard triage: j/k move, a approve, r reject, e edit. Not while typing.
+  // Keyboard triage: j/k move through the queue (the card's own keys decide: a, r, e).
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      const t = e.target as HTMLElement | null;
-      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.isContentEditable)) return;
-      if (e.ctrlKey || e.metaKey || e.altKey) return;
-      if (e.key === "j" || e.key === "k") {
-        const i = nextIndex(index, list.length, e.key === "j" ? 1 : -1);
-        if (list[i]) setUi({ approvalId: list[i].id });
-      } else if (current && mode === "idle" && !busy) {
-        if (e.key === "a") document.querySelector<HTMLButtonElement>('[data-testid="approve"]')?.click();
-        else if (e.key === "r") setMode("reject");
-        else if (e.key === "e") setMode("edit");
-        else return;
-      } else return;
+      if (isTyping(e) || (e.key !== "j" && e.key !== "k")) return;
+      const i = nextIndex(index, list.length, e.key === "j" ? 1 : -1);
+      if (list[i]) setUi({ approvalId: list[i].id });
       e.preventDefault();
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [index, list, current, mode, busy]);
+  }, [index, list]);
 
   const selected = list.filter((a) => checked.has(a.id));
   const canBatch = selected.length > 0 && batchable(selected);
 
   if (pending.isLoading) return <div className="empty">Loading…</div>;
   if (pending.error) return <div className="error" role="alert">{String((pending.error as Error).message)}</div>;
-  if (!list.length) return <EmptyInbox />;
+  // A decision that ended the last review (it expired, it was decided elsewhere) still says why.
+  if (!list.length) return <EmptyInbox notice={notice} />;
 
   return (
     <div className="inbox">
@@ -122,7 +144,7 @@ export function Inbox() {
                 }} />
               <div>
                 <div><RiskBadge risk={a.risk} /> <span className="tool">{a.tool}</span></div>
-                <code className="target">{target(a)}</code>
+                <code className="target">{a.subject}</code>
                 <div className="muted">{names.get(a.runId) ?? shortId(a.runId)} · {ago(a.createdAt)}</div>
               </div>
             </li>
@@ -130,24 +152,27 @@ export function Inbox() {
         </ul>
         <div className="keys muted"><kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve · <kbd>r</kbd> reject · <kbd>e</kbd> edit</div>
       </aside>
-      {current && (
-        <Card key={current.id} a={current} runName={names.get(current.runId) ?? shortId(current.runId)}>
-          <Decision
-            a={current}
-            mode={mode}
-            setMode={setMode}
-            busy={busy}
-            error={error}
-            onApprove={(scope, pattern, edited) => approve.mutate({ a: current, scope, pattern, edited })}
-            onReject={(reason) => reject.mutate({ a: current, reason })}
-          />
-        </Card>
-      )}
+      <div className="inbox-main">
+        {notice && <div className="notice inbox-notice" role="alert">{notice}</div>}
+        {current && (
+          <Card key={current.id} a={current} runName={names.get(current.runId) ?? shortId(current.runId)}>
+            <Decision
+              a={current}
+              mode={mode}
+              setMode={setMode}
+              busy={busy}
+              error={error}
+              onApprove={(scope, pattern, edited) => approve.mutate({ a: current, scope, pattern, edited })}
+              onReject={(reason) => reject.mutate({ a: current, reason })}
+            />
+          </Card>
+        )}
+      </div>
     </div>
   );
 }
 
-function EmptyInbox() {
+function EmptyInbox({ notice }: { notice: string | null }) {
   const backend = useBackend();
   const qc = useQueryClient();
   const runs = useQuery({ queryKey: ["runs"], queryFn: () => backend.listRuns() });
@@ -158,6 +183,7 @@ function EmptyInbox() {
   const first = (runs.data?.length ?? 0) === 0;
   return (
     <div className="empty" data-testid="inbox-empty">
+      {notice && <div className="notice" role="alert">{notice}</div>}
       <h2>Nothing waits for you</h2>
       <p>When an agent wants to do something risky — change a file, run a command, call a server — it stops here, and nothing happens until you decide.</p>
       {first && (

@@ -6,24 +6,10 @@ export function RiskBadge({ risk }: { risk: string }) {
   return <span className={`risk risk-${risk}`} data-risk={risk}>{risk}</span>;
 }
 
-/** The action's arguments (`{"tool","args"}` as the harness stored it). */
-export function argsOf(a: { action: string; editedAction?: string | null }): Record<string, unknown> {
-  try {
-    const parsed = JSON.parse(a.editedAction ?? a.action) as { args?: Record<string, unknown> };
-    return parsed.args ?? {};
-  } catch {
-    return {};
-  }
-}
-
-/** One line saying what the action touches: a path, a command, a URL. */
-export function target(a: ApprovalView): string {
-  const args = argsOf(a);
-  if (a.tool === "shell.exec") return commandText(args);
-  for (const k of ["path", "url", "from", "key"]) {
-    if (typeof args[k] === "string") return args[k] as string;
-  }
-  return "";
+/** The arguments of what runs on approval: the person's edit when there is one. */
+export function argsOf(a: ApprovalView): Record<string, unknown> {
+  const args = (a.edited?.action ?? a.action).args;
+  return args && typeof args === "object" && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
 }
 
 function Visible({ text }: { text: string }) {
@@ -44,7 +30,7 @@ export function commandText(args: Record<string, unknown>): string {
 
 function CommandView({ a }: { a: ApprovalView }) {
   const args = argsOf(a);
-  const segs: Segment[] = a.segmentList;
+  const segs: Segment[] = a.segments;
   return (
     <div className="command" data-testid="command">
       <pre className="command-text"><Visible text={commandText(args)} /></pre>
@@ -77,14 +63,14 @@ function HttpView({ a }: { a: ApprovalView }) {
       <div className="http-line">
         <strong>{String(args.method ?? "GET")}</strong> <code><Visible text={String(args.url ?? "")} /></code>
       </div>
-      <pre className="command-text"><Visible text={a.editedPreview ?? a.preview} /></pre>
+      <pre className="command-text"><Visible text={a.edited?.preview ?? a.preview} /></pre>
     </div>
   );
 }
 
 /** The exact thing that runs on approval: a diff, a parsed command, or an HTTP request. */
 export function Preview({ a }: { a: ApprovalView }) {
-  const preview = a.editedPreview ?? a.preview;
+  const preview = a.edited?.preview ?? a.preview;
   if (a.tool === "shell.exec") return <CommandView a={a} />;
   if (a.tool === "http.fetch") return <HttpView a={a} />;
   if (a.tool.startsWith("fs.") && preview.includes("@@")) return <DiffView preview={preview} />;

@@ -88,7 +88,7 @@ export function Audit() {
                 <span>{e.actor}</span>
                 <span className="mono">{e.kind}</span>
                 <span className="mono">{e.runId ? shortId(e.runId) : "—"}</span>
-                <span className="mono small ellipsis" title={e.payload}>{e.payload}</span>
+                <span className="mono small ellipsis" title={JSON.stringify(e.payload, null, 1)}>{JSON.stringify(e.payload)}</span>
               </div>
             );
           })}

@@ -4,9 +4,9 @@ import { QueryClient } from "@tanstack/react-query";
 import { App } from "../../App";
 import { fakeBackend } from "../../lib/ipc/fake";
 import { resetUi } from "../../lib/store";
-import type { FactRow } from "../../lib/ipc/bindings";
+import type { FactView } from "../../lib/ipc/bindings";
 
-const fact = (id: string, value: string): FactRow => ({
+const fact = (id: string, value: string): FactView => ({
   id, category: "preferences", key: `k-${id}`, version: 1, value, confidence: 0.9, origin: "user",
   runId: null, stepSeq: null, sourceText: null, createdAt: Date.now(), updatedAt: Date.now(),
 });

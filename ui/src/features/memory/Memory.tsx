@@ -1,6 +1,6 @@
 import { useMemo, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import type { FactRow } from "../../lib/ipc/bindings";
+import type { FactView } from "../../lib/ipc/bindings";
 import { useBackend } from "../../lib/ipc/context";
 import { setUi } from "../../lib/store";
 import { ago, time, shortId } from "../../lib/format";
@@ -21,7 +21,7 @@ export function Memory() {
   const dismiss = useMutation({ mutationFn: (id: string) => backend.memoryDismiss(id), ...after });
 
   const groups = useMemo(() => {
-    const m = new Map<string, FactRow[]>();
+    const m = new Map<string, FactView[]>();
     for (const f of facts.data ?? []) m.set(f.category, [...(m.get(f.category) ?? []), f]);
     return [...m.entries()].sort(([a], [b]) => a.localeCompare(b));
   }, [facts.data]);
@@ -80,7 +80,7 @@ export function Memory() {
   );
 }
 
-function Fact({ f, onError }: { f: FactRow; onError: (e: string | null) => void }) {
+function Fact({ f, onError }: { f: FactView; onError: (e: string | null) => void }) {
   const backend = useBackend();
   const qc = useQueryClient();
   const [editing, setEditing] = useState(false);

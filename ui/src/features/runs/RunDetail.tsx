@@ -1,14 +1,11 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import type { RollbackReport, RunDetail, StepRow } from "../../lib/ipc/bindings";
+import type { RollbackReport, RunDetail, StepView } from "../../lib/ipc/bindings";
 import { useBackend } from "../../lib/ipc/context";
 import { setUi } from "../../lib/store";
 import { ago, duration, stateLabel, time } from "../../lib/format";
 import { DiffView } from "../approvals/DiffView";
 import { ContextManifests } from "./Manifests";
-
-const ACTIVE = new Set(["queued", "running", "awaiting_approval", "awaiting_input", "pause_requested"]);
-const FINAL = new Set(["succeeded", "failed", "cancelled"]);
 
 function firstLine(s: string | null): string {
   return (s ?? "").split("\n")[0].slice(0, 300);
@@ -45,9 +42,9 @@ export function RunDetailView({ id }: { id: string }) {
         </div>
         <div className="row">
           <span className={`state state-${r.state}`} data-testid="run-state">{stateLabel(r.state)}</span>
-          {ACTIVE.has(r.state) && <button onClick={() => control.mutate("pause")}>Pause</button>}
-          {(r.state === "paused" || r.state === "suspended") && <button onClick={() => control.mutate("resume")}>Resume</button>}
-          {!FINAL.has(r.state) && <button className="danger" onClick={() => control.mutate("cancel")}>Cancel run</button>}
+          {r.pausable && <button onClick={() => control.mutate("pause")}>Pause</button>}
+          {r.resumable && <button onClick={() => control.mutate("resume")}>Resume</button>}
+          {r.cancellable && <button className="danger" onClick={() => control.mutate("cancel")}>Cancel run</button>}
         </div>
       </header>
       {error && <div className="error" role="alert">{error}</div>}
@@ -93,7 +90,7 @@ export function RunDetailView({ id }: { id: string }) {
   );
 }
 
-function Timeline({ steps, approvals }: { steps: StepRow[]; approvals: RunDetail["approvals"] }) {
+function Timeline({ steps, approvals }: { steps: StepView[]; approvals: RunDetail["approvals"] }) {
   return (
     <section className="panel">
       <h2>Timeline</h2>
@@ -114,7 +111,7 @@ function Timeline({ steps, approvals }: { steps: StepRow[]; approvals: RunDetail
               {s.result && <div className="result mono small">{firstLine(s.result)}</div>}
               {decided.map((a) => (
                 <div key={a.id} className="decided small">
-                  {a.status} by {a.decidedBy ?? "—"}{a.scope ? ` (${a.scope})` : ""}{a.editedAction ? ", edited" : ""}
+                  {a.status} by {a.decidedBy ?? "—"}{a.scope ? ` (${a.scope})` : ""}{a.edited ? ", edited" : ""}
                   {a.note ? `: ${a.note}` : ""}
                 </div>
               ))}

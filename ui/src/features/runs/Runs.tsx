@@ -2,7 +2,7 @@ import { useMemo, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useBackend } from "../../lib/ipc/context";
 import { setUi } from "../../lib/store";
-import { ago, stateLabel, WAITING, shortId } from "../../lib/format";
+import { ago, stateLabel, shortId } from "../../lib/format";
 
 export function Runs() {
   const backend = useBackend();
@@ -41,7 +41,7 @@ export function Runs() {
                   <div className="muted mono">{shortId(r.id)}</div>
                 </td>
                 <td>
-                  <span className={`state state-${r.state} ${WAITING.has(r.state) ? "waiting" : ""}`}>{stateLabel(r.state)}</span>
+                  <span className={`state state-${r.state} ${r.waiting ? "waiting" : ""}`}>{stateLabel(r.state)}</span>
                   {(perRun.get(r.id) ?? 0) > 0 && <span className="badge" title="approvals waiting">{perRun.get(r.id)}</span>}
                   {r.lastError && <div className="muted small">{r.lastError}</div>}
                 </td>

@@ -1,6 +1,6 @@
 // The one door to Rust. Only this folder imports @tauri-apps/*: screens get a `Backend`, the real
 // one here or the fake one in tests.
-import { commands, events, type IpcError } from "./bindings";
+import { commands, events, type ErrorCode, type IpcError } from "./bindings";
 
 type Commands = typeof commands;
 type Ok<R> = R extends { status: "ok"; data: infer D } ? D : never;
@@ -15,7 +15,7 @@ export type Backend = { [K in keyof Commands]: Unwrapped<Commands[K]> } & {
 
 /** An error from Rust, with its stable code. */
 export class BackendError extends Error {
-  code: string;
+  code: ErrorCode;
   constructor(e: IpcError) {
     super(e.message);
     this.code = e.code;

@@ -24,29 +24,29 @@ export const commands = {
 	listApprovals: (status: string | null) => typedError<ApprovalView[], IpcError>(__TAURI_INVOKE("list_approvals", { status })),
 	/**  One approval, re-checked against the disk first (a changed file supersedes it). */
 	approval: (id: string) => typedError<ApprovalView, IpcError>(__TAURI_INVOKE("approval", { id })),
-	approve: (id: string, approve: Approve) => typedError<Decided, IpcError>(__TAURI_INVOKE("approve", { id, approve })),
-	reject: (id: string, reason: string) => typedError<Decided, IpcError>(__TAURI_INVOKE("reject", { id, reason })),
-	memoryList: (category: string | null, search: string | null) => typedError<FactRow[], IpcError>(__TAURI_INVOKE("memory_list", { category, search })),
-	memoryShow: (id: string) => typedError<FactDetail, IpcError>(__TAURI_INVOKE("memory_show", { id })),
-	memoryEdit: (id: string, value: string) => typedError<Remembered, IpcError>(__TAURI_INVOKE("memory_edit", { id, value })),
+	approve: (id: string, approve: Approve) => typedError<DecidedView, IpcError>(__TAURI_INVOKE("approve", { id, approve })),
+	reject: (id: string, reason: string) => typedError<DecidedView, IpcError>(__TAURI_INVOKE("reject", { id, reason })),
+	memoryList: (category: string | null, search: string | null) => typedError<FactView[], IpcError>(__TAURI_INVOKE("memory_list", { category, search })),
+	memoryShow: (id: string) => typedError<FactDetailView, IpcError>(__TAURI_INVOKE("memory_show", { id })),
+	memoryEdit: (id: string, value: string) => typedError<RememberedView, IpcError>(__TAURI_INVOKE("memory_edit", { id, value })),
 	memoryDelete: (id: string) => typedError<null, IpcError>(__TAURI_INVOKE("memory_delete", { id })),
 	/**  Deletes every fact and suggestion; returns how many of each. */
 	memoryClear: () => typedError<[number, number], IpcError>(__TAURI_INVOKE("memory_clear")),
-	memorySuggestions: () => typedError<SuggestionRow[], IpcError>(__TAURI_INVOKE("memory_suggestions")),
-	memoryAccept: (id: string) => typedError<Remembered, IpcError>(__TAURI_INVOKE("memory_accept", { id })),
+	memorySuggestions: () => typedError<SuggestionView[], IpcError>(__TAURI_INVOKE("memory_suggestions")),
+	memoryAccept: (id: string) => typedError<RememberedView, IpcError>(__TAURI_INVOKE("memory_accept", { id })),
 	memoryDismiss: (id: string) => typedError<null, IpcError>(__TAURI_INVOKE("memory_dismiss", { id })),
 	memorySettings: () => typedError<Settings, IpcError>(__TAURI_INVOKE("memory_settings")),
 	/**  The memory switch: off, no fact reaches an agent's context and nothing new is remembered. */
 	memorySetEnabled: (enabled: boolean) => typedError<Settings, IpcError>(__TAURI_INVOKE("memory_set_enabled", { enabled })),
-	auditPage: (request: PageRequest) => typedError<Page, IpcError>(__TAURI_INVOKE("audit_page", { request })),
+	auditPage: (request: PageRequest) => typedError<AuditPage, IpcError>(__TAURI_INVOKE("audit_page", { request })),
 	auditVerify: () => typedError<Verification, IpcError>(__TAURI_INVOKE("audit_verify")),
 	/**
 	 *  Exports the events `filter` selects to a file the person picks in the native save dialog; the
 	 *  webview never names a path. None: the dialog was cancelled.
 	 */
 	auditExport: (format: ExportFormat, filter: Filter) => typedError<ExportSummary | null, IpcError>(__TAURI_INVOKE("audit_export", { format, filter })),
-	listGrants: () => typedError<GrantRow[], IpcError>(__TAURI_INVOKE("list_grants")),
-	revokeGrant: (id: string) => typedError<GrantRow, IpcError>(__TAURI_INVOKE("revoke_grant", { id })),
+	listGrants: () => typedError<GrantView[], IpcError>(__TAURI_INVOKE("list_grants")),
+	revokeGrant: (id: string) => typedError<GrantView, IpcError>(__TAURI_INVOKE("revoke_grant", { id })),
 	appInfo: () => typedError<AppInfo, IpcError>(__TAURI_INVOKE("app_info")),
 	providerDefaults: () => typedError<ProviderDefaults, IpcError>(__TAURI_INVOKE("provider_defaults")),
 	setProviderDefaults: (defaults: ProviderDefaults) => typedError<ProviderDefaults, IpcError>(__TAURI_INVOKE("set_provider_defaults", { defaults })),
@@ -74,6 +74,12 @@ export const events = {
 };
 
 /* Types */
+/**  A call as proposed: the tool and its arguments. */
+export type ActionView = {
+	tool: string,
+	args: Value,
+};
+
 export type AnchorView = {
 	path: string,
 	/**
@@ -92,48 +98,45 @@ export type AppInfo = {
 	policyFileExists: boolean,
 };
 
-export type ApprovalRow = {
+/**  Where a review checkpoint stands. */
+export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired" | "superseded";
+
+/**  One review checkpoint: what the person is asked, with everything needed to judge it. */
+export type ApprovalView = {
 	id: string,
 	runId: RunId,
 	stepSeq: number,
 	tool: string,
-	/**  Canonical JSON of the proposed action: the bytes its hash is taken over. */
-	action: string,
+	action: ActionView,
+	/**  The hash an approval binds to (of the exact canonical action). */
 	actionHash: string,
+	/**  What the action touches, in one line: a path, a command, a URL. */
+	subject: string,
 	risk: Risk,
 	reasons: string[],
-	segments: Segment[] | null,
+	/**  A shell command's parts, each with its own risk. */
+	segments: Segment[],
+	/**  The diff, parsed command or request: exactly what runs. */
 	preview: string,
 	previewSha256: string,
 	/**  The files as they were when the preview was made. */
 	preImages: FileImage[],
 	context: ContextSummary,
+	/**  The profile facts the agent's context used, resolved to their text now. */
+	facts: FactUse[],
 	policy: string,
 	status: ApprovalStatus,
 	createdAt: number,
 	expiresAt: number,
 	decidedAt: number | null,
 	decidedBy: string | null,
+	/**  The reject reason, or a note with the approval. */
 	note: string | null,
 	scope: Scope | null,
-	editedAction: string | null,
-	editedHash: string | null,
-	editedPreview: string | null,
+	edited: EditView | null,
 	supersededBy: string | null,
 	staleReason: string | null,
 };
-
-/**  Where a review checkpoint stands. */
-export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired" | "superseded";
-
-/**  An approval with its JSON columns read. */
-export type ApprovalView = {
-	reasonList: string[],
-	contextSummary: ContextSummary,
-	segmentList: Segment[],
-	/**  The profile facts the agent's context used, resolved from the summary's ids now. */
-	facts: FactUse[],
-} & ApprovalRow;
 
 export type Approve = {
 	scope: Scope,
@@ -146,28 +149,38 @@ export type Approve = {
 	expectHash: string,
 };
 
-export type AttemptRow = {
+export type AttemptView = {
 	n: number,
 	worker: string,
 	fence: number,
 	startedAt: number,
 	endedAt: number | null,
 	outcome: string | null,
-	/**  The recovery summary this attempt gave its agent, when it resumed the run. */
-	recovery: RecoverySummary | null,
+	/**  Whether this attempt resumed the run and gave its agent a recovery summary. */
+	resumed: boolean,
 };
 
-export type AuditRow = {
+export type AuditEventView = {
 	seq: number,
+	/**  Unix ms. */
 	at: number,
+	/**  `user`, `agent`, `harness` or `system`. */
 	actor: string,
 	kind: string,
 	runId: string | null,
 	stepSeq: number | null,
 	approvalId: string | null,
-	payload: string,
+	/**  What happened, as the chain hashed it (secrets already redacted). */
+	payload: Value,
 	prevHash: string,
 	hash: string,
+};
+
+/**  One page of the log. */
+export type AuditPage = {
+	events: AuditEventView[],
+	/**  The cursor for the next page, when there is one. */
+	next: number | null,
 };
 
 export type Budget = {
@@ -323,14 +336,22 @@ export type Control = {
 	message: string,
 };
 
-export type Decided = {
-	approval: ApprovalRow,
+/**  A decision, as stored, and where it left the run. */
+export type DecidedView = {
+	approval: ApprovalView,
 	run: RunId,
 	runState: RunState,
-	grant: GrantRow | null,
+	grant: GrantView | null,
 };
 
 export type Digest = string;
+
+/**  A person's edit of the proposed action: what runs if approved. */
+export type EditView = {
+	action: ActionView,
+	hash: string,
+	preview: string,
+};
 
 /**  How an effect behaves when it runs twice. */
 export type EffectClass = 
@@ -352,6 +373,32 @@ export type Entry = {
 	why: string,
 };
 
+/**
+ *  What kind of error, promised to the faces: a screen or a script branches on it (the message is
+ *  for people). A code is added only when a caller needs to tell it apart.
+ */
+export type ErrorCode = 
+/**  What was named does not exist: a run, an approval, a grant, a fact, a key. */
+"not_found" | 
+/**  The approval was replaced by a newer one: review that one instead. */
+"superseded" | 
+/**  The approval's review time ran out: it failed closed and the action did not run. */
+"expired" | 
+/**  The state does not allow it (already decided, already ended, someone moved first). */
+"conflict" | 
+/**  What was given is malformed or refused (a bad id, an invalid edit, a pattern too wide). */
+"invalid_input" | 
+/**  The policy file cannot be read or does not parse. */
+"policy" | 
+/**  The database is damaged, or not a Reins database. */
+"corrupt_database" | 
+/**  Written by a newer Reins. */
+"newer_schema" | "storage" | "blob_store" | "checkpoint" | "io" | 
+/**  The model server failed. */
+"provider" | 
+/**  No OS keyring, or it is locked. */
+"keyring_unavailable";
+
 export type ExportFormat = "jsonl" | "csv";
 
 export type ExportSummary = {
@@ -368,30 +415,34 @@ export type ExportSummary = {
 	elapsedMs: number,
 };
 
-export type FactDetail = {
-	fact: FactRow,
+export type FactDetailView = {
+	fact: FactView,
 	/**  Newest first. */
-	history: VersionRow[],
+	history: VersionView[],
 };
 
-export type FactRow = {
-	id: string,
-	category: string,
-	key: string,
-	version: number,
-	value: string,
-	confidence: number | null,
-	origin: string,
-	runId: string | null,
-	stepSeq: number | null,
-	sourceText: string | null,
-	createdAt: number,
-	updatedAt: number,
-};
-
+/**  A profile fact an agent's context used, with its current text (None: deleted since). */
 export type FactUse = {
 	id: string,
 	fact: string | null,
+};
+
+export type FactView = {
+	id: string,
+	category: string,
+	key: string,
+	/**  The current version. */
+	version: number,
+	value: string,
+	confidence: number | null,
+	/**  `user` or `agent`. */
+	origin: string,
+	runId: string | null,
+	stepSeq: number | null,
+	/**  The words it was drawn from. */
+	sourceText: string | null,
+	createdAt: number,
+	updatedAt: number,
 };
 
 export type FailureClass = 
@@ -445,14 +496,17 @@ export type GcReport = {
 	youngBlobsKept: number,
 };
 
-export type GrantRow = {
+/**  A standing permission an approval created. */
+export type GrantView = {
 	id: string,
 	scope: Scope,
 	runId: RunId | null,
 	workspace: string | null,
 	tool: string,
 	matcher: Matcher,
+	/**  The action hash (exact), the argv a command starts with (prefix), or a path glob. */
 	pattern: string,
+	/**  The approval that created it. */
 	origin: string,
 	uses: number,
 	lastUsedAt: number | null,
@@ -460,11 +514,13 @@ export type GrantRow = {
 	revokedAt: number | null,
 };
 
-export type IntentRow = {
+export type IntentStatus = "pending" | "confirmed" | "business_failed" | "unknown" | "skipped";
+
+export type IntentView = {
 	id: string,
 	stepSeq: number,
 	tool: string,
-	action: string,
+	action: ActionView,
 	actionHash: string,
 	effectClass: EffectClass,
 	status: IntentStatus,
@@ -477,10 +533,8 @@ export type IntentRow = {
 	settledAt: number | null,
 };
 
-export type IntentStatus = "pending" | "confirmed" | "business_failed" | "unknown" | "skipped";
-
 export type IpcError = {
-	code: string,
+	code: ErrorCode,
 	message: string,
 };
 
@@ -505,12 +559,6 @@ export type Matcher =
 /**  Show this approval (a notification or the tray was clicked). */
 export type OpenApproval = {
 	id: string,
-};
-
-export type Page = {
-	events: AuditRow[],
-	/**  The cursor for the next page, when there is one. */
-	next: number | null,
 };
 
 export type PageRequest = {
@@ -560,15 +608,16 @@ export type RecoverySummary = {
 	text: string,
 };
 
-export type Remembered = 
+/**  What asking Reins to remember something did. */
+export type RememberedView = 
 /**  Stored as a new fact, or a new version of one. */
-{ outcome: "stored"; fact: FactRow } | 
+{ outcome: "stored"; fact: FactView } | 
 /**  The same value was already the current version: nothing changed. */
-{ outcome: "unchanged"; fact: FactRow } | 
+{ outcome: "unchanged"; fact: FactView } | 
 /**  Waiting for the user. */
-{ outcome: "suggested"; suggestion: SuggestionRow };
+{ outcome: "suggested"; suggestion: SuggestionView };
 
-export type RetryRow = {
+export type RetryView = {
 	n: number,
 	at: number,
 	class: FailureClass,
@@ -598,14 +647,14 @@ export type RollbackReport = {
 
 export type RunDetail = {
 	run: RunView,
-	attempts: AttemptRow[],
+	attempts: AttemptView[],
 	/**  Retries the run used from its budget (transient failures, lost workers). */
-	retries: RetryRow[],
-	steps: StepRow[],
+	retries: RetryView[],
+	steps: StepView[],
 	checkpoints: CheckpointSummary[],
-	intents: IntentRow[],
+	intents: IntentView[],
 	/**  Review checkpoints of this run, oldest first (superseded ones included). */
-	approvals: ApprovalRow[],
+	approvals: ApprovalView[],
 	recovery: Recovery,
 	/**  Files the run touched → sha256 at the recovery point (null: absent). */
 	files: { [key in string]: Digest | null },
@@ -613,7 +662,7 @@ export type RunDetail = {
 	/**  What the latest resumed attempt was told: steps done, settled effects, outside changes. */
 	recoverySummary: RecoverySummary | null,
 	/**  The run's audit events, oldest first. */
-	audit: AuditRow[],
+	audit: AuditEventView[],
 };
 
 /**  One user intent, start to end. */
@@ -631,6 +680,10 @@ export type RunSummary = {
 	/**  `script` or `llm`. */
 	agent: string,
 	state: RunState,
+	/**  Finished for good: succeeded, failed or cancelled. */
+	terminal: boolean,
+	/**  Waits for a person to decide something: a review, a question, an unknown outcome. */
+	waiting: boolean,
 	workspace: string,
 	steps: number,
 	createdAt: number,
@@ -645,10 +698,18 @@ export type RunView = {
 	workspace: string,
 	agentKind: string,
 	state: RunState,
+	/**  Pause applies: a worker drives it, or it waits in the queue or for a person. */
+	pausable: boolean,
+	/**  Cancel applies: it has not finished. */
+	cancellable: boolean,
+	/**  Resume applies: it is paused or suspended (or a pause was asked for and not reached). */
+	resumable: boolean,
 	stateVersion: number,
 	fence: number,
 	owner: string | null,
 	leaseUntil: number | null,
+	/**  A queued run is not claimed before this (retry backoff). */
+	notBefore: number | null,
 	lastError: string | null,
 	compat: Compat,
 	createdAt: number,
@@ -709,23 +770,6 @@ export type StepKind =
 /**  `ask_user`: the agent asked the person something. */
 "question";
 
-export type StepRow = {
-	seq: number,
-	kind: StepKind,
-	tool: string,
-	/**  Canonical JSON of what was proposed: the bytes its hash is taken over. */
-	action: string,
-	actionHash: string,
-	why: string | null,
-	status: StepStatus,
-	risk: Risk | null,
-	reasons: string[] | null,
-	preview: string | null,
-	result: string | null,
-	startedAt: number,
-	endedAt: number | null,
-};
-
 export type StepStatus = 
 /**  Its effect's intent is written; the effect is running (or a crash interrupted it). */
 "running" | "done" | 
@@ -750,7 +794,26 @@ export type StepStatus =
 /**  The person answered the question. */
 "answered";
 
-export type SuggestionRow = {
+export type StepView = {
+	seq: number,
+	kind: StepKind,
+	tool: string,
+	action: ActionView,
+	actionHash: string,
+	/**  The agent's stated reason. */
+	why: string | null,
+	status: StepStatus,
+	risk: Risk | null,
+	reasons: string[],
+	preview: string | null,
+	result: string | null,
+	/**  The result's first line for people (for a model call: what the model said or called). */
+	summary: string,
+	startedAt: number,
+	endedAt: number | null,
+};
+
+export type SuggestionView = {
 	id: string,
 	category: string,
 	key: string,
@@ -759,6 +822,7 @@ export type SuggestionRow = {
 	runId: string | null,
 	stepSeq: number | null,
 	sourceText: string | null,
+	/**  Why it was not stored directly. */
 	reason: string,
 	createdAt: number,
 };
@@ -800,7 +864,7 @@ export type Verification = {
 	elapsedMs: number,
 };
 
-export type VersionRow = {
+export type VersionView = {
 	version: number,
 	value: string,
 	confidence: number | null,

@@ -1,6 +1,7 @@
 // An in-memory Backend for component tests: records every call, serves canned data.
 import type { Backend } from "./backend";
-import type { ApprovalView, FactRow, RunSummary } from "./bindings";
+import { BackendError } from "./backend";
+import type { ApprovalView, FactView, IpcError, RunSummary } from "./bindings";
 
 export interface Call {
   name: string;
@@ -10,7 +11,10 @@ export interface Call {
 export interface FakeData {
   approvals?: ApprovalView[];
   runs?: RunSummary[];
-  facts?: FactRow[];
+  facts?: FactView[];
+  /** Decisions fail with this error from Rust (and the approval is replaced by `replacement`). */
+  decisionError?: IpcError;
+  replacement?: ApprovalView;
 }
 
 export function fakeBackend(data: FakeData = {}) {
@@ -26,6 +30,10 @@ export function fakeBackend(data: FakeData = {}) {
     listApprovals: () => [...state.approvals],
     listRuns: () => [...state.runs],
     approve: (id: string) => {
+      if (data.decisionError) {
+        state.approvals = data.replacement ? [data.replacement] : state.approvals.filter((a) => a.id !== id);
+        throw new BackendError(data.decisionError);
+      }
       state.approvals = state.approvals.filter((a) => a.id !== id);
       return {};
     },

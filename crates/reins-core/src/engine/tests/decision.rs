@@ -33,7 +33,7 @@ fn a_pending_approval_past_its_deadline_expires_and_fails_closed() {
 fn a_decision_is_never_changed() {
     for status in [Status::Approved, Status::Rejected, Status::Expired] {
         match openness(&approval(status, NOW + 1), NOW) {
-            Openness::Closed(why) => {
+            Openness::Decided(why) => {
                 assert!(why.contains("a decision is never changed"), "{why}");
                 assert!(why.contains(status.as_str()), "{why}");
             }
@@ -48,7 +48,7 @@ fn a_superseded_approval_points_at_its_successor() {
     a.superseded_by = Some("0193ffff-0000-7000-8000-000000000009".into());
     a.stale_reason = Some("docs/a.md changed on disk".into());
     match openness(&a, NOW) {
-        Openness::Closed(why) => {
+        Openness::Superseded(why) => {
             assert!(
                 why.contains("0193ffff-0000-7000-8000-000000000009"),
                 "{why}"

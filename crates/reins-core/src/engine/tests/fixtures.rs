@@ -15,7 +15,7 @@ use crate::store::grants::GrantRow;
 use crate::store::runs::RunRow;
 use crate::store::steps::StepRow;
 use crate::tools::shell::{CommandForm, ShellCommand};
-use crate::tools::{Action, EffectPlan};
+use crate::tools::{Action, EffectPlan, RecordedCall, ToolCall};
 use crate::workspace::RelPath;
 
 pub static NOTHING_PROTECTED: Protected = Protected::NONE;
@@ -113,7 +113,7 @@ pub fn step(seq: i64, tool: &str, hash: &str, status: StepStatus) -> StepRow {
         seq,
         kind: StepKind::ToolCall,
         tool: tool.into(),
-        action: "{}".into(),
+        action: recorded(tool),
         action_hash: hash.into(),
         why: None,
         status,
@@ -132,7 +132,7 @@ pub fn approval(status: Status, expires_at: i64) -> ApprovalRow {
         run_id: RunId::new(),
         step_seq: 2,
         tool: "fs.write".into(),
-        action: "{}".into(),
+        action: recorded("fs.write"),
         action_hash: "ab".repeat(32),
         risk: Risk::Medium,
         reasons: vec!["writes a file".into()],
@@ -176,4 +176,12 @@ pub fn run_row(state: RunState) -> RunRow {
         updated_at: 0,
         not_before: None,
     }
+}
+
+/// A recorded call with no arguments.
+pub fn recorded(tool: &str) -> RecordedCall {
+    RecordedCall::raw(ToolCall {
+        tool: tool.into(),
+        args: serde_json::json!({}),
+    })
 }

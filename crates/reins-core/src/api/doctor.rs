@@ -1,0 +1,117 @@
+//! The store's own check: the database, the blob store, every run's checkpoints, the audit chain.
+
+use serde::Serialize;
+
+use super::Reins;
+use crate::checkpoint::stored;
+use crate::digest::Digest;
+use crate::error::Result;
+use crate::store::{self, checkpoints, intents, runs, Store};
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DoctorReport {
+    pub healthy: bool,
+    pub data_dir: String,
+    pub database: String,
+    pub schema_version: i64,
+    pub supported_schema: i64,
+    pub integrity: Vec<String>,
+    pub blob_count: usize,
+    pub blob_bytes: u64,
+    pub corrupt_blobs: Vec<String>,
+    pub missing_blobs: Vec<String>,
+    pub leftover_temp_files: usize,
+    pub runs: usize,
+    pub damaged_checkpoints: Vec<String>,
+    /// "ok", or the seq of the first event whose hash does not chain.
+    pub audit_chain: String,
+}
+
+impl Reins {
+    /// Checks the database, the blob store, every run's checkpoints and the audit chain.
+    pub async fn doctor(&self) -> Result<DoctorReport> {
+        let pool = self.store().pool();
+        let blobs = self.engine.blobs();
+        let integrity = self.store().integrity_check().await?;
+        let mut corrupt = Vec::new();
+        let mut bytes = 0;
+        let listed = blobs.list()?;
+        for (digest, path) in &listed {
+            match std::fs::read(path) {
+                Ok(b) => {
+                    bytes += b.len() as u64;
+                    if &Digest::of(&b) != digest {
+                        corrupt.push(digest.to_string());
+                    }
+                }
+                Err(e) => corrupt.push(format!("{digest}: {e}")),
+            }
+        }
+        let mut referenced: Vec<Digest> = Vec::new();
+        // Pre-images are what rollback and recovery depend on; post-images are derived from the journal.
+        referenced.extend(
+            intents::all_pre_images(pool)
+                .await?
+                .into_iter()
+                .filter_map(|i| i.sha256),
+        );
+        referenced.extend(
+            checkpoints::blob_refs(pool)
+                .await?
+                .iter()
+                .filter_map(|h| Digest::parse(h)),
+        );
+        referenced.sort();
+        referenced.dedup();
+        let mut missing = Vec::new();
+        for digest in &referenced {
+            if self.engine.blob(digest).await?.is_none() {
+                missing.push(digest.to_string());
+            }
+        }
+        let (db_blobs, db_bytes, db_bad) = store::blobs::check(pool).await?;
+        corrupt.extend(db_bad);
+        let all_runs = runs::list(pool).await?;
+        let mut damaged = Vec::new();
+        for (r, _) in &all_runs {
+            for i in stored::inspect(self.store(), blobs, r.id).await? {
+                if let Err(e) = &i.payload {
+                    damaged.push(format!("run {} checkpoint {}: {e}", r.id, i.seq));
+                }
+            }
+        }
+        let audit_chain = match crate::audit::verify::verify(self.store()).await?.damage {
+            None => "ok".to_owned(),
+            Some(d) => format!(
+                "{}: {} (`reins audit verify` for details)",
+                d.kind.as_str(),
+                d.detail
+            ),
+        };
+        let schema_version = self.store().schema_version().await?;
+        let supported_schema = Store::supported_schema();
+        let healthy = integrity == ["ok"]
+            && corrupt.is_empty()
+            && missing.is_empty()
+            && damaged.is_empty()
+            && audit_chain == "ok"
+            && schema_version == supported_schema;
+        Ok(DoctorReport {
+            healthy,
+            data_dir: self.data_dir.root().display().to_string(),
+            database: self.store().path().display().to_string(),
+            schema_version,
+            supported_schema,
+            integrity,
+            blob_count: listed.len() + db_blobs,
+            blob_bytes: bytes + db_bytes,
+            corrupt_blobs: corrupt,
+            missing_blobs: missing,
+            leftover_temp_files: blobs.leftover_temps(),
+            runs: all_runs.len(),
+            damaged_checkpoints: damaged,
+            audit_chain,
+        })
+    }
+}

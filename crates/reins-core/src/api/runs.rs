@@ -1,0 +1,311 @@
+//! Runs: creating them (from a plan, or for the LLM agent), driving them, a person's controls, and
+//! the views of the list and of one run.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{
+    AttemptView, AuditEventView, IntentView, Recovery, Reins, RetryView, RunDetail, RunSummary,
+    RunView, StepView,
+};
+use crate::agent::script::Plan;
+use crate::checkpoint::stored;
+use crate::engine::{
+    Control, DriveOutcome, GcReport, Observer, Progress, Resolution, Resolved, ResumeMode,
+    RollbackReport,
+};
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+use crate::run::RunState;
+use crate::store::{self, audit, checkpoints, intents, runs};
+use crate::workspace::Workspace;
+
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkSummary {
+    pub driven: usize,
+    pub finished: usize,
+    pub waiting: usize,
+    /// Paused at a safe point, by a person or because this worker was asked to drain.
+    pub paused: usize,
+    /// Let go after a transient failure, to be retried after a backoff.
+    pub retrying: usize,
+    pub lost: usize,
+}
+
+impl Reins {
+    /// Creates a queued run from a plan file on a workspace folder.
+    pub async fn create_script_run(
+        &self,
+        plan_file: &Path,
+        workspace: &Path,
+        observer: &dyn Observer,
+    ) -> Result<RunId> {
+        let text = std::fs::read_to_string(plan_file).map_err(|e| {
+            Error::Invalid(format!("cannot read plan {}: {e}", plan_file.display()))
+        })?;
+        let plan = Plan::from_toml(&text, &plan_file.display().to_string())?;
+        self.create_plan_run(&plan, workspace, observer).await
+    }
+
+    /// Creates a queued run of a plan already read.
+    pub async fn create_plan_run(
+        &self,
+        plan: &Plan,
+        workspace: &Path,
+        observer: &dyn Observer,
+    ) -> Result<RunId> {
+        let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
+        let id = self.engine.create_script_run(plan, &ws).await?;
+        observer.on(&Progress::Created {
+            run: id,
+            name: plan.name.clone(),
+            workspace: ws.root().display().to_string(),
+        });
+        Ok(id)
+    }
+
+    pub async fn drive(&self, id: RunId, observer: &dyn Observer) -> Result<DriveOutcome> {
+        self.engine.drive(id, observer).await
+    }
+
+    /// Drives runnable runs until none is left (`once`) or forever, polling every `poll`.
+    pub async fn work(
+        &self,
+        once: bool,
+        poll: Duration,
+        observer: &dyn Observer,
+    ) -> Result<WorkSummary> {
+        let mut summary = WorkSummary::default();
+        // Pending approvals whose files change on disk are superseded at once; overdue ones expire.
+        let mut watch = match crate::approval::watch::Watch::new() {
+            Ok(w) => Some(w),
+            Err(e) => {
+                tracing::warn!("cannot watch files of pending approvals ({e}); they are re-checked when decided");
+                None
+            }
+        };
+        loop {
+            if self.engine.draining() {
+                return Ok(summary);
+            }
+            match watch.as_mut() {
+                Some(w) => {
+                    self.watch_approvals(w).await?;
+                }
+                None => {
+                    self.engine.expire_due().await?;
+                }
+            }
+            let ids = self.engine.runnable().await?;
+            if ids.is_empty() {
+                if once {
+                    // A run waiting out a retry backoff is still this worker's work.
+                    match runs::next_retry_at(self.store().pool()).await? {
+                        Some(at) => {
+                            let wait = (at - crate::clock::now_ms()).clamp(10, 60_000);
+                            self.sleep_unless_draining(Duration::from_millis(wait.unsigned_abs()))
+                                .await;
+                            continue;
+                        }
+                        None => return Ok(summary),
+                    }
+                }
+                self.sleep_unless_draining(poll).await;
+                continue;
+            }
+            for id in ids {
+                if self.engine.draining() {
+                    return Ok(summary);
+                }
+                let outcome = self.engine.drive(id, observer).await?;
+                match outcome {
+                    // Claimed by someone else between our look and our claim, or no longer runnable.
+                    DriveOutcome::Skipped { .. } => continue,
+                    DriveOutcome::Finished { .. } => summary.finished += 1,
+                    DriveOutcome::NeedsHuman {
+                        state: RunState::Paused,
+                        ..
+                    } => summary.paused += 1,
+                    DriveOutcome::NeedsHuman { .. } => summary.waiting += 1,
+                    DriveOutcome::Retrying { .. } => summary.retrying += 1,
+                    DriveOutcome::Lost { .. } => summary.lost += 1,
+                }
+                summary.driven += 1;
+            }
+        }
+    }
+
+    /// Sleeps for `total`, waking early when a drain is requested.
+    async fn sleep_unless_draining(&self, total: Duration) {
+        let step = Duration::from_millis(50);
+        let mut slept = Duration::ZERO;
+        while slept < total && !self.engine.draining() {
+            tokio::time::sleep(step.min(total - slept)).await;
+            slept += step;
+        }
+    }
+
+    /// The flag that drains this process's worker: runs it drives pause at their next safe point
+    /// (checkpoint written and verified first), and nothing new is claimed. For signal handlers.
+    pub fn drain_flag(&self) -> Arc<std::sync::atomic::AtomicBool> {
+        self.engine.drain_flag()
+    }
+
+    pub fn draining(&self) -> bool {
+        self.engine.draining()
+    }
+
+    /// Pauses a run: at once when no worker drives it, else at its next safe point.
+    pub async fn pause(&self, id: RunId) -> Result<Control> {
+        self.engine.pause(id).await
+    }
+
+    pub async fn resume(&self, id: RunId, mode: ResumeMode) -> Result<Control> {
+        self.engine.resume(id, mode).await
+    }
+
+    /// A person's decision on an effect whose outcome is unknown.
+    pub async fn resolve(
+        &self,
+        intent: &str,
+        resolution: Resolution,
+        note: Option<&str>,
+    ) -> Result<Resolved> {
+        self.engine.resolve(intent, resolution, note).await
+    }
+
+    pub async fn cancel(&self, id: RunId, reason: Option<&str>) -> Result<Control> {
+        self.engine.cancel(id, reason).await
+    }
+
+    /// Changes whenever anything a screen shows changes, in this process or another one on the
+    /// same data dir (the audit chain's head and the latest run update).
+    pub async fn change_stamp(&self) -> Result<(i64, i64)> {
+        Ok(audit::change_stamp(self.store().pool()).await?)
+    }
+
+    pub async fn run_state(&self, id: RunId) -> Result<RunState> {
+        Ok(runs::get(self.store().pool(), id).await?.state)
+    }
+
+    /// Polls the run until `done(state)` holds; returns that state.
+    pub async fn wait_until(
+        &self,
+        id: RunId,
+        poll: Duration,
+        done: fn(RunState) -> bool,
+    ) -> Result<RunState> {
+        loop {
+            let state = runs::get(self.store().pool(), id).await?.state;
+            if done(state) {
+                return Ok(state);
+            }
+            tokio::time::sleep(poll).await;
+        }
+    }
+
+    /// A full run id, or a unique prefix of one.
+    pub async fn resolve_run(&self, text: &str) -> Result<RunId> {
+        if let Ok(id) = text.parse::<RunId>() {
+            return Ok(id);
+        }
+        if text.len() < 4 || !text.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            return Err(Error::Invalid(format!(
+                "{text:?} is not a run id (give the full id or at least its first 4 characters)"
+            )));
+        }
+        let ids = runs::ids_with_prefix(self.store().pool(), &text.to_ascii_lowercase()).await?;
+        match ids.as_slice() {
+            [one] => Ok(*one),
+            [] => Err(store::StoreError::NotFound {
+                what: format!("run {text}"),
+            }
+            .into()),
+            many => Err(Error::Invalid(format!(
+                "{text:?} matches {} runs; give more characters",
+                many.len()
+            ))),
+        }
+    }
+
+    pub async fn runs(&self) -> Result<Vec<RunSummary>> {
+        Ok(runs::list(self.store().pool())
+            .await?
+            .into_iter()
+            .map(|(r, steps)| RunSummary::of(r, steps))
+            .collect())
+    }
+
+    /// Every checkpoint of a run, read back, hashed and decoded: what `status` says is what is
+    /// wrong with it, or "ok".
+    pub async fn checkpoints(&self, id: RunId) -> Result<Vec<stored::CheckpointSummary>> {
+        runs::get(self.store().pool(), id).await?;
+        let inspected = stored::inspect(self.store(), self.engine.blobs(), id).await?;
+        Ok(inspected.iter().map(|i| i.summary()).collect())
+    }
+
+    pub async fn run_detail(&self, id: RunId) -> Result<RunDetail> {
+        let pool = self.store().pool();
+        let row = runs::get(pool, id).await?;
+        let events = audit::for_run(pool, id).await?;
+        let attempts = store::attempts::list(pool, id).await?;
+        let inspected = stored::inspect(self.store(), self.engine.blobs(), id).await?;
+        let analysis = stored::analyse(self.store(), id, &inspected).await?;
+        let files = analysis
+            .point
+            .and_then(|p| inspected.iter().find(|i| i.seq == p))
+            .and_then(|i| i.payload.as_ref().ok())
+            .map(|cp| cp.files.clone())
+            .unwrap_or_default();
+        let mut approvals = Vec::new();
+        for a in store::approvals::list(pool, None, Some(id)).await? {
+            approvals.push(self.approval_view(a).await?);
+        }
+        Ok(RunDetail {
+            run: RunView::from(row),
+            recovery_summary: attempts.iter().rev().find_map(|a| a.recovery.clone()),
+            attempts: attempts.into_iter().map(AttemptView::from).collect(),
+            retries: store::retries::list(pool, id)
+                .await?
+                .into_iter()
+                .map(RetryView::from)
+                .collect(),
+            steps: store::steps::list(pool, id)
+                .await?
+                .into_iter()
+                .map(StepView::from)
+                .collect(),
+            checkpoints: inspected.iter().map(|i| i.summary()).collect(),
+            intents: intents::list(pool, id)
+                .await?
+                .into_iter()
+                .map(IntentView::from)
+                .collect(),
+            approvals,
+            recovery: Recovery {
+                point: analysis.point,
+                damage: analysis.damage,
+                pruned_through: checkpoints::pruned_through(pool, id).await?,
+            },
+            files,
+            audit_events: events.len(),
+            audit: events
+                .into_iter()
+                .map(AuditEventView::try_from)
+                .collect::<Result<_>>()?,
+        })
+    }
+
+    pub async fn rollback(&self, id: RunId, to: i64, dry_run: bool) -> Result<RollbackReport> {
+        self.engine.rollback(id, to, dry_run).await
+    }
+
+    /// Removes all but the last `keep` checkpoints of finished runs and the blobs nothing needs.
+    pub async fn gc(&self, keep: usize, dry_run: bool) -> Result<GcReport> {
+        self.engine.gc(keep, dry_run).await
+    }
+}

@@ -1,0 +1,235 @@
+//! Reviews as the faces show them: an approval card with its context and exact preview, a decision,
+//! and the grants decisions leave behind.
+
+use serde::Serialize;
+
+use crate::approval::{ContextSummary, Matcher, Scope, Status};
+use crate::ids::RunId;
+use crate::journal::FileImage;
+use crate::policy::shell::Segment;
+use crate::policy::Risk;
+use crate::run::RunState;
+use crate::store::approvals::ApprovalRow;
+use crate::store::grants::GrantRow;
+
+use super::ActionView;
+
+/// A profile fact an agent's context used, with its current text (None: deleted since).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct FactUse {
+    pub id: String,
+    pub fact: Option<String>,
+}
+
+/// A person's edit of the proposed action: what runs if approved.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct EditView {
+    pub action: ActionView,
+    pub hash: String,
+    pub preview: String,
+}
+
+/// One review checkpoint: what the person is asked, with everything needed to judge it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ApprovalView {
+    pub id: String,
+    pub run_id: RunId,
+    pub step_seq: i64,
+    pub tool: String,
+    pub action: ActionView,
+    /// The hash an approval binds to (of the exact canonical action).
+    pub action_hash: String,
+    /// What the action touches, in one line: a path, a command, a URL.
+    pub subject: String,
+    pub risk: Risk,
+    pub reasons: Vec<String>,
+    /// A shell command's parts, each with its own risk.
+    pub segments: Vec<Segment>,
+    /// The diff, parsed command or request: exactly what runs.
+    pub preview: String,
+    pub preview_sha256: String,
+    /// The files as they were when the preview was made.
+    pub pre_images: Vec<FileImage>,
+    pub context: ContextSummary,
+    /// The profile facts the agent's context used, resolved to their text now.
+    pub facts: Vec<FactUse>,
+    pub policy: String,
+    pub status: Status,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub decided_at: Option<i64>,
+    pub decided_by: Option<String>,
+    /// The reject reason, or a note with the approval.
+    pub note: Option<String>,
+    pub scope: Option<Scope>,
+    pub edited: Option<EditView>,
+    pub superseded_by: Option<String>,
+    pub stale_reason: Option<String>,
+}
+
+impl ApprovalView {
+    /// The view of `row`, with the facts its context used (the caller resolves them).
+    pub(crate) fn of(row: ApprovalRow, facts: Vec<FactUse>) -> Self {
+        let ApprovalRow {
+            id,
+            run_id,
+            step_seq,
+            tool,
+            action,
+            action_hash,
+            risk,
+            reasons,
+            segments,
+            preview,
+            preview_sha256,
+            pre_images,
+            context,
+            policy,
+            status,
+            created_at,
+            expires_at,
+            decided_at,
+            decided_by,
+            note,
+            scope,
+            edited_action,
+            edited_hash,
+            edited_preview,
+            superseded_by,
+            stale_reason,
+        } = row;
+        let action = ActionView::from(action);
+        let edited = match (edited_action, edited_hash, edited_preview) {
+            (Some(a), Some(hash), Some(preview)) => Some(EditView {
+                action: a.into(),
+                hash,
+                preview,
+            }),
+            _ => None,
+        };
+        Self {
+            subject: subject(edited.as_ref().map_or(&action, |e| &e.action)),
+            id,
+            run_id,
+            step_seq,
+            tool,
+            action,
+            action_hash,
+            risk,
+            reasons,
+            segments: segments.unwrap_or_default(),
+            preview,
+            preview_sha256,
+            pre_images,
+            context,
+            facts,
+            policy,
+            status,
+            created_at,
+            expires_at,
+            decided_at,
+            decided_by,
+            note,
+            scope,
+            edited,
+            superseded_by,
+            stale_reason,
+        }
+    }
+}
+
+/// What an action touches, in one line.
+fn subject(action: &ActionView) -> String {
+    let args = &action.args;
+    if action.tool == "shell.exec" {
+        if let Some(command) = args["command"].as_str() {
+            return command.to_owned();
+        }
+        if let Some(argv) = args["argv"].as_array() {
+            return argv
+                .iter()
+                .map(|a| a.as_str().map_or_else(|| a.to_string(), str::to_owned))
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+    }
+    if let (Some(from), Some(to)) = (args["from"].as_str(), args["to"].as_str()) {
+        return format!("{from} → {to}");
+    }
+    ["path", "url", "key"]
+        .iter()
+        .find_map(|k| args[*k].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// A standing permission an approval created.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct GrantView {
+    pub id: String,
+    pub scope: Scope,
+    pub run_id: Option<RunId>,
+    pub workspace: Option<String>,
+    pub tool: String,
+    pub matcher: Matcher,
+    /// The action hash (exact), the argv a command starts with (prefix), or a path glob.
+    pub pattern: String,
+    /// The approval that created it.
+    pub origin: String,
+    pub uses: i64,
+    pub last_used_at: Option<i64>,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+impl From<GrantRow> for GrantView {
+    fn from(row: GrantRow) -> Self {
+        let GrantRow {
+            id,
+            scope,
+            run_id,
+            workspace,
+            tool,
+            matcher,
+            pattern,
+            origin,
+            uses,
+            last_used_at,
+            created_at,
+            revoked_at,
+        } = row;
+        Self {
+            id,
+            scope,
+            run_id,
+            workspace,
+            tool,
+            matcher,
+            pattern,
+            origin,
+            uses,
+            last_used_at,
+            created_at,
+            revoked_at,
+        }
+    }
+}
+
+/// A decision, as stored, and where it left the run.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct DecidedView {
+    pub approval: ApprovalView,
+    pub run: RunId,
+    pub run_state: RunState,
+    pub grant: Option<GrantView>,
+}

@@ -1,0 +1,398 @@
+//! Runs as the faces show them: the list, one run's detail, its steps, intents and attempts.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::checkpoint::stored::CheckpointSummary;
+use crate::checkpoint::Damage;
+use crate::compat::Compat;
+use crate::digest::Digest;
+use crate::failure::FailureClass;
+use crate::ids::RunId;
+use crate::journal::{EffectClass, FileImage, IntentStatus};
+use crate::policy::Risk;
+use crate::run::RunState;
+use crate::step::{StepKind, StepStatus};
+use crate::store::attempts::AttemptRow;
+use crate::store::intents::IntentRow;
+use crate::store::retries::RetryRow;
+use crate::store::runs::RunRow;
+use crate::store::steps::StepRow;
+use crate::tools::RecordedCall;
+
+use super::{ApprovalView, AuditEventView};
+
+/// A call as proposed: the tool and its arguments.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ActionView {
+    pub tool: String,
+    pub args: serde_json::Value,
+}
+
+impl ActionView {
+    /// The canonical text an action hash is taken over (keys sorted, no spaces).
+    pub fn canonical_text(&self) -> String {
+        crate::digest::canonical_json(&serde_json::json!({ "tool": self.tool, "args": self.args }))
+    }
+}
+
+impl From<RecordedCall> for ActionView {
+    fn from(recorded: RecordedCall) -> Self {
+        let call = recorded.call().clone();
+        Self {
+            tool: call.tool,
+            args: call.args,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RunSummary {
+    pub id: RunId,
+    pub name: String,
+    /// `script` or `llm`.
+    pub agent: String,
+    pub state: RunState,
+    /// Finished for good: succeeded, failed or cancelled.
+    pub terminal: bool,
+    /// Waits for a person to decide something: a review, a question, an unknown outcome.
+    pub waiting: bool,
+    pub workspace: String,
+    pub steps: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub last_error: Option<String>,
+}
+
+impl RunSummary {
+    pub(crate) fn of(row: RunRow, steps: i64) -> Self {
+        let RunRow {
+            id,
+            name,
+            goal: _,
+            workspace,
+            agent_kind,
+            agent_spec: _,
+            compat: _,
+            state,
+            state_version: _,
+            fence: _,
+            owner: _,
+            lease_until: _,
+            last_error,
+            created_at,
+            updated_at,
+            not_before: _,
+        } = row;
+        Self {
+            id,
+            name,
+            agent: agent_kind,
+            terminal: state.is_terminal(),
+            waiting: matches!(
+                state,
+                RunState::AwaitingApproval | RunState::AwaitingInput | RunState::Suspended
+            ),
+            state,
+            workspace,
+            steps,
+            created_at,
+            updated_at,
+            last_error,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RunView {
+    pub id: RunId,
+    pub name: String,
+    pub goal: String,
+    pub workspace: String,
+    pub agent_kind: String,
+    pub state: RunState,
+    /// Pause applies: a worker drives it, or it waits in the queue or for a person.
+    pub pausable: bool,
+    /// Cancel applies: it has not finished.
+    pub cancellable: bool,
+    /// Resume applies: it is paused or suspended (or a pause was asked for and not reached).
+    pub resumable: bool,
+    pub state_version: i64,
+    pub fence: i64,
+    pub owner: Option<String>,
+    pub lease_until: Option<i64>,
+    /// A queued run is not claimed before this (retry backoff).
+    pub not_before: Option<i64>,
+    pub last_error: Option<String>,
+    pub compat: Compat,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl From<RunRow> for RunView {
+    fn from(row: RunRow) -> Self {
+        let RunRow {
+            id,
+            name,
+            goal,
+            workspace,
+            agent_kind,
+            agent_spec: _,
+            compat,
+            state,
+            state_version,
+            fence,
+            owner,
+            lease_until,
+            last_error,
+            created_at,
+            updated_at,
+            not_before,
+        } = row;
+        let allows = |event| crate::run::next(state, event).is_some();
+        Self {
+            id,
+            name,
+            goal,
+            workspace,
+            agent_kind,
+            pausable: allows(crate::run::RunEvent::RequestPause),
+            cancellable: allows(crate::run::RunEvent::Cancel),
+            resumable: allows(crate::run::RunEvent::Resume),
+            state,
+            state_version,
+            fence,
+            owner,
+            lease_until,
+            not_before,
+            last_error,
+            compat,
+            created_at,
+            updated_at,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AttemptView {
+    pub n: i64,
+    pub worker: String,
+    pub fence: i64,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+    pub outcome: Option<String>,
+    /// Whether this attempt resumed the run and gave its agent a recovery summary.
+    pub resumed: bool,
+}
+
+impl From<AttemptRow> for AttemptView {
+    fn from(row: AttemptRow) -> Self {
+        let AttemptRow {
+            n,
+            worker,
+            fence,
+            started_at,
+            ended_at,
+            outcome,
+            recovery,
+        } = row;
+        Self {
+            n,
+            worker,
+            fence,
+            started_at,
+            ended_at,
+            outcome,
+            resumed: recovery.is_some(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RetryView {
+    pub n: i64,
+    pub at: i64,
+    pub class: FailureClass,
+    pub error: String,
+    pub delay_ms: i64,
+}
+
+impl From<RetryRow> for RetryView {
+    fn from(row: RetryRow) -> Self {
+        let RetryRow {
+            n,
+            at,
+            class,
+            error,
+            delay_ms,
+        } = row;
+        Self {
+            n,
+            at,
+            class,
+            error,
+            delay_ms,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct StepView {
+    pub seq: i64,
+    pub kind: StepKind,
+    pub tool: String,
+    pub action: ActionView,
+    pub action_hash: String,
+    /// The agent's stated reason.
+    pub why: Option<String>,
+    pub status: StepStatus,
+    pub risk: Option<Risk>,
+    pub reasons: Vec<String>,
+    pub preview: Option<String>,
+    pub result: Option<String>,
+    /// The result's first line for people (for a model call: what the model said or called).
+    pub summary: String,
+    pub started_at: i64,
+    pub ended_at: Option<i64>,
+}
+
+impl From<StepRow> for StepView {
+    fn from(row: StepRow) -> Self {
+        let summary = row.summary_line();
+        let StepRow {
+            seq,
+            kind,
+            tool,
+            action,
+            action_hash,
+            why,
+            status,
+            risk,
+            reasons,
+            preview,
+            result,
+            started_at,
+            ended_at,
+        } = row;
+        Self {
+            seq,
+            kind,
+            tool,
+            action: action.into(),
+            action_hash,
+            why,
+            status,
+            risk,
+            reasons: reasons.unwrap_or_default(),
+            preview,
+            result,
+            summary,
+            started_at,
+            ended_at,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct IntentView {
+    pub id: String,
+    pub step_seq: i64,
+    pub tool: String,
+    pub action: ActionView,
+    pub action_hash: String,
+    pub effect_class: EffectClass,
+    pub status: IntentStatus,
+    pub pre_images: Vec<FileImage>,
+    pub post_images: Vec<FileImage>,
+    pub result: Option<String>,
+    pub settled_by: Option<String>,
+    pub fence: i64,
+    pub created_at: i64,
+    pub settled_at: Option<i64>,
+}
+
+impl From<IntentRow> for IntentView {
+    fn from(row: IntentRow) -> Self {
+        let IntentRow {
+            id,
+            step_seq,
+            tool,
+            action,
+            action_hash,
+            effect_class,
+            status,
+            pre_images,
+            post_images,
+            result,
+            settled_by,
+            fence,
+            created_at,
+            settled_at,
+        } = row;
+        Self {
+            id,
+            step_seq,
+            tool,
+            action: action.into(),
+            action_hash,
+            effect_class,
+            status,
+            pre_images,
+            post_images,
+            result,
+            settled_by,
+            fence,
+            created_at,
+            settled_at,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct Recovery {
+    /// The checkpoint a resume would start from.
+    pub point: Option<i64>,
+    pub damage: Vec<Damage>,
+    /// Checkpoints up to this seq were removed by retention (0: none).
+    pub pruned_through: i64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RunDetail {
+    pub run: RunView,
+    pub attempts: Vec<AttemptView>,
+    /// Retries the run used from its budget (transient failures, lost workers).
+    pub retries: Vec<RetryView>,
+    pub steps: Vec<StepView>,
+    pub checkpoints: Vec<CheckpointSummary>,
+    pub intents: Vec<IntentView>,
+    /// Review checkpoints of this run, oldest first (superseded ones included).
+    pub approvals: Vec<ApprovalView>,
+    pub recovery: Recovery,
+    /// Files the run touched → sha256 at the recovery point (null: absent).
+    pub files: BTreeMap<String, Option<Digest>>,
+    pub audit_events: usize,
+    /// What the latest resumed attempt was told: steps done, settled effects, outside changes.
+    pub recovery_summary: Option<crate::resume::RecoverySummary>,
+    /// The run's audit events, oldest first.
+    pub audit: Vec<AuditEventView>,
+}

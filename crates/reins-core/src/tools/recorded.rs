@@ -1,0 +1,116 @@
+//! A call as the journal records it: the canonical JSON text its hash is taken over, kept byte for
+//! byte, and the call that text says, decoded once at the row. A recorded action that does not
+//! decode is damage, reported by the store, never read as nothing.
+
+use serde::{Serialize, Serializer};
+
+use super::{canonical_of_raw, Action, ToolCall};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedCall {
+    text: String,
+    call: ToolCall,
+}
+
+impl RecordedCall {
+    /// A valid action, as its canonical text.
+    pub fn of(action: &Action) -> Self {
+        let canonical = action.canonical();
+        Self {
+            text: crate::digest::canonical_json(&canonical),
+            call: ToolCall {
+                tool: action.tool().into(),
+                args: canonical["args"].clone(),
+            },
+        }
+    }
+
+    /// A call as proposed (one that did not validate, a model call, a question).
+    pub fn raw(call: ToolCall) -> Self {
+        Self {
+            text: canonical_of_raw(&call),
+            call,
+        }
+    }
+
+    /// Reads recorded text back.
+    pub fn parse(text: &str) -> Result<Self, serde_json::Error> {
+        Ok(Self {
+            call: serde_json::from_str(text)?,
+            text: text.to_owned(),
+        })
+    }
+
+    /// The recorded bytes (what the action hash is taken over).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn call(&self) -> &ToolCall {
+        &self.call
+    }
+
+    pub fn tool(&self) -> &str {
+        &self.call.tool
+    }
+}
+
+impl Serialize for RecordedCall {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.call.serialize(s)
+    }
+}
+
+impl sqlx::Type<sqlx::Sqlite> for RecordedCall {
+    fn type_info() -> sqlx::sqlite::SqliteTypeInfo {
+        <String as sqlx::Type<sqlx::Sqlite>>::type_info()
+    }
+
+    fn compatible(ty: &sqlx::sqlite::SqliteTypeInfo) -> bool {
+        <String as sqlx::Type<sqlx::Sqlite>>::compatible(ty)
+    }
+}
+
+impl<'q> sqlx::Encode<'q, sqlx::Sqlite> for RecordedCall {
+    fn encode_by_ref(
+        &self,
+        buf: &mut Vec<sqlx::sqlite::SqliteArgumentValue<'q>>,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        <String as sqlx::Encode<'q, sqlx::Sqlite>>::encode(self.text.clone(), buf)
+    }
+}
+
+impl<'r> sqlx::Decode<'r, sqlx::Sqlite> for RecordedCall {
+    fn decode(value: sqlx::sqlite::SqliteValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
+        let text = <&str as sqlx::Decode<'r, sqlx::Sqlite>>::decode(value)?;
+        Ok(Self::parse(text)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_is_recorded_as_its_canonical_text_and_reads_back_the_same() {
+        let action = Action::Write {
+            path: crate::workspace::RelPath::parse("docs/a.md").unwrap_or_else(|e| panic!("{e}")),
+            content: "x".into(),
+        };
+        let recorded = RecordedCall::of(&action);
+        assert_eq!(recorded.text(), action.canonical_text());
+        assert_eq!(
+            crate::digest::Digest::of(recorded.text().as_bytes()),
+            action.hash()
+        );
+        let back = RecordedCall::parse(recorded.text()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(back, recorded);
+        assert_eq!(back.call().args["path"], "docs/a.md");
+    }
+
+    #[test]
+    fn text_that_is_not_a_call_does_not_read_back() {
+        assert!(RecordedCall::parse("not json").is_err());
+        assert!(RecordedCall::parse(r#"{"args": {}}"#).is_err(), "a call names its tool");
+    }
+}
