@@ -1,0 +1,15 @@
+//! The story tests: whole runs through `reins_core::api` over the real store, one module per story.
+//! One binary, so the core is linked once for all of them; the shared setup is in `reins_tests`.
+
+mod app_facade;
+mod checkpoint_damage;
+mod control;
+mod llm;
+mod llm_control;
+mod memory;
+mod retention;
+mod reviews;
+mod rollback;
+mod step_protocol;
+mod tools;
+mod workers;
