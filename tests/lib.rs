@@ -160,6 +160,7 @@ pub async fn kinds(reins: &Reins, run: RunId) -> anyhow::Result<Vec<String>> {
 pub mod llm_setup;
 pub mod mock_llm;
 pub mod os;
+pub mod review;
 
 /// Step `seq` of a run, as the facade shows it.
 pub async fn step(

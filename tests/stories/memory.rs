@@ -3,12 +3,8 @@
 //! secret fails the step and leaves no trace in memory; done again after a restart it changes
 //! nothing; and with memory off the agent is refused.
 
-use reins_core::api::{FactOrigin, NewFact, Reins, RememberedView, Silent};
+use reins_core::api::{FactOrigin, NewFact, RememberedView, Silent};
 use reins_tests::{plan, raw_db, step, Sandbox};
-
-async fn engine(sb: &Sandbox) -> anyhow::Result<Reins> {
-    sb.reins_with_rules("# the built-in defaults\n").await
-}
 
 const PLAN: &str = r#"
 name = "learn the user"
@@ -31,7 +27,7 @@ args = { category = "preference", key = "token", value = "ghp_0123456789abcdefgh
 #[tokio::test]
 async fn an_agents_facts_are_kept_suggested_or_refused_by_memorys_rules() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = engine(&sb).await?;
+    let engine = sb.with_defaults().await?;
     let run = engine
         .create_plan_run(&plan(PLAN)?, &sb.ws(), &Silent)
         .await?;
@@ -110,7 +106,7 @@ async fn an_agents_facts_are_kept_suggested_or_refused_by_memorys_rules() -> any
 #[tokio::test]
 async fn with_memory_off_an_agent_cannot_add_facts() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = engine(&sb).await?;
+    let engine = sb.with_defaults().await?;
     engine.memory_configure(Some(false), None, None).await?;
     let run = engine
         .create_plan_run(&plan(PLAN)?, &sb.ws(), &Silent)

@@ -3,70 +3,9 @@
 //! changed on disk or an action swapped after review is reviewed again; expiry fails closed; a
 //! decision is never overwritten; grants are counted and revocable.
 
-use reins_core::api::{
-    ApprovalStatus, ApprovalView, ApproveRequest, DriveOutcome, EditedAction, Reins, RunId,
-    RunState, Scope, Silent,
-};
-use reins_tests::{intent, plan, raw_db, step, Sandbox};
-
-/// The facade under the built-in policy.
-async fn defaults(sb: &Sandbox) -> anyhow::Result<Reins> {
-    sb.reins_with_rules("# the built-in defaults\n").await
-}
-
-fn approve_once() -> ApproveRequest {
-    ApproveRequest {
-        scope: Scope::Once,
-        pattern: None,
-        edited: None,
-        note: None,
-        expect_hash: None,
-        by: "user:test".into(),
-    }
-}
-
-async fn start(sb: &Sandbox, engine: &Reins, text: &str) -> anyhow::Result<RunId> {
-    Ok(engine
-        .create_plan_run(&plan(text)?, &sb.ws(), &Silent)
-        .await?)
-}
-
-async fn pending(engine: &Reins, run: RunId) -> anyhow::Result<ApprovalView> {
-    let rows = engine
-        .approvals(Some(ApprovalStatus::Pending), Some(run))
-        .await?;
-    anyhow::ensure!(
-        rows.len() == 1,
-        "expected one pending approval, got {rows:?}"
-    );
-    rows.into_iter()
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("none"))
-}
-
-async fn kinds(engine: &Reins, run: RunId) -> anyhow::Result<Vec<String>> {
-    reins_tests::kinds(engine, run).await
-}
-
-fn succeeded(outcome: &DriveOutcome) -> bool {
-    matches!(
-        outcome,
-        DriveOutcome::Finished {
-            state: RunState::Succeeded,
-            ..
-        }
-    )
-}
-
-fn waiting(outcome: &DriveOutcome) -> bool {
-    matches!(
-        outcome,
-        DriveOutcome::NeedsHuman {
-            state: RunState::AwaitingApproval,
-            ..
-        }
-    )
-}
+use reins_core::api::{ApprovalStatus, EditedAction, RunState, Scope, Silent};
+use reins_tests::review::{approve_once, pending, succeeded, waiting};
+use reins_tests::{intent, raw_db, step, Sandbox};
 
 const WRITE_NOTE: &str = r#"
 name = "note"
@@ -81,8 +20,8 @@ args = { path = "docs/note.md", content = "rotate daily\n" }
 async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
 ) -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = defaults(&sb).await?;
-    let run = start(&sb, &engine, WRITE_NOTE).await?;
+    let engine = sb.with_defaults().await?;
+    let run = sb.start(&engine, WRITE_NOTE).await?;
     assert!(waiting(&engine.drive(run, &Silent).await?));
     assert!(
         !sb.ws().join("docs/note.md").exists(),
@@ -111,7 +50,7 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
         intent.map(|i| i.status),
         Some(reins_core::api::IntentStatus::Confirmed)
     );
-    let k = kinds(&engine, run).await?;
+    let k = reins_tests::kinds(&engine, run).await?;
     for kind in [
         "approval.requested",
         "approval.approved",
@@ -131,10 +70,8 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
 #[tokio::test]
 async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = defaults(&sb).await?;
-    let run = start(&sb, &engine, WRITE_NOTE).await?;
-    engine.drive(run, &Silent).await?;
-    let a = pending(&engine, run).await?;
+    let engine = sb.with_defaults().await?;
+    let (run, a) = sb.to_review(&engine, WRITE_NOTE).await?;
     let edit = EditedAction {
         tool: Some("fs.write".into()),
         args: serde_json::json!({ "path": "docs/note.md", "content": "rotate daily, keep 14\n" }),
@@ -155,14 +92,12 @@ async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<(
         "rotate daily, keep 14\n",
         "the edit is what ran"
     );
-    assert!(kinds(&engine, run)
+    assert!(reins_tests::kinds(&engine, run)
         .await?
         .iter()
         .any(|k| k == "approval.edited"));
     // An edit may not change the tool.
-    let run2 = start(&sb, &engine, WRITE_NOTE).await?;
-    engine.drive(run2, &Silent).await?;
-    let b = pending(&engine, run2).await?;
+    let (_, b) = sb.to_review(&engine, WRITE_NOTE).await?;
     let mut swap = approve_once();
     swap.edited = Some(EditedAction {
         tool: Some("fs.delete".into()),
@@ -175,15 +110,13 @@ async fn an_edited_approval_runs_the_edit_and_records_both() -> anyhow::Result<(
 #[tokio::test]
 async fn a_rejection_reaches_the_agent_and_nothing_runs() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = defaults(&sb).await?;
-    let run = start(
-        &sb,
-        &engine,
-        &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs ="),
-    )
-    .await?;
-    engine.drive(run, &Silent).await?;
-    let a = pending(&engine, run).await?;
+    let engine = sb.with_defaults().await?;
+    let (run, a) = sb
+        .to_review(
+            &engine,
+            &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs ="),
+        )
+        .await?;
     assert!(
         engine.reject(&a.id, "  ", "user:test").await.is_err(),
         "a reason is required"
@@ -219,12 +152,10 @@ args = { path = "config/logrotate.conf", old = "    rotate = never\n", new = "  
 #[tokio::test]
 async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = defaults(&sb).await?;
+    let engine = sb.with_defaults().await?;
     let conf = sb.ws().join("config/logrotate.conf");
     // Changed before the decision: approving the old diff is refused, a fresh approval replaces it.
-    let run = start(&sb, &engine, EDIT_CONF).await?;
-    engine.drive(run, &Silent).await?;
-    let a = pending(&engine, run).await?;
+    let (run, a) = sb.to_review(&engine, EDIT_CONF).await?;
     std::fs::write(&conf, sb.read("config/logrotate.conf")? + "# hand edit\n")?;
     let err = engine
         .approve(&a.id, approve_once())
@@ -274,10 +205,8 @@ async fn a_file_changed_on_disk_after_review_is_reviewed_again() -> anyhow::Resu
 #[tokio::test]
 async fn an_action_swapped_after_approval_does_not_run() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = defaults(&sb).await?;
-    let run = start(&sb, &engine, WRITE_NOTE).await?;
-    engine.drive(run, &Silent).await?;
-    let a = pending(&engine, run).await?;
+    let engine = sb.with_defaults().await?;
+    let (run, a) = sb.to_review(&engine, WRITE_NOTE).await?;
     engine.approve(&a.id, approve_once()).await?;
     // Someone with database access swaps the approved action for another.
     let evil = r#"{"tool":"fs.write","args":{"content":"pwned\n","path":"docs/note.md"}}"#;
@@ -310,14 +239,12 @@ async fn an_unanswered_review_expires_and_fails_closed() -> anyhow::Result<()> {
     let engine = sb
         .reins_with_rules("[review]\nexpire_after_secs = 1\n")
         .await?;
-    let run = start(
-        &sb,
-        &engine,
-        &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs ="),
-    )
-    .await?;
-    engine.drive(run, &Silent).await?;
-    let a = pending(&engine, run).await?;
+    let (run, a) = sb
+        .to_review(
+            &engine,
+            &WRITE_NOTE.replace("args =", "expect = \"error\"\nargs ="),
+        )
+        .await?;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     assert!(
         engine.approve(&a.id, approve_once()).await.is_err(),
@@ -331,7 +258,7 @@ async fn an_unanswered_review_expires_and_fails_closed() -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("no step"))?;
     assert_eq!(step.status, reins_core::api::StepStatus::Expired);
     assert!(!sb.ws().join("docs/note.md").exists());
-    assert!(kinds(&engine, run)
+    assert!(reins_tests::kinds(&engine, run)
         .await?
         .iter()
         .any(|k| k == "approval.expired"));
@@ -341,8 +268,8 @@ async fn an_unanswered_review_expires_and_fails_closed() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_paused_review_is_decided_and_carried_out_on_resume() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = defaults(&sb).await?;
-    let run = start(&sb, &engine, WRITE_NOTE).await?;
+    let engine = sb.with_defaults().await?;
+    let run = sb.start(&engine, WRITE_NOTE).await?;
     engine.drive(run, &Silent).await?;
     engine.pause(run).await?;
     // Resumed while still pending: it waits for the same approval again (no new one).
@@ -370,7 +297,7 @@ async fn a_paused_review_is_decided_and_carried_out_on_resume() -> anyhow::Resul
 #[tokio::test]
 async fn grants_are_counted_scoped_and_revocable() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = defaults(&sb).await?;
+    let engine = sb.with_defaults().await?;
     let twice = r#"
 name = "twice"
 goal = "g"
@@ -384,9 +311,7 @@ args = { argv = ["touch", "stamp"] }
 tool = "shell.exec"
 args = { argv = ["touch", "other"] }
 "#;
-    let run = start(&sb, &engine, twice).await?;
-    engine.drive(run, &Silent).await?;
-    let a = pending(&engine, run).await?;
+    let (run, a) = sb.to_review(&engine, twice).await?;
     let mut req = approve_once();
     req.scope = Scope::Run;
     let decided = engine.approve(&a.id, req).await?;
@@ -401,7 +326,10 @@ args = { argv = ["touch", "other"] }
     assert_eq!(b.step_seq, 3);
     let live = engine.grants().await?;
     assert_eq!(live[0].uses, 1);
-    assert!(kinds(&engine, run).await?.iter().any(|k| k == "grant.used"));
+    assert!(reins_tests::kinds(&engine, run)
+        .await?
+        .iter()
+        .any(|k| k == "grant.used"));
 
     // A pattern grant covers the approved command's prefix, never a command with substitutions.
     let mut pat = approve_once();
@@ -423,7 +351,7 @@ goal = "g"
 tool = "shell.exec"
 args = { command = "touch $(rm -rf docs)" }
 "#;
-    let run2 = start(&sb, &engine, sneaky).await?;
+    let run2 = sb.start(&engine, sneaky).await?;
     assert!(
         waiting(&engine.drive(run2, &Silent).await?),
         "the pattern grant does not cover it"
@@ -448,7 +376,7 @@ args = { command = "touch $(rm -rf docs)" }
 
     // Revoked: the same action is reviewed again.
     engine.revoke_grant(&g2.id).await?;
-    let run3 = start(&sb, &engine, "name = \"t\"\ngoal = \"g\"\n[[steps]]\ntool = \"shell.exec\"\nargs = { argv = [\"touch\", \"third\"] }\n").await?;
+    let run3 = sb.start(&engine, "name = \"t\"\ngoal = \"g\"\n[[steps]]\ntool = \"shell.exec\"\nargs = { argv = [\"touch\", \"third\"] }\n").await?;
     assert!(waiting(&engine.drive(run3, &Silent).await?));
     Ok(())
 }
@@ -503,10 +431,8 @@ async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> a
 #[tokio::test]
 async fn cancelling_a_run_takes_its_reviews_out_of_the_inbox() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = defaults(&sb).await?;
-    let run = start(&sb, &engine, WRITE_NOTE).await?;
-    engine.drive(run, &Silent).await?;
-    let a = pending(&engine, run).await?;
+    let engine = sb.with_defaults().await?;
+    let (run, a) = sb.to_review(&engine, WRITE_NOTE).await?;
     engine.cancel(run, Some("wrong workspace")).await?;
     let row = engine.approval(&a.id).await?;
     assert_eq!(row.status, ApprovalStatus::Expired);

@@ -3,52 +3,14 @@
 //! `file://` are refused, a redirect to a private address is refused; huge and hidden-character
 //! file changes preview safely.
 
-use reins_core::api::{
-    ApprovalStatus, ApprovalView, ApproveRequest, DriveOutcome, Reins, Risk, RunId, RunState,
-    Scope, Silent, StepStatus,
-};
-use reins_tests::{plan, step, Sandbox};
+use reins_core::api::{DriveOutcome, Reins, Risk, RunId, RunState, Silent, StepStatus};
+use reins_tests::review::{approve_once, pending, succeeded};
+use reins_tests::{step, Sandbox};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-fn once() -> ApproveRequest {
-    ApproveRequest {
-        scope: Scope::Once,
-        pattern: None,
-        edited: None,
-        note: None,
-        expect_hash: None,
-        by: "user:test".into(),
-    }
-}
-
-async fn engine(sb: &Sandbox) -> anyhow::Result<Reins> {
-    sb.reins_with_rules("# the built-in defaults\n").await
-}
-
-async fn start(sb: &Sandbox, engine: &Reins, steps: &str) -> anyhow::Result<RunId> {
-    let text = format!("name = \"t\"\ngoal = \"g\"\n{steps}");
-    Ok(engine
-        .create_plan_run(&plan(&text)?, &sb.ws(), &Silent)
-        .await?)
-}
-
-async fn pending(engine: &Reins, run: RunId) -> anyhow::Result<ApprovalView> {
-    engine
-        .approvals(Some(ApprovalStatus::Pending), Some(run))
-        .await?
-        .into_iter()
-        .next()
-        .ok_or_else(|| anyhow::anyhow!("no pending approval"))
-}
-
-fn succeeded(outcome: &DriveOutcome) -> bool {
-    matches!(
-        outcome,
-        DriveOutcome::Finished {
-            state: RunState::Succeeded,
-            ..
-        }
-    )
+/// A plan of `steps` (TOML) under a placeholder name and goal.
+fn steps(steps: &str) -> String {
+    format!("name = \"t\"\ngoal = \"g\"\n{steps}")
 }
 
 /// Drives, approves whatever is pending, drives again; returns step 1's status and result.
@@ -65,7 +27,7 @@ async fn approve_and_run(engine: &Reins, run: RunId) -> anyhow::Result<(String, 
         "{first:?}"
     );
     let a = pending(engine, run).await?;
-    engine.approve(&a.id, once()).await?;
+    engine.approve(&a.id, approve_once()).await?;
     engine.drive(run, &Silent).await?;
     let s = step(engine, run, 1)
         .await?
@@ -76,12 +38,11 @@ async fn approve_and_run(engine: &Reins, run: RunId) -> anyhow::Result<(String, 
 #[tokio::test]
 async fn a_command_runs_with_a_fixed_environment_and_its_output_captured() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = engine(&sb).await?;
+    let engine = sb.with_defaults().await?;
     std::env::set_var("REINS_TEST_SECRET_KEY", "sk-should-not-leak");
-    let run = start(
-        &sb,
+    let run = sb.start(
         &engine,
-        "[[steps]]\ntool = \"shell.exec\"\nargs = { command = \"echo hello > out.txt && env\" }\n",
+        &steps("[[steps]]\ntool = \"shell.exec\"\nargs = { command = \"echo hello > out.txt && env\" }\n"),
     )
     .await?;
     let (status, result) = approve_and_run(&engine, run).await?;
@@ -99,11 +60,10 @@ async fn a_command_runs_with_a_fixed_environment_and_its_output_captured() -> an
 #[tokio::test]
 async fn a_command_past_its_timeout_is_stopped() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = engine(&sb).await?;
-    let run = start(
-        &sb,
+    let engine = sb.with_defaults().await?;
+    let run = sb.start(
         &engine,
-        "[[steps]]\ntool = \"shell.exec\"\nexpect = \"error\"\nargs = { argv = [\"sleep\", \"30\"], timeout_s = 1 }\n",
+        &steps("[[steps]]\ntool = \"shell.exec\"\nexpect = \"error\"\nargs = { argv = [\"sleep\", \"30\"], timeout_s = 1 }\n"),
     )
     .await?;
     let began = std::time::Instant::now();
@@ -117,11 +77,10 @@ async fn a_command_past_its_timeout_is_stopped() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_command_that_runs_reins_is_high_risk() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = engine(&sb).await?;
-    let run = start(
-        &sb,
+    let engine = sb.with_defaults().await?;
+    let run = sb.start(
         &engine,
-        "[[steps]]\ntool = \"shell.exec\"\nargs = { command = \"reins approve 0195 --scope always\" }\n",
+        &steps("[[steps]]\ntool = \"shell.exec\"\nargs = { command = \"reins approve 0195 --scope always\" }\n"),
     )
     .await?;
     engine.drive(run, &Silent).await?;
@@ -154,12 +113,11 @@ async fn serve(response: &'static str) -> anyhow::Result<u16> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_to_this_machine_are_reviewed_and_redirects_rechecked() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = engine(&sb).await?;
+    let engine = sb.with_defaults().await?;
     let ok = serve("HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\nconnection: close\r\n\r\nhello").await?;
-    let run = start(
-        &sb,
+    let run = sb.start(
         &engine,
-        &format!("[[steps]]\ntool = \"http.fetch\"\nargs = {{ url = \"http://127.0.0.1:{ok}/status\" }}\n"),
+        &steps(&format!("[[steps]]\ntool = \"http.fetch\"\nargs = {{ url = \"http://127.0.0.1:{ok}/status\" }}\n")),
     )
     .await?;
     engine.drive(run, &Silent).await?;
@@ -171,7 +129,7 @@ async fn requests_to_this_machine_are_reviewed_and_redirects_rechecked() -> anyh
         "{:?}",
         a.reasons
     );
-    engine.approve(&a.id, once()).await?;
+    engine.approve(&a.id, approve_once()).await?;
     engine.drive(run, &Silent).await?;
     let s = step(&engine, run, 1)
         .await?
@@ -182,10 +140,9 @@ async fn requests_to_this_machine_are_reviewed_and_redirects_rechecked() -> anyh
         .is_some_and(|r| r.contains("200 OK") && r.ends_with("hello")));
 
     let redirect = serve("HTTP/1.1 302 Found\r\nlocation: http://10.11.12.13/internal\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await?;
-    let run2 = start(
-        &sb,
+    let run2 = sb.start(
         &engine,
-        &format!("[[steps]]\ntool = \"http.fetch\"\nexpect = \"error\"\nargs = {{ url = \"http://127.0.0.1:{redirect}/\" }}\n"),
+        &steps(&format!("[[steps]]\ntool = \"http.fetch\"\nexpect = \"error\"\nargs = {{ url = \"http://127.0.0.1:{redirect}/\" }}\n")),
     )
     .await?;
     let (status, result) = approve_and_run(&engine, run2).await?;
@@ -200,11 +157,12 @@ async fn requests_to_this_machine_are_reviewed_and_redirects_rechecked() -> anyh
 #[tokio::test]
 async fn metadata_addresses_and_file_urls_are_refused_without_a_review() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = engine(&sb).await?;
-    let run = start(
-        &sb,
-        &engine,
-        r#"
+    let engine = sb.with_defaults().await?;
+    let run = sb
+        .start(
+            &engine,
+            &steps(
+                r#"
 [[steps]]
 tool = "http.fetch"
 expect = "error"
@@ -214,8 +172,9 @@ tool = "http.fetch"
 expect = "error"
 args = { url = "file:///etc/passwd" }
 "#,
-    )
-    .await?;
+            ),
+        )
+        .await?;
     let outcome = engine.drive(run, &Silent).await?;
     assert!(succeeded(&outcome), "{outcome:?}");
     let rows = engine.run_detail(run).await?.steps;
@@ -234,7 +193,7 @@ args = { url = "file:///etc/passwd" }
 #[tokio::test]
 async fn protected_paths_hidden_characters_and_huge_files_preview_safely() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let engine = engine(&sb).await?;
+    let engine = sb.with_defaults().await?;
     // A 100 MB file being replaced: capped preview, full hashes.
     let big = vec![b'a'; 100 * 1024 * 1024];
     std::fs::write(sb.ws().join("big.log"), &big)?;
@@ -271,12 +230,12 @@ async fn protected_paths_hidden_characters_and_huge_files_preview_safely() -> an
         ),
     ];
     for (tool, args, why) in cases {
-        let run = start(
-            &sb,
-            &engine,
-            &format!("[[steps]]\ntool = \"{tool}\"\nargs = {args}\n"),
-        )
-        .await?;
+        let run = sb
+            .start(
+                &engine,
+                &steps(&format!("[[steps]]\ntool = \"{tool}\"\nargs = {args}\n")),
+            )
+            .await?;
         let outcome = engine.drive(run, &Silent).await?;
         let a = pending(&engine, run)
             .await
