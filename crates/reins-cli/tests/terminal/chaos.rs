@@ -9,7 +9,7 @@
 
 #![cfg(feature = "fault-injection")]
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::BufRead as _;

@@ -1,7 +1,7 @@
 //! The `reins` binary as a user meets it: an example plan end to end, rollback and its undo, exit
 //! codes, and clear refusals.
 
-mod common;
+use crate::common;
 
 use common::{text, Cli};
 

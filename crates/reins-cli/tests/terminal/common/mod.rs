@@ -99,3 +99,9 @@ pub fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Sends `sig` to a child process.
+pub fn signal(child: &std::process::Child, sig: rustix::process::Signal) -> anyhow::Result<()> {
+    let pid = rustix::process::Pid::from_child(child);
+    Ok(rustix::process::kill_process(pid, sig)?)
+}

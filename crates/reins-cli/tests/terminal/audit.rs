@@ -3,7 +3,7 @@
 //! command's error, a reviewer's note) kept out of the log, the export and the log output; and an
 //! export killed before it finished leaving no file.
 
-mod common;
+use crate::common;
 
 use std::process::Output;
 

@@ -3,7 +3,7 @@
 //! the edit, a rejection's reason reaches the run, grants are listed and revoked, and `policy check`
 //! explains a decision without running anything.
 
-mod common;
+use crate::common;
 
 use common::Cli;
 

@@ -3,7 +3,7 @@
 //! manifest, a crash right after a model call with nothing repeated on resume, and API keys that
 //! are refused rather than stored anywhere but the OS keyring.
 
-mod common;
+use crate::common;
 
 use common::{text, Cli};
 use reins_tests::llm_setup::files_containing;

@@ -1,18 +1,12 @@
 //! Pause, resume, cancel and drain through the `reins` binary, against a worker process that is
 //! really driving the run.
 
-mod common;
-
-/// Sends `sig` to a child process.
-fn signal(child: &std::process::Child, sig: rustix::process::Signal) -> anyhow::Result<()> {
-    let pid = rustix::process::Pid::from_child(child);
-    Ok(rustix::process::kill_process(pid, sig)?)
-}
+use crate::common;
 
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{text, Cli};
+use common::{signal, text, Cli};
 
 fn many_writes(cli: &Cli, n: usize) -> anyhow::Result<std::path::PathBuf> {
     let mut plan = String::from("name = \"many\"\ngoal = \"write many notes\"\n");

@@ -3,7 +3,7 @@
 //! `gnome-keyring-daemon --unlock`) and then runs it with `--ignored`. There it fails, never skips,
 //! when the keyring is missing.
 
-mod common;
+use crate::common;
 
 use common::{text, Cli};
 use reins_tests::llm_setup::files_containing;

@@ -2,7 +2,7 @@
 //! refused without a trace in the database; memory switched off; and a fact that reads like a rule
 //! changing no policy decision.
 
-mod common;
+use crate::common;
 
 use common::{text, Cli};
 

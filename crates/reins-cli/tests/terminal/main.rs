@@ -1,0 +1,15 @@
+//! The `reins` binary as a person at a terminal meets it, one module per story; one test binary so
+//! the CLI and the core are linked once. `crash` and `chaos` need `--features fault-injection`;
+//! `keyring` is ignored unless a session bus with an unlocked keyring is there (`scripts/test`).
+
+mod common;
+
+mod audit;
+mod chaos;
+mod cli;
+mod control;
+mod crash;
+mod keyring;
+mod llm;
+mod memory;
+mod review;
