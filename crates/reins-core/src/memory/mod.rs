@@ -22,8 +22,13 @@ use crate::store::audit::{self, Actor};
 use crate::store::memory::{self as table, FactRow, SuggestionRow, VersionRow};
 use crate::store::{Store, StoreError};
 
+mod check;
+mod suggestion;
 #[cfg(test)]
 mod tests;
+
+use check::{check, check_name};
+pub use suggestion::{accept, dismiss, suggestions};
 
 /// The categories allowed until the user changes them.
 pub const DEFAULT_CATEGORIES: [&str; 6] = [
@@ -186,68 +191,6 @@ pub async fn configure(
     }
     tx.commit().await.map_err(StoreError::from)?;
     settings(store).await
-}
-
-fn check_name(what: &str, text: &str, max: usize) -> Result<()> {
-    let ok = !text.is_empty()
-        && text.len() <= max
-        && text.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'-' | b'.')
-        });
-    if ok {
-        Ok(())
-    } else {
-        Err(MemoryError::Invalid(format!(
-            "{what} {text:?}: 1–{max} characters of a–z, 0–9, `_`, `-`, `.`"
-        )))
-    }
-}
-
-/// Refuses text that holds a secret, naming the field and what was found (never the text).
-fn refuse_secrets(field: &'static str, text: &str) -> Result<()> {
-    match crate::secrets::find(text).first() {
-        Some(f) => Err(MemoryError::Secret {
-            field,
-            what: f.kind.describe(),
-        }),
-        None => Ok(()),
-    }
-}
-
-fn check(new: &NewFact) -> Result<(String, f64)> {
-    refuse_secrets("key", &new.key)?;
-    refuse_secrets("value", &new.value)?;
-    check_name("category", &new.category, 32)?;
-    let key = new.key.trim().to_lowercase();
-    check_name("key", &key, MAX_KEY)?;
-    let value = new.value.trim();
-    if value.is_empty() || value.chars().count() > MAX_VALUE {
-        return Err(MemoryError::Invalid(format!(
-            "value: 1–{MAX_VALUE} characters"
-        )));
-    }
-    if value.chars().any(|c| c.is_control() && c != '\n') {
-        return Err(MemoryError::Invalid("value: no control characters".into()));
-    }
-    let confidence = new.confidence.unwrap_or(1.0);
-    if !(0.0..=1.0).contains(&confidence) {
-        return Err(MemoryError::Invalid(format!(
-            "confidence {confidence}: between 0 and 1"
-        )));
-    }
-    if let Origin::Agent {
-        source: Some(source),
-        ..
-    } = &new.origin
-    {
-        if source.chars().count() > MAX_SOURCE {
-            return Err(MemoryError::Invalid(format!(
-                "source text: at most {MAX_SOURCE} characters"
-            )));
-        }
-        refuse_secrets("source text", source)?;
-    }
-    Ok((key, confidence))
 }
 
 /// Remembers a fact: stored (a new fact or version), unchanged, or — for an agent's fact outside the
@@ -510,75 +453,6 @@ pub async fn clear(store: &Store) -> Result<(u64, u64)> {
     tx.commit().await.map_err(StoreError::from)?;
     table::checkpoint(store.pool()).await?;
     Ok((facts, suggestions))
-}
-
-pub async fn suggestions(store: &Store) -> Result<Vec<SuggestionRow>> {
-    Ok(table::suggestions(store.pool()).await?)
-}
-
-/// Accepts a suggestion: it becomes a fact (or a new version), keeping where it came from.
-pub async fn accept(store: &Store, id: &str) -> Result<Remembered> {
-    let mut tx = store.begin().await?;
-    let s = table::take_suggestion(&mut tx, id).await?;
-    let now = now_ms();
-    let existing = table::find(&mut tx, &s.category, &s.key).await?;
-    let row = next_version(
-        existing.as_ref(),
-        FactRow {
-            id: String::new(),
-            category: s.category.clone(),
-            key: s.key.clone(),
-            version: 1,
-            value: s.value.clone(),
-            confidence: s.confidence,
-            origin: "agent".into(),
-            run_id: s.run_id.clone(),
-            step_seq: s.step_seq,
-            source_text: s.source_text.clone(),
-            created_at: now,
-            updated_at: now,
-        },
-    );
-    table::put(&mut tx, &row).await?;
-    audit::append(
-        &mut tx,
-        audit::Event::new(
-            Actor::User,
-            None,
-            ev::SuggestionAccepted {
-                suggestion: s.id.clone(),
-                fact: row.id.clone(),
-                category: row.category.clone(),
-                version: row.version,
-            },
-        ),
-        now,
-    )
-    .await?;
-    tx.commit().await.map_err(StoreError::from)?;
-    Ok(Remembered::Stored { fact: row })
-}
-
-/// Dismisses a suggestion: its value is removed.
-pub async fn dismiss(store: &Store, id: &str) -> Result<()> {
-    let mut tx = store.begin().await?;
-    let s = table::take_suggestion(&mut tx, id).await?;
-    audit::append(
-        &mut tx,
-        audit::Event::new(
-            Actor::User,
-            None,
-            ev::SuggestionDismissed {
-                suggestion: s.id.clone(),
-                category: s.category.clone(),
-            },
-        ),
-        now_ms(),
-    )
-    .await?;
-    tx.commit().await.map_err(StoreError::from)?;
-    table::checkpoint(store.pool()).await?;
-    Ok(())
 }
 
 /// The profile facts as context candidates (`category.key: value`, importance from confidence),
