@@ -4,6 +4,7 @@
 mod app_facade;
 mod checkpoint_damage;
 mod control;
+mod house;
 mod llm;
 mod llm_control;
 mod memory;
