@@ -4,6 +4,7 @@
 mod app_facade;
 mod checkpoint_damage;
 mod control;
+mod findings;
 mod house;
 mod llm;
 mod llm_control;

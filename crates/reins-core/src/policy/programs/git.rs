@@ -10,7 +10,7 @@ pub(super) fn git(lits: &[&str], args: &[Option<String>]) -> ProgramVerdict {
     // Global options before the subcommand.
     while let Some(a) = lits.get(i) {
         match *a {
-            "-c" | "--config-env" => {
+            a if a == "-c" || a.starts_with("--config-env") => {
                 return ProgramVerdict::one(
                     Class::Other,
                     High,
@@ -50,6 +50,24 @@ pub(super) fn git(lits: &[&str], args: &[Option<String>]) -> ProgramVerdict {
     let sub = lits.get(i).copied().unwrap_or("");
     let rest = &lits[(i + 1).min(lits.len())..];
     let has = |flags: &[&str]| rest.iter().any(|a| flags.contains(a));
+    if sub == "grep"
+        && rest.iter().any(|a| {
+            a.starts_with("--open-files-in-pager") || (a.starts_with("-O") && !a.starts_with("--"))
+        })
+    {
+        return ProgramVerdict::one(
+            Class::Other,
+            High,
+            "`git grep -O` opens the matches in a program named in the option: it runs that program".into(),
+        );
+    }
+    if let Some(out) = rest.iter().find(|a| a.starts_with("--output")) {
+        return ProgramVerdict::one(
+            Class::Writes,
+            High,
+            format!("`git {sub} {out}` writes its output to a file the option names"),
+        );
+    }
     let verdict: (Risk, String) = match sub {
         "" | "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "ls-tree"
         | "blame" | "grep" | "describe" | "shortlog" | "cat-file" | "help" | "version"

@@ -4,9 +4,12 @@
 
 use super::Risk;
 
+mod evaluates;
 mod git;
 mod lists;
 mod variables;
+
+pub use evaluates::holds_code;
 
 pub use variables::exec_capable_variable;
 
@@ -131,6 +134,9 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
             High,
             "runs Reins itself: an agent must not approve, change policy or touch the harness that watches it".into(),
         );
+    }
+    if let Some((risk, why)) = evaluates::finding(p, args, &lits) {
+        return ProgramVerdict::one(Other, risk, why);
     }
     if SHELLS.contains(&p) {
         let why = if has(&["-c"])

@@ -101,7 +101,7 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
     }
     if nesting(command) > MAX_NESTING {
         return Analysis::high(format!(
-            "the command nests brackets or substitutions more than {MAX_NESTING} deep; too complex to review"
+            "the command nests brackets, substitutions or compound commands more than {MAX_NESTING} deep; too complex to review"
         ));
     }
     let mut top = Vec::new();
@@ -166,22 +166,36 @@ pub fn analyse_argv(argv: &[String], place: Place<'_>) -> Analysis {
     a
 }
 
-/// How deeply brackets, braces and parentheses nest, ignoring quotes: an over-estimate is safe.
+/// How deeply brackets, braces, parentheses and compound commands (`if`, `while`, `until`, `for`,
+/// `select`, `case`) nest, ignoring quotes: an over-estimate is safe. The parser and the walk
+/// recurse once per level, so this bound is what keeps them on the stack.
 fn nesting(s: &str) -> usize {
-    let (mut depth, mut max) = (0usize, 0usize);
-    for c in s.chars() {
-        match c {
-            '(' | '{' | '[' | '`' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+    // Counted apart: a `case` pattern's `)` closes no bracket.
+    let (mut brackets, mut compounds, mut max) = (0usize, 0usize, 0usize);
+    let mut word = String::new();
+    let words = s.chars().map(Some).chain(std::iter::once(None));
+    for c in words {
+        if let Some(c) = c.filter(|c| c.is_alphanumeric() || *c == '_') {
+            word.push(c);
+            continue;
+        }
+        match word.as_str() {
+            "if" | "while" | "until" | "for" | "select" | "case" => compounds += 1,
+            "fi" | "done" | "esac" => compounds = compounds.saturating_sub(1),
             _ => {}
         }
+        word.clear();
+        match c {
+            Some('(' | '{' | '[' | '`') => brackets += 1,
+            Some(')' | '}' | ']') => brackets = brackets.saturating_sub(1),
+            _ => {}
+        }
+        max = max.max(brackets + compounds);
     }
     max
 }
 
+mod code;
 mod paths;
 mod simple;
 mod word;
@@ -339,12 +353,8 @@ impl Walk<'_> {
             }
             Command::ExtendedTest(t, _) => {
                 self.plain = false;
-                let text = t.to_string();
-                if text.contains("$(") || text.contains('`') {
-                    self.note(
-                        Risk::High,
-                        "a `[[ … ]]` test runs a command substitution".into(),
-                    );
+                if let Some(why) = code::extended_test(&t.to_string()) {
+                    self.note(Risk::High, why);
                 }
             }
         }
@@ -404,17 +414,18 @@ impl Walk<'_> {
     }
 
     fn arithmetic(&mut self, expr: &str) {
-        if expr.contains("$(") || expr.contains('`') {
-            self.note(
-                Risk::High,
-                "an arithmetic expression runs a command substitution".into(),
-            );
+        if let Some(why) = code::arithmetic(expr) {
+            self.note(Risk::High, format!("`(( {} ))`: {why}", short(expr)));
         }
     }
 
     /// A word outside any command (a `for` list, a `case` value): only substitutions matter.
     fn loose_word(&mut self, raw: &str) {
-        if Word::parse(raw).substitution {
+        let word = Word::parse(raw);
+        if let Some(why) = word.code {
+            self.note(Risk::High, why);
+        }
+        if word.substitution {
             self.note(
                 Risk::High,
                 format!(
@@ -471,3 +482,5 @@ fn lexical(path: &Path) -> std::path::PathBuf {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod code_tests;

@@ -164,14 +164,17 @@ impl Walk<'_> {
                 }
             }
             IoRedirect::HereDocument(_, doc) => {
-                if doc.requires_expansion
-                    && (doc.doc.value.contains("$(") || doc.doc.value.contains('`'))
-                {
+                if !doc.requires_expansion {
+                    return;
+                }
+                if doc.doc.value.contains("$(") || doc.doc.value.contains('`') {
                     raise(
                         seg,
                         Risk::High,
                         "a here-document runs a command substitution".into(),
                     );
+                } else if let Some(why) = super::code::expanded_text(&doc.doc.value) {
+                    raise(seg, Risk::High, format!("a here-document expands: {why}"));
                 }
             }
         }
@@ -180,6 +183,15 @@ impl Walk<'_> {
     pub(super) fn redirect_target(&mut self, raw: &str, writes: bool, seg: &mut Segment) {
         let w = Word::parse(raw);
         let verb = if writes { "writes" } else { "reads" };
+        let network = |p: &str| p.starts_with("/dev/tcp/") || p.starts_with("/dev/udp/");
+        if w.literal.as_deref().is_some_and(network) || network(raw) {
+            raise(
+                seg,
+                Risk::High,
+                format!("redirection to `{}`: bash opens a network connection, which can send files anywhere", short(raw)),
+            );
+            return;
+        }
         match (&w.literal, w.pattern) {
             (Some(p), false) => match self.judge_path(p, writes) {
                 Some((risk, why)) => raise(seg, risk, format!("redirection: {why}")),

@@ -76,12 +76,32 @@ impl Walk<'_> {
             if let Some(why) = programs::exec_capable_variable(&name) {
                 raise(&mut seg, Risk::High, format!("sets {name}, which {why}"));
             }
+            if let ast::AssignmentName::ArrayElementName(_, subscript) = &a.name {
+                if let Some(why) = super::code::arithmetic(subscript) {
+                    raise(
+                        &mut seg,
+                        Risk::High,
+                        format!("assigns an element of {name} whose subscript {why}"),
+                    );
+                }
+            }
             let value = raw.split_once('=').map(|(_, v)| v).unwrap_or("");
-            if Word::parse(value).substitution {
+            let value = Word::parse(value);
+            if value.substitution {
                 raise(
                     &mut seg,
                     Risk::High,
                     format!("assigns {name} the output of a command substitution"),
+                );
+            }
+            if let Some(why) = &value.code {
+                raise(&mut seg, Risk::High, format!("assigns {name}: {why}"));
+            }
+            if value.literal.as_deref().is_some_and(programs::holds_code) {
+                raise(
+                    &mut seg,
+                    Risk::High,
+                    format!("stores text holding `$(…)` in {name}: bash runs it if the value is ever evaluated as arithmetic or a prompt"),
                 );
             }
         }
@@ -89,6 +109,9 @@ impl Walk<'_> {
             self.redirect(r, &mut seg);
         }
         for w in words {
+            if let Some(why) = &w.code {
+                raise(&mut seg, Risk::High, why.clone());
+            }
             if w.substitution {
                 raise(
                     &mut seg,

@@ -10,6 +10,9 @@ pub(super) struct Word {
     pub(super) literal: Option<String>,
     /// `$(…)`, backquotes or `<(…)`: another command's output becomes part of this one.
     pub(super) substitution: bool,
+    /// Why bash would run code while expanding this word although no substitution is written
+    /// (arithmetic on a variable, a prompt expansion, a computed subscript).
+    pub(super) code: Option<String>,
     /// What expands at run time (`$HOME`, `~`), for the reasons.
     pub(super) expands: Vec<String>,
     /// Unquoted glob or brace-expansion characters: one word may become many.
@@ -88,12 +91,17 @@ impl Word {
                     if src.contains("$(") || src.contains('`') {
                         self.substitution = true;
                     }
+                    if let Some(why) = super::code::parameter(src) {
+                        self.code.get_or_insert(why);
+                    }
                     self.expands.push(format!("the variable {src}"));
                     ok = false;
                 }
                 WordPiece::ArithmeticExpression(e) => {
                     if e.value.contains("$(") || e.value.contains('`') {
                         self.substitution = true;
+                    } else if let Some(why) = super::code::arithmetic(&e.value) {
+                        self.code.get_or_insert(format!("`{src}` {why}"));
                     }
                     self.expands.push(format!("the arithmetic {src}"));
                     ok = false;
