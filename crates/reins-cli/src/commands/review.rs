@@ -341,6 +341,13 @@ pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core
             a.tool,
             a.scope.map_or("once", |s| s.as_str())
         );
+        if let Some(e) = &a.edited {
+            let risk = e.risk.map_or("unknown".to_owned(), |r| r.to_string());
+            println!("  your edit is rated {} risk:", risk.to_uppercase());
+            for r in &e.reasons {
+                println!("    - {r}");
+            }
+        }
         if let Some(g) = &decided.grant {
             println!(
                 "  grant {}: {} {} {} (revoke: reins grants revoke {})",

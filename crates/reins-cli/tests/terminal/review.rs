@@ -75,6 +75,11 @@ fn review_edit_approve_and_reject_from_the_terminal() -> anyhow::Result<()> {
     )?;
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("edited: the edit is what runs"), "{text}");
+    assert!(
+        text.contains("your edit is rated MEDIUM risk:")
+            && text.contains("edits config/logrotate.conf"),
+        "the edit's own verdict is shown: {text}"
+    );
     assert!(cli.read("config/logrotate.conf")?.contains("rotate 30"));
     assert!(!cli.read("config/logrotate.conf")?.contains("rotate 7\n"));
 

@@ -121,9 +121,21 @@ impl GrantSpec {
     }
 }
 
-/// Whether a live grant covers `action`, whose risk is `risk`.
+/// Whether a live grant covers `action`, whose risk is `risk` now. Never an action riskier than
+/// the one the grant was made from (the same text can become a protected-path write when a folder
+/// is swapped for a link), and never an action on a protected path.
 pub fn covers(grant: &GrantRow, action: &Action, risk: Risk, place: Place<'_>) -> bool {
     if grant.tool != action.tool() || grant.revoked_at.is_some() {
+        return false;
+    }
+    if risk > grant.risk.unwrap_or(Risk::Low) {
+        return false;
+    }
+    if action
+        .paths()
+        .iter()
+        .any(|p| place.protected.why(place.root, p.as_str()).is_some())
+    {
         return false;
     }
     match grant.matcher.as_str() {
@@ -205,6 +217,7 @@ mod tests {
             last_used_at: None,
             created_at: 0,
             revoked_at: None,
+            risk: Some(Risk::High),
         }
     }
 

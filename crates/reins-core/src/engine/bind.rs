@@ -146,7 +146,14 @@ impl Drive<'_> {
             }
         };
         let now_pre = plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[]);
-        let bound = decide::bind(approved_hash, &hash, &row.pre_images, now_pre, &verdict);
+        let bound = decide::bind(
+            approved_hash,
+            &hash,
+            &row.pre_images,
+            now_pre,
+            row.approved_verdict(),
+            &verdict,
+        );
         let preview =
             crate::approval::preview::of(&action, plan.as_ref(), &verdict, &resolved, self.place());
         let rec = StepRecord {

@@ -112,12 +112,15 @@ pub(super) enum Bound {
     Denied(String),
 }
 
-/// Binds an approval to the action: the same hash, the same pre-images, still not denied.
+/// Binds an approval to the action: the same hash, the same pre-images, a verdict no riskier and
+/// with no reason the person was not shown, still not denied. `approved` is the verdict the person
+/// saw (None: not known, so nothing can be bound to it).
 pub(super) fn bind(
     approved_hash: &str,
     now: &Digest,
     reviewed_pre: &[FileImage],
     now_pre: &[FileImage],
+    approved: Option<(Risk, &[String])>,
     verdict: &Verdict,
 ) -> Bound {
     if now.as_str() != approved_hash {
@@ -149,6 +152,31 @@ pub(super) fn bind(
     }
     if verdict.decision == Decision::Deny {
         return Bound::Denied(denial(verdict));
+    }
+    let Some((approved_risk, approved_reasons)) = approved else {
+        return Bound::Stale(
+            "this edit was approved before Reins recorded an edit's risk, so what it would run cannot be bound to what was shown; it must be reviewed again".into(),
+        );
+    };
+    if verdict.risk > approved_risk {
+        return Bound::Stale(format!(
+            "the action is rated {} now, {} when it was approved: {}; it must be reviewed again",
+            verdict.risk,
+            approved_risk,
+            verdict.reasons.join("; ")
+        ));
+    }
+    let unseen: Vec<&str> = verdict
+        .reasons
+        .iter()
+        .filter(|r| !approved_reasons.contains(r))
+        .map(String::as_str)
+        .collect();
+    if !unseen.is_empty() {
+        return Bound::Stale(format!(
+            "the policy gives a reason the review did not show: {}; it must be reviewed again",
+            unseen.join("; ")
+        ));
     }
     Bound::Run
 }

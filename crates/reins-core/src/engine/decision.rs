@@ -201,6 +201,7 @@ impl Engine {
                     last_used_at: None,
                     created_at: now,
                     revoked_at: None,
+                    risk: Some(edit.as_ref().map_or(row.risk, |e| e.risk)),
                 })
             }
         };
@@ -292,6 +293,8 @@ impl Engine {
             hash: action.hash().to_string(),
             preview,
             pre_images: plan.map(|p| p.pre).unwrap_or_default(),
+            risk: verdict.risk,
+            reasons: verdict.reasons,
         };
         Ok((action, edit))
     }

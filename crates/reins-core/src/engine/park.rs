@@ -74,6 +74,8 @@ impl Drive<'_> {
             edited_action: None,
             edited_hash: None,
             edited_preview: None,
+            edited_risk: None,
+            edited_reasons: None,
             superseded_by: None,
             stale_reason: None,
         };

@@ -45,6 +45,10 @@ pub struct ApprovalRow {
     pub edited_action: Option<RecordedCall>,
     pub edited_hash: Option<String>,
     pub edited_preview: Option<String>,
+    /// The edit's verdict as the person saw it (None: no edit, or decided before it was recorded).
+    pub edited_risk: Option<Risk>,
+    #[sqlx(json(nullable))]
+    pub edited_reasons: Option<Vec<String>>,
     pub superseded_by: Option<String>,
     pub stale_reason: Option<String>,
 }
@@ -60,6 +64,18 @@ impl ApprovalRow {
         match (&self.edited_action, &self.edited_hash) {
             (Some(a), Some(h)) => (a, h),
             _ => (&self.action, &self.action_hash),
+        }
+    }
+
+    /// The verdict the person approved: the edit's when there is one. None for an edit decided
+    /// before edits' verdicts were recorded: nothing is known to bind it to.
+    pub fn approved_verdict(&self) -> Option<(Risk, &[String])> {
+        if self.edited_action.is_none() {
+            return Some((self.risk, &self.reasons));
+        }
+        match (self.edited_risk, &self.edited_reasons) {
+            (Some(risk), Some(reasons)) => Some((risk, reasons)),
+            _ => None,
         }
     }
 }
@@ -187,12 +203,15 @@ pub struct Edit {
     pub hash: String,
     pub preview: String,
     pub pre_images: Vec<FileImage>,
+    pub risk: Risk,
+    pub reasons: Vec<String>,
 }
 
 pub async fn decide(tx: &mut Tx, id: &str, d: &DecisionWrite<'_>) -> Result<()> {
     let done = sqlx::query(
         "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, note = ?, scope = ?,
-            edited_action = ?, edited_hash = ?, edited_preview = ?, pre_images = COALESCE(?, pre_images)
+            edited_action = ?, edited_hash = ?, edited_preview = ?, edited_risk = ?, edited_reasons = ?,
+            pre_images = COALESCE(?, pre_images)
          WHERE id = ? AND status = 'pending'",
     )
     .bind(d.status)
@@ -203,6 +222,8 @@ pub async fn decide(tx: &mut Tx, id: &str, d: &DecisionWrite<'_>) -> Result<()> 
     .bind(d.edited.map(|e| e.action.text()))
     .bind(d.edited.map(|e| e.hash.as_str()))
     .bind(d.edited.map(|e| e.preview.as_str()))
+    .bind(d.edited.map(|e| e.risk))
+    .bind(d.edited.map(|e| Json(&e.reasons)))
     .bind(d.edited.map(|e| Json(&e.pre_images)))
     .bind(id)
     .execute(&mut **tx)

@@ -7,6 +7,7 @@ use super::decode::{self, Stored};
 use super::{Result, StoreError, Tx};
 use crate::approval::{Matcher, Scope};
 use crate::ids::RunId;
+use crate::policy::Risk;
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct GrantRow {
@@ -22,6 +23,9 @@ pub struct GrantRow {
     pub last_used_at: Option<i64>,
     pub created_at: i64,
     pub revoked_at: Option<i64>,
+    /// The risk of the action the grant was made from: it covers nothing riskier. None: made
+    /// before grants recorded it (and its approval is gone), so it covers only what is low risk.
+    pub risk: Option<Risk>,
 }
 
 impl Stored for GrantRow {
@@ -31,8 +35,8 @@ impl Stored for GrantRow {
 
 pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
     sqlx::query(
-        "INSERT INTO grants (id, scope, run_id, workspace, tool, matcher, pattern, origin, uses, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)",
+        "INSERT INTO grants (id, scope, run_id, workspace, tool, matcher, pattern, origin, uses, created_at, risk)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
     )
     .bind(&g.id)
     .bind(g.scope)
@@ -43,6 +47,7 @@ pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
     .bind(&g.pattern)
     .bind(&g.origin)
     .bind(g.created_at)
+    .bind(g.risk)
     .execute(&mut **tx)
     .await?;
     Ok(())

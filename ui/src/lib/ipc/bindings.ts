@@ -351,6 +351,9 @@ export type EditView = {
 	action: ActionView,
 	hash: string,
 	preview: string,
+	/**  The edit's own verdict, as the person saw it (None: decided before it was recorded). */
+	risk: Risk | null,
+	reasons: string[],
 };
 
 /**  How an effect behaves when it runs twice. */
@@ -512,6 +515,8 @@ export type GrantView = {
 	lastUsedAt: number | null,
 	createdAt: number,
 	revokedAt: number | null,
+	/**  The risk of the action it was made from: it covers nothing riskier. */
+	risk: Risk | null,
 };
 
 export type IntentStatus = "pending" | "confirmed" | "business_failed" | "unknown" | "skipped";

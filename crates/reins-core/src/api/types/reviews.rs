@@ -31,6 +31,9 @@ pub struct EditView {
     pub action: ActionView,
     pub hash: String,
     pub preview: String,
+    /// The edit's own verdict, as the person saw it (None: decided before it was recorded).
+    pub risk: Option<Risk>,
+    pub reasons: Vec<String>,
 }
 
 /// One review checkpoint: what the person is asked, with everything needed to judge it.
@@ -101,6 +104,8 @@ impl ApprovalView {
             edited_action,
             edited_hash,
             edited_preview,
+            edited_risk,
+            edited_reasons,
             superseded_by,
             stale_reason,
         } = row;
@@ -110,6 +115,8 @@ impl ApprovalView {
                 action: a.into(),
                 hash,
                 preview,
+                risk: edited_risk,
+                reasons: edited_reasons.unwrap_or_default(),
             }),
             _ => None,
         };
@@ -188,6 +195,8 @@ pub struct GrantView {
     pub last_used_at: Option<i64>,
     pub created_at: i64,
     pub revoked_at: Option<i64>,
+    /// The risk of the action it was made from: it covers nothing riskier.
+    pub risk: Option<Risk>,
 }
 
 impl From<GrantRow> for GrantView {
@@ -205,6 +214,7 @@ impl From<GrantRow> for GrantView {
             last_used_at,
             created_at,
             revoked_at,
+            risk,
         } = row;
         Self {
             id,
@@ -219,6 +229,7 @@ impl From<GrantRow> for GrantView {
             last_used_at,
             created_at,
             revoked_at,
+            risk,
         }
     }
 }

@@ -177,7 +177,7 @@ fn bind_runs_exactly_what_was_approved_on_the_files_as_reviewed() {
     let pre = vec![image("docs/a.md", Some(b"old"))];
     let v = verdict(Risk::Medium, Decision::Ask);
     assert_eq!(
-        decide::bind(a.hash().as_str(), &a.hash(), &pre, &pre, &v),
+        decide::bind(a.hash().as_str(), &a.hash(), &pre, &pre, seen(&v), &v),
         Bound::Run
     );
 }
@@ -187,7 +187,7 @@ fn bind_sends_a_changed_action_back_to_review_naming_both_hashes() {
     let approved = write("docs/a.md", "x");
     let now = write("docs/a.md", "y");
     let v = verdict(Risk::Medium, Decision::Ask);
-    match decide::bind(approved.hash().as_str(), &now.hash(), &[], &[], &v) {
+    match decide::bind(approved.hash().as_str(), &now.hash(), &[], &[], seen(&v), &v) {
         Bound::Stale(why) => {
             assert!(why.contains(&approved.hash().as_str()[..12]), "{why}");
             assert!(why.contains(now.hash().short()), "{why}");
@@ -202,7 +202,7 @@ fn bind_sends_a_file_changed_on_disk_back_to_review_naming_it() {
     let reviewed = vec![image("docs/a.md", Some(b"old"))];
     let now = vec![image("docs/a.md", Some(b"someone else's edit"))];
     let v = verdict(Risk::Medium, Decision::Ask);
-    match decide::bind(a.hash().as_str(), &a.hash(), &reviewed, &now, &v) {
+    match decide::bind(a.hash().as_str(), &a.hash(), &reviewed, &now, seen(&v), &v) {
         Bound::Stale(why) => assert!(why.starts_with("docs/a.md changed on disk"), "{why}"),
         other => panic!("expected stale, got {other:?}"),
     }
@@ -215,7 +215,7 @@ fn bind_notices_a_file_deleted_since_the_review() {
     let now = vec![image("docs/a.md", None)];
     let v = verdict(Risk::Low, Decision::Allow);
     assert!(matches!(
-        decide::bind(a.hash().as_str(), &a.hash(), &reviewed, &now, &v),
+        decide::bind(a.hash().as_str(), &a.hash(), &reviewed, &now, seen(&v), &v),
         Bound::Stale(_)
     ));
 }
@@ -224,7 +224,7 @@ fn bind_notices_a_file_deleted_since_the_review() {
 fn bind_refuses_an_approved_action_the_policy_now_denies() {
     let a = write("docs/a.md", "x");
     let v = verdict(Risk::High, Decision::Deny);
-    match decide::bind(a.hash().as_str(), &a.hash(), &[], &[], &v) {
+    match decide::bind(a.hash().as_str(), &a.hash(), &[], &[], seen(&v), &v) {
         Bound::Denied(result) => assert!(result.starts_with("denied by policy")),
         other => panic!("expected denied, got {other:?}"),
     }
@@ -237,7 +237,7 @@ fn bind_prefers_a_new_review_over_a_denial_when_both_apply() {
     let now = vec![image("docs/a.md", Some(b"new"))];
     let v = verdict(Risk::High, Decision::Deny);
     assert!(matches!(
-        decide::bind(a.hash().as_str(), &a.hash(), &reviewed, &now, &v),
+        decide::bind(a.hash().as_str(), &a.hash(), &reviewed, &now, seen(&v), &v),
         Bound::Stale(_)
     ));
 }

@@ -105,7 +105,14 @@ pub fn grant(action: &Action, matcher: Matcher, pattern: &str) -> GrantRow {
         last_used_at: None,
         created_at: 0,
         revoked_at: None,
+        // Made from a high-risk action: these fixtures test the matchers, not the risk bound.
+        risk: Some(Risk::High),
     }
+}
+
+/// The verdict as the reviewer saw it, for `decide::bind`.
+pub fn seen(v: &Verdict) -> Option<(Risk, &[String])> {
+    Some((v.risk, &v.reasons))
 }
 
 pub fn step(seq: i64, tool: &str, hash: &str, status: StepStatus) -> StepRow {
@@ -152,6 +159,8 @@ pub fn approval(status: Status, expires_at: i64) -> ApprovalRow {
         edited_action: None,
         edited_hash: None,
         edited_preview: None,
+        edited_risk: None,
+        edited_reasons: None,
         superseded_by: None,
         stale_reason: None,
     }
