@@ -28,6 +28,7 @@ pub enum SecretKind {
     Credential,
     UrlPassword,
     Assignment,
+    Password,
     Encoded,
     HighEntropy,
 }
@@ -41,6 +42,7 @@ impl SecretKind {
             SecretKind::Credential => "a bearer or basic credential",
             SecretKind::UrlPassword => "a password in a URL",
             SecretKind::Assignment => "a value assigned to a password, secret, token or key",
+            SecretKind::Password => "a password given on a command line or written in prose",
             SecretKind::Encoded => "base64 or hex text that decodes to a secret",
             SecretKind::HighEntropy => "a long random-looking token",
         }
@@ -85,6 +87,21 @@ static PATTERNS: LazyLock<Option<Regex>> = LazyLock::new(|| {
             r#"refresh[_-]?token|client[_-]?secret|private[_-]?key|credentials?)["']?\s{0,4}[:=]\s{0,4}["']?)"#,
             r#"(?P<assign>[^\s"',;&<>]{6,})"#,
         ),
+        // A password option's value: `--password X`, `--token=X` (the `=` form is an assignment
+        // above only for some names), `-u user:pass`, `-p X` for the programs that take one there.
+        concat!(
+            r#"(?i:(?:^|\s)--(?:password|passwd|pass|token|secret|api-?key|access-?token|auth-?token|client-secret)(?:\s+|=))"#,
+            r#"(?P<flag>'[^'\n]+'|"[^"\n]+"|[^\s'"]{4,})"#,
+        ),
+        r#"(?:(?:^|\s)(?:-u|--user)(?:\s+|=)?[^\s:'"]+:)(?P<userpw>[^\s'"@]{3,})"#,
+        concat!(
+            r#"(?i:(?-u:\b)(?:sshpass|mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?-u:\b)[^\n|;&]*?\s-p)"#,
+            r#"\s*(?P<dashp>'[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]{2,})"#,
+        ),
+        r#"(?i:(?-u:\b)(?:docker|podman|helm|oras)\s+(?:\S+\s+){0,3}login(?-u:\b)[^\n|;&]*?\s-p\s+)(?P<loginp>'[^'\n]+'|"[^"\n]+"|[^\s'"]{3,})"#,
+        // In prose: "the password is X", "password: X", "passphrase was X".
+        r#"(?i:(?-u:\b)pass(?:word|wd|phrase|code)s?\s+(?:(?:is|was|are|=)\s+)?)(?P<prose>[^\s"',;]{4,})"#,
+        r#"(?i:(?-u:\b)(?:login|credentials?)\s+(?:is|are|was)\s+[^\s/]+\s*/\s*)(?P<prose2>[^\s"',;]{4,})"#,
     ];
     Regex::new(&alternatives.join("|")).ok()
 });
@@ -137,11 +154,21 @@ pub fn find(text: &str) -> Vec<Finding> {
                     ("cred", SecretKind::Credential),
                     ("url", SecretKind::UrlPassword),
                     ("assign", SecretKind::Assignment),
+                    ("flag", SecretKind::Password),
+                    ("userpw", SecretKind::Password),
+                    ("dashp", SecretKind::Password),
+                    ("loginp", SecretKind::Password),
+                    ("prose", SecretKind::Password),
+                    ("prose2", SecretKind::Password),
                 ];
-                if let Some((m, kind)) = named
+                if let Some((m, kind, name)) = named
                     .iter()
-                    .find_map(|(name, kind)| caps.name(name).map(|m| (m, *kind)))
+                    .find_map(|(name, kind)| caps.name(name).map(|m| (m, *kind, *name)))
                 {
+                    // In prose a word after "password" is a password only if it looks like one.
+                    if name.starts_with("prose") && !looks_like_password(m.as_str()) {
+                        continue;
+                    }
                     found.push(Finding {
                         kind,
                         range: m.range(),
@@ -169,6 +196,16 @@ pub fn find(text: &str) -> Vec<Finding> {
     }
     found.sort_by_key(|f| f.range.start);
     found
+}
+
+/// A word that could be a password rather than an English word: it has a digit, a symbol, or
+/// both cases ("Tr0ub4dor", "correct-horse", "HunterTwo"), unlike "required" or "field".
+fn looks_like_password(word: &str) -> bool {
+    let digit = word.chars().any(|c| c.is_ascii_digit());
+    let symbol = word.chars().any(|c| !c.is_alphanumeric());
+    let upper = word.chars().skip(1).any(char::is_uppercase);
+    let lower = word.chars().any(char::is_lowercase);
+    digit || symbol || (upper && lower)
 }
 
 /// Whether `text` holds any secret.

@@ -115,3 +115,34 @@ fn tokens_are_runs_of_twenty_or_more() {
     let found: Vec<&str> = tokens(text).map(|r| &text[r]).collect();
     assert_eq!(found, ["abcdefghij0123456789", "x/y+z=_-ABCDEFGHIJKLMNOP"]);
 }
+
+/// Red-team F12: password forms that reached the audit log, exports and memory.
+#[rstest]
+#[case::goal_prose("deploy using mysql password Tr0ub4dor3xyz now", "Tr0ub4dor3xyz")]
+#[case::why_prose("the db password is Tr0ub4dorWHY", "Tr0ub4dorWHY")]
+#[case::password_option("mysql -u root --password Tr0ub4dorCMD -h db app", "Tr0ub4dorCMD")]
+#[case::password_equals("tool --token=abcd1234efgh", "abcd1234efgh")]
+#[case::sshpass("sshpass -p 'Summer2024!cmd' ssh deploy@host", "'Summer2024!cmd'")]
+#[case::mysql_attached("mysql -uroot -pTr0ub4dorATT app", "Tr0ub4dorATT")]
+#[case::curl_user("curl -u admin:Hunter2curlPass https://api.example.com", "Hunter2curlPass")]
+#[case::docker_login("docker login -u me -p Dock3rPassw0rd registry.example", "Dock3rPassw0rd")]
+#[case::memory_prose("my github password is Hunter2MEM4", "Hunter2MEM4")]
+#[case::passphrase("the passphrase was correct-horse-battery", "correct-horse-battery")]
+#[case::login_slash("prod db login is admin / Tr0ub4dorMEM1", "Tr0ub4dorMEM1")]
+#[case::sshpass_bare("deploy with sshpass -p Summer2024MEM2", "Summer2024MEM2")]
+fn password_forms_are_found(#[case] text: &str, #[case] secret: &str) {
+    let clean = redact(text);
+    assert!(!clean.contains(secret.trim_matches('\'')), "{text:?} -> {clean}");
+    assert!(clean.contains("[redacted sha256:"), "{clean}");
+}
+
+/// The same options where they hold no password stay as they are.
+#[rstest]
+#[case("ssh -p 2222 deploy@host")]
+#[case("ls -p src")]
+#[case("curl -u admin https://api.example.com")]
+#[case("mkdir -p build/out")]
+#[case("git log --oneline -5")]
+fn ordinary_options_are_not_taken_for_passwords(#[case] text: &str) {
+    assert_eq!(redact(text), text);
+}
