@@ -70,6 +70,18 @@ fn file_step(tool: &str, args: &str) -> String {
     format!("name = \"t\"\ngoal = \"g\"\n[[steps]]\ntool = \"{tool}\"\nargs = {args}\n")
 }
 
+/// The run waits for a person: parked now, or already parked by a refreshed review.
+fn still_in_review(outcome: &DriveOutcome) -> bool {
+    waiting(outcome)
+        || matches!(
+            outcome,
+            DriveOutcome::Skipped {
+                state: RunState::AwaitingApproval,
+                ..
+            }
+        )
+}
+
 /// Replaces the folder `dir` (relative to the workspace) with a symlink to `target`.
 fn swap_for_link(sb: &Sandbox, dir: &str, target: &str) -> anyhow::Result<()> {
     let path = sb.ws().join(dir);
@@ -94,9 +106,13 @@ async fn an_approved_write_retargeted_by_a_link_swap_is_reviewed_again() -> anyh
     let (run, review) = sb.to_review(&reins, &plan).await?;
     assert_eq!(review.risk, Risk::Medium);
     swap_for_link(&sb, "docs", ".vscode")?;
-    reins.approve(&review.id, approve_once()).await?;
+    let refused = reins.approve(&review.id, approve_once()).await;
+    assert!(
+        matches!(refused, Err(reins_core::api::Error::Superseded(_))),
+        "{refused:?}"
+    );
     let outcome = reins.drive(run, &Silent).await?;
-    assert!(waiting(&outcome), "{outcome:?}");
+    assert!(still_in_review(&outcome), "{outcome:?}");
     assert!(
         !sb.ws().join(".vscode/tasks.json").exists(),
         "nothing reached .vscode"
@@ -109,6 +125,17 @@ async fn an_approved_write_retargeted_by_a_link_swap_is_reviewed_again() -> anyh
         "{:?}",
         again.reasons
     );
+    assert!(
+        again.preview.contains("can no longer be carried out")
+            && again.preview.contains("symbolic link"),
+        "{}",
+        again.preview
+    );
+    // Approving the new review anyway does not write through the link either.
+    reins.approve(&again.id, approve_once()).await?;
+    let outcome = reins.drive(run, &Silent).await?;
+    assert!(!succeeded(&outcome), "{outcome:?}");
+    assert!(!sb.ws().join(".vscode/tasks.json").exists());
     Ok(())
 }
 
@@ -129,9 +156,10 @@ async fn an_approved_delete_retargeted_into_git_is_reviewed_again() -> anyhow::R
         )
         .await?;
     swap_for_link(&sb, "cfg", ".git")?;
-    reins.approve(&review.id, approve_once()).await?;
+    let refused = reins.approve(&review.id, approve_once()).await;
+    assert!(refused.is_err(), "{refused:?}");
     let outcome = reins.drive(run, &Silent).await?;
-    assert!(waiting(&outcome), "{outcome:?}");
+    assert!(still_in_review(&outcome), "{outcome:?}");
     assert_eq!(
         sb.read(".git/config")?,
         "[core]\n",
@@ -162,8 +190,13 @@ async fn a_grant_does_not_cover_its_action_once_a_link_makes_it_protected() -> a
     std::fs::remove_file(sb.ws().join("docs/ci.yml"))?;
     swap_for_link(&sb, "docs", ".github/workflows")?;
 
-    let (_, second) = sb.to_review(&reins, &plan).await?;
-    assert_eq!(second.risk, Risk::High, "{:?}", second.reasons);
+    // The jail refuses to write through the link at all, before any review or grant is asked.
+    let second = sb.start(&reins, &plan).await?;
+    let outcome = reins.drive(second, &Silent).await?;
+    assert!(
+        matches!(&outcome, DriveOutcome::Finished { summary, .. } if summary.contains("symbolic link")),
+        "{outcome:?}"
+    );
     assert!(
         !sb.ws().join(".github/workflows/ci.yml").exists(),
         "no workflow was written"

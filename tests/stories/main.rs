@@ -9,6 +9,7 @@ mod house;
 mod llm;
 mod llm_control;
 mod memory;
+mod race;
 mod retention;
 mod reviews;
 mod rollback;

@@ -12,7 +12,7 @@ use crate::run::{RunEvent, RunState};
 use crate::step::{one_line, StepStatus};
 use crate::store::audit;
 use crate::store::write::{Transition, Write};
-use crate::tools::EffectPlan;
+use crate::tools::{ApplyError, EffectPlan};
 
 use super::commit::{Change, Report};
 use super::drive::{Drive, Stop};
@@ -95,8 +95,13 @@ impl Drive<'_> {
         &mut self,
         e: EffectRecord<'_>,
         plan: &EffectPlan,
-        error: &str,
+        failure: &ApplyError,
     ) -> Result<Option<DriveOutcome>> {
+        let error = &failure.to_string();
+        if failure.untouched {
+            self.settle_effect(e, Err(error)).await?;
+            return Ok(None);
+        }
         let paths: Vec<_> = plan
             .pre
             .iter()

@@ -28,7 +28,11 @@ impl Drive<'_> {
     ) -> Result<Option<DriveOutcome>> {
         let seq = rec.seq;
         if action.effect_class() == EffectClass::Pure {
-            let (status, ok, out, summary) = match tools::run_pure(action, &self.ws) {
+            let guard = tools::ReadGuard {
+                protected: self.e.policy.protected(),
+                judged_high: rec.verdict.is_some_and(|v| v.risk >= crate::policy::Risk::High),
+            };
+            let (status, ok, out, summary) = match tools::run_pure(action, &self.ws, guard) {
                 Ok(out) => {
                     let summary = tools::describe(action, &out);
                     (StepStatus::Done, true, out, summary)
@@ -68,7 +72,7 @@ impl Drive<'_> {
                         why: None,
                         ..record(&[])
                     };
-                    return self.effect_failed(failed, plan, &err.to_string()).await;
+                    return self.effect_failed(failed, plan, &err).await;
                 }
                 fault_point!("after_effect");
                 let done = EffectRecord {

@@ -121,6 +121,25 @@ impl Protected {
     }
 
     /// Why an absolute path is protected, or None. Reins' own places and the workspace rules above.
+    /// Like `why`, for a path already resolved on disk (the real path of an open handle): nothing
+    /// is resolved again, so nothing can change between this check and the handle's use.
+    pub fn why_resolved(&self, root: &Path, rel: &str) -> Option<String> {
+        let path = root.join(rel);
+        let names: Vec<String> = Path::new(rel)
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(fold(&n.to_string_lossy())),
+                _ => None,
+            })
+            .collect();
+        let own = self.own.iter().find(|(own, _)| {
+            !own.as_os_str().is_empty() && folded_starts_with(&path, own)
+        });
+        own.map(|(_, reason)| (*reason).to_owned())
+            .or_else(|| why_names(&names))
+            .map(|r| format!("{rel} is a protected path: {r}"))
+    }
+
     pub fn why_absolute(&self, path: &Path) -> Option<String> {
         let path = absolute(path);
         for (own, reason) in &self.own {

@@ -202,13 +202,27 @@ pub fn post_image(
     }
 }
 
+/// A file effect that failed. `untouched`: the jail refused before anything on disk changed (a
+/// link on the path, a file of the wrong kind, a name taken meanwhile), so the effect certainly did
+/// not happen and nothing needs checking.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct ApplyError {
+    pub error: JailError,
+    pub untouched: bool,
+}
+
 /// Step 8 of the protocol: perform the operations, each atomic.
-pub fn apply(plan: &EffectPlan, ws: &Workspace) -> Result<(), JailError> {
-    for op in &plan.ops {
-        match op {
-            FileOp::Put { path, bytes } => ws.write(path, bytes)?,
-            FileOp::Remove { path } => ws.remove(path)?,
-            FileOp::Rename { from, to } => ws.rename(from, to)?,
+pub fn apply(plan: &EffectPlan, ws: &Workspace) -> Result<(), ApplyError> {
+    for (done, op) in plan.ops.iter().enumerate() {
+        let result = match op {
+            FileOp::Put { path, bytes } => ws.write(path, bytes),
+            FileOp::Remove { path } => ws.remove(path),
+            FileOp::Rename { from, to } => ws.rename(from, to),
+        };
+        if let Err(error) = result {
+            let untouched = done == 0 && error.refused_before_acting();
+            return Err(ApplyError { error, untouched });
         }
         crate::fault::record_effect(&match op {
             FileOp::Put { path, bytes } => format!("Put {path} sha256:{}", Digest::of(bytes)),

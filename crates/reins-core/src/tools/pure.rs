@@ -3,13 +3,36 @@
 use std::fmt::Write as _;
 
 use super::{Action, ToolError, LIST_LIMIT, READ_LIMIT, SEARCH_LIMIT};
+use crate::policy::Protected;
 use crate::workspace::{JailError, RelPath, Workspace};
 
+/// What the read-only tools may hand the agent. Each file is checked by the real path of the
+/// handle it was opened with: a read judged below high never returns a protected file (a link
+/// flipped after the check cannot redirect it), and a search never reads one.
+#[derive(Clone, Copy, Debug)]
+pub struct ReadGuard<'a> {
+    pub protected: &'a Protected,
+    /// The read was judged high risk, so protected paths were part of what was decided on.
+    pub judged_high: bool,
+}
+
+impl ReadGuard<'_> {
+    /// Why the file really opened (`real`) may not be returned, if it may not.
+    fn refuses(&self, ws: &Workspace, real: &RelPath, judged_high: bool) -> Option<String> {
+        if judged_high {
+            return None;
+        }
+        self.protected.why_resolved(ws.root(), real.as_str())
+    }
+}
+
 /// Runs a pure action; `Ok` is the text for the agent.
-pub fn run_pure(action: &Action, ws: &Workspace) -> Result<String, ToolError> {
+pub fn run_pure(action: &Action, ws: &Workspace, guard: ReadGuard<'_>) -> Result<String, ToolError> {
     match action {
         Action::Read { path } => {
-            let bytes = ws.read(path, READ_LIMIT)?;
+            let bytes = ws.read(path, READ_LIMIT, &|real| {
+                guard.refuses(ws, real, guard.judged_high)
+            })?;
             match String::from_utf8(bytes) {
                 Ok(text) => Ok(text),
                 Err(e) => Err(ToolError::Failed {
@@ -40,7 +63,7 @@ pub fn run_pure(action: &Action, ws: &Workspace) -> Result<String, ToolError> {
             }
             Ok(out)
         }
-        Action::Search { pattern, path } => search(ws, pattern, path),
+        Action::Search { pattern, path } => search(ws, pattern, path, guard),
         _ => Err(ToolError::Failed {
             tool: "fs.read",
             detail: "not a read-only action".into(),
@@ -79,7 +102,12 @@ pub fn describe(action: &Action, output: &str) -> String {
     }
 }
 
-fn search(ws: &Workspace, pattern: &str, path: &RelPath) -> Result<String, ToolError> {
+fn search(
+    ws: &Workspace,
+    pattern: &str,
+    path: &RelPath,
+    guard: ReadGuard<'_>,
+) -> Result<String, ToolError> {
     let re = regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
         .build()
@@ -94,15 +122,16 @@ fn search(ws: &Workspace, pattern: &str, path: &RelPath) -> Result<String, ToolE
     let mut protected = 0;
     'files: for e in entries.iter().filter(|e| e.kind == "file") {
         // A search must not read what a reviewed fs.read would (secrets in .env, git config…).
-        if crate::policy::Protected::NONE
-            .why(ws.root(), e.path.as_str())
-            .is_some()
-        {
+        if guard.protected.why(ws.root(), e.path.as_str()).is_some() {
             protected += 1;
             continue;
         }
-        let bytes = match ws.read(&e.path, READ_LIMIT) {
+        let bytes = match ws.read(&e.path, READ_LIMIT, &|real| guard.refuses(ws, real, false)) {
             Ok(b) => b,
+            Err(JailError::Guarded { .. }) => {
+                protected += 1;
+                continue;
+            }
             Err(
                 JailError::TooLarge { .. }
                 | JailError::HardLinked { .. }

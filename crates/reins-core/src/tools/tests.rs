@@ -3,6 +3,13 @@ use std::fs;
 use serde_json::json;
 
 use super::*;
+use crate::policy::Protected;
+
+static NONE: Protected = Protected::NONE;
+const OPEN: ReadGuard<'static> = ReadGuard {
+    protected: &NONE,
+    judged_high: false,
+};
 
 fn ws() -> anyhow::Result<(tempfile::TempDir, Workspace)> {
     let tmp = tempfile::tempdir()?;
@@ -137,7 +144,7 @@ fn move_never_overwrites_and_images_describe_both_paths() -> anyhow::Result<()> 
 fn search_finds_lines() -> anyhow::Result<()> {
     let (_t, ws) = ws()?;
     let s = Action::parse(&call("fs.search", json!({"pattern": "rot+ate"})), &ws)?;
-    assert_eq!(run_pure(&s, &ws)?, "config/app.conf:2: rotate = never\n");
+    assert_eq!(run_pure(&s, &ws, OPEN)?, "config/app.conf:2: rotate = never\n");
     let bad = call("fs.search", json!({"pattern": "(unclosed"}));
     assert!(matches!(
         Action::parse(&bad, &ws),
@@ -218,8 +225,34 @@ fn search_does_not_read_protected_files() -> anyhow::Result<()> {
     fs::create_dir_all(t.path().join(".git"))?;
     fs::write(t.path().join(".git/config"), "[remote] url = secret\n")?;
     let action = Action::parse(&call("fs.search", json!({"pattern": "secret"})), &ws)?;
-    let out = run_pure(&action, &ws)?;
+    let out = run_pure(&action, &ws, OPEN)?;
     assert!(!out.contains("sk-live"), "{out}");
     assert!(out.contains("2 protected files not searched"), "{out}");
+    Ok(())
+}
+
+/// F16: with the workspace at `$HOME`, Reins' own policy and data sit under it. A search (which
+/// needs no review) skips them as a reviewed fs.read would not, and a read below high is refused.
+#[test]
+fn search_and_unreviewed_reads_skip_reins_own_files() -> anyhow::Result<()> {
+    let (tmp, ws) = ws()?;
+    let config = ws.root().join(".config/reins");
+    let data = ws.root().join(".local/share/reins");
+    fs::create_dir_all(&config)?;
+    fs::create_dir_all(&data)?;
+    fs::write(config.join("policy.toml"), "hosts = [\"internal-secret-host\"]\n")?;
+    fs::write(data.join("reins.db.audit-head"), "secret-host head\n")?;
+    let protected = Protected::new(&data, &config, &config.join("policy.toml"));
+    let guard = ReadGuard {
+        protected: &protected,
+        judged_high: false,
+    };
+    let s = Action::parse(&call("fs.search", json!({"pattern": "secret-host"})), &ws)?;
+    let out = run_pure(&s, &ws, guard)?;
+    assert!(!out.contains("internal-secret-host"), "{out}");
+    assert!(out.contains("2 protected files not searched"), "{out}");
+    let r = Action::parse(&call("fs.read", json!({"path": ".config/reins/policy.toml"})), &ws)?;
+    assert!(run_pure(&r, &ws, guard).is_err());
+    drop(tmp);
     Ok(())
 }

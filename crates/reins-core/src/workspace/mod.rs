@@ -18,6 +18,7 @@ use crate::digest::Digest;
 
 pub mod diff;
 pub mod fingerprint;
+mod held;
 mod path;
 pub use path::RelPath;
 
@@ -48,6 +49,12 @@ pub enum JailError {
         size: u64,
         limit: u64,
     },
+    #[error("{path}: refused: it leads to {real}, and {why}")]
+    Guarded {
+        path: RelPath,
+        real: RelPath,
+        why: String,
+    },
     #[error("{path}: no such file or directory")]
     NotFound { path: RelPath },
     #[error("{path}: already exists")]
@@ -64,6 +71,21 @@ pub enum JailError {
 }
 
 impl JailError {
+    /// Whether this refusal comes from a check made before anything on disk was changed.
+    pub fn refused_before_acting(&self) -> bool {
+        matches!(
+            self,
+            JailError::Invalid { .. }
+                | JailError::Escapes { .. }
+                | JailError::Link { .. }
+                | JailError::Dangling { .. }
+                | JailError::NotRegular { .. }
+                | JailError::Exists { .. }
+                | JailError::Root { .. }
+                | JailError::Guarded { .. }
+        )
+    }
+
     fn io(path: &RelPath, source: std::io::Error) -> Self {
         match source.kind() {
             std::io::ErrorKind::NotFound => JailError::NotFound { path: path.clone() },
@@ -105,6 +127,21 @@ fn kind_of(ft: &cap_std::fs::FileType) -> &'static str {
         "file"
     } else if ft.is_symlink() {
         "symbolic link"
+    } else if ft.is_fifo() {
+        "FIFO"
+    } else if ft.is_socket() {
+        "socket"
+    } else if ft.is_block_device() || ft.is_char_device() {
+        "device"
+    } else {
+        "special file"
+    }
+}
+
+fn kind_of_std(ft: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt as _;
+    if ft.is_dir() {
+        "directory"
     } else if ft.is_fifo() {
         "FIFO"
     } else if ft.is_socket() {
@@ -182,81 +219,63 @@ impl Workspace {
         Ok(())
     }
 
-    /// Reads a file for the agent: regular, not hard-linked, at most `limit` bytes.
-    pub fn read(&self, rel: &RelPath, limit: u64) -> Result<Vec<u8>> {
-        let meta = self
-            .dir
-            .metadata(rel.as_os())
-            .map_err(|e| JailError::io(rel, e))?;
-        if !meta.is_file() {
-            return Err(JailError::NotRegular {
-                path: rel.clone(),
-                kind: kind_of(&meta.file_type()),
-            });
-        }
-        if meta.nlink() > 1 {
-            return Err(JailError::HardLinked {
-                path: rel.clone(),
-                links: meta.nlink(),
-            });
-        }
-        self.read_regular(rel, limit)
-    }
-
-    fn read_regular(&self, rel: &RelPath, limit: u64) -> Result<Vec<u8>> {
+    /// Reads a file for the agent: regular, not hard-linked, at most `limit` bytes. Links inside
+    /// the workspace are followed; `guard` is then asked about the file actually opened (its real
+    /// path, read from the open handle), and a refusal from it is final. So a link flipped after
+    /// the check cannot hand over a file the check did not see.
+    pub fn read(
+        &self,
+        rel: &RelPath,
+        limit: u64,
+        guard: &dyn Fn(&RelPath) -> Option<String>,
+    ) -> Result<Vec<u8>> {
         let mut options = OpenOptions::new();
         options.read(true).custom_flags(libc::O_NONBLOCK);
         let file = self
             .dir
             .open_with(rel.as_os(), &options)
-            .map_err(|e| JailError::io(rel, e))?;
-        let meta = file.metadata().map_err(|e| JailError::io(rel, e))?;
-        if !meta.is_file() {
-            return Err(JailError::NotRegular {
+            .map_err(|e| JailError::io(rel, e))?
+            .into_std();
+        let real = self.real_path(rel, &file)?;
+        if let Some(why) = guard(&real) {
+            return Err(JailError::Guarded {
                 path: rel.clone(),
-                kind: kind_of(&meta.file_type()),
+                real,
+                why,
             });
         }
-        if meta.len() > limit {
-            return Err(JailError::TooLarge {
-                path: rel.clone(),
-                size: meta.len(),
-                limit,
-            });
-        }
-        let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-        file.take(limit + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| JailError::io(rel, e))?;
-        if bytes.len() as u64 > limit {
-            return Err(JailError::TooLarge {
-                path: rel.clone(),
-                size: bytes.len() as u64,
-                limit,
-            });
-        }
-        Ok(bytes)
+        read_open(rel, file, limit, true)
     }
 
-    /// The current bytes of a path an effect is about to change: None when absent. Links and
-    /// non-regular files are refused (Reins never writes through them). Hard links are fine here: the
-    /// write replaces the name, never the shared inode.
+    /// Where an open handle really is, relative to the root (from `/proc/self/fd`).
+    fn real_path(&self, rel: &RelPath, file: &std::fs::File) -> Result<RelPath> {
+        use std::os::fd::AsRawFd as _;
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
+            .map_err(|e| JailError::io(rel, e))?;
+        let inside = real.strip_prefix(&self.root).map_err(|_| JailError::Escapes {
+            path: rel.clone(),
+            target: real.clone(),
+        })?;
+        RelPath::parse(&inside.to_string_lossy())
+    }
+
+    /// The current bytes of a path an effect is about to change: None when absent. Links anywhere
+    /// on the path and non-regular files are refused (Reins never writes through them). Hard links
+    /// are fine here: the write replaces the name, never the shared inode.
     pub fn image(&self, rel: &RelPath) -> Result<Option<Vec<u8>>> {
-        if rel.is_root() {
-            return Err(JailError::Root {
-                what: "written, deleted or moved",
-            });
+        let Some(parent) = self.held_parent(rel, false)? else {
+            return Ok(None);
+        };
+        if !self.kind_allows_write(&parent, rel)? {
+            return Ok(None);
         }
-        match self.dir.symlink_metadata(rel.as_os()) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(JailError::io(rel, e)),
-            Ok(m) if m.file_type().is_symlink() => Err(JailError::Link { path: rel.clone() }),
-            Ok(m) if !m.is_file() => Err(JailError::NotRegular {
-                path: rel.clone(),
-                kind: kind_of(&m.file_type()),
-            }),
-            Ok(_) => self.read_regular(rel, MAX_IMAGE_BYTES).map(Some),
-        }
+        let fd = held::open_beneath(
+            &parent,
+            rel.file_name(),
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK,
+        )
+        .map_err(|e| JailError::io(rel, e))?;
+        read_open(rel, std::fs::File::from(fd), MAX_IMAGE_BYTES, false).map(Some)
     }
 
     /// The sha256 of each path now (None: absent). A path that cannot be imaged is an error.
@@ -277,31 +296,57 @@ impl Workspace {
 
     /// The permission bits of an existing regular file (None: absent or not a regular file).
     pub fn mode(&self, rel: &RelPath) -> Option<u32> {
-        let m = self.dir.symlink_metadata(rel.as_os()).ok()?;
+        let parent = self.held_parent(rel, false).ok()??;
+        let m = parent.symlink_metadata(rel.file_name()).ok()?;
         m.is_file().then(|| m.mode() & 0o7777)
     }
 
-    /// Atomically replaces (or creates) a file: temp file beside it, fsync, rename, fsync directory.
-    /// A replaced file keeps its permission bits (an executable stays executable, and nothing
-    /// becomes executable that was not reviewed as such).
-    pub fn write(&self, rel: &RelPath, bytes: &[u8]) -> Result<()> {
-        self.image_kind_allows_write(rel)?;
-        let keep_mode = self.mode(rel);
-        let parent = rel.parent();
-        if !parent.is_root() {
-            self.dir
-                .create_dir_all(parent.as_os())
-                .map_err(|e| JailError::io(&parent, e))?;
+    /// The directory holding `rel`, walked without following links and kept open (see `held`).
+    fn held_parent(&self, rel: &RelPath, create: bool) -> Result<Option<Dir>> {
+        if rel.is_root() {
+            return Err(JailError::Root {
+                what: "written, deleted or moved",
+            });
         }
-        let tmp = parent.join(&format!(
-            ".{}.reins-tmp-{}",
-            rel.file_name(),
-            uuid::Uuid::now_v7().simple()
-        ));
+        held::parent_of(&self.dir, rel, create)
+    }
+
+    /// Whether `rel`'s name in its held directory exists as a regular file (false: absent); a
+    /// link or anything else is refused.
+    fn kind_allows_write(&self, parent: &Dir, rel: &RelPath) -> Result<bool> {
+        match parent.symlink_metadata(rel.file_name()) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(JailError::io(rel, e)),
+            Ok(m) if m.file_type().is_symlink() => Err(JailError::Link { path: rel.clone() }),
+            Ok(m) if !m.is_file() => Err(JailError::NotRegular {
+                path: rel.clone(),
+                kind: kind_of(&m.file_type()),
+            }),
+            Ok(_) => Ok(true),
+        }
+    }
+
+    /// Atomically replaces (or creates) a file: temp file beside it, fsync, rename, fsync directory,
+    /// all inside the held parent directory. A replaced file keeps its permission bits (an
+    /// executable stays executable, and nothing becomes executable that was not reviewed as such).
+    pub fn write(&self, rel: &RelPath, bytes: &[u8]) -> Result<()> {
+        let parent = self
+            .held_parent(rel, true)?
+            .ok_or_else(|| JailError::NotFound { path: rel.parent() })?;
+        let name = rel.file_name();
+        let keep_mode = if self.kind_allows_write(&parent, rel)? {
+            parent
+                .symlink_metadata(name)
+                .ok()
+                .map(|m| m.mode() & 0o7777)
+        } else {
+            None
+        };
+        let tmp = format!(".{name}.reins-tmp-{}", uuid::Uuid::now_v7().simple());
         let result = (|| {
             let mut options = OpenOptions::new();
             options.write(true).create_new(true);
-            let mut file = self.dir.open_with(tmp.as_os(), &options)?;
+            let mut file = parent.open_with(&tmp, &options)?;
             file.write_all(bytes)?;
             if let Some(mode) = keep_mode {
                 use cap_std::fs::PermissionsExt as _;
@@ -310,91 +355,67 @@ impl Workspace {
             file.sync_all()?;
             drop(file);
             crate::fault_point!("during_effect");
-            self.dir.rename(tmp.as_os(), &self.dir, rel.as_os())
+            parent.rename(&tmp, &parent, name)
         })();
         if let Err(e) = result {
-            let _ = self.dir.remove_file(tmp.as_os());
+            let _ = parent.remove_file(&tmp);
             return Err(JailError::io(rel, e));
         }
-        self.sync_dir(&parent)
+        held::sync(&parent, &rel.parent())
     }
 
     /// Removes temp files a crashed write of `rel` left beside it (`.NAME.reins-tmp-*`). Returns
     /// how many were removed.
     pub fn remove_leftover_temps(&self, rel: &RelPath) -> usize {
-        let parent = rel.parent();
         let prefix = format!(".{}.reins-tmp-", rel.file_name());
-        let Ok(entries) = self.dir.read_dir(parent.as_os()) else {
+        let Ok(Some(parent)) = self.held_parent(rel, false) else {
+            return 0;
+        };
+        let Ok(entries) = parent.entries() else {
             return 0;
         };
         let mut removed = 0;
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if name.to_string_lossy().starts_with(&prefix) {
-                let tmp = parent.join(&name.to_string_lossy());
-                if self.dir.remove_file(tmp.as_os()).is_ok() {
-                    removed += 1;
-                }
+            if name.to_string_lossy().starts_with(&prefix) && parent.remove_file(&name).is_ok() {
+                removed += 1;
             }
         }
         removed
     }
 
-    fn image_kind_allows_write(&self, rel: &RelPath) -> Result<()> {
-        if rel.is_root() {
-            return Err(JailError::Root {
-                what: "written, deleted or moved",
-            });
-        }
-        match self.dir.symlink_metadata(rel.as_os()) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(JailError::io(rel, e)),
-            Ok(m) if m.file_type().is_symlink() => Err(JailError::Link { path: rel.clone() }),
-            Ok(m) if !m.is_file() => Err(JailError::NotRegular {
-                path: rel.clone(),
-                kind: kind_of(&m.file_type()),
-            }),
-            Ok(_) => Ok(()),
-        }
-    }
-
     /// Removes one regular file.
     pub fn remove(&self, rel: &RelPath) -> Result<()> {
-        self.image_kind_allows_write(rel)?;
-        self.dir
-            .remove_file(rel.as_os())
+        let parent = self
+            .held_parent(rel, false)?
+            .ok_or_else(|| JailError::NotFound { path: rel.clone() })?;
+        if !self.kind_allows_write(&parent, rel)? {
+            return Err(JailError::NotFound { path: rel.clone() });
+        }
+        parent
+            .remove_file(rel.file_name())
             .map_err(|e| JailError::io(rel, e))?;
-        self.sync_dir(&rel.parent())
+        held::sync(&parent, &rel.parent())
     }
 
-    /// Moves one regular file to a path that does not exist yet.
+    /// Moves one regular file to a path that does not exist yet. Both directories are held, and
+    /// the rename refuses to replace anything that appears at the target meanwhile.
     pub fn rename(&self, from: &RelPath, to: &RelPath) -> Result<()> {
-        self.image_kind_allows_write(from)?;
-        if self.dir.symlink_metadata(to.as_os()).is_ok() {
+        let source = self
+            .held_parent(from, false)?
+            .ok_or_else(|| JailError::NotFound { path: from.clone() })?;
+        if !self.kind_allows_write(&source, from)? {
+            return Err(JailError::NotFound { path: from.clone() });
+        }
+        let target = self
+            .held_parent(to, true)?
+            .ok_or_else(|| JailError::NotFound { path: to.parent() })?;
+        if target.symlink_metadata(to.file_name()).is_ok() {
             return Err(JailError::Exists { path: to.clone() });
         }
-        self.image_kind_allows_write(to)?;
-        let parent = to.parent();
-        if !parent.is_root() {
-            self.dir
-                .create_dir_all(parent.as_os())
-                .map_err(|e| JailError::io(&parent, e))?;
-        }
-        self.dir
-            .rename(from.as_os(), &self.dir, to.as_os())
-            .map_err(|e| JailError::io(from, e))?;
-        self.sync_dir(&from.parent())?;
-        self.sync_dir(&parent)
-    }
-
-    fn sync_dir(&self, rel: &RelPath) -> Result<()> {
-        // A directory handle from open_dir may be O_PATH, which cannot be fsynced: open it for reading.
-        let mut options = OpenOptions::new();
-        options.read(true).custom_flags(libc::O_DIRECTORY);
-        self.dir
-            .open_with(rel.as_os(), &options)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| JailError::io(rel, e))
+        held::rename_new(&source, from, &target, to)?;
+        held::sync(&source, &from.parent())?;
+        held::sync(&target, &to.parent())
     }
 
     /// Lists a directory (or a whole tree). Never descends into links; at most `limit` entries.
@@ -447,6 +468,44 @@ impl Workspace {
         out.sort_by(|a, b| a.path.cmp(&b.path));
         Ok((out, false))
     }
+}
+
+/// Reads an open file: it must be regular (and, for the agent's reads, not hard-linked) and at
+/// most `limit` bytes.
+fn read_open(rel: &RelPath, file: std::fs::File, limit: u64, single_link: bool) -> Result<Vec<u8>> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = file.metadata().map_err(|e| JailError::io(rel, e))?;
+    if !meta.is_file() {
+        return Err(JailError::NotRegular {
+            path: rel.clone(),
+            kind: kind_of_std(&meta.file_type()),
+        });
+    }
+    if single_link && meta.nlink() > 1 {
+        return Err(JailError::HardLinked {
+            path: rel.clone(),
+            links: meta.nlink(),
+        });
+    }
+    if meta.len() > limit {
+        return Err(JailError::TooLarge {
+            path: rel.clone(),
+            size: meta.len(),
+            limit,
+        });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| JailError::io(rel, e))?;
+    if bytes.len() as u64 > limit {
+        return Err(JailError::TooLarge {
+            path: rel.clone(),
+            size: bytes.len() as u64,
+            limit,
+        });
+    }
+    Ok(bytes)
 }
 
 fn lexically_inside(path: &Path, root: &Path) -> bool {

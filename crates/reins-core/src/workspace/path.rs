@@ -97,6 +97,11 @@ impl RelPath {
         }
     }
 
+    /// The names in order: `a`, `b`, `c` for `a/b/c`; none for the root.
+    pub fn components(&self) -> impl Iterator<Item = &str> + '_ {
+        self.0.split('/').filter(|part| !part.is_empty())
+    }
+
     /// Each prefix: `a`, `a/b`, `a/b/c`.
     pub fn prefixes(&self) -> impl Iterator<Item = RelPath> + '_ {
         let parts: Vec<&str> = if self.0.is_empty() {

@@ -70,7 +70,7 @@ fn sibling_with_same_prefix_is_outside() -> anyhow::Result<()> {
     // Even without the pre-check, the directory handle refuses to follow it.
     let rel = RelPath::parse("peek")?;
     assert!(
-        f.ws.read(&rel, 1024).is_err(),
+        f.ws.read(&rel, 1024, &|_| None).is_err(),
         "cap-std must refuse the escape too"
     );
     Ok(())
@@ -87,7 +87,7 @@ fn symlink_to_outside_is_refused_for_read_and_write() -> anyhow::Result<()> {
     ));
     let rel = RelPath::parse("door/secret")?;
     assert!(
-        f.ws.read(&rel, 1024).is_err(),
+        f.ws.read(&rel, 1024, &|_| None).is_err(),
         "read through the link must fail"
     );
     assert!(
@@ -107,7 +107,7 @@ fn symlink_inside_to_inside_reads_but_is_never_written_through() -> anyhow::Resu
     let f = fixture()?;
     symlink("sub/in.txt", f.root.join("alias"))?;
     let rel = f.ws.resolve("alias")?;
-    assert_eq!(f.ws.read(&rel, 1024)?, b"inside\n");
+    assert_eq!(f.ws.read(&rel, 1024, &|_| None)?, b"inside\n");
     assert!(matches!(
         f.ws.write(&rel, b"x"),
         Err(JailError::Link { .. })
@@ -154,7 +154,7 @@ fn fifo_is_refused_without_hanging() -> anyhow::Result<()> {
     assert!(status.success(), "mkfifo must exist for this test");
     let rel = f.ws.resolve("pipe")?;
     assert!(matches!(
-        f.ws.read(&rel, 1024),
+        f.ws.read(&rel, 1024, &|_| None),
         Err(JailError::NotRegular { kind: "FIFO", .. })
     ));
     assert!(matches!(
@@ -174,7 +174,7 @@ fn hard_link_to_outside_file_is_not_read_and_writing_leaves_it_unchanged() -> an
     fs::hard_link(&f.outside, f.root.join("hl"))?;
     let rel = f.ws.resolve("hl")?;
     assert!(matches!(
-        f.ws.read(&rel, 1024),
+        f.ws.read(&rel, 1024, &|_| None),
         Err(JailError::HardLinked { links: 2, .. })
     ));
     f.ws.write(&rel, b"replaced\n")?;
@@ -193,7 +193,7 @@ fn reads_are_capped() -> anyhow::Result<()> {
     fs::write(f.root.join("big"), vec![b'x'; 2048])?;
     let rel = f.ws.resolve("big")?;
     assert!(matches!(
-        f.ws.read(&rel, 1024),
+        f.ws.read(&rel, 1024, &|_| None),
         Err(JailError::TooLarge { size: 2048, .. })
     ));
     Ok(())
@@ -231,5 +231,65 @@ fn list_does_not_follow_links() -> anyhow::Result<()> {
     let names: Vec<&str> = entries.iter().map(|e| e.path.as_str()).collect();
     assert_eq!(names, vec!["door", "sub", "sub/in.txt"]);
     assert_eq!(entries[0].kind, "symbolic link");
+    Ok(())
+}
+
+/// F1/F3: a directory on the way that is a link (even one inside the workspace) is never written,
+/// deleted or moved through, so a swap after the check cannot retarget the effect.
+#[test]
+fn effects_never_pass_through_a_linked_directory() -> anyhow::Result<()> {
+    let f = fixture()?;
+    fs::create_dir_all(f.root.join(".vscode"))?;
+    fs::write(f.root.join(".vscode/settings.json"), "{}\n")?;
+    symlink(".vscode", f.root.join("docs"))?;
+    let target = RelPath::parse("docs/tasks.json")?;
+    let existing = RelPath::parse("docs/settings.json")?;
+    let refused = |r: Result<()>| matches!(r, Err(JailError::Link { ref path }) if path.as_str() == "docs");
+    assert!(refused(f.ws.write(&target, b"{}")));
+    assert!(refused(f.ws.remove(&existing)));
+    assert!(refused(f.ws.rename(&RelPath::parse("sub/in.txt")?, &target)));
+    assert!(refused(f.ws.image(&existing).map(|_| ())));
+    assert!(refused(f.ws.rename(&existing, &RelPath::parse("sub/moved")?)));
+    assert_eq!(fs::read_dir(f.root.join(".vscode"))?.count(), 1);
+    assert!(f.root.join("sub/in.txt").exists());
+    // The refusal is one made before anything changed.
+    assert!(f
+        .ws
+        .write(&target, b"{}")
+        .is_err_and(|e| e.refused_before_acting()));
+    Ok(())
+}
+
+/// F3: a read follows links inside the workspace, but the guard is asked about the file the
+/// handle really opened.
+#[test]
+fn a_read_is_judged_by_the_file_really_opened() -> anyhow::Result<()> {
+    let f = fixture()?;
+    fs::write(f.root.join(".env"), "KEY=1\n")?;
+    symlink(".env", f.root.join("notes.txt"))?;
+    let rel = f.ws.resolve("notes.txt")?;
+    let seen = std::cell::RefCell::new(Vec::new());
+    let result = f.ws.read(&rel, 1024, &|real| {
+        seen.borrow_mut().push(real.as_str().to_owned());
+        (real.as_str() == ".env").then(|| "an environment file".to_owned())
+    });
+    assert!(
+        matches!(&result, Err(JailError::Guarded { real, .. }) if real.as_str() == ".env"),
+        "{result:?}"
+    );
+    assert_eq!(*seen.borrow(), [".env"]);
+    Ok(())
+}
+
+#[test]
+fn a_move_never_replaces_what_appears_at_its_target() -> anyhow::Result<()> {
+    let f = fixture()?;
+    fs::write(f.root.join("sub/taken"), "mine\n")?;
+    let moved = f.ws.rename(
+        &RelPath::parse("sub/in.txt")?,
+        &RelPath::parse("sub/taken")?,
+    );
+    assert!(matches!(moved, Err(JailError::Exists { .. })), "{moved:?}");
+    assert_eq!(fs::read_to_string(f.root.join("sub/taken"))?, "mine\n");
     Ok(())
 }
