@@ -351,7 +351,11 @@ pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core
         if let Some(g) = &decided.grant {
             println!(
                 "  grant {}: {} {} {} (revoke: reins grants revoke {})",
-                g.id, g.scope, g.tool, g.pattern, g.id
+                g.id,
+                g.scope,
+                g.tool,
+                grant_pattern(g),
+                g.id
             );
         }
     }
@@ -445,7 +449,7 @@ pub async fn grants(reins: &Reins, args: GrantsArgs, json: bool) -> reins_core::
         let pattern = if g.matcher == reins_core::api::Matcher::Exact {
             format!("action {}", &g.pattern[..12.min(g.pattern.len())])
         } else {
-            g.pattern.clone()
+            grant_pattern(&g)
         };
         println!(
             "{:<36}  {:<9}  {:<10}  {:<6}  {:>4}  {:<8}  {:<36}  {pattern}",
@@ -463,4 +467,17 @@ pub async fn grants(reins: &Reins, args: GrantsArgs, json: bool) -> reins_core::
         );
     }
     Ok(exit::DONE)
+}
+
+/// A grant's pattern as people read it: a command prefix says which options it allows.
+fn grant_pattern(g: &reins_core::api::GrantView) -> String {
+    match g.matcher {
+        reins_core::api::Matcher::Prefix if g.options.is_empty() => {
+            format!("{} (no further options)", g.pattern)
+        }
+        reins_core::api::Matcher::Prefix => {
+            format!("{} (options: {})", g.pattern, g.options.join(" "))
+        }
+        _ => g.pattern.clone(),
+    }
 }

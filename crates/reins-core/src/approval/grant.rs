@@ -46,6 +46,13 @@ pub struct GrantSpec {
     pub tool: String,
     pub matcher: Matcher,
     pub pattern: String,
+    /// For a prefix: the approved command's options beyond it, the only ones it will cover.
+    pub options: Option<Vec<String>>,
+}
+
+/// A word that is an option rather than an operand (`-` alone is standard input).
+fn is_option(word: &str) -> bool {
+    word.starts_with('-') && word != "-"
 }
 
 impl GrantSpec {
@@ -62,6 +69,7 @@ impl GrantSpec {
                 tool,
                 matcher: Matcher::Exact,
                 pattern: action.hash().to_string(),
+                options: None,
             });
         };
         match action {
@@ -94,10 +102,19 @@ impl GrantSpec {
                         "the pattern {pattern:?} does not cover the approved command"
                     ));
                 }
+                let rest = &argv[prefix.len()..];
+                if let Some(why) = programs::operands_are_code(program) {
+                    if !rest.is_empty() {
+                        return Err(format!("a pattern grant for `{program}` must give the whole command: {why}, so a shorter pattern would cover that; approve it exactly instead"));
+                    }
+                }
+                let pattern = serde_json::to_string(&prefix)
+                    .map_err(|e| format!("the pattern cannot be stored: {e}"))?;
                 Ok(Self {
                     tool,
                     matcher: Matcher::Prefix,
-                    pattern: serde_json::to_string(&prefix).unwrap_or_default(),
+                    pattern,
+                    options: Some(rest.iter().filter(|a| is_option(a)).cloned().collect()),
                 })
             }
             Action::Fetch(_) => Err("http.fetch grants are exact only".into()),
@@ -115,6 +132,7 @@ impl GrantSpec {
                     tool,
                     matcher: Matcher::Glob,
                     pattern: pattern.to_owned(),
+                    options: None,
                 })
             }
         }
@@ -148,11 +166,21 @@ pub fn covers(grant: &GrantRow, action: &Action, risk: Risk, place: Place<'_>) -
                 return false;
             };
             let analysis = cmd.analyse(place);
+            let Some(argv) = analysis.direct_argv.filter(|argv| argv.starts_with(&prefix)) else {
+                return false;
+            };
+            // Only operands may vary: no option the approved command did not have, and for a
+            // program whose operands are code, nothing at all.
+            let rest = &argv[prefix.len()..];
+            let allowed = grant.options.as_deref().unwrap_or(&[]);
+            let Some(first) = prefix.first() else {
+                return false;
+            };
+            let program = first.rsplit('/').next().unwrap_or(first);
             risk < Risk::High
                 && analysis.risk < Risk::High
-                && analysis
-                    .direct_argv
-                    .is_some_and(|argv| argv.starts_with(&prefix))
+                && rest.iter().filter(|a| is_option(a)).all(|a| allowed.contains(a))
+                && (programs::operands_are_code(program).is_none() || rest.is_empty())
         }
         "glob" => {
             let Ok(glob) = globset::Glob::new(&grant.pattern) else {
@@ -218,6 +246,7 @@ mod tests {
             created_at: 0,
             revoked_at: None,
             risk: Some(Risk::High),
+            options: spec.options.clone(),
         }
     }
 
@@ -226,12 +255,11 @@ mod tests {
         let spec = GrantSpec::for_action(&sh("cargo test -p core"), Some("cargo test"), place())
             .unwrap_or_else(|e| panic!("{e}"));
         let g = row(&spec);
-        assert!(covers(
-            &g,
-            &sh("cargo test --workspace"),
-            Risk::Medium,
-            place()
-        ));
+        assert!(covers(&g, &sh("cargo test -p cli"), Risk::Medium, place()));
+        assert!(
+            !covers(&g, &sh("cargo test --workspace"), Risk::Medium, place()),
+            "an option the approved command did not have"
+        );
         assert!(!covers(&g, &sh("cargo build"), Risk::Medium, place()));
         assert!(!covers(
             &g,
@@ -257,6 +285,58 @@ mod tests {
                 "{cmd} / {pattern}"
             );
         }
+    }
+
+    /// F5: prefix grants made from harmless uses of `git grep`, `sed`, `tar` and `iconv` covered
+    /// their exec and write options. Now operands are all that may vary, and programs whose
+    /// operands are code take no pattern shorter than the whole command.
+    #[test]
+    fn a_prefix_grant_never_covers_new_options_or_code_in_operands() {
+        let made = |cmd: &str, pattern: &str| {
+            GrantSpec::for_action(&sh(cmd), Some(pattern), place()).map(|s| row(&s))
+        };
+        let Ok(grep) = made("git grep hello", "git grep") else {
+            panic!("git grep");
+        };
+        assert!(covers(&grep, &sh("git grep world"), Risk::Low, place()));
+        assert!(!covers(
+            &grep,
+            &sh("git grep -O'touch /tmp/x' hello"),
+            Risk::Low,
+            place()
+        ));
+        assert!(!covers(
+            &grep,
+            &sh("git grep --open-files-in-pager=id hello"),
+            Risk::Low,
+            place()
+        ));
+        let Ok(iconv) = made("iconv -f utf-8 -t ascii README", "iconv") else {
+            panic!("iconv");
+        };
+        assert_eq!(iconv.options, Some(vec!["-f".into(), "-t".into()]));
+        assert!(covers(&iconv, &sh("iconv -f latin1 -t utf-8 NOTES"), Risk::Low, place()));
+        assert!(!covers(
+            &iconv,
+            &sh("iconv -f utf-8 -t utf-8 -o.git/config notes.txt"),
+            Risk::Low,
+            place()
+        ));
+        for (cmd, pattern) in [("sed -n 1p README", "sed"), ("tar -cf b.tar README", "tar")] {
+            let refused = made(cmd, pattern);
+            assert!(refused.is_err(), "{cmd} / {pattern}");
+        }
+        let Ok(pinned) = made("sed -n 1p README", "sed -n 1p README") else {
+            panic!("a pattern that is the whole command pins it");
+        };
+        assert!(covers(&pinned, &sh("sed -n 1p README"), Risk::Medium, place()));
+        assert!(!covers(&pinned, &sh("sed -n 1p README '1e id'"), Risk::Medium, place()));
+        let old = GrantRow {
+            options: None,
+            ..row(&GrantSpec::for_action(&sh("ls -l src"), Some("ls"), place()).unwrap_or_else(|e| panic!("{e}")))
+        };
+        assert!(covers(&old, &sh("ls docs"), Risk::Low, place()));
+        assert!(!covers(&old, &sh("ls -l docs"), Risk::Low, place()), "no options recorded: none");
     }
 
     #[test]

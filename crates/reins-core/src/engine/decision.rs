@@ -202,6 +202,7 @@ impl Engine {
                     created_at: now,
                     revoked_at: None,
                     risk: Some(edit.as_ref().map_or(row.risk, |e| e.risk)),
+                    options: spec.options,
                 })
             }
         };

@@ -26,6 +26,10 @@ pub struct GrantRow {
     /// The risk of the action the grant was made from: it covers nothing riskier. None: made
     /// before grants recorded it (and its approval is gone), so it covers only what is low risk.
     pub risk: Option<Risk>,
+    /// For a prefix grant: the options of the approved command beyond the prefix, the only ones
+    /// a covered command may have (None: made before grants recorded them, so none).
+    #[sqlx(json(nullable))]
+    pub options: Option<Vec<String>>,
 }
 
 impl Stored for GrantRow {
@@ -35,8 +39,8 @@ impl Stored for GrantRow {
 
 pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
     sqlx::query(
-        "INSERT INTO grants (id, scope, run_id, workspace, tool, matcher, pattern, origin, uses, created_at, risk)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?)",
+        "INSERT INTO grants (id, scope, run_id, workspace, tool, matcher, pattern, origin, uses, created_at, risk, options)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
     )
     .bind(&g.id)
     .bind(g.scope)
@@ -48,6 +52,7 @@ pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
     .bind(&g.origin)
     .bind(g.created_at)
     .bind(g.risk)
+    .bind(g.options.as_ref().map(sqlx::types::Json))
     .execute(&mut **tx)
     .await?;
     Ok(())

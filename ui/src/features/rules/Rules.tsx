@@ -31,7 +31,7 @@ export function Rules() {
                   {g.matcher === "exact" ? (
                     <>this exact action <code className="muted" title={g.pattern}>#{g.pattern.slice(0, 12)}</code></>
                   ) : (
-                    <><code>{g.pattern}</code> <span className="muted small">({g.matcher})</span></>
+                    <><code>{g.pattern}</code> <span className="muted small">({g.matcher}{g.matcher === "prefix" ? (g.options.length ? `; options: ${g.options.join(" ")}` : "; no further options") : ""})</span></>
                   )}
                 </td>
                 <td>{g.scope}{g.workspace ? <div className="muted small mono">{g.workspace}</div> : null}{g.runId ? <div className="muted small mono">run {shortId(g.runId)}</div> : null}</td>

@@ -517,6 +517,8 @@ export type GrantView = {
 	revokedAt: number | null,
 	/**  The risk of the action it was made from: it covers nothing riskier. */
 	risk: Risk | null,
+	/**  For a command pattern: the only options a covered command may have. */
+	options: string[],
 };
 
 export type IntentStatus = "pending" | "confirmed" | "business_failed" | "unknown" | "skipped";

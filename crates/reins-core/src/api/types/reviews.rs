@@ -197,6 +197,8 @@ pub struct GrantView {
     pub revoked_at: Option<i64>,
     /// The risk of the action it was made from: it covers nothing riskier.
     pub risk: Option<Risk>,
+    /// For a command pattern: the only options a covered command may have.
+    pub options: Vec<String>,
 }
 
 impl From<GrantRow> for GrantView {
@@ -215,6 +217,7 @@ impl From<GrantRow> for GrantView {
             created_at,
             revoked_at,
             risk,
+            options,
         } = row;
         Self {
             id,
@@ -230,6 +233,7 @@ impl From<GrantRow> for GrantView {
             created_at,
             revoked_at,
             risk,
+            options: options.unwrap_or_default(),
         }
     }
 }

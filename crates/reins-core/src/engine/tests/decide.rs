@@ -161,7 +161,7 @@ fn a_grant_for_another_tool_does_not_apply() {
 
 #[test]
 fn a_prefix_grant_covers_a_plain_command_that_starts_with_it() {
-    let a = shell("cargo test --workspace");
+    let a = shell("cargo test rollback");
     let g = grant(&a, Matcher::Prefix, r#"["cargo","test"]"#);
     assert!(decide::granted(&a, Risk::Medium, std::slice::from_ref(&g), place()).is_some());
     let chained = shell("cargo test && rm -rf target");

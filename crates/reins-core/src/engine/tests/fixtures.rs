@@ -107,6 +107,7 @@ pub fn grant(action: &Action, matcher: Matcher, pattern: &str) -> GrantRow {
         revoked_at: None,
         // Made from a high-risk action: these fixtures test the matchers, not the risk bound.
         risk: Some(Risk::High),
+        options: None,
     }
 }
 

@@ -59,6 +59,21 @@ pub fn runs_code(program: &str) -> bool {
         )
 }
 
+/// Programs whose operands (not only their options) can run programs or write files: a sed script
+/// (`e`, `w`), tar's bundled first word (`cf`, `xf`), an ed or m4 script. With the reason.
+pub fn operands_are_code(program: &str) -> Option<&'static str> {
+    match program {
+        "sed" | "gsed" => Some("a sed script can run commands (`e`) and write files (`w`)"),
+        "tar" | "gtar" | "bsdtar" => {
+            Some("tar's first word bundles options, extraction and output among them")
+        }
+        "ed" | "red" | "ex" => Some("an ed script can run commands (`!`) and write files"),
+        "m4" => Some("m4 macros can run commands (`syscmd`)"),
+        "dc" => Some("dc can run commands (`!`)"),
+        _ => None,
+    }
+}
+
 /// Whether the command turns encoded data back into bytes.
 pub fn is_decoder(program: &str, args: &[String]) -> bool {
     let has = |flags: &[&str]| args.iter().any(|a| flags.contains(&a.as_str()));
