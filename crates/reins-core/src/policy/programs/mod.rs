@@ -7,11 +7,15 @@ use super::Risk;
 mod evaluates;
 mod git;
 mod lists;
+mod options;
 mod variables;
 
 pub use evaluates::holds_code;
 
+pub use options::{operands_are_code, writes_through};
 pub use variables::exec_capable_variable;
+
+use options::{extracts, runs_through_option};
 
 use lists::{BUILDERS, DESTRUCTIVE, INTERPRETERS, NETWORK, READERS, SHELLS, WRAPPERS, WRITERS};
 
@@ -59,21 +63,6 @@ pub fn runs_code(program: &str) -> bool {
         )
 }
 
-/// Programs whose operands (not only their options) can run programs or write files: a sed script
-/// (`e`, `w`), tar's bundled first word (`cf`, `xf`), an ed or m4 script. With the reason.
-pub fn operands_are_code(program: &str) -> Option<&'static str> {
-    match program {
-        "sed" | "gsed" => Some("a sed script can run commands (`e`) and write files (`w`)"),
-        "tar" | "gtar" | "bsdtar" => {
-            Some("tar's first word bundles options, extraction and output among them")
-        }
-        "ed" | "red" | "ex" => Some("an ed script can run commands (`!`) and write files"),
-        "m4" => Some("m4 macros can run commands (`syscmd`)"),
-        "dc" => Some("dc can run commands (`!`)"),
-        _ => None,
-    }
-}
-
 /// Whether the command turns encoded data back into bytes.
 pub fn is_decoder(program: &str, args: &[String]) -> bool {
     let has = |flags: &[&str]| args.iter().any(|a| flags.contains(&a.as_str()));
@@ -85,34 +74,6 @@ pub fn is_decoder(program: &str, args: &[String]) -> bool {
         "gunzip" | "zcat" | "uudecode" | "unxz" | "bunzip2" | "zstdcat" | "rev" => true,
         _ => false,
     }
-}
-
-/// An option through which an otherwise ordinary program runs another program.
-fn runs_through_option(program: &str, lits: &[&str]) -> Option<String> {
-    let options: &[&str] = match program {
-        "tar" => &[
-            "--to-command",
-            "--checkpoint-action",
-            "--use-compress-program",
-            "-I",
-            "--info-script",
-            "--new-volume-script",
-            "-F",
-            "--rsh-command",
-        ],
-        "zip" => &["-TT", "--unzip-command"],
-        "sort" => &["--compress-program"],
-        "rsync" => &["-e", "--rsh", "--rsync-path"],
-        "git" => &["--upload-pack", "--receive-pack", "--exec"],
-        _ => return None,
-    };
-    lits.iter()
-        .find(|a| {
-            options
-                .iter()
-                .any(|o| a == &o || a.starts_with(&format!("{o}=")))
-        })
-        .map(|a| (*a).to_owned())
 }
 
 /// Programs whose arguments are text, not paths (`echo .env` names nothing).
@@ -334,6 +295,13 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
                 Other,
                 High,
                 format!("`{p} {opt}` runs a program named in its options"),
+            );
+        }
+        _ if extracts(p, &lits) => {
+            return ProgramVerdict::one(
+                Writes,
+                High,
+                format!("`{p}` writes wherever the archive or patch says (a .git/hooks file, say): Reins cannot see those paths before it runs"),
             );
         }
         "sort"

@@ -137,6 +137,7 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
         risk: Risk::Low,
         plain: true,
         cwd: None,
+        links: Vec::new(),
     };
     for list in &program.complete_commands {
         walk.list(list, 0);
@@ -153,6 +154,7 @@ pub fn analyse_argv(argv: &[String], place: Place<'_>) -> Analysis {
         risk: Risk::Low,
         plain: true,
         cwd: None,
+        links: Vec::new(),
     };
     for (i, a) in argv.iter().enumerate() {
         if let Some(r) = text::invisible_reason(&format!("argument {i}"), a) {
@@ -211,6 +213,8 @@ struct Walk<'a> {
     plain: bool,
     /// Where relative paths land after a `cd` inside the workspace (None: the workspace root).
     cwd: Option<std::path::PathBuf>,
+    /// Links an `ln` earlier in this command makes: paths through them are unknowable.
+    links: Vec<std::path::PathBuf>,
 }
 
 impl Walk<'_> {
@@ -484,3 +488,5 @@ fn lexical(path: &Path) -> std::path::PathBuf {
 mod tests;
 #[cfg(test)]
 mod code_tests;
+#[cfg(test)]
+mod paths_tests;

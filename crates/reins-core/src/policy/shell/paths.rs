@@ -4,8 +4,8 @@
 use brush_parser::ast::{IoFileRedirectKind, IoFileRedirectTarget, IoRedirect};
 
 use super::word::Word;
-use super::{lexical, raise, short, Segment, Walk};
-use crate::policy::programs::Class;
+use super::{absolute, lexical, raise, short, Segment, Walk};
+use crate::policy::programs::{self, Class};
 use crate::policy::Risk;
 
 impl Walk<'_> {
@@ -55,9 +55,25 @@ impl Walk<'_> {
     }
 
     /// Judges a word that may name a path: protected anywhere is high; outside the workspace is
-    /// medium to read and high to write.
-    pub(super) fn path_word(&self, w: &Word, class: Class, seg: &mut Segment) {
-        let writes = class == Class::Writes;
+    /// medium for a program that only reads it and high for any other (it may write there, and
+    /// the value of a write option such as `-o` or `--output=` always does). An option's attached
+    /// value (`-o/tmp/x`, `-o.git/config`) is judged too, and so is a glob that may expand to a
+    /// hidden name.
+    pub(super) fn path_word(
+        &self,
+        w: &Word,
+        class: Class,
+        program: &str,
+        prev: Option<&str>,
+        seg: &mut Segment,
+    ) {
+        let value_of_write = prev.is_some_and(|o| {
+            o.starts_with('-')
+                && !o.contains('=')
+                && (o.starts_with("--") || o.chars().count() == 2)
+                && programs::writes_through(program, o)
+        });
+        let writes = class != Class::Reads || value_of_write;
         if w.home {
             raise(
                 seg,
@@ -70,11 +86,37 @@ impl Walk<'_> {
             return;
         }
         let Some(lit) = &w.literal else { return };
+        if w.pattern {
+            if let Some(why) = pattern_reach(lit, class == Class::Writes || value_of_write) {
+                raise(seg, Risk::High, why);
+                return;
+            }
+        }
+        if let Some(option) = lit.strip_prefix('-').filter(|o| !o.is_empty()) {
+            let judged = if let Some((key, value)) = lit.split_once('=') {
+                Some((value, writes || programs::writes_through(program, key)))
+            } else if !option.starts_with('-') {
+                // `-o/tmp/x`: the letter, then its value.
+                let mut chars = option.chars();
+                let letter = chars.next().map(|c| format!("-{c}")).unwrap_or_default();
+                let value = chars.as_str();
+                let write = programs::writes_through(program, &letter);
+                (write || looks_like_path(value)).then_some((value, write))
+            } else {
+                None
+            };
+            if let Some((value, write)) = judged.filter(|(v, _)| !v.is_empty()) {
+                if let Some((risk, why)) = self.judge_path(value, write) {
+                    raise(seg, risk, why);
+                }
+            }
+            return;
+        }
         let candidate = match lit.split_once('=') {
-            Some((k, v)) if k.starts_with('-') || !k.contains('/') => v,
+            Some((k, v)) if !k.contains('/') => v,
             _ => lit.as_str(),
         };
-        if candidate.is_empty() || (candidate.starts_with('-') && !candidate.contains('/')) {
+        if candidate.is_empty() {
             return;
         }
         if let Some((risk, why)) = self.judge_path(candidate, writes) {
@@ -96,7 +138,10 @@ impl Walk<'_> {
         } else {
             self.cwd.as_deref().unwrap_or(root).join(p)
         };
-        let abs = lexical(&joined);
+        let abs = match self.resolve(&joined) {
+            Ok(abs) => abs,
+            Err(why) => return Some((Risk::High, format!("`{}` {why}", short(p)))),
+        };
         let inside = abs
             .strip_prefix(root)
             .ok()
@@ -112,7 +157,10 @@ impl Walk<'_> {
                     return Some((Risk::High, format!("{p} is a protected path: {why}")));
                 }
                 Some(if writes {
-                    (Risk::High, format!("writes {p}, outside the workspace"))
+                    (
+                        Risk::High,
+                        format!("may write {p}, outside the workspace"),
+                    )
                 } else {
                     (
                         Risk::Medium,
@@ -121,6 +169,51 @@ impl Walk<'_> {
                 })
             }
         }
+    }
+
+    /// Where a path lands, `..` taken physically: a link before a `..` is followed first, as
+    /// the kernel does. A path through a link this same command makes cannot be known.
+    fn resolve(&self, joined: &std::path::Path) -> Result<std::path::PathBuf, String> {
+        use std::path::Component;
+        let parts: Vec<Component<'_>> = joined.components().collect();
+        let mut out = std::path::PathBuf::new();
+        for (i, c) in parts.iter().enumerate() {
+            match c {
+                Component::ParentDir => {
+                    out.pop();
+                }
+                Component::CurDir => {}
+                other => {
+                    out.push(other);
+                    if let Some(link) = self.links.iter().find(|l| **l == out) {
+                        if i + 1 < parts.len() {
+                            return Err(format!(
+                                "goes through {}, a link this command makes: where it leads is only known when it runs",
+                                link.display()
+                            ));
+                        }
+                    }
+                    let climbs = parts.get(i + 1) == Some(&Component::ParentDir);
+                    if climbs && std::fs::symlink_metadata(&out).is_ok_and(|m| m.is_symlink()) {
+                        out = std::fs::canonicalize(&out).map_err(|_| {
+                            "climbs out of a link with `..` that Reins cannot resolve".to_owned()
+                        })?;
+                    }
+                }
+            }
+        }
+        Ok(absolute(&out))
+    }
+
+    /// Remembers the link an `ln` makes, so later parts of the command cannot hide behind it.
+    pub(super) fn note_link(&mut self, operands: &[&str]) {
+        let name = match operands {
+            [] => return,
+            [target] => target.rsplit('/').next().unwrap_or(target),
+            [.., last] => last,
+        };
+        let base = self.cwd.clone().unwrap_or_else(|| self.place.root.to_owned());
+        self.links.push(lexical(&base.join(name)));
     }
 
     pub(super) fn redirect(&mut self, r: &IoRedirect, seg: &mut Segment) {
@@ -218,4 +311,32 @@ impl Walk<'_> {
             ),
         }
     }
+}
+
+/// Why a glob may reach what it should not: a component that can expand to a hidden name (bash
+/// matches a leading `.` only when the pattern spells it, or through a bracket or brace), or, for
+/// a write, any glob at all.
+fn pattern_reach(lit: &str, writes: bool) -> Option<String> {
+    let hidden = lit.split('/').any(|part| {
+        part.contains(['*', '?', '[', '{'])
+            && (part.starts_with(['.', '[', '{']) || part.contains("{.") || part.contains(",."))
+    });
+    if hidden {
+        return Some(format!(
+            "`{}` is a pattern that can expand to hidden names such as .git or .env: Reins cannot see which",
+            short(lit)
+        ));
+    }
+    writes.then(|| {
+        format!(
+            "writes to whatever `{}` expands to: Reins cannot see which files those are",
+            short(lit)
+        )
+    })
+}
+
+/// An attached option value that names a path (`/usr/include`, `.git/config`), not a letter or
+/// a separator.
+fn looks_like_path(value: &str) -> bool {
+    value.len() > 1 && (value.contains('/') || value.starts_with('.'))
 }

@@ -177,9 +177,20 @@ impl Walk<'_> {
             }
         }
         if !programs::ignores_paths(&base) {
+            let mut prev: Option<&str> = None;
             for w in &words[1..] {
-                self.path_word(w, verdict.class, &mut seg);
+                self.path_word(w, verdict.class, &base, prev, &mut seg);
+                prev = w.literal.as_deref();
             }
+        }
+        if base == "ln" {
+            let operands: Vec<&str> = args
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .filter(|a| !a.starts_with('-'))
+                .collect();
+            self.note_link(&operands);
         }
         seg.program = Some(program);
         seg.args = words[1..].iter().map(Word::shown).collect();
