@@ -8,6 +8,7 @@ mod evaluates;
 mod git;
 mod lists;
 mod options;
+mod sed;
 mod variables;
 
 pub use evaluates::holds_code;
@@ -131,11 +132,19 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
         return ProgramVerdict::one(Other, High, why);
     }
     if let Some(flags) = interpreter(p) {
+        // `-c`, `-cCODE`, or the letter inside a cluster (`-Ic`, `-we`, `-lne`).
         let inline = lits.iter().any(|a| {
             flags.contains(a)
-                || flags
-                    .iter()
-                    .any(|f| f.len() == 2 && a.starts_with(f) && !a.starts_with("--"))
+                || flags.iter().any(|f| {
+                    let cluster = a.strip_prefix('-').filter(|c| !c.starts_with('-'));
+                    f.len() == 2
+                        && cluster.is_some_and(|c| {
+                            c.starts_with(&f[1..])
+                                || (c.len() <= 5
+                                    && c.chars().all(|ch| ch.is_ascii_alphabetic())
+                                    && c.contains(&f[1..]))
+                        })
+                })
         });
         if inline {
             return ProgramVerdict::one(
@@ -273,20 +282,42 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
             }
             return ProgramVerdict::low(Reads);
         }
-        "sed" => {
+        "sed" | "gsed" => {
             let in_place = lits.iter().any(|a| {
                 a.starts_with("-i")
                     || a.starts_with("--in-place")
                     || (a.starts_with('-') && !a.starts_with("--") && a.contains('i'))
             });
+            let powers: Vec<sed::Power> = match sed::scripts(&lits) {
+                Ok(scripts) => scripts.into_iter().map(sed::power).collect(),
+                Err(why) => vec![sed::Power::Unknown(why)],
+            };
+            for power in &powers {
+                match power {
+                    sed::Power::Runs(why) => return ProgramVerdict::one(Other, High, why.clone()),
+                    sed::Power::Unknown(what) => {
+                        return ProgramVerdict::one(
+                            Other,
+                            High,
+                            format!("a sed script Reins cannot follow ({what}): it may run commands or write files"),
+                        )
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(sed::Power::Writes(why)) =
+                powers.iter().find(|p| matches!(p, sed::Power::Writes(_)))
+            {
+                return ProgramVerdict::one(
+                    Writes,
+                    High,
+                    format!("{why}, wherever the script names: Reins does not judge paths inside scripts"),
+                );
+            }
             return if in_place {
                 ProgramVerdict::one(Writes, Medium, "edits files in place (`sed -i`)".into())
             } else {
-                ProgramVerdict::one(
-                    Reads,
-                    Medium,
-                    "sed scripts can write files (`w`) and GNU sed can run commands (`e`)".into(),
-                )
+                ProgramVerdict::low(Reads)
             };
         }
         _ if runs_through_option(p, &lits).is_some() => {

@@ -69,10 +69,12 @@ pub fn writes_through(program: &str, option: &str) -> bool {
     short.iter().any(|s| option.starts_with(s))
 }
 
-/// An option through which an otherwise ordinary program runs another program.
+/// An option through which an otherwise ordinary program runs another program. Long options
+/// match the way getopt matches them, by any prefix (`--use-compress-prog=`, `--to-com=`); short
+/// ones attached to their value (`-Itouch`) or inside a cluster (`-avze`).
 pub(super) fn runs_through_option(program: &str, lits: &[&str]) -> Option<String> {
     let options: &[&str] = match program {
-        "tar" => &[
+        "tar" | "gtar" => &[
             "--to-command",
             "--checkpoint-action",
             "--use-compress-program",
@@ -81,18 +83,41 @@ pub(super) fn runs_through_option(program: &str, lits: &[&str]) -> Option<String
             "--new-volume-script",
             "-F",
             "--rsh-command",
+            "--rmt-command",
         ],
         "zip" => &["-TT", "--unzip-command"],
         "sort" => &["--compress-program"],
         "rsync" => &["-e", "--rsh", "--rsync-path"],
         "git" => &["--upload-pack", "--receive-pack", "--exec"],
+        "split" => &["--filter"],
+        "install" => &["--strip-program"],
+        "less" | "more" => &["--lesskey-src"],
         _ => return None,
     };
     lits.iter()
-        .find(|a| {
-            options
-                .iter()
-                .any(|o| a == &o || a.starts_with(&format!("{o}=")))
-        })
+        .take_while(|a| **a != "--")
+        .find(|a| options.iter().any(|o| option_matches(a, o)))
         .map(|a| (*a).to_owned())
+}
+
+/// Whether the word `a` gives option `o`: a long option by a prefix of at least three letters
+/// (with or without `=value`), a short one exactly, attached, or in a cluster of letters.
+fn option_matches(a: &str, o: &str) -> bool {
+    if let Some(long) = o.strip_prefix("--") {
+        let Some(given) = a.strip_prefix("--") else {
+            return false;
+        };
+        let key = given.split_once('=').map_or(given, |(k, _)| k);
+        return key.len() >= 3 && long.starts_with(key);
+    }
+    if a.starts_with("--") || !a.starts_with('-') {
+        return false;
+    }
+    if o.len() > 2 {
+        return a == o || a.starts_with(&format!("{o}="));
+    }
+    let letter = &o[1..];
+    let cluster = &a[1..];
+    cluster.starts_with(letter)
+        || (cluster.chars().all(|c| c.is_ascii_alphabetic()) && cluster.contains(letter))
 }

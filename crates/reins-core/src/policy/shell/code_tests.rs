@@ -60,6 +60,23 @@ fn reasons(a: &Analysis) -> String {
 #[case::fd_exec("fd . -x sh -c 'id>pw'", "runs a program")]
 #[case::fd_exec_batch("fd . --exec-batch rm", "runs a program")]
 #[case::bat_pager("bat --paging=always --pager='touch pw' README", "runs a program")]
+// F7: programs' own exec options, by getopt's rules (prefixes, attached values, clusters).
+#[case::sed_e_command("sed -n '1e touch pwsed' README", "`e`")]
+#[case::sed_e_flag("sed 's/x/id/e' README", "`e`")]
+#[case::sed_w_flag("sed 's/x/y/w /tmp/out' README", "writes a file")]
+#[case::sed_w_expression("sed -e 1p -e '2w /tmp/out' README", "writes a file")]
+#[case::sed_script_file("sed -f x.sed README", "cannot see")]
+#[case::tar_attached_i("tar -cf /dev/null -I'touch pwt1' README", "runs a program")]
+#[case::tar_prefix_compress("tar -cf x.tar --use-compress-prog='touch pw' README", "runs a program")]
+#[case::tar_prefix_to_command("tar -xf x.tar --to-com='sh pw'", "runs a program")]
+#[case::tar_prefix_checkpoint("tar -cf x.tar --checkpoint-act=exec='id' README", "runs a program")]
+#[case::split_filter("split --filter='touch pws' README", "runs a program")]
+#[case::install_strip("install -s --strip-prog=./evil.sh README inst-out", "runs a program")]
+#[case::zip_unzip_prefix("zip -T --unzip-com='sh evil.sh' a.zip README", "runs a program")]
+#[case::python_cluster("python3 -Ic 'import os; os.system(\"id\")'", "inline code")]
+#[case::perl_we("perl -we 'system(\"id\")'", "inline code")]
+#[case::perl_lne("perl -lne 'system(\"id\")' README", "inline code")]
+#[case::ruby_we("ruby -we 'system(\"id\")'", "inline code")]
 // F8: bash's /dev/tcp is a network connection in either direction.
 #[case::dev_tcp_read(
     "{ printf 'GET /'; tr -dc A-Za-z0-9- < secret.txt; } 3</dev/tcp/127.0.0.1/18080 >&3",
@@ -114,6 +131,12 @@ fn deeply_nested_compound_commands_are_high_without_recursing(
 #[case("x=hello; echo done", Risk::Low)]
 #[case("rg -n TODO src", Risk::Low)]
 #[case("fd -e rs", Risk::Low)]
+#[case("sed -n '1,20p' notes.txt", Risk::Low)]
+#[case("sed 's/a/e/g' notes.txt", Risk::Low)]
+#[case("sed -i 's/foo/bar/' notes.txt", Risk::Medium)]
+#[case("tar -czf backup.tgz src", Risk::Medium)]
+#[case("python3 -W ignore tool.py", Risk::Medium)]
+#[case("perl -w tool.pl", Risk::Medium)]
 fn the_same_forms_without_code_keep_their_rating(#[case] cmd: &str, #[case] risk: Risk) {
     let a = analyse(cmd);
     assert_eq!(a.risk, risk, "{cmd}: {}", reasons(&a));
