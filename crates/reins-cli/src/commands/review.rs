@@ -293,8 +293,8 @@ fn print_card(v: &ApprovalView) {
 
 /// An edit file: `{"tool", "args"}` or just the args (the tool stays the proposed one).
 fn read_edit(file: &PathBuf) -> reins_core::api::Result<EditedAction> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Error::Invalid(format!("cannot read {}: {e}", file.display())))?;
+    let text = reins_core::api::read_input_file(file, reins_core::api::Links::Follow)
+        .map_err(|e| Error::Invalid(format!("the edit {} {e}", file.display())))?;
     let value: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| Error::Invalid(format!("{} is not JSON: {e}", file.display())))?;
     if value.get("tool").is_some() && value.get("args").is_some() {

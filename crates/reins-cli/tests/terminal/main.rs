@@ -9,6 +9,7 @@ mod chaos;
 mod cli;
 mod control;
 mod crash;
+mod inputs;
 mod keyring;
 mod llm;
 mod memory;

@@ -52,6 +52,7 @@ pub use crate::engine::{
 pub use crate::error::{Error, ErrorCode, Result};
 pub use crate::failure::{FailureClass, RetryBudget};
 pub use crate::ids::RunId;
+pub use crate::input_file::{read as read_input_file, InputError, Links, MAX_INPUT_BYTES};
 pub use crate::journal::{EffectClass, FileImage, IntentStatus};
 pub use crate::keys::{check_name as check_key_name, check_value as check_key_value};
 pub use crate::keys::{Keyring, MemoryStore as MemorySecrets, Secret, SecretStore};

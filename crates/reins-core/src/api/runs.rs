@@ -44,9 +44,8 @@ impl Reins {
         workspace: &Path,
         observer: &dyn Observer,
     ) -> Result<RunId> {
-        let text = std::fs::read_to_string(plan_file).map_err(|e| {
-            Error::Invalid(format!("cannot read plan {}: {e}", plan_file.display()))
-        })?;
+        let text = crate::input_file::read(plan_file, crate::input_file::Links::Follow)
+            .map_err(|e| Error::Invalid(format!("the plan {} {e}", plan_file.display())))?;
         let plan = Plan::from_toml(&text, &plan_file.display().to_string())?;
         self.create_plan_run(&plan, workspace, observer).await
     }

@@ -243,6 +243,8 @@ pub struct RulePolicy {
     user: RuleSet,
 }
 
+use crate::input_file::{self, InputError, Links};
+
 /// Where a workspace keeps its own (tighten-only) policy.
 pub const WORKSPACE_POLICY: &str = ".reins/policy.toml";
 
@@ -250,9 +252,9 @@ impl RulePolicy {
     /// The built-in defaults plus the user's policy file, if it exists. A file that exists but does
     /// not parse is an error: a policy is never silently ignored.
     pub fn load(user_file: &Path, protected: Protected) -> Result<Self, PolicyError> {
-        let user = match std::fs::read_to_string(user_file) {
+        let user = match input_file::read(user_file, Links::Follow) {
             Ok(text) => RuleSet::parse(&text, &user_file.display().to_string())?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => RuleSet::default(),
+            Err(InputError::NotFound) => RuleSet::default(),
             Err(e) => {
                 return Err(PolicyError::Read {
                     path: user_file.display().to_string(),
@@ -279,12 +281,12 @@ impl RulePolicy {
     /// The workspace's own rules: only deny and ask count. A file that cannot be read fails closed.
     fn workspace_rules(&self, root: &Path) -> Result<Option<RuleSet>, String> {
         let path = root.join(WORKSPACE_POLICY);
-        match std::fs::read_to_string(&path) {
+        match input_file::read(&path, Links::Refuse) {
             Ok(text) => RuleSet::parse(&text, WORKSPACE_POLICY)
                 .map(|r| Some(r.tighten_only()))
                 .map_err(|e| e.to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.to_string()),
+            Err(InputError::NotFound) => Ok(None),
+            Err(e) => Err(format!("{WORKSPACE_POLICY} {e}")),
         }
     }
 }
