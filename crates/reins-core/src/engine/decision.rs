@@ -428,18 +428,34 @@ impl Engine {
             .iter()
             .filter(|i| now_hashes.get(&i.path) != Some(&i.sha256))
             .collect();
-        if changed.is_empty() {
+        let action = Action::parse(row.action.call(), ws).ok();
+        // The mode is part of what was reviewed: a file made executable since is a new review.
+        let seen_mode = row.preview.lines().find(|l| l.starts_with(tools::MODE_NOTE));
+        let mode_now = action.as_ref().and_then(|a| tools::mode_note(a, ws));
+        let mode_changed = action.is_some() && seen_mode != mode_now.as_deref();
+        if changed.is_empty() && !mode_changed {
             return Ok(None);
         }
-        let why = format!(
-            "{} changed on disk after the review was prepared",
-            changed
-                .iter()
-                .map(|i| i.path.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let action = Action::parse(row.action.call(), ws).ok();
+        let why = if changed.is_empty() {
+            format!(
+                "the mode of {} changed after the review was prepared ({})",
+                reviewed
+                    .iter()
+                    .map(|i| i.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                mode_now.as_deref().unwrap_or("no longer executable")
+            )
+        } else {
+            format!(
+                "{} changed on disk after the review was prepared",
+                changed
+                    .iter()
+                    .map(|i| i.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         let (preview, pre, verdict) = match &action {
             Some(a) => {
                 let verdict = self.policy.classify(

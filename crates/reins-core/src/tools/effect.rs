@@ -50,6 +50,15 @@ pub fn plan_files(action: &Action, ws: &Workspace) -> Result<Option<EffectPlan>,
 /// file is called out above its diff (its mode is kept).
 pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
     let mut plan = plan_bytes(action, ws)?;
+    if let Some(note) = mode_note(action, ws) {
+        plan.preview = format!("{note}\n{}", plan.preview);
+    }
+    Ok(plan)
+}
+
+/// The line a preview starts with when the action touches executable files: which, and their
+/// modes. A review is bound to it: a `chmod +x` after the review changes it.
+pub fn mode_note(action: &Action, ws: &Workspace) -> Option<String> {
     let exec: Vec<String> = action
         .touched()
         .into_iter()
@@ -59,15 +68,11 @@ pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
                 .map(|m| format!("{p} (mode {m:o})"))
         })
         .collect();
-    if !exec.is_empty() {
-        plan.preview = format!(
-            "note: executable: {}; it stays executable\n{}",
-            exec.join(", "),
-            plan.preview
-        );
-    }
-    Ok(plan)
+    (!exec.is_empty()).then(|| format!("{MODE_NOTE}{}; it stays executable", exec.join(", ")))
 }
+
+/// How the mode note begins.
+pub const MODE_NOTE: &str = "note: executable: ";
 
 fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
     match action {

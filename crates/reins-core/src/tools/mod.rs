@@ -16,7 +16,9 @@ pub mod fetch;
 mod pure;
 mod recorded;
 pub mod shell;
-pub use effect::{apply, plan, plan_files, post_image, ApplyError, EffectPlan};
+pub use effect::{
+    apply, mode_note, plan, plan_files, post_image, ApplyError, EffectPlan, MODE_NOTE,
+};
 pub use fetch::FetchRequest;
 pub use pure::{describe, run_pure, ReadGuard};
 pub use recorded::RecordedCall;
