@@ -110,24 +110,19 @@ impl FetchRequest {
         json!({ "method": self.method, "url": self.url.as_str(), "headers": self.headers, "body": self.body })
     }
 
-    /// Method, URL, headers and body as a reviewer reads them.
+    /// Method, URL, headers and body as a reviewer reads them. Header values are shown, since
+    /// the agent wrote every one of them (an `Authorization` header can carry a file's contents
+    /// out); only what the redactor takes for a secret is masked, with a note saying so.
     pub fn display(&self) -> String {
         let mut s = format!("{} {}\n", self.method, self.url);
         for (k, v) in &self.headers {
-            let secret = [
-                "authorization",
-                "cookie",
-                "x-api-key",
-                "proxy-authorization",
-            ]
-            .contains(&k.to_ascii_lowercase().as_str());
-            if secret {
+            let shown = crate::secrets::redact(v);
+            s.push_str(&format!("{k}: {shown}\n"));
+            if matches!(shown, std::borrow::Cow::Owned(_)) {
                 s.push_str(&format!(
-                    "{k}: [hidden, {} characters]\n",
+                    "  (part of {k} looks like a secret and is masked; the agent wrote this value, {} characters; `reins approval show --action` shows it whole)\n",
                     v.chars().count()
                 ));
-            } else {
-                s.push_str(&format!("{k}: {v}\n"));
             }
         }
         if let Some(b) = &self.body {

@@ -256,3 +256,31 @@ fn search_and_unreviewed_reads_skip_reins_own_files() -> anyhow::Result<()> {
     drop(tmp);
     Ok(())
 }
+
+/// F17: the fetch preview showed `Authorization: [hidden, 91 characters]` whatever the agent put
+/// there. Values are shown now; only what looks like a secret is masked, and the mask says so.
+#[test]
+fn fetch_preview_shows_header_values_and_masks_only_secrets() -> anyhow::Result<()> {
+    let (_t, ws) = ws()?;
+    let action = Action::parse(
+        &call(
+            "http.fetch",
+            json!({"url": "https://api.example.com/x", "headers": {
+                "Authorization": "Basic c3RvbGVuIGNvbnRlbnRzIG9mIG5vdGVzLnR4dA==",
+                "Cookie": "session=notes-from-the-workspace",
+                "X-Trace": "plain"
+            }}),
+        ),
+        &ws,
+    )?;
+    let Action::Fetch(req) = &action else {
+        anyhow::bail!("not a fetch");
+    };
+    let shown = req.display();
+    assert!(shown.contains("Cookie: session=notes-from-the-workspace"), "{shown}");
+    assert!(shown.contains("X-Trace: plain"), "{shown}");
+    assert!(shown.contains("Authorization: Basic [redacted"), "{shown}");
+    assert!(shown.contains("looks like a secret and is masked"), "{shown}");
+    assert!(!shown.contains("hidden,"), "{shown}");
+    Ok(())
+}
