@@ -13,9 +13,12 @@ use crate::output::{print_json, table, time};
 #[derive(clap::Subcommand)]
 pub enum AuditCommand {
     /// Walk the hash chain and compare it with the head anchor kept beside the database. Names
-    /// the first bad seq and the damage (edited, deleted, reordered, truncated, replaced).
-    /// Exit 0 only when the log is intact (1 when it is not).
+    /// the first bad seq and the damage (edited, deleted, reordered, truncated, replaced, an
+    /// anchor made again or events it never saw). Exit 0 only when the log is intact (1 when not).
     Verify,
+    /// Accept that the head anchor was made again after it went missing (you moved it aside, or
+    /// restored a backup): verification stops failing on that. Recorded in the log as yours.
+    AcknowledgeAnchor,
     /// Write events to a JSONL (verifiable, ends with a manifest line) or CSV file, atomically.
     Export(ExportArgs),
     /// Check a JSONL export on its own (no database needed). Exit 0 only when it holds.
@@ -88,6 +91,7 @@ pub struct ListArgs {
 pub async fn exec(reins: &Reins, cmd: AuditCommand, json: bool) -> reins_core::api::Result<u8> {
     match cmd {
         AuditCommand::Verify => verify(reins, json).await,
+        AuditCommand::AcknowledgeAnchor => acknowledge_anchor(reins, json).await,
         AuditCommand::Export(args) => export(reins, args, json).await,
         AuditCommand::VerifyExport(args) => verify_export(&args, json),
         AuditCommand::List(args) => list(reins, args, json).await,
@@ -132,6 +136,21 @@ async fn verify(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
         println!("  note: the head anchor was (re)created at seq {seq}; before that, truncation could not be detected");
     }
     Ok(code)
+}
+
+async fn acknowledge_anchor(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
+    let seq = reins
+        .audit_acknowledge_anchor(&super::review::who())
+        .await?;
+    if json {
+        print_json(&serde_json::json!({ "acknowledged": seq }));
+    } else {
+        match seq {
+            Some(seq) => println!("accepted: the head anchor made again at seq {seq}; events before it were not vouched for by any anchor"),
+            None => println!("nothing to accept: the head anchor was never made again"),
+        }
+    }
+    Ok(exit::DONE)
 }
 
 async fn filter_of(reins: &Reins, args: FilterArgs) -> reins_core::api::Result<Filter> {

@@ -114,7 +114,7 @@ pub enum GrantsCommand {
     },
 }
 
-fn who() -> String {
+pub(crate) fn who() -> String {
     std::env::var("USER")
         .ok()
         .filter(|u| !u.is_empty())

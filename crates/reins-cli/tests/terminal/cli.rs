@@ -135,7 +135,7 @@ fn exit_codes() -> anyhow::Result<()> {
         "{}",
         text(&missing_plan)
     );
-    assert!(text(&missing_plan).contains("cannot read plan /nonexistent.toml"));
+    assert!(text(&missing_plan).contains("the plan /nonexistent.toml does not exist"));
 
     let bad_ws = cli
         .cmd()

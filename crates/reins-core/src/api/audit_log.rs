@@ -17,6 +17,12 @@ impl Reins {
         Ok(v)
     }
 
+    /// Accepts the head anchor's last re-creation (after it went missing with events in the log),
+    /// so verification stops failing on it. Returns the seq accepted (None: never re-created).
+    pub async fn audit_acknowledge_anchor(&self, by: &str) -> Result<Option<i64>> {
+        Ok(audit::verify::acknowledge(self.store(), by).await?)
+    }
+
     /// Exports the selected events; `progress(done, total)` is called as it goes.
     pub async fn audit_export(
         &self,

@@ -251,13 +251,21 @@ async fn a_missing_anchor_is_recreated_on_open_and_that_is_recorded() -> TestRes
     store.close().await;
     let store = Store::open(&dir.path().join("reins.db")).await?;
     let v = verify::verify(&store).await?;
-    assert!(v.intact, "{v:?}");
+    // F14: nothing vouched for the three events before it; that fails until a person accepts it.
+    assert!(!v.intact, "{v:?}");
+    assert_eq!(
+        v.damage.as_ref().map(|d| (d.kind, d.seq)),
+        Some((DamageKind::AnchorRecreated, Some(4)))
+    );
     assert_eq!(v.anchor_created_at, [4]);
+    assert_eq!(verify::acknowledge(&store, "user:test").await?, Some(4));
+    let v = verify::verify(&store).await?;
+    assert!(v.intact, "{v:?}");
     let head = store
         .anchor()
         .read()?
         .ok_or_else(|| anyhow::anyhow!("no anchor"))?;
-    assert_eq!(head.head.seq, 4);
+    assert_eq!(head.head.seq, 5, "the re-creation at 4, the acknowledgement at 5");
     assert_eq!(head.marks.first().map(|m| m.seq), Some(1));
     Ok(())
 }
@@ -503,6 +511,45 @@ async fn pages_go_back_through_the_log_by_cursor_and_filter() -> TestResult {
     assert_eq!(
         query::page(&store, &req).await.err().map(|e| e.code()),
         Some(crate::ErrorCode::InvalidInput)
+    );
+    Ok(())
+}
+
+/// F14: an event appended by hand, correctly chained, after the anchor was last written: the
+/// anchor's writer would have included it, so it is not Reins' own.
+#[tokio::test]
+async fn an_event_added_behind_the_anchors_back_is_damage() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), 3).await?;
+    store.anchor().flush();
+    let head = store
+        .anchor()
+        .read()?
+        .ok_or_else(|| anyhow::anyhow!("no anchor"))?;
+    // A forged row, chained and hashed as the harness would, dated before the anchor's write.
+    let mut tx = store.begin().await?;
+    crate::store::audit::append(
+        &mut tx,
+        crate::store::audit::Event::new(
+            crate::store::audit::Actor::User,
+            None,
+            crate::audit::event::AuditVerified {
+                events: 0,
+                head: None,
+                anchor: "agrees",
+                elapsed_ms: 0,
+            },
+        ),
+        head.updated_at - 60_000,
+    )
+    .await?;
+    // Committed without moving the anchor, as a hand-edit of the database would be.
+    tx.commit_without_anchor().await?;
+    let v = verify::verify(&store).await?;
+    assert_eq!(
+        v.damage.as_ref().map(|d| d.kind),
+        Some(DamageKind::Unanchored),
+        "{v:?}"
     );
     Ok(())
 }

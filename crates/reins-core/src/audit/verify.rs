@@ -29,6 +29,12 @@ pub enum DamageKind {
     Replaced,
     /// The anchor file cannot be read: nothing outside the database vouches for the head.
     AnchorUnreadable,
+    /// The anchor went missing while the log had events and was made again: nothing vouched for
+    /// the events before that, until a person accepts it (`reins audit acknowledge-anchor`).
+    AnchorRecreated,
+    /// Events past the anchor's head that are older than its last write: the writer would have
+    /// included them, so they did not come through Reins' commit path.
+    Unanchored,
 }
 
 impl DamageKind {
@@ -40,6 +46,8 @@ impl DamageKind {
             DamageKind::Truncated => "truncated",
             DamageKind::Replaced => "replaced",
             DamageKind::AnchorUnreadable => "anchor_unreadable",
+            DamageKind::AnchorRecreated => "anchor_recreated",
+            DamageKind::Unanchored => "unanchored",
         }
     }
 }
@@ -161,6 +169,12 @@ pub(crate) async fn verify_split(store: &Store, split_at: i64) -> Result<Verific
         }
     };
     let anchor_created_at = audit_read::seqs_of_kind(store.pool(), "audit.anchor_created").await?;
+    if damage.is_none() && status == "behind" {
+        damage = unanchored(store, anchor_head.as_ref()).await?;
+    }
+    if damage.is_none() {
+        damage = unacknowledged(store, &anchor_created_at).await?;
+    }
     Ok(Verification {
         intact: damage.is_none(),
         events: walk.events,
@@ -174,6 +188,74 @@ pub(crate) async fn verify_split(store: &Store, split_at: i64) -> Result<Verific
         anchor_created_at,
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     })
+}
+
+/// How much older than the anchor's last write an event past its head may be before it is taken
+/// for one added by hand: the writer includes every head committed before it writes.
+const WRITER_SLACK_MS: i64 = 2_000;
+
+/// Events past the anchor's head that were in the log before the anchor was last written.
+async fn unanchored(store: &Store, anchor: Option<&Head>) -> Result<Option<Damage>, StoreError> {
+    let Some(anchor) = anchor else {
+        return Ok(None);
+    };
+    let Some((seq, at)) = audit_read::earliest_after(store.pool(), anchor.head.seq).await? else {
+        return Ok(None);
+    };
+    if at >= anchor.updated_at - WRITER_SLACK_MS {
+        return Ok(None);
+    }
+    Ok(Some(Damage {
+        seq: Some(seq),
+        kind: DamageKind::Unanchored,
+        detail: format!(
+            "events from seq {seq} on are dated before the head anchor was last written ({} ms later), yet the anchor never included them: they were added outside Reins",
+            anchor.updated_at - at
+        ),
+    }))
+}
+
+/// The last re-creation of the anchor, unless a person has accepted it since.
+async fn unacknowledged(store: &Store, created: &[i64]) -> Result<Option<Damage>, StoreError> {
+    let Some(&at) = created.last() else {
+        return Ok(None);
+    };
+    let acknowledged = audit_read::seqs_of_kind(store.pool(), "audit.anchor_acknowledged").await?;
+    if acknowledged.iter().any(|a| *a > at) {
+        return Ok(None);
+    }
+    Ok(Some(Damage {
+        seq: Some(at),
+        kind: DamageKind::AnchorRecreated,
+        detail: format!(
+            "the head anchor was missing while the log had {} events and was made again at seq {at}: nothing outside the database vouched for them, so a truncation then went unseen. If you know why (you moved it aside, or restored a backup), accept it with `reins audit acknowledge-anchor`",
+            at - 1
+        ),
+    }))
+}
+
+/// Records that a person accepts the anchor's last re-creation; returns the seq accepted.
+pub async fn acknowledge(store: &Store, by: &str) -> Result<Option<i64>, StoreError> {
+    let created = audit_read::seqs_of_kind(store.pool(), "audit.anchor_created").await?;
+    let Some(&seq) = created.last() else {
+        return Ok(None);
+    };
+    let mut tx = store.begin().await?;
+    audit::append(
+        &mut tx,
+        audit::Event::new(
+            audit::Actor::User,
+            None,
+            super::event::AnchorAcknowledged {
+                created_at_seq: seq,
+                by: by.to_owned(),
+            },
+        ),
+        crate::clock::now_ms(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Some(seq))
 }
 
 /// The first event that does not chain: where the walk expected it and what it found.

@@ -27,6 +27,16 @@ pub async fn max_seq(pool: &SqlitePool) -> Result<i64> {
     Ok(max.unwrap_or(0))
 }
 
+/// The first event after `seq`: its seq and time.
+pub async fn earliest_after(pool: &SqlitePool, seq: i64) -> Result<Option<(i64, i64)>> {
+    Ok(
+        sqlx::query_as("SELECT seq, at FROM audit_events WHERE seq > ? ORDER BY seq LIMIT 1")
+            .bind(seq)
+            .fetch_optional(pool)
+            .await?,
+    )
+}
+
 /// The lowest seq, if the log has events.
 pub async fn min_seq(pool: &SqlitePool) -> Result<Option<i64>> {
     Ok(sqlx::query_scalar("SELECT MIN(seq) FROM audit_events")

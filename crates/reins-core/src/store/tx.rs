@@ -47,6 +47,14 @@ impl Tx {
     }
 }
 
+impl Tx {
+    /// Commits without telling the anchor: what a hand-edit of the database amounts to.
+    #[cfg(test)]
+    pub(crate) async fn commit_without_anchor(self) -> Result<(), sqlx::Error> {
+        self.inner.commit().await
+    }
+}
+
 impl Deref for Tx {
     type Target = SqliteConnection;
 

@@ -209,7 +209,17 @@ export type ChainDamageKind =
 /**  The log is consistent on its own but is not the one the anchor recorded. */
 "replaced" | 
 /**  The anchor file cannot be read: nothing outside the database vouches for the head. */
-"anchor_unreadable";
+"anchor_unreadable" | 
+/**
+ *  The anchor went missing while the log had events and was made again: nothing vouched for
+ *  the events before that, until a person accepts it (`reins audit acknowledge-anchor`).
+ */
+"anchor_recreated" | 
+/**
+ *  Events past the anchor's head that are older than its last write: the writer would have
+ *  included them, so they did not come through Reins' commit path.
+ */
+"unanchored";
 
 export type Change = {
 	path: string,

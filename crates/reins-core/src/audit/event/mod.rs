@@ -172,6 +172,7 @@ kinds! {
     /// A model provider default.
     SettingChanged(SettingChanged) = "settings.changed" [from],
     AnchorCreated(AnchorCreated) = "audit.anchor_created" [from],
+    AnchorAcknowledged(AnchorAcknowledged) = "audit.anchor_acknowledged" [from],
     AuditVerified(AuditVerified) = "audit.verified" [from],
     AuditExported(AuditExported) = "audit.exported" [from],
 }

@@ -487,6 +487,14 @@ pub struct AnchorCreated {
     pub path: std::path::PathBuf,
 }
 
+/// A person accepts that the anchor was made again at `created_at_seq`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnchorAcknowledged {
+    pub created_at_seq: i64,
+    pub by: String,
+}
+
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditVerified {
