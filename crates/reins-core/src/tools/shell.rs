@@ -274,17 +274,17 @@ pub fn run(
     }
     cmd.env("PWD", cwd);
     let began = Instant::now();
-    let mut child = crate::process::spawn_in_group(&mut cmd)?;
+    let mut child = crate::process::spawn_in_group(cmd)?;
     let pid = child.id();
     let leader_start = crate::process::start_time(pid).unwrap_or(0);
     started(pid);
     let readers: Vec<_> = [
         child
-            .stdout
+            .stdout()
             .take()
             .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
         child
-            .stderr
+            .stderr()
             .take()
             .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
     ]
