@@ -2,6 +2,7 @@
 //! One binary, so the core is linked once for all of them; the shared setup is in `reins_tests`.
 
 mod app_facade;
+mod at_rest;
 mod checkpoint_damage;
 mod control;
 mod findings;

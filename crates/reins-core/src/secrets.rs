@@ -233,6 +233,24 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` with every secret `source` holds masked wherever it occurs, even where `text` quotes
+/// it out of the context that made it a secret (an argv list, one argument per item).
+pub fn redact_found_in<'t>(text: &'t str, source: &str) -> Cow<'t, str> {
+    let found: Vec<&str> = find(source)
+        .into_iter()
+        .map(|f| &source[f.range])
+        .filter(|s| s.len() >= 4 && text.contains(*s))
+        .collect();
+    if found.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = text.to_owned();
+    for secret in found {
+        out = out.replace(secret, &marker(secret));
+    }
+    Cow::Owned(out)
+}
+
 /// The marker that stands in for `secret`.
 pub fn marker(secret: &str) -> String {
     format!(

@@ -17,12 +17,18 @@ pub fn of(
     resolved: &[IpAddr],
     place: Place<'_>,
 ) -> String {
-    match (action, plan) {
+    let shown = match (action, plan) {
         (_, Some(p)) => p.preview.clone(),
-        (Action::Shell(cmd), None) => shell(cmd, verdict, place),
+        (Action::Shell(cmd), None) => {
+            let text = shell(cmd, verdict, place);
+            crate::secrets::redact_found_in(&text, &cmd.display()).into_owned()
+        }
         (Action::Fetch(req), None) => fetch(req, resolved),
         _ => read(action),
-    }
+    };
+    // Stored, shown and bound by its hash: a secret in it is masked (`approval show --action`
+    // shows the action whole).
+    crate::secrets::redact(&shown).into_owned()
 }
 
 /// The command, how it will run, and each part with its risk.

@@ -68,7 +68,8 @@ impl Engine {
         let row = runs::RunRow {
             id,
             name: new.name.to_owned(),
-            goal: new.goal.to_owned(),
+            // Shown to people and kept in checkpoints; the agent reads its goal from the spec.
+            goal: crate::secrets::redact(new.goal).into_owned(),
             workspace: workspace.root().to_string_lossy().into_owned(),
             agent_kind: new.kind.into(),
             agent_spec: new.spec,

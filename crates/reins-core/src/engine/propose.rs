@@ -34,6 +34,8 @@ impl Drive<'_> {
         call: ToolCall,
         why: Option<String>,
     ) -> Result<Option<DriveOutcome>> {
+        // The agent's reason is for people: a secret in it is never stored.
+        let why = why.map(|w| crate::secrets::redact(&w).into_owned());
         let seq = self.cp.next_step;
         let parsed = Action::parse(&call, &self.ws);
         let recorded = match &parsed {

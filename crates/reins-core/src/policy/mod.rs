@@ -292,7 +292,47 @@ impl RulePolicy {
 }
 
 impl Policy for RulePolicy {
+    /// The verdict, with every secret in its reasons and segments masked: they quote the command
+    /// and are stored, shown and logged (the action itself is what runs).
     fn classify(&self, action: &Action, cx: &Context<'_>) -> Verdict {
+        let mut v = self.judge(action, cx);
+        let mask = |s: &mut String| {
+            if let std::borrow::Cow::Owned(clean) = crate::secrets::redact(s) {
+                *s = clean;
+            }
+        };
+        v.reasons.iter_mut().for_each(mask);
+        for seg in &mut v.segments {
+            // An argument is a secret by its context (`--password X`): judged in the whole text.
+            for arg in &mut seg.args {
+                if let std::borrow::Cow::Owned(clean) =
+                    crate::secrets::redact_found_in(arg, &seg.text)
+                {
+                    *arg = clean;
+                }
+            }
+            mask(&mut seg.text);
+            seg.args.iter_mut().for_each(mask);
+            seg.reasons.iter_mut().for_each(mask);
+        }
+        v
+    }
+
+    fn version(&self) -> String {
+        format!("rules/1:{}", self.user.digest().short())
+    }
+
+    fn review_timeout_ms(&self) -> i64 {
+        self.user.expire_after_secs() * 1000
+    }
+
+    fn protected(&self) -> &Protected {
+        &self.protected
+    }
+}
+
+impl RulePolicy {
+    fn judge(&self, action: &Action, cx: &Context<'_>) -> Verdict {
         let a = assess(action, cx, &self.protected);
         let mut reasons = a.reasons.clone();
         if a.forbidden {
@@ -344,17 +384,5 @@ impl Policy for RulePolicy {
             reasons,
             segments: a.segments,
         }
-    }
-
-    fn version(&self) -> String {
-        format!("rules/1:{}", self.user.digest().short())
-    }
-
-    fn review_timeout_ms(&self) -> i64 {
-        self.user.expire_after_secs() * 1000
-    }
-
-    fn protected(&self) -> &Protected {
-        &self.protected
     }
 }

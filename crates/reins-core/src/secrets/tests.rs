@@ -146,3 +146,14 @@ fn password_forms_are_found(#[case] text: &str, #[case] secret: &str) {
 fn ordinary_options_are_not_taken_for_passwords(#[case] text: &str) {
     assert_eq!(redact(text), text);
 }
+
+/// A secret found in a command masks the same text where it is quoted out of context.
+#[test]
+fn a_secret_is_masked_wherever_its_source_quotes_it() {
+    let cmd = "mysql -u root --password Tr0ub4dorCMD5 -h db app";
+    let argv = r#"["mysql", "-u", "root", "--password", "Tr0ub4dorCMD5", "-h", "db", "app"]"#;
+    let shown = redact_found_in(argv, cmd);
+    assert!(!shown.contains("Tr0ub4dorCMD5"), "{shown}");
+    assert!(shown.contains("\"root\""), "{shown}");
+    assert_eq!(redact_found_in("nothing here", cmd), "nothing here");
+}
