@@ -328,6 +328,12 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
                 format!("`{p} {opt}` runs a program named in its options"),
             );
         }
+        "hostname" if lits.iter().any(|a| !a.starts_with('-') || matches!(*a, "-F" | "--file")) => {
+            return ProgramVerdict::one(Other, High, "changes the machine's name".into());
+        }
+        "date" if lits.iter().any(|a| *a == "-s" || a.starts_with("--set")) => {
+            return ProgramVerdict::one(Other, High, "sets the system clock".into());
+        }
         _ if extracts(p, &lits) => {
             return ProgramVerdict::one(
                 Writes,

@@ -85,7 +85,27 @@ impl Walk<'_> {
             );
             return;
         }
-        let Some(lit) = &w.literal else { return };
+        let Some(lit) = &w.literal else {
+            // A write option whose value is only known at run time (`-o$HOME/x`, `-o "$F"`).
+            let attached = w.raw.strip_prefix('-').and_then(|o| o.chars().next()).is_some_and(
+                |c| c != '-' && programs::writes_through(program, &format!("-{c}")),
+            );
+            let long = w
+                .raw
+                .split_once('=')
+                .is_some_and(|(k, _)| k.starts_with("--") && programs::writes_through(program, k));
+            if value_of_write || attached || long {
+                raise(
+                    seg,
+                    Risk::High,
+                    format!(
+                        "writes to `{}`, a path only known at run time",
+                        short(&w.raw)
+                    ),
+                );
+            }
+            return;
+        };
         if w.pattern {
             if let Some(why) = pattern_reach(lit, class == Class::Writes || value_of_write) {
                 raise(seg, Risk::High, why);

@@ -56,6 +56,13 @@ fn analyse(cmd: &str) -> Analysis {
 #[case::tar_bundled("tar xf vendor.tar", "archive")]
 #[case::unzip("unzip vendor.zip", "archive")]
 #[case::patch("patch -p1 -i fix.diff", "patch")]
+// A write option's value only known at run time.
+#[case::attached_variable("iconv -f utf-8 -t utf-8 -o$HOME/.config/reins/policy.toml allow.toml", "run time")]
+#[case::separate_variable("sort -o \"$OUT\" README", "run time")]
+#[case::long_variable("git log --output=$OUT", "run time")]
+// Changing the machine.
+#[case::hostname("hostname pwned", "machine's name")]
+#[case::date_set("date -s 2020-01-01", "clock")]
 // Outside paths given to programs that may write them.
 #[case::git_outside("git diff /tmp/a /tmp/b", "outside")]
 fn f6_writes_are_high(#[case] cmd: &str, #[case] why: &str) {
@@ -80,6 +87,8 @@ fn f6_writes_are_high(#[case] cmd: &str, #[case] why: &str) {
 #[case::unzip_list("unzip -l x.zip", Risk::Medium)]
 #[case::cp_inside("cp a.txt b.txt", Risk::Medium)]
 #[case::gcc_include("gcc -Iinclude -o app main.c", Risk::Medium)]
+#[case::hostname_show("hostname -f", Risk::Low)]
+#[case::date_show("date +%s", Risk::Low)]
 fn everyday_commands_keep_their_rating(#[case] cmd: &str, #[case] risk: Risk) {
     let a = analyse(cmd);
     assert_eq!(a.risk, risk, "{cmd}: {:?}", a.all_reasons());
