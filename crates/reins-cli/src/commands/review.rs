@@ -292,7 +292,7 @@ fn print_card(v: &ApprovalView) {
 }
 
 /// An edit file: `{"tool", "args"}` or just the args (the tool stays the proposed one).
-fn read_edit(file: &PathBuf) -> reins_core::api::Result<EditedAction> {
+fn read_edit(file: &std::path::Path) -> reins_core::api::Result<EditedAction> {
     let text = reins_core::api::read_input_file(file, reins_core::api::Links::Follow)
         .map_err(|e| Error::Invalid(format!("the edit {} {e}", file.display())))?;
     let value: serde_json::Value = serde_json::from_str(&text)
@@ -313,7 +313,7 @@ fn read_edit(file: &PathBuf) -> reins_core::api::Result<EditedAction> {
 }
 
 pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core::api::Result<u8> {
-    let edited = args.edit.as_ref().map(read_edit).transpose()?;
+    let edited = args.edit.as_deref().map(read_edit).transpose()?;
     let decided = reins
         .approve(
             &args.id,
