@@ -99,6 +99,17 @@ pub struct Store {
     anchor: Arc<anchor::Anchor>,
 }
 
+/// The database and its journal files are readable by their owner only (F11: it was 0644).
+/// Best effort: a file system without modes keeps whatever it has.
+fn owner_only(db: &Path) {
+    use std::os::unix::fs::PermissionsExt as _;
+    for suffix in ["", "-wal", "-shm"] {
+        let mut file = db.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600));
+    }
+}
+
 impl Store {
     /// Opens (creating if missing) the database at `path` and brings its schema up to date.
     ///
@@ -130,6 +141,7 @@ impl Store {
                 path: path.to_owned(),
                 source,
             })?;
+        owner_only(path);
         let store = Self {
             pool,
             path: path.to_owned(),

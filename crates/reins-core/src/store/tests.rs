@@ -71,6 +71,14 @@ async fn opens_with_wal_foreign_keys_and_full_sync() -> anyhow::Result<()> {
         "WAL, foreign keys on, synchronous=FULL"
     );
     assert_eq!(store.schema_version().await?, Store::supported_schema());
+    // F11: the database and its WAL are the owner's alone.
+    use std::os::unix::fs::PermissionsExt as _;
+    for suffix in ["", "-wal"] {
+        let mut file = store.path().as_os_str().to_owned();
+        file.push(suffix);
+        let mode = std::fs::metadata(&file)?.permissions().mode();
+        assert_eq!(mode & 0o077, 0, "{file:?} is {mode:o}");
+    }
     Ok(())
 }
 
