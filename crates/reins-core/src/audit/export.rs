@@ -27,7 +27,6 @@ use super::export_file::{Target, Writer};
 use super::Filter;
 use crate::error::{Error, Result};
 use crate::store::anchor::Mark;
-use crate::store::audit;
 use crate::store::audit_read;
 use crate::store::scan::{self, EventRef};
 use crate::store::Store;
@@ -240,28 +239,21 @@ pub async fn export(
         redacted_on_export: redacted,
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     };
-    let mut tx = store.begin().await?;
-    audit::append(
-        &mut tx,
-        audit::Event::new(
-            audit::Actor::User,
-            None,
-            super::event::AuditExported {
-                format: req.format,
-                path: summary.path.clone(),
-                count,
-                first_seq,
-                last_seq,
-                head: summary.head.clone(),
-                sha256: summary.sha256.clone(),
-                filter: req.filter.clone(),
-                redacted_on_export: redacted,
-            },
-        ),
-        crate::clock::now_ms(),
+    super::record_by_user(
+        store,
+    super::event::AuditExported {
+        format: req.format,
+        path: summary.path.clone(),
+        count,
+        first_seq,
+        last_seq,
+        head: summary.head.clone(),
+        sha256: summary.sha256.clone(),
+        filter: req.filter.clone(),
+        redacted_on_export: redacted,
+    },
     )
     .await?;
-    tx.commit().await.map_err(crate::store::StoreError::from)?;
     Ok(summary)
 }
 

@@ -102,6 +102,24 @@ impl Filter {
     }
 }
 
+/// Appends one of the log's own events (verified, exported, an anchor accepted), done by a person,
+/// in a transaction of its own.
+pub(crate) async fn record_by_user(
+    store: &crate::store::Store,
+    kind: impl Into<event::Kind>,
+) -> Result<(), crate::store::StoreError> {
+    use crate::store::audit;
+    let mut tx = store.begin().await?;
+    audit::append(
+        &mut tx,
+        audit::Event::new(audit::Actor::User, None, kind),
+        crate::clock::now_ms(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
 /// Unix ms as an RFC 3339 UTC time, for people and exports.
 pub fn utc(at_ms: i64) -> String {
     jiff::Timestamp::from_millisecond(at_ms)

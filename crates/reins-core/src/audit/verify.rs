@@ -8,7 +8,7 @@ use serde::Serialize;
 use sqlx::SqlitePool;
 
 use crate::store::anchor::{AnchorError, Head, Mark};
-use crate::store::audit::{self, AuditRow, GENESIS};
+use crate::store::audit::{AuditRow, GENESIS};
 use crate::store::{audit_read, scan, Store, StoreError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -240,21 +240,14 @@ pub async fn acknowledge(store: &Store, by: &str) -> Result<Option<i64>, StoreEr
     let Some(&seq) = created.last() else {
         return Ok(None);
     };
-    let mut tx = store.begin().await?;
-    audit::append(
-        &mut tx,
-        audit::Event::new(
-            audit::Actor::User,
-            None,
-            super::event::AnchorAcknowledged {
-                created_at_seq: seq,
-                by: by.to_owned(),
-            },
-        ),
-        crate::clock::now_ms(),
+    super::record_by_user(
+        store,
+        super::event::AnchorAcknowledged {
+            created_at_seq: seq,
+            by: by.to_owned(),
+        },
     )
     .await?;
-    tx.commit().await?;
     Ok(Some(seq))
 }
 
@@ -469,22 +462,14 @@ async fn classify(pool: &SqlitePool, bad: Bad) -> Result<Damage, StoreError> {
 /// Records a verification that found the log intact (a damaged log is evidence, and is not
 /// written to).
 pub async fn record(store: &Store, v: &Verification) -> Result<(), StoreError> {
-    let mut tx = store.begin().await?;
-    audit::append(
-        &mut tx,
-        audit::Event::new(
-            audit::Actor::User,
-            None,
-            super::event::AuditVerified {
-                events: v.events,
-                head: v.head.clone(),
-                anchor: v.anchor.status,
-                elapsed_ms: v.elapsed_ms,
-            },
-        ),
-        crate::clock::now_ms(),
+    super::record_by_user(
+        store,
+        super::event::AuditVerified {
+            events: v.events,
+            head: v.head.clone(),
+            anchor: v.anchor.status,
+            elapsed_ms: v.elapsed_ms,
+        },
     )
-    .await?;
-    tx.commit().await?;
-    Ok(())
+    .await
 }

@@ -155,17 +155,12 @@ impl Drive<'_> {
             &verdict,
         );
         // The mode is part of what was reviewed (F15): a file made executable since is new.
-        let mode_line = |text: &str| {
-            text.lines()
-                .find(|l| l.starts_with(crate::tools::MODE_NOTE))
-                .map(str::to_owned)
-        };
-        let seen_mode = mode_line(row.edited_preview.as_deref().unwrap_or(&row.preview));
-        let mode_now = plan.as_ref().and_then(|p| mode_line(&p.preview));
+        let seen_mode = crate::tools::mode_line(row.edited_preview.as_deref().unwrap_or(&row.preview));
+        let mode_now = plan.as_ref().and_then(|p| crate::tools::mode_line(&p.preview));
         let bound = match bound {
             Bound::Run if seen_mode != mode_now => Bound::Stale(format!(
                 "the file's mode changed after the review ({}); it must be reviewed again",
-                mode_now.as_deref().unwrap_or("no longer executable")
+                mode_now.unwrap_or("no longer executable")
             )),
             other => other,
         };

@@ -430,7 +430,7 @@ impl Engine {
             .collect();
         let action = Action::parse(row.action.call(), ws).ok();
         // The mode is part of what was reviewed: a file made executable since is a new review.
-        let seen_mode = row.preview.lines().find(|l| l.starts_with(tools::MODE_NOTE));
+        let seen_mode = tools::mode_line(&row.preview);
         let mode_now = action.as_ref().and_then(|a| tools::mode_note(a, ws));
         let mode_changed = action.is_some() && seen_mode != mode_now.as_deref();
         if changed.is_empty() && !mode_changed {

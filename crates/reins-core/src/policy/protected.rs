@@ -106,56 +106,45 @@ impl Protected {
 
     /// Why a path inside the workspace (`rel`, relative to `root`) is protected, or None.
     pub fn why(&self, root: &Path, rel: &str) -> Option<String> {
-        let names: Vec<String> = Path::new(rel)
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(fold(&n.to_string_lossy())),
-                _ => None,
-            })
-            .collect();
-        if let Some(reason) = why_names(&names) {
-            return Some(format!("{rel} is a protected path: {reason}"));
-        }
-        self.why_absolute(&root.join(rel))
+        why_names(&folded_names(Path::new(rel)))
+            .or_else(|| self.why_absolute(&root.join(rel)))
+            .map(|r| format!("{rel} is a protected path: {r}"))
+    }
+
+    /// Like `why`, for a path already resolved on disk (the real path of an open handle): nothing
+    /// is resolved again, so nothing can change between this check and the handle's use.
+    pub fn why_resolved(&self, root: &Path, rel: &str) -> Option<String> {
+        self.own_place(&root.join(rel))
+            .map(str::to_owned)
+            .or_else(|| why_names(&folded_names(Path::new(rel))))
             .map(|r| format!("{rel} is a protected path: {r}"))
     }
 
     /// Why an absolute path is protected, or None. Reins' own places and the workspace rules above.
-    /// Like `why`, for a path already resolved on disk (the real path of an open handle): nothing
-    /// is resolved again, so nothing can change between this check and the handle's use.
-    pub fn why_resolved(&self, root: &Path, rel: &str) -> Option<String> {
-        let path = root.join(rel);
-        let names: Vec<String> = Path::new(rel)
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(fold(&n.to_string_lossy())),
-                _ => None,
-            })
-            .collect();
-        let own = self.own.iter().find(|(own, _)| {
-            !own.as_os_str().is_empty() && folded_starts_with(&path, own)
-        });
-        own.map(|(_, reason)| (*reason).to_owned())
-            .or_else(|| why_names(&names))
-            .map(|r| format!("{rel} is a protected path: {r}"))
-    }
-
     pub fn why_absolute(&self, path: &Path) -> Option<String> {
         let path = absolute(path);
-        for (own, reason) in &self.own {
-            if !own.as_os_str().is_empty() && folded_starts_with(&path, own) {
-                return Some((*reason).to_owned());
-            }
-        }
-        let names: Vec<String> = path
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(fold(&n.to_string_lossy())),
-                _ => None,
-            })
-            .collect();
-        why_names(&names)
+        self.own_place(&path)
+            .map(str::to_owned)
+            .or_else(|| why_names(&folded_names(&path)))
     }
+
+    /// The reason when `path` is in one of Reins' own places.
+    fn own_place(&self, path: &Path) -> Option<&'static str> {
+        self.own
+            .iter()
+            .find(|(own, _)| !own.as_os_str().is_empty() && folded_starts_with(path, own))
+            .map(|(_, reason)| *reason)
+    }
+}
+
+/// The path's names, folded for comparison.
+fn folded_names(path: &Path) -> Vec<String> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(fold(&n.to_string_lossy())),
+            _ => None,
+        })
+        .collect()
 }
 
 fn why_names(names: &[String]) -> Option<String> {

@@ -72,7 +72,12 @@ pub fn mode_note(action: &Action, ws: &Workspace) -> Option<String> {
 }
 
 /// How the mode note begins.
-pub const MODE_NOTE: &str = "note: executable: ";
+const MODE_NOTE: &str = "note: executable: ";
+
+/// The mode note a preview carries, if any: what a review saw of the files' modes.
+pub fn mode_line(preview: &str) -> Option<&str> {
+    preview.lines().find(|l| l.starts_with(MODE_NOTE))
+}
 
 fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
     match action {

@@ -17,7 +17,7 @@ mod pure;
 mod recorded;
 pub mod shell;
 pub use effect::{
-    apply, mode_note, plan, plan_files, post_image, ApplyError, EffectPlan, MODE_NOTE,
+    apply, mode_line, mode_note, plan, plan_files, post_image, ApplyError, EffectPlan,
 };
 pub use fetch::FetchRequest;
 pub use pure::{describe, run_pure, ReadGuard};

@@ -18,8 +18,8 @@ pub struct ReadGuard<'a> {
 
 impl ReadGuard<'_> {
     /// Why the file really opened (`real`) may not be returned, if it may not.
-    fn refuses(&self, ws: &Workspace, real: &RelPath, judged_high: bool) -> Option<String> {
-        if judged_high {
+    fn refuses(&self, ws: &Workspace, real: &RelPath) -> Option<String> {
+        if self.judged_high {
             return None;
         }
         self.protected.why_resolved(ws.root(), real.as_str())
@@ -30,9 +30,7 @@ impl ReadGuard<'_> {
 pub fn run_pure(action: &Action, ws: &Workspace, guard: ReadGuard<'_>) -> Result<String, ToolError> {
     match action {
         Action::Read { path } => {
-            let bytes = ws.read(path, READ_LIMIT, &|real| {
-                guard.refuses(ws, real, guard.judged_high)
-            })?;
+            let bytes = ws.read(path, READ_LIMIT, &|real| guard.refuses(ws, real))?;
             match String::from_utf8(bytes) {
                 Ok(text) => Ok(text),
                 Err(e) => Err(ToolError::Failed {
@@ -108,6 +106,11 @@ fn search(
     path: &RelPath,
     guard: ReadGuard<'_>,
 ) -> Result<String, ToolError> {
+    // A search is never reviewed for the files it opens: it reads no protected one.
+    let guard = ReadGuard {
+        judged_high: false,
+        ..guard
+    };
     let re = regex::RegexBuilder::new(pattern)
         .size_limit(1 << 20)
         .build()
@@ -126,7 +129,7 @@ fn search(
             protected += 1;
             continue;
         }
-        let bytes = match ws.read(&e.path, READ_LIMIT, &|real| guard.refuses(ws, real, false)) {
+        let bytes = match ws.read(&e.path, READ_LIMIT, &|real| guard.refuses(ws, real)) {
             Ok(b) => b,
             Err(JailError::Guarded { .. }) => {
                 protected += 1;

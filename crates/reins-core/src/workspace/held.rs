@@ -64,9 +64,7 @@ fn refusal(dir: &Dir, name: &str, path: &RelPath, e: std::io::Error) -> JailErro
             path: path.clone(),
             kind: super::kind_of(&m.file_type()),
         },
-        Ok(m) if m.file_type().is_symlink() || link_or_file => {
-            JailError::Link { path: path.clone() }
-        }
+        Ok(m) if m.file_type().is_symlink() => JailError::Link { path: path.clone() },
         _ if link_or_file => JailError::Link { path: path.clone() },
         _ => JailError::io(path, e),
     }

@@ -138,21 +138,6 @@ fn kind_of(ft: &cap_std::fs::FileType) -> &'static str {
     }
 }
 
-fn kind_of_std(ft: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    if ft.is_dir() {
-        "directory"
-    } else if ft.is_fifo() {
-        "FIFO"
-    } else if ft.is_socket() {
-        "socket"
-    } else if ft.is_block_device() || ft.is_char_device() {
-        "device"
-    } else {
-        "special file"
-    }
-}
-
 impl Workspace {
     pub fn open(root: &Path) -> Result<Self> {
         let bad = |why: String| JailError::Workspace {
@@ -234,8 +219,7 @@ impl Workspace {
         let file = self
             .dir
             .open_with(rel.as_os(), &options)
-            .map_err(|e| JailError::io(rel, e))?
-            .into_std();
+            .map_err(|e| JailError::io(rel, e))?;
         let real = self.real_path(rel, &file)?;
         if let Some(why) = guard(&real) {
             return Err(JailError::Guarded {
@@ -248,7 +232,7 @@ impl Workspace {
     }
 
     /// Where an open handle really is, relative to the root (from `/proc/self/fd`).
-    fn real_path(&self, rel: &RelPath, file: &std::fs::File) -> Result<RelPath> {
+    fn real_path(&self, rel: &RelPath, file: &cap_std::fs::File) -> Result<RelPath> {
         use std::os::fd::AsRawFd as _;
         let real = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))
             .map_err(|e| JailError::io(rel, e))?;
@@ -275,7 +259,8 @@ impl Workspace {
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK,
         )
         .map_err(|e| JailError::io(rel, e))?;
-        read_open(rel, std::fs::File::from(fd), MAX_IMAGE_BYTES, false).map(Some)
+        let file = cap_std::fs::File::from_std(std::fs::File::from(fd));
+        read_open(rel, file, MAX_IMAGE_BYTES, false).map(Some)
     }
 
     /// The sha256 of each path now (None: absent). A path that cannot be imaged is an error.
@@ -472,13 +457,17 @@ impl Workspace {
 
 /// Reads an open file: it must be regular (and, for the agent's reads, not hard-linked) and at
 /// most `limit` bytes.
-fn read_open(rel: &RelPath, file: std::fs::File, limit: u64, single_link: bool) -> Result<Vec<u8>> {
-    use std::os::unix::fs::MetadataExt as _;
+fn read_open(
+    rel: &RelPath,
+    file: cap_std::fs::File,
+    limit: u64,
+    single_link: bool,
+) -> Result<Vec<u8>> {
     let meta = file.metadata().map_err(|e| JailError::io(rel, e))?;
     if !meta.is_file() {
         return Err(JailError::NotRegular {
             path: rel.clone(),
-            kind: kind_of_std(&meta.file_type()),
+            kind: kind_of(&meta.file_type()),
         });
     }
     if single_link && meta.nlink() > 1 {
