@@ -32,6 +32,8 @@ pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
 /// A temp dir holding `ws/` (a copy of examples/ops-workspace) and `data/` (an empty data dir).
 pub struct Sandbox {
     pub tmp: tempfile::TempDir,
+    /// This sandbox's keyring (the sealing key of its data dir), shared by every facade it opens.
+    pub keys: Arc<reins_core::api::MemorySecrets>,
 }
 
 impl Sandbox {
@@ -41,7 +43,10 @@ impl Sandbox {
             &repo_root().join("examples/ops-workspace"),
             &tmp.path().join("ws"),
         )?;
-        Ok(Self { tmp })
+        Ok(Self {
+            tmp,
+            keys: Arc::default(),
+        })
     }
 
     pub fn ws(&self) -> PathBuf {
@@ -62,6 +67,7 @@ impl Sandbox {
             self.data(),
             Options {
                 policy: Some(policy),
+                secrets: Some(self.keys.clone()),
                 ..Options::default()
             },
         )
@@ -76,6 +82,7 @@ impl Sandbox {
             self.data(),
             Options {
                 policy_file: Some(file),
+                secrets: Some(self.keys.clone()),
                 ..Options::default()
             },
         )

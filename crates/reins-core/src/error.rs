@@ -27,6 +27,8 @@ pub enum Error {
     Provider(#[from] crate::provider::ProviderError),
     #[error(transparent)]
     Key(#[from] crate::keys::KeyError),
+    #[error(transparent)]
+    Seal(#[from] crate::seal::SealError),
     /// The caller asked for something malformed.
     #[error("{0}")]
     Invalid(String),
@@ -150,6 +152,14 @@ impl Error {
             ) => ErrorCode::KeyringUnavailable,
             Error::Key(crate::keys::KeyError::Missing(_)) => ErrorCode::NotFound,
             Error::Key(_) => ErrorCode::InvalidInput,
+            Error::Seal(crate::seal::SealError::Keyring { source, .. }) => match source {
+                crate::keys::KeyError::Unavailable { .. } | crate::keys::KeyError::Locked { .. } => {
+                    ErrorCode::KeyringUnavailable
+                }
+                _ => ErrorCode::InvalidInput,
+            },
+            Error::Seal(crate::seal::SealError::KeyMissing { .. }) => ErrorCode::KeyringUnavailable,
+            Error::Seal(crate::seal::SealError::Damaged { .. }) => ErrorCode::CorruptDatabase,
         }
     }
 

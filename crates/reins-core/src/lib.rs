@@ -24,7 +24,7 @@ macro_rules! rooms {
 rooms!(
     agent, approval, audit, blob, checkpoint, clock, compat, context, data_dir, digest, engine,
     error, failure, ids, input_file, journal, keys, memory, policy, process, provider, resume, run,
-    secrets, step, store, tools, worker, workspace,
+    seal, secrets, step, store, tools, worker, workspace,
 );
 
 // Declared by hand: it defines `fault_point!`, which a macro-expanded module could not export.

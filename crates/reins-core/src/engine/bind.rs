@@ -97,6 +97,7 @@ impl Drive<'_> {
     ) -> Result<Option<DriveOutcome>> {
         let seq = row.step_seq;
         let (approved, approved_hash) = row.effective_action();
+        let approved = &self.e.opened(approved, &format!("step {seq}'s action")).await?;
         let action = match Action::parse(approved.call(), &self.ws) {
             Ok(a) => a,
             Err(e) => {

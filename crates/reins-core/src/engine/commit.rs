@@ -15,15 +15,21 @@ use crate::store::{audit, checkpoints};
 
 use super::{Engine, Observer, Progress};
 
-/// A checkpoint's bytes, ready to insert (a large payload is already in the blob store).
+/// A checkpoint to write with a change: sealed and encoded when the change commits.
 pub(crate) struct Prepared {
     pub(super) level: Level,
+    cp: Box<CheckpointV1>,
+}
+
+/// A checkpoint's bytes, ready to insert (a large payload is already in the blob store).
+pub(super) struct Encoded {
+    level: Level,
     bytes: Vec<u8>,
     sha256: String,
     in_blob: bool,
 }
 
-impl Prepared {
+impl Encoded {
     #[cfg(test)]
     pub(super) fn in_blob(&self) -> bool {
         self.in_blob
@@ -114,14 +120,31 @@ impl Change {
 }
 
 impl Engine {
-    /// Encodes a checkpoint; payloads over the inline limit go to the blob store (durably) first.
+    /// A checkpoint to write with a change, as it is now.
     pub(crate) fn prepare(&self, cp: &CheckpointV1, level: Level) -> Result<Prepared> {
-        let (bytes, digest) = checkpoint::encode(cp);
+        Ok(Prepared {
+            level,
+            cp: Box::new(cp.clone()),
+        })
+    }
+
+    /// Seals the secrets a checkpoint holds (the agent's state; the step summaries, which are for
+    /// people, are redacted) and encodes it; payloads over the inline limit go to the blob store
+    /// (durably) first.
+    pub(super) async fn encode(&self, p: Prepared) -> Result<Encoded> {
+        let Prepared { level, mut cp } = p;
+        for done in &mut cp.completed {
+            if let std::borrow::Cow::Owned(s) = crate::secrets::redact(&done.summary) {
+                done.summary = s;
+            }
+        }
+        cp.agent = self.sealed_value(&cp.agent, "the agent's checkpointed state").await?;
+        let (bytes, digest) = checkpoint::encode(&cp);
         let in_blob = bytes.len() > checkpoint::INLINE_LIMIT;
         if in_blob {
             self.blobs.put(&bytes)?;
         }
-        Ok(Prepared {
+        Ok(Encoded {
             level,
             bytes,
             sha256: digest.as_str().to_owned(),
@@ -147,6 +170,11 @@ impl Engine {
             end_attempt,
             report,
         } = change;
+        let rows = self.sealed(rows).await?;
+        let checkpoint = match checkpoint {
+            Some(p) => Some(self.encode(p).await?),
+            None => None,
+        };
         let now = now_ms();
         let mut tx = self.store.begin().await?;
         let mut applied = Applied {

@@ -112,9 +112,10 @@ impl Engine {
         let row = runs::get(self.store.pool(), id).await?;
         let mut change = Change::default().moving(Transition::Moves(vec![RunEvent::Resume], None));
         if mode == ResumeMode::Force {
-            let agent = agent::build(&row.agent_kind, &row.agent_spec)
+            let spec = self.opened_text(&row.agent_spec, "the run's plan").await?;
+            let agent = agent::build(&row.agent_kind, &spec)
                 .map_err(|e| Error::Conflict(format!("run {id} cannot be resumed: {e}")))?;
-            let current = Compat::current(agent.kind(), agent.version(), &row.agent_spec);
+            let current = Compat::current(agent.kind(), agent.version(), &spec);
             let mismatches = row.compat.mismatches(&current);
             if !mismatches.is_empty() {
                 change.rows.push(Write::RunCompat(current));
@@ -219,7 +220,9 @@ impl Engine {
             )));
         }
         let plan = match row.agent_kind.as_str() {
-            agent::script::KIND => agent::script::Plan::from_json(&row.agent_spec)?,
+            agent::script::KIND => agent::script::Plan::from_json(
+                &self.opened_text(&row.agent_spec, "the run's plan").await?,
+            )?,
             other => {
                 return Err(Error::Conflict(format!(
                     "run {id}: cannot start over an agent of kind {other:?}"

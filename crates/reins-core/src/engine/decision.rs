@@ -172,7 +172,8 @@ impl Engine {
                 (action, Some(edit))
             }
             None => {
-                let action = Action::parse(row.action.call(), &ws).map_err(|e| {
+                let opened = self.opened(&row.action, "the approved action").await?;
+                let action = Action::parse(opened.call(), &ws).map_err(|e| {
                     Error::Conflict(format!(
                         "approval {}: the recorded action no longer validates ({e}); reject it",
                         row.id
@@ -267,7 +268,8 @@ impl Engine {
         edit: &EditedAction,
         ws: &Workspace,
     ) -> Result<(Action, Edit)> {
-        let call = edited_call(row, edit)?;
+        // A sealed secret the person kept in place in the edit opens to what it stands for.
+        let call = self.opened_call(edited_call(row, edit)?, "the edited action").await?;
         let action = Action::parse(&call, ws)
             .map_err(|e| Error::Invalid(format!("the edited action is invalid: {e}")))?;
         let resolved = tools::fetch::addresses_of(&action)
@@ -428,7 +430,8 @@ impl Engine {
             .iter()
             .filter(|i| now_hashes.get(&i.path) != Some(&i.sha256))
             .collect();
-        let action = Action::parse(row.action.call(), ws).ok();
+        let opened = self.opened(&row.action, "the reviewed action").await?;
+        let action = Action::parse(opened.call(), ws).ok();
         // The mode is part of what was reviewed: a file made executable since is a new review.
         let seen_mode = tools::mode_line(&row.preview);
         let mode_now = action.as_ref().and_then(|a| tools::mode_note(a, ws));

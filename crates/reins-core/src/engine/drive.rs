@@ -91,13 +91,17 @@ impl<'a> Drive<'a> {
     ) -> Result<Drive<'a>, StartError> {
         let ws = Workspace::open(std::path::Path::new(&row.workspace))
             .map_err(|err| StartError::Suspend(format!("the workspace cannot be opened: {err}")))?;
-        let mut agent = agent::build(&row.agent_kind, &row.agent_spec).map_err(|err| {
+        let spec = e
+            .opened_text(&row.agent_spec, "the run's plan")
+            .await
+            .map_err(|err| StartError::Suspend(err.to_string()))?;
+        let mut agent = agent::build(&row.agent_kind, &spec).map_err(|err| {
             StartError::Suspend(format!("the run's agent cannot be rebuilt: {err}"))
         })?;
         let mismatches = row.compat.mismatches(&crate::compat::Compat::current(
             agent.kind(),
             agent.version(),
-            &row.agent_spec,
+            &spec,
         ));
         if !mismatches.is_empty() {
             return Err(StartError::Suspend(format!(
@@ -155,7 +159,11 @@ impl<'a> Drive<'a> {
                 ..CheckpointV1::default()
             },
         };
-        agent.restore(&cp.agent).map_err(|err| {
+        let state = e
+            .opened_value(&cp.agent, "the agent's checkpointed state")
+            .await
+            .map_err(|err| StartError::Suspend(err.to_string()))?;
+        agent.restore(&state).map_err(|err| {
             StartError::Suspend(format!(
                 "the agent cannot resume from its checkpoint: {err}"
             ))

@@ -57,6 +57,7 @@ mod resolve;
 mod retention;
 mod reuse;
 mod rollback;
+mod sealing;
 mod settle;
 mod think;
 
@@ -79,11 +80,14 @@ pub struct Engine {
     budget: crate::failure::RetryBudget,
     /// Where API keys are read from (the OS keyring; a fake in tests).
     secrets: Arc<dyn crate::keys::SecretStore>,
+    /// Seals the secrets rows would store, with a key from `secrets`.
+    sealer: Arc<crate::seal::Sealer>,
 }
 
 impl Engine {
     pub fn new(store: Store, blobs: BlobStore, policy: Arc<dyn Policy>, lease_ms: i64) -> Self {
         let worker = crate::worker::WorkerId::current().to_string();
+        let keyring: Arc<dyn crate::keys::SecretStore> = Arc::new(crate::keys::Keyring::new());
         Self {
             store,
             blobs,
@@ -92,12 +96,14 @@ impl Engine {
             lease_ms,
             drain: Arc::new(AtomicBool::new(false)),
             budget: crate::failure::RetryBudget::default(),
-            secrets: Arc::new(crate::keys::Keyring::new()),
+            secrets: Arc::clone(&keyring),
+            sealer: Arc::new(crate::seal::Sealer::new(keyring)),
         }
     }
 
     /// Reads API keys from `secrets` instead of the OS keyring.
     pub fn with_secrets(mut self, secrets: Arc<dyn crate::keys::SecretStore>) -> Self {
+        self.sealer = Arc::new(crate::seal::Sealer::new(Arc::clone(&secrets)));
         self.secrets = secrets;
         self
     }

@@ -111,7 +111,13 @@ impl Drive<'_> {
             );
             return self.stop(change, awaiting_input(reason)).await.map(Some);
         }
-        let answer = step.result.clone().unwrap_or_default();
+        let answer = self
+            .e
+            .opened_text(
+                step.result.as_deref().unwrap_or(""),
+                &format!("the answer to step {}", step.seq),
+            )
+            .await?;
         self.observe(step.seq, TOOL, true, &answer)?;
         self.complete(
             step.seq,

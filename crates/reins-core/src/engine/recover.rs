@@ -87,22 +87,24 @@ impl Drive<'_> {
         if !resuming {
             return Ok(());
         }
-        let recent_steps = steps::recent(self.e.store.pool(), self.run, self.cp.next_step, 5)
-            .await?
-            .into_iter()
-            .map(|st| {
-                let line = st.summary_line();
-                let result = st.result.unwrap_or_default();
-                crate::checkpoint::ToolRecord {
-                    seq: st.seq,
-                    tool: st.tool,
-                    action_hash: st.action_hash,
-                    status: st.status.as_str().into(),
-                    result_sha256: Digest::of(result.as_bytes()),
-                    summary: line.chars().take(200).collect(),
-                }
-            })
-            .collect();
+        let mut recent_steps = Vec::new();
+        for st in steps::recent(self.e.store.pool(), self.run, self.cp.next_step, 5).await? {
+            // The summary is stored with the attempt: a sealed secret stays sealed in it.
+            let line = crate::seal::shown(&st.summary_line()).into_owned();
+            let what = format!("step {}'s result", st.seq);
+            let result = self
+                .e
+                .opened_text(st.result.as_deref().unwrap_or(""), &what)
+                .await?;
+            recent_steps.push(crate::checkpoint::ToolRecord {
+                seq: st.seq,
+                tool: st.tool,
+                action_hash: st.action_hash,
+                status: st.status.as_str().into(),
+                result_sha256: Digest::of(result.as_bytes()),
+                summary: line.chars().take(200).collect(),
+            });
+        }
         let summary = RecoverySummary {
             attempt: self.attempt,
             resumed_from: self.resumed.from,
@@ -238,7 +240,8 @@ impl super::Engine {
                 pid,
                 start_time: start,
                 pgid: pid,
-                command,
+                // Only to tell people which process it was: a secret in it is not needed.
+                command: &crate::secrets::redact(command),
                 now: crate::clock::now_ms(),
             },
         )

@@ -41,7 +41,13 @@ impl Drive<'_> {
                 return self.suspend(&format!("{reason}{hint}")).await.map(Some);
             }
         }
-        let result = prev.result.clone().unwrap_or_default();
+        let result = self
+            .e
+            .opened_text(
+                prev.result.as_deref().unwrap_or(""),
+                &format!("step {seq}'s result"),
+            )
+            .await?;
         if let Some(intent) = intent.filter(|i| i.status == IntentStatus::Confirmed) {
             for img in intent.post_images {
                 self.cp.files.insert(img.path, img.sha256);

@@ -231,7 +231,10 @@ impl Engine {
             {
                 continue;
             }
-            let Ok(action) = Action::parse(intent.action.call(), ws) else {
+            let opened = self
+                .opened(&intent.action, &format!("step {}'s action", intent.step_seq))
+                .await?;
+            let Ok(action) = Action::parse(opened.call(), ws) else {
                 continue;
             };
             let pre = &intent.pre_images;

@@ -50,7 +50,11 @@ impl Drive<'_> {
     /// with the reason a human must decide.
     async fn settle_one(&mut self, intent: &intents::IntentRow) -> Result<(IntentStatus, String)> {
         let unknown = |why: String| Ok((IntentStatus::Unknown, why));
-        let action = match Action::parse(intent.action.call(), &self.ws) {
+        let opened = self
+            .e
+            .opened(&intent.action, &format!("step {}'s action", intent.step_seq))
+            .await?;
+        let action = match Action::parse(opened.call(), &self.ws) {
             Ok(a) => a,
             Err(e) => return unknown(format!("the recorded action no longer validates: {e}")),
         };

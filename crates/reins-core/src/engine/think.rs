@@ -167,8 +167,15 @@ impl Drive<'_> {
     /// A model call already in the journal (an older checkpoint was resumed): its reply is reused.
     async fn reuse_reply(&mut self, prev: steps::StepRow) -> Result<Option<DriveOutcome>> {
         let seq = prev.seq;
+        let result = self
+            .e
+            .opened_text(
+                prev.result.as_deref().unwrap_or(""),
+                &format!("step {seq}'s result"),
+            )
+            .await?;
         let recorded = (prev.kind == StepKind::ModelCall && prev.status == StepStatus::Done)
-            .then(|| serde_json::from_str::<ModelCall>(prev.result.as_deref().unwrap_or("")).ok())
+            .then(|| serde_json::from_str::<ModelCall>(&result).ok())
             .flatten();
         let Some(call) = recorded else {
             return self
@@ -180,7 +187,6 @@ impl Drive<'_> {
                 .map(Some);
         };
         self.agent.replied(&call.reply);
-        let result = prev.result.unwrap_or_default();
         self.complete(
             seq,
             TOOL,

@@ -157,3 +157,17 @@ fn a_secret_is_masked_wherever_its_source_quotes_it() {
     assert!(shown.contains("\"root\""), "{shown}");
     assert_eq!(redact_found_in("nothing here", cmd), "nothing here");
 }
+
+/// Redacting redacted text changes nothing: the preview is masked once when it is made and may be
+/// masked again on the way out (it read `--password [redacted sha256:…] sha256:…]`).
+#[rstest]
+#[case("mysql -u root --password Tr0ub4dorCMD5 -h db app")]
+#[case("curl -u admin:Hunter2Secret https://x")]
+#[case("the password is Tr0ub4dor&3")]
+fn redacting_twice_reads_the_same_as_once(#[case] text: &str) {
+    let once = redact(text).into_owned();
+    assert_ne!(once, text);
+    assert_eq!(redact(&once), once);
+    let sealed = "--password ⟦sealed:O8IOn9odj0v2hTOrnvwdCyJAuCx-D1aQFjCELGB13H3BzMyzdTQ7YI4⟧ x";
+    assert_eq!(redact(sealed), sealed, "a sealed token is not a secret");
+}

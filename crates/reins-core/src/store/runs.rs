@@ -320,7 +320,8 @@ pub async fn advance(
          RETURNING state_version",
     )
     .bind(to)
-    .bind(last_error)
+    // Why the run stopped is for people: a secret in an error message is not kept (F11).
+    .bind(last_error.map(|e| crate::secrets::redact(e).into_owned()))
     .bind(now)
     .bind(keeps_lease)
     .bind(keeps_lease)

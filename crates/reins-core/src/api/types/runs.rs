@@ -287,19 +287,29 @@ impl From<StepRow> for StepView {
             started_at,
             ended_at,
         } = row;
+        // History is for people: a sealed secret reads as `[sealed secret]` (the token is only
+        // good for running, and a step that ran is not run again from here).
+        let ActionView {
+            tool: shown_tool,
+            args,
+        } = action.into();
+        let shown = |t: String| crate::seal::shown(&t).into_owned();
         Self {
             seq,
             kind,
             tool,
-            action: action.into(),
+            action: ActionView {
+                tool: shown_tool,
+                args: serde_json::from_str(&crate::seal::shown(&args.to_string())).unwrap_or(args),
+            },
             action_hash,
             why,
             status,
             risk,
             reasons: reasons.unwrap_or_default(),
             preview,
-            result,
-            summary,
+            result: result.map(shown),
+            summary: shown(summary),
             started_at,
             ended_at,
         }

@@ -29,7 +29,10 @@ async fn a_checkpoint_over_one_mib_goes_to_the_blob_store_and_verifies() -> anyh
         ..CheckpointV1::default()
     };
     let prepared = engine.prepare(&big, Level::Step)?;
-    assert!(prepared.in_blob(), "over the inline limit");
+    assert!(
+        engine.encode(engine.prepare(&big, Level::Step)?).await?.in_blob(),
+        "over the inline limit"
+    );
     let applied = engine
         .commit(
             Some(run),
