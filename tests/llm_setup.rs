@@ -20,6 +20,15 @@ pub struct Setup {
 
 /// `review`: the built-in policy (writes are reviewed); otherwise file changes run at once.
 pub async fn setup(script: Vec<Reply>, review: bool) -> anyhow::Result<Setup> {
+    setup_keyed(script, review, Arc::new(MemoryStore::default())).await
+}
+
+/// [`setup`] with the key store `keys` (one that is switched off, say).
+pub async fn setup_keyed(
+    script: Vec<Reply>,
+    review: bool,
+    keys: Arc<MemoryStore>,
+) -> anyhow::Result<Setup> {
     let sb = Sandbox::new()?;
     let policy_file = if review {
         let p = sb.tmp.path().join("policy.toml");
@@ -38,7 +47,6 @@ pub async fn setup(script: Vec<Reply>, review: bool) -> anyhow::Result<Setup> {
         },
         ..Options::default()
     };
-    let keys = Arc::new(MemoryStore::default());
     let options = Options {
         secrets: Some(keys.clone()),
         ..options

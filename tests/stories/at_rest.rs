@@ -6,7 +6,7 @@
 //! still get the real secret.
 
 use reins_core::api::{MemorySecrets, Options, Reins, RunState, Silent};
-use reins_tests::llm_setup::setup;
+use reins_tests::llm_setup::{setup, setup_keyed};
 use reins_tests::mock_llm;
 use reins_tests::review::{approve_once, pending, succeeded, waiting};
 use reins_tests::{plan, raw_db, Sandbox};
@@ -104,6 +104,50 @@ async fn what_the_llm_agent_read_is_sealed_in_its_checkpoints_and_opened_when_it
         );
     }
     let found = everywhere(&s.reins, &s.sb, &[DB_PASSWORD], &["config/db.env"]).await?;
+    assert!(found.is_empty(), "{found:#?}");
+    Ok(())
+}
+
+#[tokio::test]
+async fn without_a_keyring_a_secret_the_agent_read_suspends_the_run_and_is_not_stored(
+) -> anyhow::Result<()> {
+    const TOKEN: &str = "ghp_0123456789abcdefghijABCDEFGHIJ012345";
+    let s = setup_keyed(
+        vec![
+            mock_llm::calls("", &[("c1", "fs_read", r#"{"path": "config/token.env"}"#)]),
+            mock_llm::text("Done.", 50),
+        ],
+        false,
+        std::sync::Arc::new(MemorySecrets::unavailable()),
+    )
+    .await?;
+    std::fs::write(
+        s.sb.ws().join("config/token.env"),
+        format!("GITHUB_TOKEN={TOKEN}\n"),
+    )?;
+    let run = s.start(&s.spec("check the token config")).await?;
+    let outcome = s.settle(run, &Silent).await?;
+    let said = format!("{outcome:?}");
+    assert!(
+        matches!(
+            outcome,
+            reins_core::api::DriveOutcome::NeedsHuman {
+                state: RunState::Suspended,
+                ..
+            }
+        ),
+        "{said}"
+    );
+    assert!(
+        said.contains("holds a secret") && said.contains("keyring"),
+        "{said}"
+    );
+    assert_eq!(
+        s.mock.seen().len(),
+        1,
+        "the model was not told what could not be kept"
+    );
+    let found = everywhere(&s.reins, &s.sb, &[TOKEN], &["config/token.env"]).await?;
     assert!(found.is_empty(), "{found:#?}");
     Ok(())
 }
