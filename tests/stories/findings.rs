@@ -258,3 +258,53 @@ async fn a_mode_change_after_review_is_reviewed_again() -> anyhow::Result<()> {
     assert_eq!(sb.read("plain.sh")?, "echo old\n");
     Ok(())
 }
+
+/// Puts the real folder `from` where `dir` was (the old `dir` moved aside): no link anywhere.
+fn swap_for_folder(sb: &Sandbox, dir: &str, from: &str) -> anyhow::Result<()> {
+    let ws = sb.ws();
+    std::fs::rename(ws.join(dir), ws.join(format!("{dir}.before-{from}")))?;
+    std::fs::rename(ws.join(from), ws.join(dir))?;
+    Ok(())
+}
+
+/// F1, without links: the write was reviewed for the folder `docs`, then `.vscode` itself was
+/// renamed to `docs` (and could be renamed back once written). The name is the same, the folder
+/// is not: its device and inode are part of the binding, before and after the approval.
+#[tokio::test]
+async fn a_folder_renamed_into_the_reviewed_place_is_reviewed_again() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    std::fs::create_dir_all(sb.ws().join("docs"))?;
+    std::fs::create_dir_all(sb.ws().join(".vscode"))?;
+    std::fs::write(sb.ws().join(".vscode/marker"), "the editor's folder\n")?;
+    let reins = sb.with_defaults().await?;
+    let plan = file_step(
+        "fs.write",
+        r#"{ path = "docs/tasks.json", content = "{\"tasks\":[]}\n" }"#,
+    );
+    let (run, review) = sb.to_review(&reins, &plan).await?;
+    swap_for_folder(&sb, "docs", ".vscode")?;
+    let refused = reins.approve(&review.id, approve_once()).await;
+    let said = format!("{refused:?}");
+    assert!(
+        matches!(refused, Err(reins_core::api::Error::Superseded(_))),
+        "{said}"
+    );
+    assert!(
+        !sb.ws().join("docs/tasks.json").exists(),
+        "nothing written into the moved folder"
+    );
+    let again = pending(&reins, run).await?;
+    assert_ne!(again.id, review.id);
+
+    // Approved as shown, then another folder moved into its place before it is carried out.
+    std::fs::create_dir_all(sb.ws().join("other"))?;
+    reins.approve(&again.id, approve_once()).await?;
+    swap_for_folder(&sb, "docs", "other")?;
+    let outcome = reins.drive(run, &Silent).await?;
+    assert!(still_in_review(&outcome), "{outcome:?}");
+    assert!(!sb.ws().join("docs/tasks.json").exists());
+    assert!(!sb.ws().join("docs.before-other/tasks.json").exists());
+    let third = pending(&reins, run).await?;
+    assert_ne!(third.id, again.id, "a new review, not the old decision");
+    Ok(())
+}

@@ -73,6 +73,24 @@ impl std::fmt::Display for IntentStatus {
 pub struct FileImage {
     pub path: String,
     pub sha256: Option<Digest>,
+    /// In a pre-image: the identity (`dev:ino`) of the folder holding the file when the effect was
+    /// checked; None when it did not exist yet (or for a journal written before this was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dir: Option<String>,
+}
+
+impl FileImage {
+    /// The same file state: path and content, and the same folder where both know theirs.
+    pub fn same_as(&self, other: &FileImage) -> bool {
+        self.path == other.path
+            && self.sha256 == other.sha256
+            && (self.dir.is_none() || other.dir.is_none() || self.dir == other.dir)
+    }
+
+    /// Whether two lists of images describe the same states, in order.
+    pub fn all_same(a: &[FileImage], b: &[FileImage]) -> bool {
+        a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.same_as(y))
+    }
 }
 
 /// What the disk says about a pending file intent.
@@ -117,6 +135,7 @@ mod tests {
 
     fn img(path: &str, bytes: Option<&[u8]>) -> FileImage {
         FileImage {
+            dir: None,
             path: path.into(),
             sha256: bytes.map(Digest::of),
         }

@@ -130,10 +130,25 @@ pub(super) fn bind(
             now.short()
         ));
     }
-    if now_pre != reviewed_pre {
+    let replaced: Vec<&str> = now_pre
+        .iter()
+        .filter(|n| {
+            reviewed_pre.iter().any(|r| {
+                r.path == n.path && r.sha256 == n.sha256 && r.dir.is_some() && n.dir.is_some() && r.dir != n.dir
+            })
+        })
+        .map(|i| i.path.as_str())
+        .collect();
+    if !replaced.is_empty() {
+        return Bound::Stale(format!(
+            "the folder holding {} is not the one reviewed: another directory was moved into its place after the review; it must be reviewed again",
+            replaced.join(", ")
+        ));
+    }
+    if !FileImage::all_same(now_pre, reviewed_pre) {
         let changed: Vec<&str> = now_pre
             .iter()
-            .filter(|i| !reviewed_pre.contains(i))
+            .filter(|i| !reviewed_pre.iter().any(|r| r.same_as(i)))
             .chain(
                 reviewed_pre
                     .iter()

@@ -436,10 +436,32 @@ impl Engine {
         let seen_mode = tools::mode_line(&row.preview);
         let mode_now = action.as_ref().and_then(|a| tools::mode_note(a, ws));
         let mode_changed = action.is_some() && seen_mode != mode_now.as_deref();
-        if changed.is_empty() && !mode_changed {
+        // So is the folder each file is in (F1): another directory moved into its place is new.
+        let replaced: Vec<&FileImage> = reviewed
+            .iter()
+            .filter(|i| {
+                i.dir.is_some()
+                    && ws
+                        .resolve(&i.path)
+                        .ok()
+                        .and_then(|p| ws.folder_id(&p).ok())
+                        .flatten()
+                        != i.dir
+            })
+            .collect();
+        if changed.is_empty() && !mode_changed && replaced.is_empty() {
             return Ok(None);
         }
-        let why = if changed.is_empty() {
+        let why = if !replaced.is_empty() {
+            format!(
+                "the folder holding {} was replaced after the review was prepared (another directory was moved into its place)",
+                replaced
+                    .iter()
+                    .map(|i| i.path.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        } else if changed.is_empty() {
             format!(
                 "the mode of {} changed after the review was prepared ({})",
                 reviewed

@@ -103,7 +103,8 @@ impl Drive<'_> {
                     Ok(p) => p,
                     Err(e) => return unknown(format!("the effect cannot be planned again: {e}")),
                 };
-                if &plan.pre != pre || &plan.post != post {
+                if !crate::journal::FileImage::all_same(&plan.pre, pre)
+                    || !crate::journal::FileImage::all_same(&plan.post, post) {
                     return unknown("re-planning the effect gives different images than the journal recorded".into());
                 }
                 // The pre-images committed with the intent; nothing to store again.

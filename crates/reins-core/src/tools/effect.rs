@@ -31,6 +31,7 @@ fn image(path: &RelPath, bytes: Option<&[u8]>) -> FileImage {
     FileImage {
         path: path.as_str().to_owned(),
         sha256: bytes.map(Digest::of),
+        dir: None,
     }
 }
 
@@ -50,6 +51,12 @@ pub fn plan_files(action: &Action, ws: &Workspace) -> Result<Option<EffectPlan>,
 /// file is called out above its diff (its mode is kept).
 pub fn plan(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> {
     let mut plan = plan_bytes(action, ws)?;
+    // Bound to the folders as they are now (F1): the effect is refused in any other.
+    for (img, path) in plan.pre.iter_mut().zip(action.touched()) {
+        if img.path == path.as_str() {
+            img.dir = ws.folder_id(path)?;
+        }
+    }
     if let Some(note) = mode_note(action, ws) {
         plan.preview = format!("{note}\n{}", plan.preview);
     }
@@ -224,11 +231,17 @@ pub struct ApplyError {
 
 /// Step 8 of the protocol: perform the operations, each atomic.
 pub fn apply(plan: &EffectPlan, ws: &Workspace) -> Result<(), ApplyError> {
+    let folder = |p: &RelPath| {
+        plan.pre
+            .iter()
+            .find(|i| i.path == p.as_str())
+            .and_then(|i| i.dir.as_deref())
+    };
     for (done, op) in plan.ops.iter().enumerate() {
         let result = match op {
-            FileOp::Put { path, bytes } => ws.write(path, bytes),
-            FileOp::Remove { path } => ws.remove(path),
-            FileOp::Rename { from, to } => ws.rename(from, to),
+            FileOp::Put { path, bytes } => ws.write_in(path, bytes, folder(path)),
+            FileOp::Remove { path } => ws.remove_in(path, folder(path)),
+            FileOp::Rename { from, to } => ws.rename_in(from, to, (folder(from), folder(to))),
         };
         if let Err(error) = result {
             let untouched = done == 0 && error.refused_before_acting();

@@ -52,6 +52,13 @@ pub(super) fn parent_of(root: &Dir, rel: &RelPath, create: bool) -> Result<Optio
     Ok(Some(dir))
 }
 
+/// A held directory's identity, `dev:ino`.
+pub(super) fn identity(dir: &Dir) -> std::io::Result<String> {
+    use cap_std::fs::MetadataExt as _;
+    let m = dir.dir_metadata()?;
+    Ok(format!("{}:{}", m.dev(), m.ino()))
+}
+
 /// Why `name` could not be opened as a directory. `ELOOP` and `ENOTDIR` under `O_NOFOLLOW` mean
 /// it was a link (or not a directory) at that instant, whatever it is by the time we look again.
 fn refusal(dir: &Dir, name: &str, path: &RelPath, e: std::io::Error) -> JailError {

@@ -59,6 +59,14 @@ pub enum JailError {
     NotFound { path: RelPath },
     #[error("{path}: already exists")]
     Exists { path: RelPath },
+    /// The folder an effect acts in is not the one its check saw (F1): another directory was
+    /// renamed into its place.
+    #[error("{path}: the folder was replaced after the check (device and inode {found}, checked {expected}); nothing was changed")]
+    Replaced {
+        path: RelPath,
+        expected: String,
+        found: String,
+    },
     #[error("the workspace root itself cannot be {what}")]
     Root { what: &'static str },
     #[error("{path}: refused: {source}")]
@@ -81,6 +89,7 @@ impl JailError {
                 | JailError::Dangling { .. }
                 | JailError::NotRegular { .. }
                 | JailError::Exists { .. }
+                | JailError::Replaced { .. }
                 | JailError::Root { .. }
                 | JailError::Guarded { .. }
         )
@@ -296,6 +305,40 @@ impl Workspace {
         held::parent_of(&self.dir, rel, create)
     }
 
+    /// [`Self::held_parent`], refused unless the folder is the one `expect` names (`dev:ino`, as
+    /// [`Self::folder_id`] gave it when the effect was checked). Walked without links, the same
+    /// inode at the same path is the same folder in the same place.
+    fn held_parent_bound(
+        &self,
+        rel: &RelPath,
+        create: bool,
+        expect: Option<&str>,
+    ) -> Result<Option<Dir>> {
+        let dir = self.held_parent(rel, create)?;
+        if let (Some(d), Some(expected)) = (&dir, expect) {
+            let found = held::identity(d).map_err(|e| JailError::io(&rel.parent(), e))?;
+            if found != expected {
+                return Err(JailError::Replaced {
+                    path: rel.parent(),
+                    expected: expected.to_owned(),
+                    found,
+                });
+            }
+        }
+        Ok(dir)
+    }
+
+    /// The identity (`dev:ino`) of the folder holding `rel`, walked without links; None when it
+    /// does not exist yet. A review and the effect it approved are bound to it.
+    pub fn folder_id(&self, rel: &RelPath) -> Result<Option<String>> {
+        match self.held_parent(rel, false)? {
+            Some(d) => held::identity(&d)
+                .map(Some)
+                .map_err(|e| JailError::io(&rel.parent(), e)),
+            None => Ok(None),
+        }
+    }
+
     /// Whether `rel`'s name in its held directory exists as a regular file (false: absent); a
     /// link or anything else is refused.
     fn kind_allows_write(&self, parent: &Dir, rel: &RelPath) -> Result<bool> {
@@ -315,8 +358,13 @@ impl Workspace {
     /// all inside the held parent directory. A replaced file keeps its permission bits (an
     /// executable stays executable, and nothing becomes executable that was not reviewed as such).
     pub fn write(&self, rel: &RelPath, bytes: &[u8]) -> Result<()> {
+        self.write_in(rel, bytes, None)
+    }
+
+    /// [`Self::write`] in the folder `folder` names (`dev:ino`), when given.
+    pub fn write_in(&self, rel: &RelPath, bytes: &[u8], folder: Option<&str>) -> Result<()> {
         let parent = self
-            .held_parent(rel, true)?
+            .held_parent_bound(rel, true, folder)?
             .ok_or_else(|| JailError::NotFound { path: rel.parent() })?;
         let name = rel.file_name();
         let keep_mode = if self.kind_allows_write(&parent, rel)? {
@@ -371,8 +419,13 @@ impl Workspace {
 
     /// Removes one regular file.
     pub fn remove(&self, rel: &RelPath) -> Result<()> {
+        self.remove_in(rel, None)
+    }
+
+    /// [`Self::remove`] in the folder `folder` names, when given.
+    pub fn remove_in(&self, rel: &RelPath, folder: Option<&str>) -> Result<()> {
         let parent = self
-            .held_parent(rel, false)?
+            .held_parent_bound(rel, false, folder)?
             .ok_or_else(|| JailError::NotFound { path: rel.clone() })?;
         if !self.kind_allows_write(&parent, rel)? {
             return Err(JailError::NotFound { path: rel.clone() });
@@ -386,14 +439,24 @@ impl Workspace {
     /// Moves one regular file to a path that does not exist yet. Both directories are held, and
     /// the rename refuses to replace anything that appears at the target meanwhile.
     pub fn rename(&self, from: &RelPath, to: &RelPath) -> Result<()> {
+        self.rename_in(from, to, (None, None))
+    }
+
+    /// [`Self::rename`] between the folders `folders` name (source, target), when given.
+    pub fn rename_in(
+        &self,
+        from: &RelPath,
+        to: &RelPath,
+        folders: (Option<&str>, Option<&str>),
+    ) -> Result<()> {
         let source = self
-            .held_parent(from, false)?
+            .held_parent_bound(from, false, folders.0)?
             .ok_or_else(|| JailError::NotFound { path: from.clone() })?;
         if !self.kind_allows_write(&source, from)? {
             return Err(JailError::NotFound { path: from.clone() });
         }
         let target = self
-            .held_parent(to, true)?
+            .held_parent_bound(to, true, folders.1)?
             .ok_or_else(|| JailError::NotFound { path: to.parent() })?;
         if target.symlink_metadata(to.file_name()).is_ok() {
             return Err(JailError::Exists { path: to.clone() });

@@ -293,3 +293,37 @@ fn a_move_never_replaces_what_appears_at_its_target() -> anyhow::Result<()> {
     assert_eq!(fs::read_to_string(f.root.join("sub/taken"))?, "mine\n");
     Ok(())
 }
+
+/// F1 at effect time: a folder checked by identity and then replaced by another real folder is
+/// refused before anything changes, for writes, deletes and moves alike.
+#[test]
+fn an_effect_bound_to_a_folder_is_refused_in_another_moved_into_its_place() -> anyhow::Result<()> {
+    let f = fixture()?;
+    fs::create_dir_all(f.root.join("guarded"))?;
+    fs::write(f.root.join("guarded/keep.txt"), "keep\n")?;
+    let target = f.ws.resolve("sub/new.txt")?;
+    let kept = f.ws.resolve("sub/keep.txt")?;
+    let checked = f.ws.folder_id(&target)?;
+    assert!(checked.is_some());
+    assert_eq!(f.ws.folder_id(&f.ws.resolve("absent/x")?)?, None);
+    fs::rename(f.root.join("sub"), f.root.join("sub.before"))?;
+    fs::rename(f.root.join("guarded"), f.root.join("sub"))?;
+    let err = f.ws.write_in(&target, b"x", checked.as_deref()).err();
+    assert!(
+        matches!(&err, Some(JailError::Replaced { .. })) && err.as_ref().is_some_and(JailError::refused_before_acting),
+        "{err:?}"
+    );
+    assert!(!f.root.join("sub/new.txt").exists(), "nothing written in the moved folder");
+    assert!(matches!(f.ws.remove_in(&kept, checked.as_deref()), Err(JailError::Replaced { .. })));
+    assert!(f.root.join("sub/keep.txt").exists());
+    let away = f.ws.resolve("elsewhere.txt")?;
+    assert!(matches!(
+        f.ws.rename_in(&kept, &away, (checked.as_deref(), None)),
+        Err(JailError::Replaced { .. })
+    ));
+    // In the folder that was checked, the same effect goes ahead.
+    let now = f.ws.folder_id(&target)?;
+    f.ws.write_in(&target, b"x", now.as_deref())?;
+    assert_eq!(fs::read(f.root.join("sub/new.txt"))?, b"x");
+    Ok(())
+}

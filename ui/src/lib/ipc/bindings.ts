@@ -480,6 +480,11 @@ export type Fate = "included" |
 export type FileImage = {
 	path: string,
 	sha256: Digest | null,
+	/**
+	 *  In a pre-image: the identity (`dev:ino`) of the folder holding the file when the effect was
+	 *  checked; None when it did not exist yet (or for a journal written before this was kept).
+	 */
+	dir?: string | null,
 };
 
 /**  Which events: all given conditions must hold. */

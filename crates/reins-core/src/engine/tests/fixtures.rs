@@ -65,6 +65,7 @@ pub fn shell(line: &str) -> Action {
 
 pub fn image(path: &str, bytes: Option<&[u8]>) -> FileImage {
     FileImage {
+        dir: None,
         path: path.into(),
         sha256: bytes.map(Digest::of),
     }
