@@ -16,4 +16,5 @@ mod reviews;
 mod rollback;
 mod step_protocol;
 mod tools;
+mod what_held;
 mod workers;
