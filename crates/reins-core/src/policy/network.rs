@@ -189,7 +189,7 @@ pub fn assess(req: &FetchRequest, resolved: &[IpAddr], a: &mut Assessment) {
     if matches!(method, "GET" | "HEAD") {
         a.raise(
             Risk::Medium,
-            format!("{method} {host}: the URL itself leaves this machine"),
+            format!("{method} {host}: the URL itself, path and query, is sent to {host}"),
         );
     } else {
         a.raise(

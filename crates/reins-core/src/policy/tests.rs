@@ -288,6 +288,19 @@ fn network_targets() {
         (public.risk, public.decision),
         (Risk::Medium, Decision::Ask)
     );
+    assert!(
+        public
+            .reasons
+            .iter()
+            .any(|r| r == "GET docs.rs: the URL itself, path and query, is sent to docs.rs"),
+        "{:?}",
+        public.reasons
+    );
+    assert!(
+        !local.reasons.iter().any(|r| r.contains("leaves this machine")),
+        "a request to this machine does not leave it: {:?}",
+        local.reasons
+    );
     let mapped = classify(&p, root, &fetch("http://[::ffff:169.254.169.254]/"), &[]);
     assert_eq!(mapped.decision, Decision::Deny);
 }
