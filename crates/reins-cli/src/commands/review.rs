@@ -176,7 +176,7 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::api:
 pub async fn show(reins: &Reins, args: ShowArgs, json: bool) -> reins_core::api::Result<u8> {
     let v = reins.approval(&args.id).await?;
     if args.action {
-        let action = v.edited.as_ref().map_or(&v.action, |e| &e.action);
+        let action = reins.approval_action(&v.id).await?;
         print_json(&serde_json::json!({ "tool": action.tool, "args": action.args }));
         return Ok(exit::DONE);
     }

@@ -76,3 +76,55 @@ fn a_key_lives_in_the_os_keyring_and_only_there() -> anyhow::Result<()> {
     assert_eq!(cli.json(&["keys", "status", &name])?[0]["set"], false);
     Ok(())
 }
+
+#[test]
+#[ignore = "needs a Secret Service on the session bus: scripts/test runs it under dbus-run-session"]
+fn a_secret_sealed_at_rest_is_masked_on_the_card_and_whole_on_request() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no session bus: run this under dbus-run-session with gnome-keyring-daemon --unlock (see scripts/test)"
+    );
+    let cli = Cli::new()?;
+    let secret = "Tr0ub4dorCARD8";
+    let plan = cli.tmp.path().join("p.toml");
+    std::fs::write(
+        &plan,
+        format!("name = \"p\"\ngoal = \"g\"\n[[steps]]\ntool = \"shell.exec\"\nargs = {{ command = \"mysql -u root --password {secret} -h db app\" }}\n"),
+    )?;
+    let out = cli
+        .strict_cmd()
+        .args(["run", "--plan", &plan.to_string_lossy(), "--no-wait"])
+        .args(["--workspace", &cli.ws().to_string_lossy()])
+        .output()?;
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "waits for review: {}",
+        text(&out)
+    );
+    let pending = cli.json(&["approvals"])?;
+    let id = pending[0]["id"].as_str().unwrap_or_default().to_owned();
+    let card = cli.strict_cmd().args(["approval", "show", &id]).output()?;
+    assert!(card.status.success(), "{}", text(&card));
+    assert!(
+        !text(&card).contains(secret),
+        "the card masks it: {}",
+        text(&card)
+    );
+    let listed = cli.json(&["approval", "show", &id])?;
+    assert!(
+        !listed.to_string().contains(secret),
+        "so does the view: {listed}"
+    );
+    let whole = cli.json(&["approval", "show", &id, "--action"])?;
+    assert_eq!(
+        whole["args"]["command"],
+        format!("mysql -u root --password {secret} -h db app"),
+        "--action shows exactly what runs"
+    );
+    for dir in [cli.data()] {
+        let found = files_containing(&dir, secret.as_bytes())?;
+        assert!(found.is_empty(), "sealed at rest, but found in {found:?}");
+    }
+    Ok(())
+}

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{ApprovalView, DecidedView, GrantView, Reins};
+use super::{ActionView, ApprovalView, DecidedView, GrantView, Reins};
 use crate::approval::Status;
 use crate::engine::{ApproveRequest, Decided};
 use crate::error::{Error, Result};
@@ -70,6 +70,23 @@ impl Reins {
             }
         }
         self.approval_view(row).await
+    }
+
+    /// Exactly what an approval would run (the person's edit when there is one), with any secret
+    /// sealed at rest opened: for a person who asked to see it whole. Needs the keyring that
+    /// sealed it.
+    pub async fn approval_action(&self, id: &str) -> Result<ActionView> {
+        let row = approvals::find(self.store().pool(), id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                what: format!("approval {id}"),
+            })?;
+        let (call, _) = row.effective_action();
+        let opened = self
+            .engine
+            .reveal(call, &format!("approval {}'s action", row.id))
+            .await?;
+        Ok(opened.into())
     }
 
     pub async fn approve(&self, id: &str, req: ApproveRequest) -> Result<DecidedView> {
