@@ -27,3 +27,16 @@ export function shortId(id: string): string {
 export function stateLabel(state: string): string {
   return state.replace(/_/g, " ");
 }
+
+/** A secret Reins keeps sealed at rest travels as a `⟦sealed:…⟧` token: shown, it is a mark. */
+const SEALED = /⟦sealed:[A-Za-z0-9_-]+⟧/g;
+
+export const SEALED_SHOWN = "[sealed secret]";
+
+export function shownSealed(text: string): string {
+  return text.replace(SEALED, SEALED_SHOWN);
+}
+
+export function hasSealed(text: string): boolean {
+  return text.search(SEALED) >= 0;
+}

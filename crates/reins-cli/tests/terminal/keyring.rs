@@ -116,6 +116,12 @@ fn a_secret_sealed_at_rest_is_masked_on_the_card_and_whole_on_request() -> anyho
         !listed.to_string().contains(secret),
         "so does the view: {listed}"
     );
+    assert_eq!(
+        listed["subject"], "mysql -u root --password [sealed secret] -h db app",
+        "and the list's subject"
+    );
+    let list = cli.strict_cmd().arg("approvals").output()?;
+    assert!(!text(&list).contains(secret), "{}", text(&list));
     let whole = cli.json(&["approval", "show", &id, "--action"])?;
     assert_eq!(
         whole["args"]["command"],

@@ -170,4 +170,6 @@ fn redacting_twice_reads_the_same_as_once(#[case] text: &str) {
     assert_eq!(redact(&once), once);
     let sealed = "--password ⟦sealed:O8IOn9odj0v2hTOrnvwdCyJAuCx-D1aQFjCELGB13H3BzMyzdTQ7YI4⟧ x";
     assert_eq!(redact(sealed), sealed, "a sealed token is not a secret");
+    let shown = "mysql -u root --password [sealed secret] -h db app";
+    assert_eq!(redact(shown), shown, "nor the mark it is shown as");
 }

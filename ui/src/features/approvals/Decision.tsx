@@ -1,6 +1,7 @@
 import { useEffect, useRef, useState } from "react";
 import type { ApprovalView, Scope } from "../../lib/ipc/bindings";
 import { isTyping } from "../../lib/keys";
+import { hasSealed } from "../../lib/format";
 
 /** Fields a person may change before approving; long text gets a text area. */
 const LONG = new Set(["content", "new", "old", "command", "body", "value"]);
@@ -77,6 +78,9 @@ export function Decision({ a, mode, setMode, busy, error, onApprove, onReject }:
       {mode === "edit" && (
         <div className="edit-box" data-testid="edit-box">
           <p className="hint">Change the action, then approve: what you approve is exactly what runs, and the audit log records your edit.</p>
+          {Object.values(original).some((v) => typeof v === "string" && hasSealed(v)) && (
+            <p className="hint" data-testid="sealed-hint">A <code>⟦sealed:…⟧</code> mark is a secret Reins keeps sealed: leave it in place and the secret it stands for runs; `reins approval show --action` shows it whole.</p>
+          )}
           {editable.map(([k], i) => (
             <label key={k} className="field">
               <span>{k}</span>

@@ -1,6 +1,7 @@
 import type { ApprovalView, Segment } from "../../lib/ipc/bindings";
 import { DiffView } from "./DiffView";
 import { marks } from "../../lib/diff";
+import { shownSealed } from "../../lib/format";
 
 export function RiskBadge({ risk }: { risk: string }) {
   return <span className={`risk risk-${risk}`} data-risk={risk}>{risk}</span>;
@@ -33,7 +34,7 @@ function CommandView({ a }: { a: ApprovalView }) {
   const segs: Segment[] = a.segments;
   return (
     <div className="command" data-testid="command">
-      <pre className="command-text"><Visible text={commandText(args)} /></pre>
+      <pre className="command-text"><Visible text={shownSealed(commandText(args))} /></pre>
       {segs.length > 0 && (
         <table className="segments">
           <thead>

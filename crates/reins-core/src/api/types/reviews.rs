@@ -152,7 +152,14 @@ impl ApprovalView {
 }
 
 /// What an action touches, in one line.
+/// What an approval is about, in a few words for a list: a sealed secret shows as a mark and any
+/// other secret is masked, as in the preview.
 fn subject(action: &ActionView) -> String {
+    let raw = subject_raw(action);
+    crate::secrets::redact(&crate::seal::shown(&raw)).into_owned()
+}
+
+fn subject_raw(action: &ActionView) -> String {
     let args = &action.args;
     if action.tool == "shell.exec" {
         if let Some(command) = args["command"].as_str() {
