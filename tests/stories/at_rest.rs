@@ -270,3 +270,46 @@ async fn without_a_keyring_a_plan_with_a_secret_is_refused_and_nothing_is_stored
     assert!(succeeded(&reins.drive(run, &Silent).await?));
     Ok(())
 }
+
+#[tokio::test]
+async fn an_edit_that_keeps_a_sealed_secret_in_place_runs_with_the_secret() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let reins = sb.with_defaults().await?;
+    let text = format!(
+        "name = \"e\"\ngoal = \"g\"\n[[steps]]\ntool = \"shell.exec\"\n\
+         args = {{ command = \"printf '%s\\\\n' --password {} > got.txt\" }}\n",
+        SECRETS[2]
+    );
+    let (run, review) = sb.to_review(&reins, &text).await?;
+    let shown = review.action.args["command"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        !shown.contains(SECRETS[2]) && shown.contains("⟦sealed:"),
+        "{shown}"
+    );
+    // The person edits where the output goes and leaves the sealed part as it is.
+    let mut request = approve_once();
+    request.edited = Some(reins_core::api::EditedAction {
+        tool: None,
+        args: serde_json::json!({ "command": shown.replace("got.txt", "edited.txt") }),
+    });
+    reins.approve(&review.id, request).await?;
+    let outcome = reins.drive(run, &Silent).await?;
+    assert!(succeeded(&outcome), "{outcome:?}");
+    assert_eq!(
+        sb.read("edited.txt")?,
+        format!("--password\n{}\n", SECRETS[2])
+    );
+    // A token Reins did not seal is refused, not run as text.
+    let (_, other) = sb.to_review(&reins, &text).await?;
+    let mut forged = approve_once();
+    forged.edited = Some(reins_core::api::EditedAction {
+        tool: None,
+        args: serde_json::json!({ "command": "printf '%s' ⟦sealed:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA⟧ > f.txt" }),
+    });
+    assert!(reins.approve(&other.id, forged).await.is_err());
+    assert!(!sb.ws().join("f.txt").exists());
+    Ok(())
+}
