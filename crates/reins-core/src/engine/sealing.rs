@@ -29,9 +29,15 @@ impl Engine {
                 }
                 Write::Step(step) => self.seal_step(step).await?,
                 Write::Intent { step, intent, .. } => {
+                    // The intent records the step's own action: scanned once, sealed once.
+                    let same = intent.action.text() == step.action.text();
                     self.seal_step(step).await?;
-                    let what = format!("step {}'s action", intent.step_seq);
-                    intent.action = self.seal_call(&intent.action, &what).await?;
+                    intent.action = if same {
+                        step.action.clone()
+                    } else {
+                        let what = format!("step {}'s action", intent.step_seq);
+                        self.seal_call(&intent.action, &what).await?
+                    };
                     self.seal_opt(&mut intent.result, "an effect's result").await?;
                 }
                 Write::Settle { seq, result, .. } | Write::SettleByPerson { seq, result, .. } => {
