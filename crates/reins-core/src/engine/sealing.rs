@@ -75,6 +75,8 @@ impl Engine {
                         edit.action = self.seal_call(&edit.action, "the edited action").await?;
                     }
                 }
+                // Why a retry happened is for people; an error may quote what failed.
+                Write::Retry { error, .. } => redact(error),
                 _ => {}
             }
         }
