@@ -313,3 +313,50 @@ async fn an_edit_that_keeps_a_sealed_secret_in_place_runs_with_the_secret() -> a
     assert!(!sb.ws().join("f.txt").exists());
     Ok(())
 }
+
+#[tokio::test]
+async fn doctor_tells_whether_this_keyring_opens_what_was_sealed() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let reins = sb.with_defaults().await?;
+    let run = sb.start(&reins, &deploy_plan()).await?;
+    let outcome = reins.drive(run, &Silent).await?;
+    assert!(waiting(&outcome), "{outcome:?}");
+    let report = reins.doctor().await?;
+    assert!(report.healthy, "{report:?}");
+    assert!(
+        report.sealed_rows > 0 && report.sealed == "ok",
+        "{report:?}"
+    );
+    reins.close().await;
+
+    // The data dir on another machine: a keyring without the key.
+    let elsewhere = Reins::open(
+        sb.data(),
+        Options {
+            secrets: Some(std::sync::Arc::new(MemorySecrets::default())),
+            ..Options::default()
+        },
+    )
+    .await?;
+    let report = elsewhere.doctor().await?;
+    assert!(!report.healthy, "{report:?}");
+    assert!(
+        report
+            .sealed
+            .contains("the entry \"reins.seal\" is missing"),
+        "{}",
+        report.sealed
+    );
+    let review = pending(&elsewhere, run).await?;
+    let refused = elsewhere.approve(&review.id, approve_once()).await;
+    let said = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        said.contains("reins.seal"),
+        "approving what cannot be opened is refused, saying why: {said}"
+    );
+    assert!(
+        !sb.ws().join("got.txt").exists(),
+        "nothing ran with a secret it could not open"
+    );
+    Ok(())
+}

@@ -158,7 +158,9 @@ impl Error {
                 }
                 _ => ErrorCode::InvalidInput,
             },
-            Error::Seal(crate::seal::SealError::KeyMissing { .. }) => ErrorCode::KeyringUnavailable,
+            Error::Seal(
+                crate::seal::SealError::KeyMissing { .. } | crate::seal::SealError::Unopened { .. },
+            ) => ErrorCode::KeyringUnavailable,
             Error::Seal(crate::seal::SealError::Damaged { .. }) => ErrorCode::CorruptDatabase,
         }
     }

@@ -45,6 +45,8 @@ pub enum SealError {
         kind: &'static str,
         source: KeyError,
     },
+    #[error("{what} holds secrets sealed with a key in the OS keyring, and the keyring cannot be used to open them: {source}")]
+    Unopened { what: String, source: KeyError },
     #[error("{what} holds secrets sealed with a key this keyring does not have (the entry {KEY_NAME:?} is missing: the data dir came from another machine or user, or the entry was deleted); it cannot run without them")]
     KeyMissing { what: String },
     #[error("{what} holds a sealed secret that does not open with this keyring's key (damaged, or sealed under another key)")]
@@ -112,9 +114,8 @@ impl Sealer {
         let key = self
             .key(false)
             .await
-            .map_err(|source| SealError::Keyring {
+            .map_err(|source| SealError::Unopened {
                 what: what.to_owned(),
-                kind: "sealed at rest",
                 source,
             })?
             .ok_or_else(|| SealError::KeyMissing {

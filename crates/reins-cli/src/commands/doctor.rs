@@ -56,6 +56,20 @@ pub async fn exec(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
             mark(r.audit_chain == "ok"),
             r.audit_chain
         );
+        println!(
+            "[{}] secrets sealed at rest: {} row(s){}",
+            mark(r.sealed == "ok"),
+            r.sealed_rows,
+            if r.sealed == "ok" {
+                if r.sealed_rows > 0 {
+                    ", and this keyring's key opens them".to_owned()
+                } else {
+                    String::new()
+                }
+            } else {
+                format!(": {}", r.sealed)
+            }
+        );
         if r.leftover_temp_files > 0 {
             println!(
                 "note: {} temp file(s) left in the blob store by interrupted writes (harmless)",

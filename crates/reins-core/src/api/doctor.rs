@@ -26,6 +26,10 @@ pub struct DoctorReport {
     pub damaged_checkpoints: Vec<String>,
     /// "ok", or the seq of the first event whose hash does not chain.
     pub audit_chain: String,
+    /// Rows holding secrets sealed at rest.
+    pub sealed_rows: i64,
+    /// "ok" when there are none or this keyring's key opens them; otherwise why not.
+    pub sealed: String,
 }
 
 impl Reins {
@@ -89,6 +93,14 @@ impl Reins {
                 d.detail
             ),
         };
+        let (sealed_rows, sample) = store::sealed::sample(pool).await?;
+        let sealed = match sample {
+            None => "ok".to_owned(),
+            Some(text) => match self.engine.reveal_text(&text).await {
+                Ok(_) => "ok".to_owned(),
+                Err(e) => e.to_string(),
+            },
+        };
         let schema_version = self.store().schema_version().await?;
         let supported_schema = Store::supported_schema();
         let healthy = integrity == ["ok"]
@@ -96,6 +108,7 @@ impl Reins {
             && missing.is_empty()
             && damaged.is_empty()
             && audit_chain == "ok"
+            && sealed == "ok"
             && schema_version == supported_schema;
         Ok(DoctorReport {
             healthy,
@@ -112,6 +125,8 @@ impl Reins {
             runs: all_runs.len(),
             damaged_checkpoints: damaged,
             audit_chain,
+            sealed_rows,
+            sealed,
         })
     }
 }

@@ -92,3 +92,20 @@ async fn sealing_sealed_text_again_changes_nothing_that_opening_once_does_not_un
     let twice = s.seal(&once, "x").await.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(twice, once, "tokens are not sealed again");
 }
+
+#[tokio::test]
+async fn opening_without_a_keyring_says_it_cannot_open_not_that_nothing_was_stored() {
+    let (s, _) = sealer();
+    let sealed = s.seal(ACTION, "a").await.unwrap_or_else(|e| panic!("{e}")).into_owned();
+    let off = Sealer::new(Arc::new(MemoryStore::unavailable()));
+    let msg = off
+        .open(&sealed, "step 2's action")
+        .await
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        msg.starts_with("step 2's action holds secrets sealed with a key in the OS keyring, and the keyring cannot be used"),
+        "{msg}"
+    );
+}

@@ -28,6 +28,7 @@ pub mod processes;
 pub mod retries;
 pub mod runs;
 pub mod scan;
+pub mod sealed;
 pub mod steps;
 mod tx;
 pub mod write;

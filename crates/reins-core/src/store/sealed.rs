@@ -1,0 +1,39 @@
+//! Where sealed secrets are kept (see `seal`): how many rows hold one, and one of them, so
+//! `doctor` can tell whether this keyring still opens them.
+
+use sqlx::SqlitePool;
+
+use super::Result;
+
+/// Each column that may hold `⟦sealed:…⟧` tokens, as `table.column`.
+const COLUMNS: &[(&str, &str)] = &[
+    ("runs", "agent_spec"),
+    ("steps", "action"),
+    ("steps", "result"),
+    ("intents", "action"),
+    ("intents", "result"),
+    ("approvals", "action"),
+    ("approvals", "edited_action"),
+];
+
+/// How many rows hold a sealed secret, and the text of one of them.
+pub async fn sample(pool: &SqlitePool) -> Result<(i64, Option<String>)> {
+    let mut rows = 0;
+    let mut one = None;
+    for (table, column) in COLUMNS {
+        let (n,): (i64,) = sqlx::query_as(&format!(
+            "SELECT count(*) FROM {table} WHERE instr({column}, '⟦sealed:') > 0"
+        ))
+        .fetch_one(pool)
+        .await?;
+        rows += n;
+        if n > 0 && one.is_none() {
+            one = sqlx::query_scalar(&format!(
+                "SELECT {column} FROM {table} WHERE instr({column}, '⟦sealed:') > 0 LIMIT 1"
+            ))
+            .fetch_optional(pool)
+            .await?;
+        }
+    }
+    Ok((rows, one))
+}
