@@ -203,13 +203,14 @@ impl App {
         }
     }
 
-    /// Waits until `f` holds (up to 15 s).
+    /// Waits until `f` holds (up to 30 s: on a cold, loaded CI machine a run started from the
+    /// app once took longer than 15 s to reach its review).
     pub async fn until<F, Fut>(&self, what: &str, mut f: F) -> Result<()>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<bool>>,
     {
-        let deadline = Instant::now() + Duration::from_secs(15);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if f().await.unwrap_or(false) {
                 return Ok(());
