@@ -132,10 +132,11 @@ pub(super) fn bind(
     }
     let replaced: Vec<&str> = now_pre
         .iter()
+        // The same file with the same content, yet not the same: only its folder differs.
         .filter(|n| {
-            reviewed_pre.iter().any(|r| {
-                r.path == n.path && r.sha256 == n.sha256 && r.dir.is_some() && n.dir.is_some() && r.dir != n.dir
-            })
+            reviewed_pre
+                .iter()
+                .any(|r| r.path == n.path && r.sha256 == n.sha256 && !r.same_as(n))
         })
         .map(|i| i.path.as_str())
         .collect();

@@ -111,6 +111,15 @@ pub(super) fn edited_call(row: &ApprovalRow, edit: &EditedAction) -> Result<Tool
     })
 }
 
+/// The paths of `images`, for a sentence.
+fn paths_of(images: &[&FileImage]) -> String {
+    images
+        .iter()
+        .map(|i| i.path.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A pattern needs a lasting scope: "once" grants nothing.
 pub(super) fn check_scope(scope: Scope, pattern: Option<&str>) -> Result<()> {
     if scope == Scope::Once && pattern.is_some() {
@@ -455,30 +464,18 @@ impl Engine {
         let why = if !replaced.is_empty() {
             format!(
                 "the folder holding {} was replaced after the review was prepared (another directory was moved into its place)",
-                replaced
-                    .iter()
-                    .map(|i| i.path.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                paths_of(&replaced)
             )
         } else if changed.is_empty() {
             format!(
                 "the mode of {} changed after the review was prepared ({})",
-                reviewed
-                    .iter()
-                    .map(|i| i.path.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                paths_of(&reviewed.iter().collect::<Vec<_>>()),
                 mode_now.as_deref().unwrap_or("no longer executable")
             )
         } else {
             format!(
                 "{} changed on disk after the review was prepared",
-                changed
-                    .iter()
-                    .map(|i| i.path.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                paths_of(&changed)
             )
         };
         let (preview, pre, verdict) = match &action {

@@ -22,11 +22,7 @@ impl Engine {
     pub(super) async fn sealed(&self, mut rows: Vec<Write>) -> Result<Vec<Write>> {
         for row in &mut rows {
             match row {
-                Write::RunInsert(run) => {
-                    if let Cow::Owned(s) = self.sealer.seal(&run.agent_spec, "the plan").await? {
-                        run.agent_spec = s;
-                    }
-                }
+                Write::RunInsert(run) => self.seal_text(&mut run.agent_spec, "the plan").await?,
                 Write::Step(step) => self.seal_step(step).await?,
                 Write::Intent { step, intent, .. } => {
                     // The intent records the step's own action: scanned once, sealed once.
@@ -41,16 +37,10 @@ impl Engine {
                     self.seal_opt(&mut intent.result, "an effect's result").await?;
                 }
                 Write::Settle { seq, result, .. } | Write::SettleByPerson { seq, result, .. } => {
-                    let what = format!("step {seq}'s result");
-                    if let Cow::Owned(s) = self.sealer.seal(result, &what).await? {
-                        *result = s;
-                    }
+                    self.seal_text(result, &format!("step {seq}'s result")).await?;
                 }
                 Write::Answer { seq, text } => {
-                    let what = format!("the answer to step {seq}");
-                    if let Cow::Owned(s) = self.sealer.seal(text, &what).await? {
-                        *text = s;
-                    }
+                    self.seal_text(text, &format!("the answer to step {seq}")).await?;
                 }
                 Write::Approval(a) => {
                     // The context summary is for the reviewer: secrets in it are redacted.
@@ -91,10 +81,15 @@ impl Engine {
     }
 
     async fn seal_opt(&self, text: &mut Option<String>, what: &str) -> Result<()> {
-        if let Some(t) = text {
-            if let Cow::Owned(s) = self.sealer.seal(t, what).await? {
-                *t = s;
-            }
+        match text {
+            Some(t) => self.seal_text(t, what).await,
+            None => Ok(()),
+        }
+    }
+
+    async fn seal_text(&self, text: &mut String, what: &str) -> Result<()> {
+        if let Cow::Owned(s) = self.sealer.seal(text, what).await? {
+            *text = s;
         }
         Ok(())
     }
