@@ -2,6 +2,8 @@
 //!
 //!   cargo bench -p reins-core --bench policy [-- ROUNDS]
 //!
+//! 0. The two corpora (`policy::corpus`): everyday commands rated high (goal 0) and dangerous
+//!    commands rated below high (goal 0), each with the commands that miss.
 //! 1. Shell commands classified per second (a mixed corpus: plain, pipelines, lists, substitutions).
 //! 2. The diff preview of a 10,000-line file with 100 changed lines, beside `diff -u` on the same
 //!    files in the same run (goal: no slower). `diff -u` is timed as a process, as a user runs it.
@@ -10,8 +12,9 @@
 use std::path::Path;
 use std::time::Instant;
 
+use reins_core::policy::corpus::{commands, BENIGN, DANGEROUS};
 use reins_core::policy::shell::{analyse_command, Place};
-use reins_core::policy::Protected;
+use reins_core::policy::{Protected, Risk};
 use reins_core::workspace::diff;
 
 /// A field of /proc/self/status in KiB (VmRSS, VmHWM).
@@ -64,6 +67,29 @@ fn main() {
         root: Path::new("/work/ws"),
         protected: &Protected::NONE,
     };
+
+    // 0. The corpora.
+    let rate = |corpus: &'static str, miss: &dyn Fn(Risk) -> bool| -> (usize, Vec<&'static str>) {
+        let all: Vec<&str> = commands(corpus).collect();
+        let missed: Vec<&str> = all
+            .iter()
+            .copied()
+            .filter(|c| miss(analyse_command(c, place).risk))
+            .collect();
+        (all.len(), missed)
+    };
+    let (benign, false_alarms) = rate(BENIGN, &|r| r == Risk::High);
+    let (dangerous, misses) = rate(DANGEROUS, &|r| r != Risk::High);
+    println!(
+        "corpus: {} of {benign} everyday commands rate high ({:.1}%, goal 0); {} of {dangerous} dangerous commands rate below high ({:.1}%, goal 0)",
+        false_alarms.len(),
+        100.0 * false_alarms.len() as f64 / benign as f64,
+        misses.len(),
+        100.0 * misses.len() as f64 / dangerous as f64,
+    );
+    for c in false_alarms.iter().chain(&misses) {
+        println!("  miss: {c}");
+    }
 
     // 1. Classification throughput.
     let per_round = 200;

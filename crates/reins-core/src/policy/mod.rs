@@ -10,6 +10,8 @@ use serde::Serialize;
 
 use crate::tools::Action;
 
+pub mod corpus;
+pub mod credentials;
 pub mod network;
 pub mod programs;
 pub mod protected;

@@ -151,6 +151,7 @@ fn reader_option(program: &str, lits: &[&str]) -> Option<(Risk, String)> {
         "rg" => &["--pre"],
         "fd" | "fdfind" => &["-x", "-X", "--exec", "--exec-batch"],
         "bat" => &["--pager"],
+        "ag" => &["--pager"],
         "less" | "more" => &["--lesskey-src"],
         _ => return None,
     };

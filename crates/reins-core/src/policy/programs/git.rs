@@ -69,6 +69,18 @@ pub(super) fn git(lits: &[&str], args: &[Option<String>]) -> ProgramVerdict {
         );
     }
     let verdict: (Risk, String) = match sub {
+        "config" if reads_config(rest) => (Low, String::new()),
+        "remote" if rest.iter().all(|a| matches!(*a, "-v" | "--verbose")) || rest.first() == Some(&"get-url") => {
+            (Low, String::new())
+        }
+        "rebase" if rest.iter().any(|a| *a == "-x" || a.starts_with("--exec") || (a.starts_with("-x") && !a.starts_with("--"))) => (
+            High,
+            "`git rebase --exec` runs a command after each commit it replays".into(),
+        ),
+        "bisect" if rest.first() == Some(&"run") => (
+            High,
+            "`git bisect run` runs the command it is given at every step".into(),
+        ),
         "" | "status" | "log" | "diff" | "show" | "rev-parse" | "ls-files" | "ls-tree"
         | "blame" | "grep" | "describe" | "shortlog" | "cat-file" | "help" | "version"
         | "--version" | "whatchanged" | "name-rev" | "for-each-ref" | "count-objects"
@@ -143,4 +155,21 @@ pub(super) fn git(lits: &[&str], args: &[Option<String>]) -> ProgramVerdict {
         class: Class::Other,
         reasons,
     }
+}
+
+/// Whether `git config` only reads: `--get`, `--list` and their kin, or the `get` and `list`
+/// subcommands, with nothing that writes or opens an editor.
+fn reads_config(rest: &[&str]) -> bool {
+    let writes = rest.iter().any(|a| {
+        matches!(
+            *a,
+            "--add" | "--replace-all" | "--unset" | "--unset-all" | "--rename-section"
+                | "--remove-section" | "-e" | "--edit" | "set" | "unset" | "edit"
+                | "rename-section" | "remove-section"
+        )
+    });
+    let reads = rest.iter().any(|a| {
+        a.starts_with("--get") || matches!(*a, "--list" | "-l" | "get" | "list")
+    });
+    reads && !writes
 }

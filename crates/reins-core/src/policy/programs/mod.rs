@@ -4,8 +4,12 @@
 
 use super::Risk;
 
+mod awk;
+pub mod capabilities;
 mod evaluates;
 mod git;
+mod make;
+mod wrappers;
 mod lists;
 mod options;
 mod sed;
@@ -15,6 +19,7 @@ pub use evaluates::holds_code;
 
 pub use options::{operands_are_code, writes_through};
 pub use variables::exec_capable_variable;
+pub use wrappers::{unwrap, Unwrapped};
 
 use options::{extracts, runs_through_option};
 
@@ -112,6 +117,13 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
             "runs Reins itself: an agent must not approve, change policy or touch the harness that watches it".into(),
         );
     }
+    if capabilities::entry(p).is_none() {
+        return ProgramVerdict::one(
+            Other,
+            High,
+            format!("`{p}` is not a program Reins knows, so it cannot say what it does"),
+        );
+    }
     if let Some((risk, why)) = evaluates::finding(p, args, &lits) {
         return ProgramVerdict::one(Other, risk, why);
     }
@@ -132,6 +144,13 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
         return ProgramVerdict::one(Other, High, why);
     }
     if let Some(flags) = interpreter(p) {
+        if !lits.is_empty()
+            && lits
+                .iter()
+                .all(|a| matches!(*a, "--version" | "-V" | "--help" | "-h" | "-VV"))
+        {
+            return ProgramVerdict::low(Other);
+        }
         // `-c`, `-cCODE`, or the letter inside a cluster (`-Ic`, `-we`, `-lne`).
         let inline = lits.iter().any(|a| {
             flags.contains(a)
@@ -188,11 +207,23 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
         );
     }
     if matches!(p, "awk" | "gawk" | "mawk" | "nawk") {
+        return match awk::finding(p, &lits, args) {
+            Some((risk, why)) => ProgramVerdict::one(Other, risk, why),
+            None => ProgramVerdict::low(Reads),
+        };
+    }
+    if p == "make" {
+        return make::make(&lits, args);
+    }
+    if p == "env" && lits.is_empty() {
         return ProgramVerdict::one(
-            Other,
-            High,
-            format!("`{p}` programs can run commands (system(), pipes) and write files"),
+            Reads,
+            Medium,
+            "prints environment variables, which may hold secrets".into(),
         );
+    }
+    if p == "command" && matches!(lits.first(), Some(&"-v" | &"-V")) {
+        return ProgramVerdict::low(Other);
     }
     if let Some((_, why)) = WRAPPERS.iter().find(|(w, _)| *w == p) {
         return ProgramVerdict::one(
@@ -277,8 +308,15 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
                     "`find -delete` deletes every match".into(),
                 );
             }
-            if has(&["-fprint", "-fprint0", "-fprintf", "-fls"]) {
-                return ProgramVerdict::one(Writes, Medium, "writes its results to a file".into());
+            if let Some(opt) = lits
+                .iter()
+                .find(|a| matches!(**a, "-fprint" | "-fprint0" | "-fprintf" | "-fls"))
+            {
+                return ProgramVerdict::one(
+                    Writes,
+                    High,
+                    format!("`find {opt}` writes its results to a file the option names"),
+                );
             }
             return ProgramVerdict::low(Reads);
         }
@@ -352,7 +390,7 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
                 "writes its output to a file (`-o`)".into(),
             );
         }
-        "uniq" if lits.iter().filter(|a| !a.starts_with('-')).count() >= 2 => {
+        "uniq" | "xxd" if lits.iter().filter(|a| !a.starts_with('-')).count() >= 2 => {
             return ProgramVerdict::one(
                 Writes,
                 Medium,

@@ -60,7 +60,7 @@ pub fn writes_through(program: &str, option: &str) -> bool {
     let short: &[&str] = match program {
         "cp" | "mv" | "install" | "ln" => &["-t"],
         "tar" | "gtar" | "bsdtar" => &["-C", "-f"],
-        "sort" | "shuf" | "iconv" | "gcc" | "cc" | "g++" | "c++" | "clang" | "clang++"
+        "sort" | "shuf" | "iconv" | "tree" | "gcc" | "cc" | "g++" | "c++" | "clang" | "clang++"
         | "rustc" | "ld" | "as" | "objcopy" | "pandoc" | "zstd" => &["-o"],
         "unzip" => &["-d"],
         "git" => &["-o"],

@@ -6,7 +6,7 @@ use brush_parser::ast::{IoFileRedirectKind, IoFileRedirectTarget, IoRedirect};
 use super::word::Word;
 use super::{absolute, lexical, raise, short, Segment, Walk};
 use crate::policy::programs::{self, Class};
-use crate::policy::Risk;
+use crate::policy::{credentials, Risk};
 
 impl Walk<'_> {
     /// `cd`: later relative paths land where it goes. Outside the workspace, home, `-` or a
@@ -74,6 +74,12 @@ impl Walk<'_> {
                 && programs::writes_through(program, o)
         });
         let writes = class != Class::Reads || value_of_write;
+        if w.home || w.literal.is_none() {
+            if let Some(what) = credentials::holds(&w.raw) {
+                raise(seg, Risk::High, credential_reason(&w.raw, what));
+                return;
+            }
+        }
         if w.home {
             raise(
                 seg,
@@ -107,7 +113,11 @@ impl Walk<'_> {
             return;
         };
         if w.pattern {
-            if let Some(why) = pattern_reach(lit, class == Class::Writes || value_of_write) {
+            // rm removes what a glob names, links included, never what they point to: a glob in
+            // the last part alone cannot leave the folder.
+            let unlinks = program == "rm" && !lit.rsplit_once('/').is_some_and(|(dir, _)| dir.contains(['*', '?', '[', '{']));
+            let writes = (class == Class::Writes || value_of_write) && !unlinks;
+            if let Some(why) = pattern_reach(lit, writes) {
                 raise(seg, Risk::High, why);
                 return;
             }
@@ -173,6 +183,9 @@ impl Walk<'_> {
                 .why(root, &rel)
                 .map(|why| (Risk::High, why)),
             None => {
+                if let Some(what) = credentials::holds(&abs.to_string_lossy()) {
+                    return Some((Risk::High, credential_reason(p, what)));
+                }
                 if let Some(why) = self.place.protected.why_absolute(&abs) {
                     return Some((Risk::High, format!("{p} is a protected path: {why}")));
                 }
@@ -313,6 +326,10 @@ impl Walk<'_> {
                 }
                 None => {}
             },
+            _ if credentials::holds(raw).is_some() => {
+                let what = credentials::holds(raw).unwrap_or_default();
+                raise(seg, Risk::High, format!("redirection: {}", credential_reason(raw, what)));
+            }
             _ if w.home => raise(
                 seg,
                 Risk::High,
@@ -359,4 +376,11 @@ fn pattern_reach(lit: &str, writes: bool) -> Option<String> {
 /// a separator.
 fn looks_like_path(value: &str) -> bool {
     value.len() > 1 && (value.contains('/') || value.starts_with('.'))
+}
+
+fn credential_reason(path: &str, what: &str) -> String {
+    format!(
+        "`{}` is a credential location ({what}): what is read there can leave the machine",
+        short(path)
+    )
 }

@@ -46,7 +46,8 @@ fn analyse(cmd: &str) -> Analysis {
 #[case::glob_vscode("cp t.json .vs*/tasks.json", "hidden")]
 #[case::glob_bracket_dot("cp x [.]git/config", "hidden")]
 #[case::glob_brace("cp x {a,.git}/config", "hidden")]
-#[case::glob_write("rm *.txt", "expands to")]
+#[case::glob_write("touch *.txt", "expands to")]
+#[case::glob_rm_through_folders("rm */x.txt", "expands to")]
 // A link made earlier in the same command.
 #[case::link_hop("ln -s . d && ln -s d/.. e && cp README e/outside/symlink-hop", "link this command makes")]
 #[case::link_then_write("ln -s .git g; cp evil g/hooks/pre-commit", "link this command makes")]
@@ -77,6 +78,8 @@ fn f6_writes_are_high(#[case] cmd: &str, #[case] why: &str) {
 
 #[rstest]
 #[case::list_glob("ls *.rs", Risk::Low)]
+// rm unlinks what a glob in the last part names, links included, never their targets.
+#[case::rm_glob("rm -f *.tmp", Risk::Medium)]
 #[case::cat("cat src/main.rs", Risk::Low)]
 #[case::grep("grep -rn foo src", Risk::Low)]
 #[case::cut_slash("cut -d/ -f2 paths.txt", Risk::Low)]

@@ -161,16 +161,25 @@ impl Walk<'_> {
             }
         }
         let base = program_name(&program);
+        if !program.contains('/') {
+            if let Some(wrapped) = programs::unwrap(&base, &args) {
+                self.wrapped(seg.text, words, wrapped, assignments, redirects);
+                return;
+            }
+        }
         if matches!(base.as_str(), "cd" | "pushd") {
             self.change_dir(&words[1..], &mut seg);
         }
         let verdict = programs::classify(&base, &args);
         if program.contains('/') && !program.starts_with('/') {
-            raise(
-                &mut seg,
-                Risk::High,
-                format!("runs `{program}`, a program from the workspace: it can do anything"),
-            );
+            match self.judge_path(&program, true) {
+                Some((_, why)) => raise(&mut seg, Risk::High, format!("runs `{program}`: {why}")),
+                None => raise(
+                    &mut seg,
+                    Risk::Medium,
+                    format!("runs `{program}`, a program from the workspace (project code, like a build)"),
+                ),
+            }
         } else {
             for (risk, reason) in &verdict.reasons {
                 raise(&mut seg, *risk, reason.clone());
@@ -178,8 +187,19 @@ impl Walk<'_> {
         }
         if !programs::ignores_paths(&base) {
             let mut prev: Option<&str> = None;
-            for w in &words[1..] {
-                self.path_word(w, verdict.class, &base, prev, &mut seg);
+            let link_target = if base == "ln" { symlink_target(&words[1..]) } else { None };
+            for (i, w) in words[1..].iter().enumerate() {
+                match &link_target {
+                    // A relative symlink target is read from the link's folder, not from here.
+                    Some((at, folder)) if *at == i => {
+                        let here = self.cwd.clone();
+                        let base_dir = here.clone().unwrap_or_else(|| self.place.root.to_owned());
+                        self.cwd = Some(super::lexical(&base_dir.join(folder)));
+                        self.path_word(w, verdict.class, &base, prev, &mut seg);
+                        self.cwd = here;
+                    }
+                    _ => self.path_word(w, verdict.class, &base, prev, &mut seg),
+                }
                 prev = w.literal.as_deref();
             }
         }
@@ -196,4 +216,64 @@ impl Walk<'_> {
         seg.args = words[1..].iter().map(Word::shown).collect();
         self.push(seg);
     }
+
+    /// A wrapper (`timeout`, `nice`, `env`, `xargs`, …): the wrapped command is classified in its
+    /// place, under the wrapper's whole text, with env's assignments judged as prefix assignments.
+    fn wrapped(
+        &mut self,
+        text: String,
+        words: &[Word],
+        wrapped: programs::Unwrapped,
+        assignments: Vec<(ast::Assignment, String)>,
+        redirects: Vec<IoRedirect>,
+    ) {
+        self.plain = false;
+        let wrapper = words[0].shown();
+        let inner = &words[1 + wrapped.at..];
+        let at = self.segments.len();
+        self.command(text, inner, assignments, redirects);
+        let Some(seg) = self.segments.get_mut(at) else {
+            return;
+        };
+        for (name, value) in &wrapped.env {
+            if let Some(why) = programs::exec_capable_variable(name) {
+                raise(seg, Risk::High, format!("`{wrapper}` sets {name}, which {why}"));
+            }
+            if programs::holds_code(value) {
+                raise(seg, Risk::High, format!("`{wrapper}` stores text holding `$(…)` in {name}: bash runs it if the value is ever evaluated"));
+            }
+        }
+        if wrapped.from_input {
+            let program = seg.program.clone().unwrap_or_default();
+            let base = program_name(&program);
+            let args: Vec<Option<String>> = inner[1..].iter().map(|w| w.literal.clone()).collect();
+            let reads = programs::classify(&base, &args).class == programs::Class::Reads
+                || programs::ignores_paths(&base);
+            if reads {
+                raise(seg, Risk::Medium, format!("`{wrapper}` gives `{program}` more arguments from its input: paths Reins cannot see"));
+            } else {
+                raise(seg, Risk::High, format!("`{wrapper}` gives `{program}` arguments from its input: Reins cannot see what it changes or runs"));
+            }
+        }
+    }
+}
+
+/// For `ln -s TARGET LINK`: the index of TARGET among the arguments and the folder LINK is made in
+/// (relative to where the command runs). None for other forms, which are judged as written.
+fn symlink_target(args: &[Word]) -> Option<(usize, String)> {
+    let lits: Vec<&str> = args.iter().map(|w| w.literal.as_deref()).collect::<Option<_>>()?;
+    let symbolic = lits.iter().any(|a| {
+        *a == "--symbolic" || (a.starts_with('-') && !a.starts_with("--") && a.contains('s'))
+    });
+    let operands: Vec<usize> = (0..lits.len()).filter(|i| !lits[*i].starts_with('-')).collect();
+    if !symbolic || operands.len() != 2 || lits.iter().any(|a| a.starts_with("-t") || a.starts_with("--target")) {
+        return None;
+    }
+    let link = lits[operands[1]];
+    let folder = if link.ends_with('/') {
+        link.to_owned()
+    } else {
+        link.rsplit_once('/').map(|(d, _)| d.to_owned()).unwrap_or_default()
+    };
+    Some((operands[0], folder))
 }

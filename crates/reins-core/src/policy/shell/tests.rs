@@ -61,9 +61,13 @@ fn reasons(a: &Analysis) -> String {
 #[case::redirect_hook("echo x > .git/hooks/pre-commit", "git hook")]
 #[case::function("ls() { rm -rf /; }; ls", "function")]
 #[case::sudo("sudo ls", "another user")]
-#[case::env_wrapper("env ls", "runs the program")]
+#[case::env_wrapper("env -S 'sh -c id'", "runs the program")]
+#[case::env_wraps_bash("env A=1 bash -c id", "inline")]
+#[case::timeout_wraps_rm("timeout 5 rm -rf x", "recursively")]
+#[case::env_preload("env LD_PRELOAD=/tmp/x.so ls", "LD_PRELOAD")]
+#[case::xargs_rm("find . | xargs -0 rm", "from its input")]
 #[case::unknown("frobnicate --all", "not a program Reins knows")]
-#[case::relative_program("./build.sh", "from the workspace")]
+#[case::relative_program_outside("../build.sh", "outside the workspace")]
 #[case::bidi("echo \u{202e}hello", "cannot see")]
 #[case::decode_pipe("echo aWQK | base64 -d | sh", "decodes data")]
 #[case::awk("awk 'BEGIN{system(\"id\")}'", "awk")]
@@ -112,6 +116,9 @@ fn a_long_chain_of_harmless_commands_ending_in_curl_is_high() {
 #[case("ls > /dev/null 2>&1", Risk::Low)]
 #[case("cat /etc/hostname", Risk::Medium)]
 #[case("cd src && ls", Risk::Low)]
+#[case("./build.sh", Risk::Medium)]
+#[case("env ls", Risk::Low)]
+#[case("timeout 60 cargo test", Risk::Medium)]
 fn ordinary_commands_are_not_over_flagged(#[case] cmd: &str, #[case] risk: Risk) {
     let a = analyse(cmd);
     assert_eq!(a.risk, risk, "{cmd}: {}", reasons(&a));

@@ -63,7 +63,8 @@ impl Word {
             match piece {
                 WordPiece::Text(s) => {
                     if !quoted
-                        && (s.contains(['*', '?', '['])
+                        && (s.contains(['*', '?'])
+                            || s.find('[').is_some_and(|at| s[at..].contains(']'))
                             || (s.contains('{') && (s.contains(',') || s.contains(".."))))
                     {
                         self.pattern = true;
