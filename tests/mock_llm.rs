@@ -35,12 +35,16 @@ pub struct Seen {
 struct Inner {
     script: VecDeque<Reply>,
     seen: Vec<Seen>,
+    /// Stop listening once this many requests were answered.
+    stop_after: Option<usize>,
+    stop: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Clone)]
 pub struct MockLlm {
     port: u16,
     inner: Arc<Mutex<Inner>>,
+    stop: Arc<tokio::sync::Notify>,
 }
 
 impl MockLlm {
@@ -49,11 +53,15 @@ impl MockLlm {
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
+        let stop = Arc::new(tokio::sync::Notify::new());
         let inner = Arc::new(Mutex::new(Inner {
             script: script.into(),
             seen: Vec::new(),
+            stop_after: None,
+            stop: Arc::clone(&stop),
         }));
         let shared = Arc::clone(&inner);
+        let stopped = Arc::clone(&stop);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -63,12 +71,34 @@ impl MockLlm {
                 let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
                     return;
                 };
-                while let Ok((socket, _)) = listener.accept().await {
-                    tokio::spawn(serve(socket, Arc::clone(&shared)));
+                loop {
+                    tokio::select! {
+                        accepted = listener.accept() => match accepted {
+                            Ok((socket, _)) => {
+                                tokio::spawn(serve(socket, Arc::clone(&shared)));
+                            }
+                            Err(_) => return,
+                        },
+                        // The listener is dropped: connections are refused from now on.
+                        _ = stopped.notified() => return,
+                    }
                 }
             });
         });
-        Ok(Self { port, inner })
+        Ok(Self { port, inner, stop })
+    }
+
+    /// Stops listening: from now on the port refuses connections, as if the server went away.
+    pub fn stop(&self) {
+        self.stop.notify_one();
+    }
+
+    /// Stops listening as soon as `n` requests have come in (the `n`th is still answered).
+    pub fn stop_after(&self, n: usize) {
+        self.inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .stop_after = Some(n);
     }
 
     pub fn base_url(&self) -> String {
@@ -135,6 +165,9 @@ async fn serve(mut socket: tokio::net::TcpStream, inner: Arc<Mutex<Inner>>) {
             body,
             authorization: header(&head, "authorization"),
         });
+        if g.stop_after == Some(g.seen.len()) {
+            g.stop.notify_one();
+        }
         g.script.pop_front()
     };
     let reply = reply.unwrap_or(Reply::Status {

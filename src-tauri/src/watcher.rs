@@ -51,6 +51,8 @@ pub async fn work(reins: Arc<Reins>, wake: Arc<Notify>) {
 pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
     let mut last = None;
     let mut known: Option<HashSet<String>> = None;
+    // Runs already suspended when the app started, or already announced.
+    let mut suspended: Option<HashSet<reins_core::api::RunId>> = None;
     loop {
         tokio::select! {
             _ = wake.notified() => {}
@@ -98,6 +100,25 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
                 notify(&app, a, run);
             }
         }
+        match reins.runs().await {
+            Ok(runs) => {
+                let now: HashSet<reins_core::api::RunId> = runs
+                    .iter()
+                    .filter(|r| r.state == reins_core::api::RunState::Suspended)
+                    .map(|r| r.id)
+                    .collect();
+                if let Some(before) = &suspended {
+                    for r in runs
+                        .iter()
+                        .filter(|r| now.contains(&r.id) && !before.contains(&r.id))
+                    {
+                        notify_suspended(r);
+                    }
+                }
+                suspended = Some(now);
+            }
+            Err(e) => tracing::warn!("cannot list runs: {e}"),
+        }
         let event = Changed {
             pending: pending.len() as u32,
             new_approvals: fresh.iter().map(|a| a.id.clone()).collect(),
@@ -139,6 +160,29 @@ fn notify(app: &AppHandle, a: &reins_core::api::ApprovalView, run: &str) {
                 }
             }),
             Err(e) => tracing::info!("no desktop notification ({e})"),
+        }
+    });
+}
+
+/// A desktop notification for a run that stopped and needs a change before it can go on (no model
+/// server, a refused key, a full disk): the reason says what to do.
+fn notify_suspended(run: &reins_core::api::RunSummary) {
+    let summary = format!("\u{201c}{}\u{201d} is suspended", run.name);
+    let body: String = run
+        .last_error
+        .as_deref()
+        .unwrap_or("it needs a person")
+        .chars()
+        .take(240)
+        .collect();
+    std::thread::spawn(move || {
+        if let Err(e) = notify_rust::Notification::new()
+            .appname("Reins")
+            .summary(&summary)
+            .body(&body)
+            .show()
+        {
+            tracing::info!("no desktop notification ({e})");
         }
     });
 }

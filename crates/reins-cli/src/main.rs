@@ -104,8 +104,9 @@ enum Command {
     Cancel(commands::control::CancelArgs),
     /// Restore the files a run touched to their state at a checkpoint (undoable).
     Rollback(commands::rollback::Args),
-    /// Check the database, blob store, checkpoints and audit chain.
-    Doctor,
+    /// Check the database, blob store, checkpoints and audit chain, and whether the model server
+    /// answers.
+    Doctor(commands::doctor::Args),
     /// Retention: keep the last N checkpoints of finished runs, remove blobs nothing needs.
     Gc(commands::gc::Args),
     /// List actions waiting for your review (pending by default).
@@ -193,7 +194,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Resolve(args) => commands::control::resolve(&reins, args, json).await,
         Command::Cancel(args) => commands::control::cancel(&reins, args, json).await,
         Command::Rollback(args) => commands::rollback::exec(&reins, args, json).await,
-        Command::Doctor => commands::doctor::exec(&reins, json).await,
+        Command::Doctor(args) => commands::doctor::exec(&reins, args, json).await,
         Command::Gc(args) => commands::gc::exec(&reins, args, json).await,
         Command::Approvals(args) => commands::review::list(&reins, args, json).await,
         Command::Approval(commands::review::ApprovalCommand::Show(args)) => {

@@ -5,10 +5,19 @@ use reins_core::api::Reins;
 use crate::exit;
 use crate::output::print_json;
 
-pub async fn exec(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
+#[derive(clap::Args)]
+pub struct Args {
+    /// The model server to check, an OpenAI-compatible base URL ending in /v1 [default: the
+    /// provider setting, else a local Ollama at http://127.0.0.1:11434/v1]
+    #[arg(long, env = "REINS_BASE_URL", value_name = "URL")]
+    base_url: Option<String>,
+}
+
+pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let r = reins.doctor().await?;
+    let server = reins.check_model_server(args.base_url).await?;
     if json {
-        print_json(&r);
+        print_json(&serde_json::json!({ "store": r, "modelServer": server }));
     } else {
         let mark = |ok: bool| if ok { "ok  " } else { "FAIL" };
         println!("data dir        {}", r.data_dir);
@@ -68,6 +77,35 @@ pub async fn exec(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
                 }
             } else {
                 format!(": {}", r.sealed)
+            }
+        );
+        // Only LLM runs need it: a missing server is a warning, not a sick store.
+        let models = if server.models.is_empty() {
+            String::new()
+        } else {
+            let shown: Vec<&str> = server.models.iter().take(20).map(String::as_str).collect();
+            format!(
+                "; models: {}{}",
+                shown.join(", "),
+                if server.models.len() > shown.len() {
+                    ", …"
+                } else {
+                    ""
+                }
+            )
+        };
+        println!(
+            "[{}] model server {}: {}{models}",
+            if server.problem.is_none() {
+                "ok  "
+            } else {
+                "warn"
+            },
+            server.base_url,
+            match (&server.problem, server.answers) {
+                (None, _) => format!("answers, and offers {}", server.model),
+                (Some(p), true) => format!("answers, but {p}"),
+                (Some(p), false) => format!("{p} (only `reins run --llm` needs it)"),
             }
         );
         if r.leftover_temp_files > 0 {

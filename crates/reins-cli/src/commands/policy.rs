@@ -14,6 +14,12 @@ pub enum PolicyCommand {
     Check(CheckArgs),
     /// Print where the policy file is read from and what it may contain.
     Path,
+    /// What the shell classifier knows about programs: what each can do beyond everyday use, and
+    /// how that is rated. A program not listed is not known, so it is high risk.
+    Programs {
+        /// Only this program's row.
+        program: Option<String>,
+    },
 }
 
 #[derive(clap::Args)]
@@ -48,6 +54,26 @@ pub async fn exec(reins: &Reins, cmd: PolicyCommand, json: bool) -> reins_core::
                 );
                 println!("  rules: [[rules]] decision = \"allow\"|\"ask\"|\"deny\", tool = \"fs.*\", paths = [globs], program = \"cargo\", args = [globs], hosts = [globs], reason = \"…\"");
                 println!("  a workspace may add .reins/policy.toml: its deny and ask rules apply, its allow rules never do");
+            }
+            Ok(exit::DONE)
+        }
+        PolicyCommand::Programs { program } => {
+            let rows = Reins::known_programs(program.as_deref());
+            if json {
+                print_json(&rows);
+                return Ok(exit::DONE);
+            }
+            if rows.is_empty() {
+                println!(
+                    "{}: not a program Reins knows; a command that runs it is high risk",
+                    program.unwrap_or_default()
+                );
+                return Ok(exit::DONE);
+            }
+            for row in rows {
+                println!("{}", row.programs.join(", "));
+                println!("  can: {}", row.powers.join(", "));
+                println!("  rated: {}", row.handling);
             }
             Ok(exit::DONE)
         }

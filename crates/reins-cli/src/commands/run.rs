@@ -138,20 +138,40 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
                 }
                 return Ok(exit::NEEDS_HUMAN);
             }
+            DriveOutcome::NeedsHuman {
+                state: RunState::Suspended,
+                ..
+            } => {
+                // Waiting would look like a hang: the run needs a change (settings, a server, a
+                // file) before `reins resume` can help. The reason was printed as it stopped.
+                if !json {
+                    println!("run {id} is suspended; once the cause is fixed, `reins resume {id}` goes on (details: reins show {id})");
+                }
+                return Ok(exit::NEEDS_HUMAN);
+            }
             DriveOutcome::NeedsHuman { state, .. } => state,
             DriveOutcome::Retrying { at, .. } => {
                 let wait = (at - reins_core::api::now_ms()).max(0).unsigned_abs();
-                tokio::time::sleep(Duration::from_millis(wait)).await;
+                reins
+                    .sleep_unless_draining(Duration::from_millis(wait))
+                    .await;
+                if reins.draining() {
+                    return drained_in_backoff(reins, id, json).await;
+                }
                 continue;
             }
             DriveOutcome::Skipped {
                 state: RunState::Queued,
                 ..
             } => {
+                if reins.draining() {
+                    return drained_in_backoff(reins, id, json).await;
+                }
                 // Waiting out a retry backoff, or claimed and released by someone else.
-                tokio::time::sleep(poll).await;
+                reins.sleep_unless_draining(poll).await;
                 continue;
             }
+
             DriveOutcome::Skipped { state, .. } if state.needs_human() => state,
             DriveOutcome::Lost { .. } | DriveOutcome::Skipped { .. } if reins.draining() => {
                 return Ok(detached(id, json));
@@ -204,6 +224,24 @@ async fn follow(
             return Ok(false);
         }
         tokio::time::sleep(poll.min(Duration::from_millis(100))).await;
+    }
+}
+
+/// A drain while the run waits out a retry backoff: the run is paused where it waits, and the
+/// command ends now.
+async fn drained_in_backoff(
+    reins: &Reins,
+    id: reins_core::api::RunId,
+    json: bool,
+) -> reins_core::api::Result<u8> {
+    match reins.pause_backoff_for_drain(id).await? {
+        Some(control) => {
+            if !json {
+                println!("{}", control.message);
+            }
+            Ok(exit::NEEDS_HUMAN)
+        }
+        None => Ok(detached(id, json)),
     }
 }
 

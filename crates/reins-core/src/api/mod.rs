@@ -23,8 +23,8 @@ mod types;
 
 pub use doctor::DoctorReport;
 pub use llm::{ContextView, KeyStatus, LlmRunRequest, UsageView, MAX_TURNS_LIMIT};
-pub use provider::ProviderDefaults;
-pub use review::PolicyCheck;
+pub use provider::{ModelServerCheck, ProviderDefaults};
+pub use review::{PolicyCheck, ProgramPowers};
 pub use runs::WorkSummary;
 pub use types::*;
 

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::Reins;
 use crate::error::{Error, Result};
-use crate::provider::{DEFAULT_BASE_URL, DEFAULT_MODEL};
+use crate::provider::{Client, Settings, DEFAULT_BASE_URL, DEFAULT_MODEL};
 use crate::store::{audit, audit::Actor, memory as table, StoreError};
 
 const BASE_URL: &str = "provider.base_url";
@@ -44,7 +44,91 @@ impl ProviderDefaults {
     }
 }
 
+/// Whether the model server new LLM runs use answers, and what it offers.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ModelServerCheck {
+    pub base_url: String,
+    /// The model new runs ask for.
+    pub model: String,
+    /// The server answered `GET /models`.
+    pub answers: bool,
+    /// The models it offers.
+    pub models: Vec<String>,
+    /// Whether `model` is among them.
+    pub has_model: bool,
+    /// Why not, with what to do.
+    pub problem: Option<String>,
+}
+
 impl Reins {
+    /// Asks the model server at `base_url` (default: the provider setting) for its models.
+    pub async fn check_model_server(&self, base_url: Option<String>) -> Result<ModelServerCheck> {
+        let defaults = self.provider_defaults().await?;
+        let base_url = base_url.unwrap_or(defaults.base_url);
+        let model = defaults.model;
+        let mut check = ModelServerCheck {
+            base_url: base_url.clone(),
+            model: model.clone(),
+            answers: false,
+            models: Vec::new(),
+            has_model: false,
+            problem: None,
+        };
+        let key = match &defaults.key {
+            Some(name) => {
+                match crate::keys::get_blocking(std::sync::Arc::clone(self.engine.secrets()), name)
+                    .await
+                {
+                    Ok(Some(k)) => Some(k),
+                    Ok(None) => {
+                        check.problem = Some(format!(
+                            "the API key {name} is not in the keyring (`reins keys set {name}`)"
+                        ));
+                        return Ok(check);
+                    }
+                    Err(e) => {
+                        check.problem = Some(e.to_string());
+                        return Ok(check);
+                    }
+                }
+            }
+            None => None,
+        };
+        let settings = Settings {
+            base_url,
+            model: model.clone(),
+            timeout_s: 10,
+            ..Settings::default()
+        };
+        let client = match Client::new(settings, key) {
+            Ok(c) => c,
+            Err(e) => {
+                check.problem = Some(e.to_string());
+                return Ok(check);
+            }
+        };
+        match client.models().await {
+            Ok(models) => {
+                check.answers = true;
+                check.has_model = models
+                    .iter()
+                    .any(|m| m == &model || m.strip_suffix(":latest") == Some(model.as_str()));
+                if !check.has_model {
+                    check.problem = Some(format!(
+                        "the server does not offer {model} (for Ollama: `ollama pull {model}`; or choose another with --model or in Settings)"
+                    ));
+                }
+                check.models = models;
+            }
+            Err(e) => {
+                let hint = e.hint().map(|h| format!("; {h}")).unwrap_or_default();
+                check.problem = Some(format!("{e}{hint}"));
+            }
+        }
+        Ok(check)
+    }
     pub async fn provider_defaults(&self) -> Result<ProviderDefaults> {
         let pool = self.store().pool();
         Ok(ProviderDefaults {

@@ -139,6 +139,23 @@ impl Reins {
         Ok(self.engine.revoke_grant(id).await?.into())
     }
 
+    /// What the shell classifier knows about programs: each row's programs, what they can do
+    /// beyond everyday use, and how each power is rated. Only the row naming `program`, if given.
+    pub fn known_programs(program: Option<&str>) -> Vec<ProgramPowers> {
+        use crate::policy::programs::capabilities;
+        let rows: Vec<&capabilities::Entry> = match program {
+            Some(p) => capabilities::entry(p).into_iter().collect(),
+            None => capabilities::TABLE.iter().collect(),
+        };
+        rows.into_iter()
+            .map(|e| ProgramPowers {
+                programs: e.programs.iter().map(|p| (*p).to_owned()).collect(),
+                powers: e.powers.iter().map(|p| p.as_str().to_owned()).collect(),
+                handling: e.handling.split_whitespace().collect::<Vec<_>>().join(" "),
+            })
+            .collect()
+    }
+
     /// Explains what the policy decides for a tool call on a workspace, without running anything.
     pub async fn policy_check(
         &self,
@@ -209,4 +226,14 @@ impl Reins {
         }
         Ok(superseded)
     }
+}
+
+/// A row of the classifier's table of known programs.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgramPowers {
+    pub programs: Vec<String>,
+    /// command, code, read files, write files, upload, download, privilege, secrets.
+    pub powers: Vec<String>,
+    pub handling: String,
 }

@@ -79,6 +79,8 @@ impl Reins {
         observer: &dyn Observer,
     ) -> Result<WorkSummary> {
         let mut summary = WorkSummary::default();
+        // Runs this loop let go into a retry backoff: a drain pauses them where they wait.
+        let mut backing_off: Vec<RunId> = Vec::new();
         // Pending approvals whose files change on disk are superseded at once; overdue ones expire.
         let mut watch = match crate::approval::watch::Watch::new() {
             Ok(w) => Some(w),
@@ -89,7 +91,7 @@ impl Reins {
         };
         loop {
             if self.engine.draining() {
-                return Ok(summary);
+                return self.drained(summary, &backing_off).await;
             }
             match watch.as_mut() {
                 Some(w) => {
@@ -118,7 +120,7 @@ impl Reins {
             }
             for id in ids {
                 if self.engine.draining() {
-                    return Ok(summary);
+                    return self.drained(summary, &backing_off).await;
                 }
                 let outcome = self.engine.drive(id, observer).await?;
                 match outcome {
@@ -130,7 +132,12 @@ impl Reins {
                         ..
                     } => summary.paused += 1,
                     DriveOutcome::NeedsHuman { .. } => summary.waiting += 1,
-                    DriveOutcome::Retrying { .. } => summary.retrying += 1,
+                    DriveOutcome::Retrying { .. } => {
+                        summary.retrying += 1;
+                        if !backing_off.contains(&id) {
+                            backing_off.push(id);
+                        }
+                    }
                     DriveOutcome::Lost { .. } => summary.lost += 1,
                 }
                 summary.driven += 1;
@@ -138,8 +145,29 @@ impl Reins {
         }
     }
 
+    /// The end of a drained work loop: every run it let go into a retry backoff is paused where
+    /// it waits (its checkpoint verified), so the process exits now rather than after the backoff.
+    async fn drained(
+        &self,
+        mut summary: WorkSummary,
+        backing_off: &[RunId],
+    ) -> Result<WorkSummary> {
+        for id in backing_off {
+            if self.engine.pause_backoff_for_drain(*id).await?.is_some() {
+                summary.paused += 1;
+            }
+        }
+        Ok(summary)
+    }
+
+    /// On drain, pauses a run waiting out a retry backoff (see [`Reins::work`]); None when it is not
+    /// waiting one out.
+    pub async fn pause_backoff_for_drain(&self, id: RunId) -> Result<Option<Control>> {
+        self.engine.pause_backoff_for_drain(id).await
+    }
+
     /// Sleeps for `total`, waking early when a drain is requested.
-    async fn sleep_unless_draining(&self, total: Duration) {
+    pub async fn sleep_unless_draining(&self, total: Duration) {
         let step = Duration::from_millis(50);
         let mut slept = Duration::ZERO;
         while slept < total && !self.engine.draining() {

@@ -105,6 +105,72 @@ impl Engine {
         })
     }
 
+    /// On drain: a run this process let go into a retry backoff is paused where it waits, after
+    /// its last checkpoint is read back and verified, so the process can exit now rather than
+    /// wait the backoff out. None when the run is not waiting out a backoff (it finished, someone
+    /// else holds it, or a person moved it).
+    pub async fn pause_backoff_for_drain(&self, id: RunId) -> Result<Option<Control>> {
+        const REASON: &str =
+            "the worker is shutting down (drain) during a retry backoff; `reins resume` continues the run";
+        let row = runs::get(self.store.pool(), id).await?;
+        let now = now_ms();
+        let leased = row.lease_until.is_some_and(|until| until >= now)
+            && !row.owner.as_deref().is_some_and(crate::worker::is_gone);
+        if row.state != RunState::Queued || row.not_before.is_none() || leased {
+            return Ok(None);
+        }
+        let seq = match crate::store::checkpoints::seq_range(self.store.pool(), id).await? {
+            Some((_, last)) => {
+                self.verify_checkpoint(id, last).await?;
+                last
+            }
+            None => 0,
+        };
+        let worker = self.worker.clone();
+        // Resumed, it goes on at once rather than waiting out the rest of the backoff.
+        let change = Change::rows(vec![Write::BumpFence, Write::RunNotBefore(now)])
+            .moving(Transition::Moves(
+                vec![RunEvent::RequestPause],
+                Some(REASON.into()),
+            ))
+            .announcing(Box::new(move |applied| {
+                if applied.moved.is_none() {
+                    return Vec::new();
+                }
+                vec![
+                    audit::Event::new(
+                        Actor::System,
+                        Some(id),
+                        ev::Kind::DrainPauseRequested(ev::DrainPause {
+                            by: "worker drain",
+                            worker,
+                        }),
+                    ),
+                    audit::Event::new(
+                        Actor::Harness,
+                        Some(id),
+                        ev::PausedAtSafePoint {
+                            checkpoint: seq,
+                            verified: seq > 0,
+                            reason: REASON.into(),
+                        },
+                    ),
+                ]
+            }));
+        let applied = self
+            .commit(Some(id), change, None, &Silent)
+            .await
+            .map_err(|e| refine(e, row.state))?;
+        let (from, to) = moved(&applied)?;
+        Ok(Some(Control {
+            run: id,
+            from,
+            to,
+            new_run: None,
+            message: format!("run {id} is paused: {REASON}"),
+        }))
+    }
+
     pub async fn resume(&self, id: RunId, mode: ResumeMode) -> Result<Control> {
         if mode == ResumeMode::StartOver {
             return self.start_over(id).await;

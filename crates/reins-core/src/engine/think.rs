@@ -14,7 +14,7 @@ use crate::clock::now_ms;
 use crate::context::{self, tokens::TokenCounter as _, Budget};
 use crate::digest::Digest;
 use crate::error::{Error, Result};
-use crate::provider::{Client, Completion, Message, Role};
+use crate::provider::{Client, Completion, Message, ProviderError, Role, Settings};
 use crate::step::{StepKind, StepStatus};
 use crate::tools::{RecordedCall, ToolCall};
 use crate::store::write::Write;
@@ -110,6 +110,17 @@ impl Drive<'_> {
             .await;
         let reply = match reply {
             Ok(r) => r,
+            // No server at all on the run's first call: retrying for an hour would look like a
+            // hang to someone who has not started one yet.
+            Err(e @ ProviderError::Unreachable { .. })
+                if steps::usage(self.e.store.pool(), self.run).await?.0 == 0 =>
+            {
+                let message = no_server(&settings, &e, self.run);
+                return self
+                    .suspend(&format!("step {seq}: {message}"))
+                    .await
+                    .map(Some);
+            }
             // Retried under the run's budget (the drive's error path), after Retry-After.
             Err(e) if e.is_transient() => return Err(Error::Provider(e)),
             Err(e) => {
@@ -376,4 +387,48 @@ fn render(
     let mut out = vec![Message::system(system.join("\n\n"))];
     out.extend(rest);
     out
+}
+
+/// What to say when no model server answers at the run's base URL.
+fn no_server(settings: &Settings, e: &ProviderError, run: crate::ids::RunId) -> String {
+    let ollama = url::Url::parse(&settings.base_url).is_ok_and(|u| {
+        u.port_or_known_default() == Some(11434)
+            && matches!(u.host_str(), Some("127.0.0.1" | "localhost" | "[::1]" | "::1"))
+    });
+    let what = if ollama {
+        format!(
+            "That is Ollama's default address: install Ollama and start it with `ollama serve`, then `ollama pull {}`; or",
+            settings.model
+        )
+    } else {
+        "Start the server there, or".to_owned()
+    };
+    format!(
+        "no model server: {e}. {what} give the server's address with `--base-url URL` or in the app's Settings (a hosted API also needs `reins keys set NAME` and `--key NAME`). `reins doctor` checks the server; `reins resume {run}` tries again"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_server_names_ollama_only_at_its_address() {
+        let run = crate::ids::RunId::new();
+        let e = ProviderError::Unreachable {
+            url: "http://127.0.0.1:11434/v1/chat/completions".into(),
+            detail: "the connection was refused (no server listens there)".into(),
+        };
+        let at_ollama = no_server(&Settings::default(), &e, run);
+        assert!(at_ollama.contains("Ollama's default address"), "{at_ollama}");
+        assert!(at_ollama.contains("ollama pull llama3.1"), "{at_ollama}");
+        assert!(at_ollama.contains(&format!("reins resume {run}")), "{at_ollama}");
+        let elsewhere = Settings {
+            base_url: "https://llm.example.com/v1".into(),
+            ..Settings::default()
+        };
+        let said = no_server(&elsewhere, &e, run);
+        assert!(!said.contains("Ollama"), "{said}");
+        assert!(said.contains("--base-url URL"), "{said}");
+    }
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::tools::Action;
 
+#[cfg(any(test, feature = "internals"))]
 pub mod corpus;
 pub mod credentials;
 pub mod network;

@@ -18,6 +18,9 @@ use crate::keys::Secret;
 pub enum ProviderError {
     #[error("cannot reach the model server at {url}: {detail}")]
     Connect { url: String, detail: String },
+    /// Nothing listens at the address, or its host name does not resolve: no server is there.
+    #[error("nothing answers at {url}: {detail}")]
+    Unreachable { url: String, detail: String },
     #[error("the model server answered {status}: {message}")]
     Status {
         status: u16,
@@ -37,7 +40,9 @@ impl ProviderError {
     /// Worth trying again later.
     pub fn is_transient(&self) -> bool {
         match self {
-            ProviderError::Connect { .. } | ProviderError::Timeout { .. } => true,
+            ProviderError::Connect { .. }
+            | ProviderError::Unreachable { .. }
+            | ProviderError::Timeout { .. } => true,
             ProviderError::Status { status, .. } => {
                 *status == 429 || *status == 408 || *status >= 500
             }
@@ -65,7 +70,7 @@ impl ProviderError {
             ProviderError::Status { status: 400 | 422, .. } => Some(
                 "the server refused the request; a model without tool support, or a window too large for it, are common causes",
             ),
-            ProviderError::Connect { .. } => Some(
+            ProviderError::Connect { .. } | ProviderError::Unreachable { .. } => Some(
                 "is the server running? For Ollama: `ollama serve`, then `ollama pull MODEL`",
             ),
             _ => None,
@@ -117,6 +122,67 @@ impl Client {
         body
     }
 
+    /// The models the server offers (`GET {base}/models`), by id.
+    pub async fn models(&self) -> Result<Vec<String>, ProviderError> {
+        let url = format!("{}/models", self.settings.base_url.trim_end_matches('/'));
+        let silent = Duration::from_secs(self.settings.timeout_s.min(30));
+        let mut request = self.http.get(&url);
+        if let Some(key) = &self.key {
+            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+                .map_err(|_| ProviderError::Settings("the stored API key has characters a header cannot carry; set it again with `reins keys set`".into()))?;
+            value.set_sensitive(true);
+            request = request.header(reqwest::header::AUTHORIZATION, value);
+        }
+        let response = match tokio::time::timeout(silent, request.send()).await {
+            Err(_) => {
+                return Err(ProviderError::Timeout {
+                    secs: silent.as_secs(),
+                    phase: "waiting for the model list",
+                })
+            }
+            Ok(Err(e)) => {
+                return Err(match nobody_there(&e) {
+                    Some(why) => ProviderError::Unreachable { url, detail: why.into() },
+                    None => ProviderError::Connect { url, detail: describe(&e) },
+                })
+            }
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        let text = tokio::time::timeout(silent, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
+        if !status.is_success() {
+            return Err(ProviderError::Status {
+                status: status.as_u16(),
+                message: error_message(status, &text),
+                retry_after_ms: None,
+            });
+        }
+        let body: Value = serde_json::from_str(&text).map_err(|e| {
+            ProviderError::Stream(StreamError::Remote(format!(
+                "the model list is not JSON ({e}); is {url} an OpenAI-compatible server?"
+            )))
+        })?;
+        let ids = body
+            .get("data")
+            .and_then(Value::as_array)
+            .map(|models| {
+                models
+                    .iter()
+                    .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
+                    .collect()
+            })
+            .ok_or_else(|| {
+                ProviderError::Stream(StreamError::Remote(format!(
+                    "the model list has no `data` array; is {url} an OpenAI-compatible server?"
+                )))
+            })?;
+        Ok(ids)
+    }
+
     /// Sends one request and reads the whole streamed answer, handing text to `on_text` as it comes.
     pub async fn complete(
         &self,
@@ -146,9 +212,15 @@ impl Client {
                 })
             }
             Ok(Err(e)) => {
-                return Err(ProviderError::Connect {
-                    url: url.clone(),
-                    detail: describe(&e),
+                return Err(match nobody_there(&e) {
+                    Some(why) => ProviderError::Unreachable {
+                        url: url.clone(),
+                        detail: why.into(),
+                    },
+                    None => ProviderError::Connect {
+                        url: url.clone(),
+                        detail: describe(&e),
+                    },
                 })
             }
             Ok(Ok(r)) => r,
@@ -204,6 +276,30 @@ const STALLED: &str = "stalled for";
 
 /// A reqwest error without its URL's query (there is never a key in it, but be sure) and with the
 /// root cause, which is what a person needs ("Connection refused").
+/// Why no server can be there: the connection was refused, or the host name does not resolve.
+fn nobody_there(e: &reqwest::Error) -> Option<&'static str> {
+    if !e.is_connect() {
+        return None;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return Some("the connection was refused (no server listens there)");
+            }
+        }
+        let text = s.to_string();
+        if text.contains("dns error")
+            || text.contains("failed to lookup address")
+            || text.contains("Name or service not known")
+        {
+            return Some("the host name does not resolve");
+        }
+        source = s.source();
+    }
+    None
+}
+
 fn describe(e: &reqwest::Error) -> String {
     // Display without the URL (there is never a key in it, but be sure), then each cause.
     let mut text = match e.url() {

@@ -28,6 +28,21 @@ pub enum Power {
 
 use Power::*;
 
+impl Power {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Command => "runs commands",
+            Code => "interprets code",
+            ReadFiles => "reads files",
+            WriteFiles => "writes files",
+            Upload => "uploads",
+            Download => "downloads",
+            Privilege => "acts as another user or on the system",
+            Secrets => "shows secrets",
+        }
+    }
+}
+
 /// Programs that share their powers and their treatment.
 pub struct Entry {
     pub programs: &'static [&'static str],
