@@ -4,12 +4,12 @@
 //!
 //! [`api`] is the one door: the `reins` CLI, the desktop app and the tests outside this crate use
 //! nothing else. The rooms behind it are private to the crate; the `internals` feature opens them to
-//! the crate's own micro-benchmarks, and nothing else turns it on.
+//! the crate's own micro-benchmarks and to the fuzz targets in `fuzz/`, and nothing else turns it on.
 
 pub mod api;
 
-/// The rooms behind the door: `pub` with the `internals` feature (the benches), crate-private
-/// otherwise.
+/// The rooms behind the door: `pub` with the `internals` feature (the benches, the fuzz targets),
+/// crate-private otherwise.
 macro_rules! rooms {
     ($($name:ident),* $(,)?) => {
         $(

@@ -207,3 +207,17 @@ fn never_panics_and_unparseable_is_high() {
     let deep = format!("{}ls{}", "(".repeat(10_000), ")".repeat(10_000));
     assert_eq!(analyse(&deep).risk, Risk::High);
 }
+
+/// Found by fuzzing: the parser's time doubles with each unclosed `(` (30 took seven minutes), so
+/// deep nesting is refused before the parser sees it, with the reason.
+#[test]
+fn unclosed_subshells_are_refused_before_the_parser_backtracks() {
+    for cmd in ["(".repeat(30), "( ".repeat(20), format!("ls; {}", "(".repeat(40))] {
+        let a = analyse(&cmd);
+        assert_eq!(a.risk, Risk::High);
+        assert!(reasons(&a).contains("nests"), "{cmd}: {}", reasons(&a));
+    }
+    // Everyday nesting is well inside the bound.
+    let a = analyse("if [ -f x ]; then (cd src && { for f in *.rs; do wc -l \"$f\"; done; }); fi");
+    assert!(a.risk < Risk::High, "{}", reasons(&a));
+}

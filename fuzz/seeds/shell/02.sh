@@ -1,0 +1,1 @@
+cat Cargo.toml | grep version

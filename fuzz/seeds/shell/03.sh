@@ -1,0 +1,1 @@
+ag TODO src

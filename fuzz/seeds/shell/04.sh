@@ -1,0 +1,1 @@
+cut -d: -f1 data.txt

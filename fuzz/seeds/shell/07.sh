@@ -1,0 +1,1 @@
+sed -i.bak 's/old/new/' config.toml

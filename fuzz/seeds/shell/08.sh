@@ -1,0 +1,1 @@
+tar -cf out.tar docs

@@ -1,0 +1,1 @@
+diff -u old.rs new.rs

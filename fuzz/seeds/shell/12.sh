@@ -1,0 +1,1 @@
+gcc -Wall -o hello hello.c

@@ -1,0 +1,1 @@
+awk 'NR > 1 {sum += $2} END {print sum}' data.tsv

@@ -1,0 +1,1 @@
+sort -u names.txt

@@ -1,0 +1,1 @@
+unexpand -a src/main.c

@@ -1,0 +1,1 @@
+iconv -f latin1 -t utf-8 in.txt

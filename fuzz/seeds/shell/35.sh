@@ -1,0 +1,1 @@
+jq -r '.dependencies | keys[]' package.json

@@ -1,0 +1,1 @@
+paste -sd, list.txt

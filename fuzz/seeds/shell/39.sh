@@ -1,0 +1,1 @@
+touch notes.txt

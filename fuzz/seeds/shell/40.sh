@@ -1,0 +1,1 @@
+cat /root/.docker/config.json

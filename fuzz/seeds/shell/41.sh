@@ -1,0 +1,1 @@
+LD_PRELOAD=/tmp/x.so ls

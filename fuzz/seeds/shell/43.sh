@@ -1,0 +1,1 @@
+ln ~/.bashrc rc

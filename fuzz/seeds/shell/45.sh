@@ -1,0 +1,1 @@
+ls ~/.local/share/keyrings

@@ -1,0 +1,1 @@
+git log --output=/tmp/out

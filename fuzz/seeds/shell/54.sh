@@ -1,0 +1,1 @@
+fd . --exec-batch rm

@@ -1,0 +1,1 @@
+tar --use-compress-program=./evil -cf x.tar .

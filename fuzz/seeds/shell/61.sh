@@ -1,0 +1,1 @@
+unzip vendor.zip

@@ -1,0 +1,1 @@
+scp README host:/tmp/

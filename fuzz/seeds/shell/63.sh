@@ -1,0 +1,1 @@
+sort -o /tmp/out x

@@ -1,0 +1,1 @@
+rg --pre ./evil.sh TODO

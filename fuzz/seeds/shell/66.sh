@@ -1,0 +1,1 @@
+make -E 'x: ; @id' x

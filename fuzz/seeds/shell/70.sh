@@ -1,0 +1,1 @@
+awk "$PROG" x.txt

@@ -1,0 +1,1 @@
+zip x.zip README --unzip-command 'sh -c id'

@@ -1,0 +1,1 @@
+git config alias.st '!id'

@@ -1,0 +1,1 @@
+nice -n 10 curl https://example.com

@@ -1,0 +1,185 @@
+//! What each fuzz target checks, beyond "never panics": the invariants a reviewer relies on.
+//! Each takes the fuzzer's bytes; a broken invariant panics, which AFL counts as a crash.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use reins_core::agent::script::Plan;
+use reins_core::checkpoint::{self, Payload};
+use reins_core::digest::Digest;
+use reins_core::policy::rules::RuleSet;
+use reins_core::policy::shell::{analyse_argv, analyse_command, Place};
+use reins_core::policy::{self, Context, Protected, Risk};
+use reins_core::tools::{Action, ToolCall};
+use reins_core::workspace::Workspace;
+
+static NONE: Protected = Protected::NONE;
+
+fn place() -> Place<'static> {
+    Place {
+        root: Path::new("/work/ws"),
+        protected: &NONE,
+    }
+}
+
+/// A small workspace, made once per fuzzing process (AFL's persistent mode keeps it).
+fn workspace() -> &'static Workspace {
+    static WS: OnceLock<(tempfile::TempDir, Workspace)> = OnceLock::new();
+    let (_, ws) = WS.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("a temp dir for the fuzz workspace");
+        for (p, text) in [
+            ("README.md", "hello\n"),
+            ("src/main.rs", "fn main() {}\n"),
+            (".env", "K=v\n"),
+        ] {
+            let path = dir.path().join(p);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).expect("a folder in the fuzz workspace");
+            }
+            std::fs::write(path, text).expect("a file in the fuzz workspace");
+        }
+        let ws = Workspace::open(dir.path()).expect("the fuzz workspace opens");
+        (dir, ws)
+    });
+    ws
+}
+
+/// The shell classifier: a command string, and the same bytes as an argv split at NUL.
+pub fn shell(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let a = analyse_command(text, place());
+    // Below high only for what parses (asked only then: the classifier refuses deep nesting
+    // before parsing, because the parser's time grows exponentially with it).
+    if a.risk < Risk::High {
+        assert!(brush_parses(text), "unparseable but {:?}: {text:?}", a.risk);
+    }
+    let top = a.segments.iter().map(|s| s.risk).max().unwrap_or(Risk::Low);
+    assert!(a.risk >= top, "the whole is below a part: {text:?}");
+    if a.direct_argv.is_some() {
+        assert_eq!(
+            a.segments.len(),
+            1,
+            "a direct argv from several commands: {text:?}"
+        );
+    }
+    if a.segments.is_empty() {
+        assert_eq!(a.risk, Risk::High, "nothing seen but not high: {text:?}");
+    }
+    let argv: Vec<String> = text.split('\0').map(str::to_owned).collect();
+    let b = analyse_argv(&argv, place());
+    assert!(b.direct_argv.is_some());
+}
+
+fn brush_parses(text: &str) -> bool {
+    // The classifier's own view: a string it refuses to parse (too long, too deep) is high.
+    if text.len() > policy::shell::MAX_COMMAND_BYTES {
+        return false;
+    }
+    std::panic::catch_unwind(|| {
+        brush_parser::Parser::new(
+            std::io::BufReader::new(text.as_bytes()),
+            &brush_parser::ParserOptions::default(),
+        )
+        .parse_program()
+        .is_ok()
+    })
+    .unwrap_or(false)
+}
+
+/// Plan files: parsed, then every step through the jail and the policy's assessment.
+pub fn plan(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(plan) = Plan::from_toml(text, "fuzz") else {
+        return;
+    };
+    for step in &plan.steps {
+        let call = ToolCall {
+            tool: step.tool.clone(),
+            args: step.args.clone(),
+        };
+        assess_call(&call);
+    }
+}
+
+fn assess_call(call: &ToolCall) {
+    let ws = workspace();
+    let Ok(action) = Action::parse(call, ws) else {
+        return;
+    };
+    let cx = Context {
+        root: ws.root(),
+        resolved: &[],
+    };
+    let first = policy::assess(&action, &cx, &NONE);
+    let again = policy::assess(&action, &cx, &NONE);
+    assert_eq!(
+        first.risk, again.risk,
+        "the same action, two risks: {call:?}"
+    );
+    // A workspace-relative .env is always a protected path.
+    if action.paths().iter().any(|p| p.as_str() == ".env") {
+        assert_eq!(first.risk, Risk::High, "{call:?}");
+    }
+}
+
+/// Checkpoint payloads: decoded under their checksum; what decodes encodes back to itself.
+pub fn checkpoint(data: &[u8]) {
+    let sha = Digest::of(data);
+    let Ok(Payload::V1(cp)) = checkpoint::decode(1, 1, data, sha.as_str()) else {
+        return;
+    };
+    let (bytes, digest) = checkpoint::encode(&cp);
+    match checkpoint::decode(1, 1, &bytes, digest.as_str()) {
+        Ok(Payload::V1(again)) => assert_eq!(again, cp, "a checkpoint does not survive encoding"),
+        Err(e) => panic!("an encoded checkpoint does not decode: {e}"),
+    }
+}
+
+/// An approval edit as a person sends it: `{tool?, args}`, kept to the proposed tool, then jailed
+/// and assessed. The first byte picks the proposed tool.
+pub fn edit(data: &[u8]) {
+    const TOOLS: &[&str] = &[
+        "fs.write",
+        "fs.edit",
+        "fs.delete",
+        "fs.move",
+        "fs.read",
+        "shell.exec",
+        "http.fetch",
+    ];
+    let Some((first, rest)) = data.split_first() else {
+        return;
+    };
+    let tool = TOOLS[*first as usize % TOOLS.len()];
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(rest) else {
+        return;
+    };
+    // As the CLI reads an edit file: `{"tool", "args"}`, or just the args.
+    let (named, args) = match (value.get("tool"), value.get("args")) {
+        (Some(t), Some(a)) => (t.as_str().map(str::to_owned), a.clone()),
+        _ => (None, value),
+    };
+    // An edit must keep the proposed tool (the engine refuses any other).
+    if named.as_deref().is_some_and(|t| t != tool) {
+        return;
+    }
+    assess_call(&ToolCall {
+        tool: tool.into(),
+        args,
+    });
+}
+
+/// Policy files, a workspace's `.reins/policy.toml` among them (which the agent can write).
+pub fn rules(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Ok(set) = RuleSet::parse(text, "fuzz") {
+        let tight = set.tighten_only();
+        assert!(tight.expire_after_secs() > 0);
+    }
+}
