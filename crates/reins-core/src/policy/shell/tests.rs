@@ -221,3 +221,14 @@ fn unclosed_subshells_are_refused_before_the_parser_backtracks() {
     let a = analyse("if [ -f x ]; then (cd src && { for f in *.rs; do wc -l \"$f\"; done; }); fi");
     assert!(a.risk < Risk::High, "{}", reasons(&a));
 }
+
+/// Found by fuzzing: the parser panics on some input (a number too big for it after `~` or before
+/// a redirection). The command is high, with a reason; the harness never crashes on it.
+#[test]
+fn input_the_parser_panics_on_is_high_not_a_crash() {
+    for cmd in ["hn ~55555555555555555555 rc", "2222222222>>>~>>", "echo x 99999999999999999999>out"] {
+        let a = analyse(cmd);
+        assert_eq!(a.risk, Risk::High, "{cmd}: {}", reasons(&a));
+        assert!(!reasons(&a).is_empty(), "{cmd}");
+    }
+}
