@@ -9,6 +9,7 @@ pub mod capabilities;
 mod evaluates;
 mod git;
 mod make;
+mod packages;
 mod wrappers;
 mod lists;
 mod options;
@@ -414,138 +415,10 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
             );
         }
         "git" => return git::git(&lits, args),
-        "cargo" => {
-            return subcommand(
-                p,
-                &lits,
-                &[
-                    "build",
-                    "check",
-                    "test",
-                    "run",
-                    "clippy",
-                    "fmt",
-                    "doc",
-                    "bench",
-                    "tree",
-                    "metadata",
-                    "clean",
-                    "new",
-                    "init",
-                    "nextest",
-                    "version",
-                    "--version",
-                    "-V",
-                ],
-                &[
-                    "help",
-                    "--help",
-                    "-h",
-                    "locate-project",
-                    "verify-project",
-                    "pkgid",
-                    "read-manifest",
-                ],
-                &[
-                    "install",
-                    "publish",
-                    "login",
-                    "logout",
-                    "owner",
-                    "yank",
-                    "add",
-                    "remove",
-                    "update",
-                    "fetch",
-                    "search",
-                    "generate-lockfile",
-                    "vendor",
-                ],
-                "compiles and runs project code (build scripts, tests)",
-            )
-        }
-        "npm" | "pnpm" | "yarn" => {
-            return subcommand(
-                p,
-                &lits,
-                &[
-                    "test",
-                    "t",
-                    "run",
-                    "run-script",
-                    "start",
-                    "build",
-                    "exec-no",
-                ],
-                &[
-                    "ls",
-                    "list",
-                    "outdated",
-                    "view",
-                    "help",
-                    "--version",
-                    "-v",
-                    "why",
-                    "explain",
-                ],
-                &[
-                    "install",
-                    "i",
-                    "ci",
-                    "add",
-                    "remove",
-                    "uninstall",
-                    "rm",
-                    "update",
-                    "up",
-                    "upgrade",
-                    "exec",
-                    "x",
-                    "dlx",
-                    "publish",
-                    "login",
-                    "init",
-                    "create",
-                    "link",
-                    "audit",
-                    "pack",
-                    "rebuild",
-                ],
-                "runs the project's package scripts",
-            )
-        }
-        "go" => {
-            return subcommand(
-                p,
-                &lits,
-                &["build", "test", "vet", "fmt", "run", "generate", "clean"],
-                &["list", "doc", "version", "env", "help"],
-                &["get", "install", "mod", "work"],
-                "compiles and runs project code",
-            )
-        }
-        "pip" | "pip3" | "uv" | "poetry" | "pipenv" | "conda" | "gem" | "bundle" | "composer"
-        | "brew" | "apt" | "apt-get" | "dnf" | "yum" | "pacman" | "apk" | "snap" | "flatpak" => {
-            return subcommand(
-                p,
-                &lits,
-                &["run", "exec", "check", "lock"],
-                &[
-                    "list",
-                    "show",
-                    "freeze",
-                    "info",
-                    "search",
-                    "help",
-                    "--version",
-                    "outdated",
-                    "tree",
-                ],
-                &[],
-                "runs project code",
-            );
-        }
         _ => {}
+    }
+    if let Some(v) = packages::verdict(p, &lits) {
+        return v;
     }
     if let Some((_, why)) = WRITERS.iter().find(|(w, _)| *w == p) {
         return ProgramVerdict::one(Writes, Medium, (*why).into());
@@ -565,51 +438,5 @@ pub fn classify(program: &str, args: &[Option<String>]) -> ProgramVerdict {
         Other,
         High,
         format!("`{p}` is not a program Reins knows, so it cannot say what it does"),
-    )
-}
-
-/// Tools with subcommands: known local ones are medium, read-only ones low, network ones high,
-/// anything else high.
-fn subcommand(
-    p: &str,
-    lits: &[&str],
-    local: &[&str],
-    reads: &[&str],
-    network: &[&str],
-    local_why: &str,
-) -> ProgramVerdict {
-    let sub = lits
-        .iter()
-        .find(|a| !a.starts_with('-') || reads.contains(a) || local.contains(a))
-        .copied()
-        .unwrap_or("");
-    if sub.is_empty() && matches!(p, "yarn") {
-        return ProgramVerdict::one(
-            Class::Other,
-            Risk::High,
-            "`yarn` installs packages from the network and runs their scripts".into(),
-        );
-    }
-    if reads.contains(&sub) {
-        return ProgramVerdict::low(Class::Reads);
-    }
-    if local.contains(&sub) {
-        return ProgramVerdict::one(
-            Class::Other,
-            Risk::Medium,
-            format!("`{p} {sub}` {local_why}"),
-        );
-    }
-    if network.contains(&sub) || network.is_empty() {
-        return ProgramVerdict::one(
-            Class::Other,
-            Risk::High,
-            format!("`{p} {sub}` downloads, installs or publishes packages over the network (install scripts run code)"),
-        );
-    }
-    ProgramVerdict::one(
-        Class::Other,
-        Risk::High,
-        format!("`{p} {sub}` is not a subcommand Reins knows, so it cannot say what it does"),
     )
 }
