@@ -102,6 +102,12 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
             command.len()
         ));
     }
+    if let Some(c) = control_character(command) {
+        return Analysis::high(format!(
+            "the command contains the control character U+{:04X}: it can hide what runs on a terminal, and no everyday command has one",
+            c as u32
+        ));
+    }
     if nesting(command) > MAX_NESTING {
         return Analysis::high(format!(
             "the command nests brackets, substitutions or compound commands more than {MAX_NESTING} deep; too complex to review"
@@ -169,6 +175,24 @@ pub fn analyse_argv(argv: &[String], place: Place<'_>) -> Analysis {
     let mut a = walk.finish();
     a.direct_argv = Some(argv.to_vec());
     a
+}
+
+/// A control character other than tab, newline and a carriage return ending a line. Refused before
+/// parsing: besides hiding text on a terminal, some send the bash parser into a loop that never
+/// ends (found by fuzzing: `cat <<` then a form feed or a carriage return, then a space).
+fn control_character(s: &str) -> Option<char> {
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let allowed = match c {
+            '\t' | '\n' => true,
+            '\r' => chars.peek() == Some(&'\n'),
+            _ => !c.is_control(),
+        };
+        if !allowed {
+            return Some(c);
+        }
+    }
+    None
 }
 
 /// How deeply brackets, braces, parentheses and compound commands (`if`, `while`, `until`, `for`,

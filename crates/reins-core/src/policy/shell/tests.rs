@@ -232,3 +232,17 @@ fn input_the_parser_panics_on_is_high_not_a_crash() {
         assert!(!reasons(&a).is_empty(), "{cmd}");
     }
 }
+
+/// Found by fuzzing: `<<` then a form feed or a lone carriage return, then a space, sent the bash
+/// parser into a loop that never ended (allocating as it went). Control characters are refused
+/// before parsing; a CRLF line end is not one.
+#[test]
+fn control_characters_are_refused_before_the_parser_sees_them() {
+    for cmd in ["cat <<\u{c} ", "x << \u{c} ", "cat <<\r ", "echo safe\rrm -rf x", "ls\u{0}rm", "echo \u{1b}[2J"] {
+        let a = analyse(cmd);
+        assert_eq!(a.risk, Risk::High, "{cmd:?}");
+        assert!(reasons(&a).contains("control character"), "{cmd:?}: {}", reasons(&a));
+    }
+    assert_eq!(analyse("ls -la\r\n").risk, Risk::Low);
+    assert_eq!(analyse("printf 'a\tb'").risk, Risk::Low);
+}
