@@ -15,6 +15,23 @@ use reins_core::workspace::Workspace;
 
 static NONE: Protected = Protected::NONE;
 
+/// Runs `target` under AFL's persistent loop. A panic the code under test catches itself (the bash
+/// parser's, which the classifier turns into "high") is not a crash; one that escapes the target
+/// is: afl's own catch aborts on it. Set REINS_FUZZ_VERBOSE to see every panic when replaying an
+/// input by hand.
+pub fn fuzz(target: fn(&[u8])) {
+    let verbose = std::env::var_os("REINS_FUZZ_VERBOSE").is_some();
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if verbose {
+            default(info);
+        }
+    }));
+    afl::fuzz_nohook!(|data: &[u8]| {
+        target(data);
+    });
+}
+
 fn place() -> Place<'static> {
     Place {
         root: Path::new("/work/ws"),

@@ -122,17 +122,25 @@ impl Client {
         body
     }
 
+    /// The request with the API key, if any, in its `Authorization` header (marked sensitive).
+    fn authorized(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::RequestBuilder, ProviderError> {
+        let Some(key) = &self.key else {
+            return Ok(request);
+        };
+        let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+            .map_err(|_| ProviderError::Settings("the stored API key has characters a header cannot carry; set it again with `reins keys set`".into()))?;
+        value.set_sensitive(true);
+        Ok(request.header(reqwest::header::AUTHORIZATION, value))
+    }
+
     /// The models the server offers (`GET {base}/models`), by id.
     pub async fn models(&self) -> Result<Vec<String>, ProviderError> {
         let url = format!("{}/models", self.settings.base_url.trim_end_matches('/'));
         let silent = Duration::from_secs(self.settings.timeout_s.min(30));
-        let mut request = self.http.get(&url);
-        if let Some(key) = &self.key {
-            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .map_err(|_| ProviderError::Settings("the stored API key has characters a header cannot carry; set it again with `reins keys set`".into()))?;
-            value.set_sensitive(true);
-            request = request.header(reqwest::header::AUTHORIZATION, value);
-        }
+        let request = self.authorized(self.http.get(&url))?;
         let response = match tokio::time::timeout(silent, request.send()).await {
             Err(_) => {
                 return Err(ProviderError::Timeout {
@@ -192,18 +200,13 @@ impl Client {
     ) -> Result<Completion, ProviderError> {
         let url = self.settings.endpoint();
         let silent = Duration::from_secs(self.settings.timeout_s);
-        let mut request = self
-            .http
-            .post(&url)
-            .header(reqwest::header::ACCEPT, "text/event-stream")
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(self.body(messages, tools).to_string());
-        if let Some(key) = &self.key {
-            let mut value = reqwest::header::HeaderValue::from_str(&format!("Bearer {}", key.expose()))
-                .map_err(|_| ProviderError::Settings("the stored API key has characters a header cannot carry; set it again with `reins keys set`".into()))?;
-            value.set_sensitive(true);
-            request = request.header(reqwest::header::AUTHORIZATION, value);
-        }
+        let request = self.authorized(
+            self.http
+                .post(&url)
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(self.body(messages, tools).to_string()),
+        )?;
         let response = match tokio::time::timeout(silent, request.send()).await {
             Err(_) => {
                 return Err(ProviderError::Timeout {
