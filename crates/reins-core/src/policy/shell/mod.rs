@@ -117,9 +117,23 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
     if let Some(r) = text::invisible_reason("the command", command) {
         top.push(r);
     }
+    // The parser is given the command ending in a newline, which changes nothing for bash: at the
+    // very end of its input, a here-document with an empty delimiter (`<<'' `) sent its tokenizer
+    // into a loop that never ended (found by fuzzing).
+    if command.ends_with('\\') {
+        return Analysis::high(
+            "the command ends with a backslash, which escapes nothing: what it means depends on what follows it"
+                .into(),
+        );
+    }
+    let ended = if command.ends_with('\n') {
+        std::borrow::Cow::Borrowed(command)
+    } else {
+        std::borrow::Cow::Owned(format!("{command}\n"))
+    };
     let parsed = std::panic::catch_unwind(|| {
         let options = brush_parser::ParserOptions::default();
-        brush_parser::Parser::new(std::io::BufReader::new(command.as_bytes()), &options)
+        brush_parser::Parser::new(std::io::BufReader::new(ended.as_bytes()), &options)
             .parse_program()
     });
     let program = match parsed {

@@ -246,3 +246,17 @@ fn control_characters_are_refused_before_the_parser_sees_them() {
     assert_eq!(analyse("ls -la\r\n").risk, Risk::Low);
     assert_eq!(analyse("printf 'a\tb'").risk, Risk::Low);
 }
+
+/// Found by fuzzing: a here-document with an empty delimiter at the very end of the input, then a
+/// space (`cat <<'' `), looped in the parser for ever. Each of these must come back.
+#[test]
+fn empty_here_document_delimiters_at_the_end_come_back() {
+    for cmd in ["cat <<'' ", "cat <<\"\" "] {
+        let a = analyse(cmd);
+        assert_eq!(a.segments.len(), 1, "{cmd:?} parses as one command: {}", reasons(&a));
+        assert_eq!(a.segments[0].program.as_deref(), Some("cat"));
+    }
+    for cmd in ["<F<<''&#);Odk|.tot<& grep va/", "F(Ao)<o)<<\"\" "] {
+        assert_eq!(analyse(cmd).risk, Risk::High, "{cmd:?}");
+    }
+}
