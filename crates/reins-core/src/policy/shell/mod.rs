@@ -25,6 +25,9 @@ pub const MAX_COMMAND_BYTES: usize = 32 * 1024;
 /// is also what keeps one command from stalling the worker: at 16 the worst case is milliseconds,
 /// and no everyday command nests half as deep.
 const MAX_NESTING: usize = 16;
+/// Deepest nesting of parentheses alone: the level at which the parser's doubling starts to cost
+/// (found by fuzzing: twelve under a `$(` took seconds). Eight is tens of milliseconds at worst.
+const MAX_PARENTHESES: usize = 8;
 /// Most simple commands in one string.
 const MAX_SEGMENTS: usize = 256;
 
@@ -108,9 +111,9 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
             c as u32
         ));
     }
-    if nesting(command) > MAX_NESTING {
+    if nesting(command) > MAX_NESTING || parentheses(command) > MAX_PARENTHESES {
         return Analysis::high(format!(
-            "the command nests brackets, substitutions or compound commands more than {MAX_NESTING} deep; too complex to review"
+            "the command nests brackets, substitutions or compound commands more than {MAX_NESTING} deep (parentheses more than {MAX_PARENTHESES}); too complex to review"
         ));
     }
     let mut top = Vec::new();
@@ -212,6 +215,21 @@ fn control_character(s: &str) -> Option<char> {
 /// How deeply brackets, braces, parentheses and compound commands (`if`, `while`, `until`, `for`,
 /// `select`, `case`) nest, ignoring quotes: an over-estimate is safe. The parser and the walk
 /// recurse once per level, so this bound is what keeps them on the stack.
+/// How deeply parentheses nest, ignoring quotes (an over-estimate is safe). The parser's time
+/// doubles with each level of them (`$((((…`, `?((((…`), so they have a bound of their own.
+fn parentheses(s: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for c in s.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        max = max.max(depth);
+    }
+    max
+}
+
 fn nesting(s: &str) -> usize {
     // Counted apart: a `case` pattern's `)` closes no bracket.
     let (mut brackets, mut compounds, mut max) = (0usize, 0usize, 0usize);

@@ -212,7 +212,12 @@ fn never_panics_and_unparseable_is_high() {
 /// deep nesting is refused before the parser sees it, with the reason.
 #[test]
 fn unclosed_subshells_are_refused_before_the_parser_backtracks() {
-    for cmd in ["(".repeat(30), "( ".repeat(20), format!("ls; {}", "(".repeat(40))] {
+    for cmd in [
+        "(".repeat(30),
+        "( ".repeat(20),
+        format!("ls; {}", "(".repeat(40)),
+        format!("''?('d)@'id${}$(${{P[ku$'", "(".repeat(12)),
+    ] {
         let a = analyse(&cmd);
         assert_eq!(a.risk, Risk::High);
         assert!(reasons(&a).contains("nests"), "{cmd}: {}", reasons(&a));
