@@ -90,6 +90,8 @@ pub fn shell(data: &[u8]) {
 }
 
 fn brush_parses(text: &str) -> bool {
+    // As the classifier gives it to the parser: ending in a newline.
+    let text = &format!("{text}\n");
     // The classifier's own view: a string it refuses to parse (too long, too deep) is high.
     if text.len() > policy::shell::MAX_COMMAND_BYTES {
         return false;
