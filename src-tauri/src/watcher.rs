@@ -89,18 +89,19 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
             Some(k) => pending.iter().filter(|a| !k.contains(&a.id)).collect(),
             None => Vec::new(),
         };
+        // One list of runs per change: the names for approval notifications, and the suspended.
+        let runs = reins.runs().await;
         if !fresh.is_empty() {
-            let names: std::collections::HashMap<reins_core::api::RunId, String> =
-                match reins.runs().await {
-                    Ok(runs) => runs.into_iter().map(|r| (r.id, r.name)).collect(),
-                    Err(_) => Default::default(),
-                };
+            let names: std::collections::HashMap<reins_core::api::RunId, &str> = match &runs {
+                Ok(runs) => runs.iter().map(|r| (r.id, r.name.as_str())).collect(),
+                Err(_) => Default::default(),
+            };
             for a in &fresh {
-                let run = names.get(&a.run_id).map(String::as_str).unwrap_or("a run");
+                let run = names.get(&a.run_id).copied().unwrap_or("a run");
                 notify(&app, a, run);
             }
         }
-        match reins.runs().await {
+        match &runs {
             Ok(runs) => {
                 let now: HashSet<reins_core::api::RunId> = runs
                     .iter()
