@@ -18,6 +18,19 @@ pub fn of(
     place: Place<'_>,
 ) -> String {
     let shown = match (action, plan) {
+        (Action::Permission(p), plan) => match p.implied.as_deref() {
+            Some(implied) => format!(
+                "{}:\n\n{}",
+                p.describe(),
+                of(implied, plan, verdict, resolved, place)
+            ),
+            None => format!(
+                "{}.\n{}\n\nWhat the agent reported:\n{}",
+                p.describe(),
+                p.unread.as_deref().unwrap_or(""),
+                serde_json::to_string_pretty(&p.reported).unwrap_or_default()
+            ),
+        },
         (_, Some(p)) => p.preview.clone(),
         (Action::Shell(cmd), None) => {
             let text = shell(cmd, verdict, place);

@@ -222,6 +222,22 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
             a.segments = analysis.segments;
         }
         Action::Fetch(req) => network::assess(req, cx.resolved, &mut a),
+        Action::Permission(p) => match p.implied.as_deref() {
+            Some(inner) => {
+                let mut inner = assess(inner, cx, protected);
+                inner.reasons.insert(0, p.describe());
+                return inner;
+            }
+            None => {
+                a.raise(Risk::High, p.describe());
+                a.raise(
+                    Risk::High,
+                    p.unread
+                        .clone()
+                        .unwrap_or_else(|| "Reins cannot read what the agent reports".into()),
+                );
+            }
+        },
         Action::Remember(r) => {
             if let Some(why) = text::invisible_reason("the fact", &r.value) {
                 a.raise(Risk::High, why);
@@ -294,6 +310,33 @@ impl RulePolicy {
     }
 }
 
+impl RulePolicy {
+    /// An external agent's permission request is judged as the action it reports, by the same
+    /// classifier and rules; a report Reins cannot read is high risk and always asks.
+    fn judge_reported(&self, p: &crate::tools::Permission, cx: &Context<'_>) -> Verdict {
+        match p.implied.as_deref() {
+            Some(inner) => {
+                let mut v = self.judge(inner, cx);
+                v.reasons.insert(
+                    0,
+                    format!("{}, judged as Reins' own {}", p.describe(), inner.tool()),
+                );
+                v
+            }
+            None => Verdict {
+                risk: Risk::High,
+                decision: Decision::Ask,
+                reasons: vec![
+                    p.describe(),
+                    p.unread.clone().unwrap_or_default(),
+                    "anything Reins does not understand is high risk".into(),
+                ],
+                segments: Vec::new(),
+            },
+        }
+    }
+}
+
 impl Policy for RulePolicy {
     /// The verdict, with every secret in its reasons and segments masked: they quote the command
     /// and are stored, shown and logged (the action itself is what runs).
@@ -336,6 +379,9 @@ impl Policy for RulePolicy {
 
 impl RulePolicy {
     fn judge(&self, action: &Action, cx: &Context<'_>) -> Verdict {
+        if let Action::Permission(p) = action {
+            return self.judge_reported(p, cx);
+        }
         let a = assess(action, cx, &self.protected);
         let mut reasons = a.reasons.clone();
         if a.forbidden {

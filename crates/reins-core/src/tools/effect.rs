@@ -41,6 +41,13 @@ fn failed(tool: &'static str, detail: String) -> ToolError {
 
 /// The plan of a file effect, or None for an action that changes no file.
 pub fn plan_files(action: &Action, ws: &Workspace) -> Result<Option<EffectPlan>, ToolError> {
+    if let Action::Permission(p) = action {
+        // Planned for its card and its binding to the files as reviewed; Reins applies nothing.
+        return match p.implied.as_deref() {
+            Some(implied) => plan_files(implied, ws),
+            None => Ok(None),
+        };
+    }
     if !action.is_file_effect() {
         return Ok(None);
     }
@@ -184,7 +191,8 @@ fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> 
         | Action::Search { .. }
         | Action::Shell(_)
         | Action::Fetch(_)
-        | Action::Remember(_) => Err(failed(
+        | Action::Remember(_)
+        | Action::Permission(_) => Err(failed(
             "fs.read",
             "only file changes are planned from the disk".into(),
         )),

@@ -13,6 +13,7 @@ use crate::workspace::{JailError, RelPath, Workspace};
 
 mod effect;
 pub mod fetch;
+pub mod permission;
 mod pure;
 mod recorded;
 pub mod shell;
@@ -20,6 +21,7 @@ pub use effect::{
     apply, mode_line, mode_note, plan, plan_files, post_image, ApplyError, EffectPlan,
 };
 pub use fetch::FetchRequest;
+pub use permission::Permission;
 pub use pure::{describe, run_pure, ReadGuard};
 pub use recorded::RecordedCall;
 pub use shell::{CommandForm, ShellCommand};
@@ -167,6 +169,8 @@ pub enum Action {
     Shell(ShellCommand),
     Fetch(FetchRequest),
     Remember(Remember),
+    /// An external agent's request to run one of its own tools (see [`permission`]).
+    Permission(Permission),
 }
 
 /// `memory.remember`: a fact an agent proposes for the user's profile memory.
@@ -449,6 +453,7 @@ impl Action {
             "shell.exec" => Action::Shell(ShellCommand::parse(a)?),
             "http.fetch" => Action::Fetch(FetchRequest::parse(a)?),
             "memory.remember" => Action::Remember(Remember::parse(a)?),
+            permission::TOOL => Action::Permission(Permission::parse(a, ws)?),
             other => return Err(ToolError::Unknown(other.to_owned())),
         })
     }
@@ -465,10 +470,15 @@ impl Action {
             Action::Shell(_) => "shell.exec",
             Action::Fetch(_) => "http.fetch",
             Action::Remember(_) => "memory.remember",
+            Action::Permission(_) => permission::TOOL,
         }
     }
 
     pub fn effect_class(&self) -> EffectClass {
+        if matches!(self, Action::Permission(_)) {
+            // Reins runs nothing for it: the agent does, or asks Reins to in a step of its own.
+            return EffectClass::Pure;
+        }
         let name = self.tool();
         SPECS
             .iter()
@@ -492,6 +502,7 @@ impl Action {
                 "category": r.category, "key": r.key, "value": r.value,
                 "confidence": r.confidence(), "source": r.source,
             }),
+            Action::Permission(p) => p.canonical_args(),
         };
         json!({ "tool": self.tool(), "args": args })
     }

@@ -62,6 +62,8 @@ pub fn run_pure(action: &Action, ws: &Workspace, guard: ReadGuard<'_>) -> Result
             Ok(out)
         }
         Action::Search { pattern, path } => search(ws, pattern, path, guard),
+        // The answer is the effect: the agent hears that it may go ahead.
+        Action::Permission(_) => Ok("allowed".into()),
         _ => Err(ToolError::Failed {
             tool: "fs.read",
             detail: "not a read-only action".into(),
@@ -96,6 +98,7 @@ pub fn describe(action: &Action, output: &str) -> String {
                 if hits == 1 { "" } else { "s" }
             )
         }
+        Action::Permission(p) => format!("allowed: {}", p.describe()),
         other => other.tool().to_owned(),
     }
 }
