@@ -79,9 +79,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Start a run on a workspace folder — a plan file (--plan) or the LLM agent on a goal (--llm) —
-    /// and drive it, printing a line per step and the model's text as it streams.
-    Run(commands::run::Args),
+    /// Start a run on a workspace folder — a plan file (--plan), the LLM agent on a goal (--llm) or
+    /// an external agent (--acp GOAL --agent CMD) — and drive it, printing a line per step and the
+    /// agent's text as it streams.
+    Run(Box<commands::run::Args>),
+    /// External agents (ACP) registered by name: add, list, remove.
+    #[command(subcommand)]
+    Agents(commands::agents::AgentsCommand),
     /// Answer the question an agent asked (`ask_user`); without TEXT, show it.
     Answer(commands::answer::Args),
     /// API keys for model servers, kept only in the OS keyring: set, status, delete.
@@ -150,7 +154,9 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+                // The ACP library warns of every request an agent sends that Reins does not
+                // implement (answered "method not found", as the protocol wants): not news.
+                .unwrap_or_else(|_| "warn,agent_client_protocol=error".into()),
         )
         .with_writer(output::RedactedStderr)
         .init();
@@ -183,8 +189,9 @@ async fn dispatch(cli: Cli) -> u8 {
         Err(e) => return output::fail(&e, json),
     };
     let result = match cli.command {
-        Command::Run(args) => commands::run::exec(&reins, args, json).await,
+        Command::Run(args) => commands::run::exec(&reins, *args, json).await,
         Command::Worker(args) => commands::worker::exec(&reins, args, json).await,
+        Command::Agents(cmd) => commands::agents::exec(&reins, cmd, json).await,
         Command::Answer(args) => commands::answer::exec(&reins, args, json).await,
         Command::Keys(cmd) => commands::keys::exec(&reins, cmd, json).await,
         Command::Ps => commands::ps::exec(&reins, json).await,

@@ -1,5 +1,6 @@
 //! One module per user operation.
 
+pub mod agents;
 pub mod answer;
 pub mod audit;
 pub mod control;

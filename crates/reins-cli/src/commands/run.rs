@@ -1,4 +1,5 @@
-//! `reins run --plan FILE --workspace DIR` · `reins run --llm GOAL --workspace DIR`
+//! `reins run --plan FILE --workspace DIR` · `reins run --llm GOAL --workspace DIR` ·
+//! `reins run --acp GOAL --agent CMD --workspace DIR`
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -7,13 +8,13 @@ use std::time::Duration;
 use reins_core::api::DriveOutcome;
 use reins_core::api::Reins;
 use reins_core::api::RunState;
-use reins_core::api::{LlmRunRequest, Price};
+use reins_core::api::{AcpRunRequest, LlmRunRequest, Price};
 
 use crate::exit;
 use crate::output::Printer;
 
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("agent").required(true).args(["plan", "llm"])))]
+#[command(group(clap::ArgGroup::new("kind").required(true).args(["plan", "llm", "acp"])))]
 pub struct Args {
     /// The plan file (TOML): name, goal and a list of [[steps]] tool calls. See examples/plans/.
     #[arg(long, value_name = "FILE")]
@@ -21,6 +22,20 @@ pub struct Args {
     /// Run the LLM agent on this goal (an OpenAI-compatible server: a local Ollama by default).
     #[arg(long, value_name = "GOAL")]
     llm: Option<String>,
+    /// Run an external agent (Agent Client Protocol: Qwen Code, opencode, Codex, Claude Code,
+    /// Gemini CLI, Goose…) on this goal, with every write and command under Reins' review.
+    #[arg(long, value_name = "GOAL", requires = "agent")]
+    acp: Option<String>,
+    /// With --acp: a registered agent (`reins agents list`) or the agent's command line, split
+    /// like a shell splits words but never run through a shell.
+    #[arg(long, value_name = "CMD", requires = "acp")]
+    agent: Option<String>,
+    /// With --acp: set VAR from the keyring entry KEY (`reins keys set KEY`); repeatable.
+    #[arg(long = "env", value_name = "VAR=KEY", requires = "acp", value_parser = crate::commands::agents::var_key)]
+    env: Vec<(String, String)>,
+    /// With --acp: seconds the agent may stay silent mid-turn before the run is suspended [default: 600]
+    #[arg(long, value_name = "SECS", requires = "acp")]
+    idle_timeout: Option<u64>,
     /// The folder the agent works in; every file path is jailed beneath it.
     #[arg(long, value_name = "DIR")]
     workspace: PathBuf,
@@ -98,20 +113,31 @@ impl ModelArgs {
 
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let printer = Printer::new(json);
-    let id = match (args.plan, args.llm) {
-        (Some(plan), _) => {
+    let id = match (args.plan, args.llm, args.acp) {
+        (Some(plan), _, _) => {
             reins
                 .create_script_run(&plan, &args.workspace, &printer)
                 .await?
         }
-        (None, Some(goal)) => {
+        (None, Some(goal), _) => {
             reins
                 .create_llm_run(args.model.request(goal), &args.workspace, &printer)
                 .await?
         }
-        (None, None) => {
+        (None, None, Some(goal)) => {
+            let req = AcpRunRequest {
+                goal,
+                name: args.model.name,
+                agent: args.agent.unwrap_or_default(),
+                env: args.env.into_iter().collect(),
+                pass_env: Vec::new(),
+                idle_timeout_s: args.idle_timeout,
+            };
+            reins.create_acp_run(req, &args.workspace, &printer).await?
+        }
+        (None, None, None) => {
             return Err(reins_core::api::Error::Invalid(
-                "give --plan FILE or --llm GOAL".into(),
+                "give --plan FILE, --llm GOAL or --acp GOAL --agent CMD".into(),
             ))
         }
     };

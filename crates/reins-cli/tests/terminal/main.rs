@@ -4,6 +4,7 @@
 
 mod common;
 
+mod acp;
 mod audit;
 mod chaos;
 mod cli;

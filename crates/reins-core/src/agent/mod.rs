@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::tools::ToolCall;
 
+pub mod acp;
 pub mod llm;
 pub mod script;
 
@@ -34,10 +35,21 @@ pub enum Move {
     Ask {
         question: String,
     },
+    /// A call bound to an earlier permission step of the run (an external agent's write after
+    /// its permission was granted): the harness runs it without a second review only if that step
+    /// was granted and reported exactly this action; otherwise it is judged like any call.
+    Bound {
+        call: ToolCall,
+        permission: i64,
+    },
     Finish {
         summary: String,
     },
     Fail {
+        reason: String,
+    },
+    /// The run cannot go on without a person (an external agent died or stopped answering).
+    Suspend {
         reason: String,
     },
 }
@@ -86,6 +98,14 @@ pub trait Agent: Send + Sync {
     fn kind(&self) -> &'static str;
     fn version(&self) -> &'static str;
     async fn next(&mut self) -> Result<Move, AgentError>;
+    /// `next`, with someone watching: an agent whose moves arrive with text (an external agent's
+    /// message chunks) streams it to `obs` meanwhile.
+    async fn next_observed(
+        &mut self,
+        _obs: &dyn crate::engine::Observer,
+    ) -> Result<Move, AgentError> {
+        self.next().await
+    }
     /// Called with the outcome of the call `next` proposed, before the step's checkpoint is written.
     fn observe(&mut self, observation: &Observation);
     fn state(&self) -> serde_json::Value;
@@ -100,11 +120,28 @@ pub trait Agent: Send + Sync {
     fn working_memory(&self) -> Option<llm::WorkingMemory> {
         None
     }
+    /// The run stops for a person and this process may carry on with it: keep what a checkpoint
+    /// cannot hold (an external agent's live process) for the next attempt.
+    fn keep_alive(&mut self) {}
+    /// A process the agent started since last asked (pid, command), for the harness to record so
+    /// recovery after a crash can end it.
+    fn take_started(&mut self) -> Option<(u32, String)> {
+        None
+    }
 }
 
-/// Builds the agent a run was created with, from its stored kind and spec.
-pub fn build(kind: &str, spec: &str) -> Result<Box<dyn Agent>, AgentError> {
+/// Builds the agent a run was created with, from its stored kind and spec. `services` lends an
+/// external agent what it needs (keys, the live sessions); the others need nothing.
+pub fn build(
+    kind: &str,
+    spec: &str,
+    services: &acp::Services,
+) -> Result<Box<dyn Agent>, AgentError> {
     match kind {
+        acp::KIND => Ok(Box::new(acp::AcpAgent::new(
+            acp::Spec::from_json(spec)?,
+            services.clone(),
+        ))),
         script::KIND => Ok(Box::new(script::ScriptAgent::new(script::Plan::from_json(
             spec,
         )?))),

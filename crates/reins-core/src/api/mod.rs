@@ -12,6 +12,7 @@ use crate::engine::Engine;
 use crate::policy::{Protected, RulePolicy};
 use crate::store::Store;
 
+mod agents;
 mod audit_log;
 mod doctor;
 mod llm;
@@ -21,6 +22,7 @@ mod review;
 mod runs;
 mod types;
 
+pub use agents::{AcpRunRequest, AgentEntry, AGENTS_FILE};
 pub use doctor::DoctorReport;
 pub use llm::{ContextView, KeyStatus, LlmRunRequest, UsageView, MAX_TURNS_LIMIT};
 pub use provider::{ModelServerCheck, ProviderDefaults};

@@ -179,7 +179,7 @@ impl Engine {
         let mut change = Change::default().moving(Transition::Moves(vec![RunEvent::Resume], None));
         if mode == ResumeMode::Force {
             let spec = self.opened_text(&row.agent_spec, "the run's plan").await?;
-            let agent = agent::build(&row.agent_kind, &spec)
+            let agent = agent::build(&row.agent_kind, &spec, &self.services(&row))
                 .map_err(|e| Error::Conflict(format!("run {id} cannot be resumed: {e}")))?;
             let current = Compat::current(agent.kind(), agent.version(), &spec);
             let mismatches = row.compat.mismatches(&current);

@@ -60,6 +60,25 @@ impl Engine {
         .await
     }
 
+    /// Creates a queued run of an external agent (ACP).
+    pub async fn create_acp_run(
+        &self,
+        spec: &crate::agent::acp::Spec,
+        workspace: &Workspace,
+    ) -> Result<RunId> {
+        self.create_run(
+            NewRun {
+                kind: crate::agent::acp::KIND,
+                version: crate::agent::acp::VERSION,
+                name: &spec.name,
+                goal: &spec.goal,
+                spec: spec.to_json(),
+            },
+            workspace,
+        )
+        .await
+    }
+
     async fn create_run(&self, new: NewRun<'_>, workspace: &Workspace) -> Result<RunId> {
         let id = RunId::new();
         let now = now_ms();

@@ -95,7 +95,7 @@ impl<'a> Drive<'a> {
             .opened_text(&row.agent_spec, "the run's plan")
             .await
             .map_err(|err| StartError::Suspend(err.to_string()))?;
-        let mut agent = agent::build(&row.agent_kind, &spec).map_err(|err| {
+        let mut agent = agent::build(&row.agent_kind, &spec, &e.services(row)).map_err(|err| {
             StartError::Suspend(format!("the run's agent cannot be rebuilt: {err}"))
         })?;
         let mismatches = row.compat.mismatches(&crate::compat::Compat::current(
@@ -233,7 +233,13 @@ impl<'a> Drive<'a> {
             if let Some(outcome) = self.safe_point().await? {
                 return Ok(outcome);
             }
-            let next = match self.agent.next().await {
+            let next = self.agent.next_observed(self.obs).await;
+            if let Some((pid, command)) = self.agent.take_started() {
+                if let Err(e) = self.e.track_pid(self.run, self.cp.next_step, pid, &command).await {
+                    tracing::warn!("could not record the agent's process {pid}: {e}");
+                }
+            }
+            let next = match next {
                 Ok(m) => m,
                 Err(err) => {
                     return self
@@ -244,11 +250,15 @@ impl<'a> Drive<'a> {
             let stopped = match next {
                 Move::Think(input) => self.think(input).await?,
                 Move::Ask { question } => self.ask(question).await?,
-                Move::Call { call, why } => self.step(call, why).await?,
+                Move::Call { call, why } => self.step(call, why, None).await?,
+                Move::Bound { call, permission } => {
+                    self.step(call, None, Some(permission)).await?
+                }
                 Move::Finish { summary } => {
                     return self.finish(RunState::Succeeded, &summary).await
                 }
                 Move::Fail { reason } => return self.finish(RunState::Failed, &reason).await,
+                Move::Suspend { reason } => return self.suspend(&reason).await,
             };
             if let Some(outcome) = stopped {
                 return Ok(outcome);
@@ -366,6 +376,10 @@ impl<'a> Drive<'a> {
             message,
             attempt,
         } = stop;
+        if matches!(state, RunState::AwaitingApproval | RunState::AwaitingInput) {
+            // The person answers, and this process may carry the answer on to the same agent.
+            self.agent.keep_alive();
+        }
         let change = change
             .moving(transition)
             .ending_attempt(attempt)

@@ -82,6 +82,8 @@ pub struct Engine {
     secrets: Arc<dyn crate::keys::SecretStore>,
     /// Seals the secrets rows would store, with a key from `secrets`.
     sealer: Arc<crate::seal::Sealer>,
+    /// External agents kept alive while their runs wait for a person here.
+    sessions: Arc<crate::agent::acp::Sessions>,
 }
 
 impl Engine {
@@ -98,6 +100,17 @@ impl Engine {
             budget: crate::failure::RetryBudget::default(),
             secrets: Arc::clone(&keyring),
             sealer: Arc::new(crate::seal::Sealer::new(keyring)),
+            sessions: Arc::new(crate::agent::acp::Sessions::new()),
+        }
+    }
+
+    /// What an agent of `row` is built with.
+    pub(crate) fn services(&self, row: &runs::RunRow) -> crate::agent::acp::Services {
+        crate::agent::acp::Services {
+            run: row.id,
+            root: std::path::PathBuf::from(&row.workspace),
+            secrets: Arc::clone(&self.secrets),
+            sessions: Arc::clone(&self.sessions),
         }
     }
 

@@ -33,6 +33,7 @@ impl Drive<'_> {
         &mut self,
         call: ToolCall,
         why: Option<String>,
+        bound: Option<i64>,
     ) -> Result<Option<DriveOutcome>> {
         // The agent's reason is for people: a secret in it is never stored.
         let why = why.map(|w| crate::secrets::redact(&w).into_owned());
@@ -72,7 +73,7 @@ impl Drive<'_> {
                     .map(|_| None);
             }
         };
-        self.proceed(seq, why.as_deref(), &action).await
+        self.proceed(seq, why.as_deref(), &action, bound).await
     }
 
     /// Steps 2–9 for a valid action: gather the facts, let `decide` rule, and do what it says.
@@ -81,6 +82,7 @@ impl Drive<'_> {
         seq: i64,
         why: Option<&str>,
         action: &Action,
+        bound: Option<i64>,
     ) -> Result<Option<DriveOutcome>> {
         let recorded = RecordedCall::of(action);
         let action_hash = action.hash();
@@ -132,6 +134,11 @@ impl Drive<'_> {
             Ruling::Ask { verdict, preview } => {
                 rec.preview = Some(preview);
                 let plan = plan.ok().flatten();
+                if let Some(permission) = bound {
+                    if self.permitted(permission, seq, action).await? {
+                        return self.execute(&rec, action, plan, &resolved).await;
+                    }
+                }
                 let live = self.live_grants(action).await?;
                 match decide::granted(action, verdict.risk, &live, self.place()) {
                     Some(grant) => {
@@ -147,6 +154,35 @@ impl Drive<'_> {
                     .await
             }
         }
+    }
+
+    /// Whether step `permission` of this run granted an external agent's request that reported
+    /// exactly `action` (the same tool, path and content): then `action` was reviewed there, and
+    /// runs under that decision, audited as such.
+    async fn permitted(&mut self, permission: i64, seq: i64, action: &Action) -> Result<bool> {
+        let Some(step) = steps::get(self.e.store.pool(), self.run, permission).await? else {
+            return Ok(false);
+        };
+        if step.tool != tools::permission::TOOL || step.status != StepStatus::Done {
+            return Ok(false);
+        }
+        let granted = match Action::parse(step.action.call(), &self.ws) {
+            Ok(Action::Permission(p)) => p.implied.is_some_and(|a| a.hash() == action.hash()),
+            _ => false,
+        };
+        if granted {
+            let change = Change::default().event(audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::BoundToPermission {
+                    step: seq,
+                    permission,
+                    action_hash: action.hash().to_string(),
+                },
+            ));
+            self.commit(change).await?;
+        }
+        Ok(granted)
     }
 
     /// Live grants for the action's tool that may apply to this run.

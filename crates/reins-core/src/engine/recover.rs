@@ -21,6 +21,10 @@ impl Drive<'_> {
     /// before the journal is settled and before anything runs again.
     pub(super) async fn end_orphans(&mut self) -> Result<()> {
         for p in processes::open(self.e.store.pool(), self.run).await? {
+            // This run's external agent, kept alive here while the run waited: not an orphan.
+            if u32::try_from(p.pid).is_ok_and(|pid| self.e.sessions.is_kept(self.run, pid)) {
+                continue;
+            }
             let (pid, pgid, start) = (
                 u32::try_from(p.pid).unwrap_or(0),
                 u32::try_from(p.pgid).unwrap_or(0),

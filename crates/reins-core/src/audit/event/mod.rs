@@ -153,6 +153,8 @@ kinds! {
     GrantCreated(GrantCreated) = "grant.created" [from],
     GrantUsed(GrantUsed) = "grant.used" [from],
     GrantRevoked(GrantRevoked) = "grant.revoked" [from],
+    /// An external agent's write ran under the permission it was granted at an earlier step.
+    BoundToPermission(BoundToPermission) = "grant.bound_to_permission" [from],
     RollbackSnapshot(RollbackSnapshot) = "rollback.snapshot" [from],
     RollbackPerformed(RollbackPerformed) = "rollback.performed" [from],
     RetentionPruned(RetentionPruned) = "retention.pruned" [from],

@@ -377,6 +377,15 @@ pub struct GrantUsed {
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+pub struct BoundToPermission {
+    pub step: i64,
+    /// The step whose granted permission reported exactly this action.
+    pub permission: i64,
+    pub action_hash: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct GrantRevoked {
     pub grant: String,
     pub scope: Scope,

@@ -1,0 +1,49 @@
+//! The external agents this process keeps alive between a run's attempts: a run that waits for a
+//! person ends its attempt, but its agent is still waiting for the answer, so the process is kept
+//! here and adopted by the run's next attempt in this process. Dropped (ended) with the engine.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::Live;
+use crate::ids::RunId;
+
+#[derive(Default)]
+pub struct Sessions {
+    live: Mutex<HashMap<RunId, Live>>,
+}
+
+impl Sessions {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(super) fn keep(&self, run: RunId, live: Live) {
+        if let Ok(mut m) = self.live.lock() {
+            m.insert(run, live);
+        }
+    }
+
+    pub(super) fn take(&self, run: RunId) -> Option<Live> {
+        self.live.lock().ok()?.remove(&run)
+    }
+
+    /// Whether a process of `run` is kept alive here.
+    pub fn holds(&self, run: RunId) -> bool {
+        self.live.lock().is_ok_and(|m| m.contains_key(&run))
+    }
+
+    /// The run's process ended with its attempt.
+    pub(super) fn forget(&self, run: RunId) {
+        if let Ok(mut m) = self.live.lock() {
+            m.remove(&run);
+        }
+    }
+
+    /// Whether `pid` is the agent process of `run` that this process keeps alive: not an orphan.
+    pub fn is_kept(&self, run: RunId, pid: u32) -> bool {
+        self.live
+            .lock()
+            .is_ok_and(|m| m.get(&run).is_some_and(|l| l.process.pid == pid))
+    }
+}

@@ -1,0 +1,402 @@
+//! External agents over the Agent Client Protocol: Reins is the client, the agent a child process.
+//! Control is inverted — the agent pushes requests — and each one that does something becomes a
+//! move of this agent, so it goes through the same step protocol as the built-in tools:
+//! `fs/write_text_file` is `fs.write`, `fs/read_text_file` is `fs.read`, `terminal/create` is
+//! `shell.exec`, and `session/request_permission` is `agent.permission`, judged as the action the
+//! agent reports. The answer to each request is the step's outcome. A write that follows an
+//! approved permission is bound to it (same path, same content) and not reviewed twice.
+//!
+//! The process cannot be checkpointed. While its run waits for a person in this process it stays
+//! alive in [`Sessions`]; anywhere else a new process is started, with `session/load` when the
+//! agent supports it, and told what happened meanwhile.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    ContentBlock, PromptRequest, SessionNotification, TextContent,
+};
+use agent_client_protocol::v1::Responder;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Agent, AgentError, Move, Observation};
+use crate::engine::{Observer, Progress};
+use crate::ids::RunId;
+
+mod handshake;
+mod live;
+mod requests;
+pub mod session;
+pub use live::Sessions;
+use requests::{Asked, Permitted, Terminal};
+use session::{Incoming, Process};
+
+pub const KIND: &str = "acp";
+pub const VERSION: &str = "1";
+
+/// Seconds without a word from the agent, mid-turn, before the run is suspended.
+pub const DEFAULT_IDLE_TIMEOUT_S: u64 = 600;
+/// Prompts Reins sends after the first to carry a reviewer's reasons back to the agent.
+const MAX_FOLLOW_UPS: u32 = 5;
+
+/// What an ACP run is created with: stored as its spec. Secrets are named, never held.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Spec {
+    pub name: String,
+    pub goal: String,
+    /// The agent's program and arguments, run without a shell.
+    pub command: Vec<String>,
+    /// Environment variables set from the keyring: variable → key name.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Environment variables passed through from Reins' own environment, by name.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+    /// The registered agent the command came from, if any.
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default = "default_idle")]
+    pub idle_timeout_s: u64,
+}
+
+fn default_idle() -> u64 {
+    DEFAULT_IDLE_TIMEOUT_S
+}
+
+impl Spec {
+    pub fn from_json(text: &str) -> Result<Self, AgentError> {
+        let spec: Self = serde_json::from_str(text).map_err(|e| AgentError::Plan {
+            origin: "(stored acp spec)".into(),
+            detail: e.to_string(),
+        })?;
+        if spec.command.first().is_none_or(|p| p.is_empty()) {
+            return Err(AgentError::Plan {
+                origin: "(stored acp spec)".into(),
+                detail: "the agent's command is empty".into(),
+            });
+        }
+        Ok(spec)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// What the harness lends an agent it builds.
+#[derive(Clone)]
+pub struct Services {
+    pub run: RunId,
+    pub root: std::path::PathBuf,
+    pub secrets: Arc<dyn crate::keys::SecretStore>,
+    pub sessions: Arc<Sessions>,
+}
+
+/// What the agent said of itself at `initialize`, for the run's record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentFacts {
+    pub name: String,
+    pub version: String,
+    pub capabilities: Value,
+    pub mode: Option<String>,
+}
+
+/// The agent's checkpointed state: everything but the process.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct State {
+    session: Option<String>,
+    facts: Option<AgentFacts>,
+    /// Prompts sent (the first carries the goal).
+    prompts: u32,
+    asked: Option<Asked>,
+    permitted: Vec<Permitted>,
+    terminals: BTreeMap<String, Terminal>,
+    /// What the agent must hear with its next prompt: reviewers' reasons, a recovery summary.
+    tell: Vec<String>,
+    /// The agent's last message, for the run's summary.
+    said: String,
+    /// The last message ended (a tool call came after it): the next chunk starts a new one.
+    said_ended: bool,
+    /// A prompt turn is open (its end not yet seen).
+    in_turn: bool,
+}
+
+/// The process and session of a run, while they live.
+pub struct Live {
+    process: Process,
+    session: String,
+    /// The request the harness is deciding, answered when its step is done.
+    responder: std::sync::Mutex<Option<Responder<Value>>>,
+}
+
+pub struct AcpAgent {
+    spec: Spec,
+    services: Services,
+    state: State,
+    live: Option<Live>,
+    /// Kept alive for this run's next attempt in this process (set when the run waits for a person).
+    keep: bool,
+    /// A process started and not yet reported to the harness (which records it for recovery).
+    started: Option<(u32, String)>,
+}
+
+impl AcpAgent {
+    pub fn new(spec: Spec, services: Services) -> Self {
+        Self {
+            spec,
+            services,
+            state: State::default(),
+            live: None,
+            keep: false,
+            started: None,
+        }
+    }
+
+    /// The live process: adopted from this process's sessions, or started (and its session
+    /// loaded or created).
+    async fn live(&mut self) -> Result<&mut Live, String> {
+        self.adopt();
+        if self.live.is_none() {
+            let live = self.start().await?;
+            self.live = Some(live);
+        }
+        self.live.as_mut().ok_or_else(|| "no agent process".to_owned())
+    }
+
+    /// Takes this run's process over from the sessions kept here, if it is the one this state
+    /// belongs to (otherwise it ends).
+    fn adopt(&mut self) {
+        if self.live.is_none() {
+            self.live = self
+                .services
+                .sessions
+                .take(self.services.run)
+                .filter(|l| Some(&l.session) == self.state.session.as_ref());
+        }
+    }
+
+    /// Sends the next prompt (the goal first, then what the agent must hear).
+    fn prompt(&mut self) -> Result<(), String> {
+        let text = if self.state.prompts == 0 {
+            let mut t = format!(
+                "{}\n\n(You run under Reins: every file write and command goes through its review. If a request is refused you will be told why.)",
+                self.spec.goal
+            );
+            for extra in self.state.tell.drain(..) {
+                t.push_str("\n\n");
+                t.push_str(&extra);
+            }
+            t
+        } else {
+            self.state.tell.drain(..).collect::<Vec<_>>().join("\n\n")
+        };
+        let live = self.live.as_mut().ok_or("no agent process")?;
+        let request = PromptRequest::new(
+            live.session.clone(),
+            vec![ContentBlock::Text(TextContent::new(text))],
+        );
+        let conn = live.process.conn.clone();
+        let tx = live.process.events_tx.clone();
+        tokio::spawn(async move {
+            let ended = conn
+                .send_request(request)
+                .block_task()
+                .await
+                .map(|r| {
+                    serde_json::to_value(r.stop_reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_else(|| "end_turn".into())
+                })
+                .map_err(|e| e.to_string());
+            let _ = tx.send(Incoming::TurnEnded(ended));
+        });
+        self.state.prompts += 1;
+        self.state.in_turn = true;
+        Ok(())
+    }
+
+    fn stderr(&self) -> String {
+        self.live
+            .as_ref()
+            .map(|l| l.process.stderr.text(2000))
+            .unwrap_or_default()
+    }
+
+    fn died(&mut self, why: &str) -> Move {
+        let tail = self.stderr();
+        self.live = None;
+        Move::Suspend {
+            reason: if tail.trim().is_empty() {
+                format!("the agent stopped: {why}")
+            } else {
+                format!("the agent stopped: {why}. Its stderr ends:\n{}", tail.trim_end())
+            },
+        }
+    }
+
+    fn on_update(&mut self, n: &SessionNotification, obs: &dyn Observer) {
+        let v = serde_json::to_value(&n.update).unwrap_or(Value::Null);
+        let kind = v.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
+        if kind == "tool_call" || kind == "tool_call_update" {
+            self.state.said_ended = true;
+        }
+        if kind == "agent_message_chunk" {
+            if let Some(text) = v["content"].get("text").and_then(Value::as_str) {
+                if self.state.said_ended {
+                    // A new message after a tool call: the summary is the agent's last one.
+                    self.state.said.clear();
+                    self.state.said_ended = false;
+                }
+                self.state.said.push_str(text);
+                obs.on(&Progress::Text { text: text.into() });
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Agent for AcpAgent {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn version(&self) -> &'static str {
+        VERSION
+    }
+
+    async fn next(&mut self) -> Result<Move, AgentError> {
+        self.next_observed(&crate::engine::Silent).await
+    }
+
+    async fn next_observed(&mut self, obs: &dyn Observer) -> Result<Move, AgentError> {
+        self.keep = false;
+        if let Err(why) = self.live().await {
+            return Ok(self.died(&why));
+        }
+        if !self.state.in_turn {
+            if self.state.prompts > MAX_FOLLOW_UPS && !self.state.tell.is_empty() {
+                return Ok(Move::Finish {
+                    summary: format!(
+                        "the agent was refused {MAX_FOLLOW_UPS} times in a row; stopped here"
+                    ),
+                });
+            }
+            if let Err(why) = self.prompt() {
+                return Ok(self.died(&why));
+            }
+        }
+        let idle = Duration::from_secs(self.spec.idle_timeout_s.max(1));
+        loop {
+            let Some(live) = self.live.as_mut() else {
+                return Ok(self.died("the process is gone"));
+            };
+            let event = match tokio::time::timeout(idle, live.process.events.recv()).await {
+                Ok(Some(e)) => e,
+                Ok(None) => return Ok(self.died("its connection closed")),
+                Err(_) => {
+                    let secs = idle.as_secs();
+                    return Ok(self.died(&format!("it has not answered for {secs} s")));
+                }
+            };
+            match event {
+                Incoming::Request { request, responder } => {
+                    if let Some(m) = self.on_request(*request, responder) {
+                        return Ok(m);
+                    }
+                }
+                Incoming::Update(n) => self.on_update(&n, obs),
+                Incoming::TurnEnded(Ok(reason)) => {
+                    self.state.in_turn = false;
+                    if !self.state.tell.is_empty() && self.state.prompts <= MAX_FOLLOW_UPS {
+                        if let Err(why) = self.prompt() {
+                            return Ok(self.died(&why));
+                        }
+                        continue;
+                    }
+                    let said = self.state.said.trim();
+                    return Ok(match reason.as_str() {
+                        "end_turn" => Move::Finish {
+                            summary: if said.is_empty() {
+                                "the agent ended its turn".into()
+                            } else {
+                                said.chars().take(2000).collect()
+                            },
+                        },
+                        other => Move::Fail {
+                            reason: format!("the agent stopped its turn: {other}"),
+                        },
+                    });
+                }
+                Incoming::TurnEnded(Err(e)) => {
+                    return Ok(self.died(&format!("its prompt failed: {e}")))
+                }
+                Incoming::Closed(why) => {
+                    let running = self.live.as_mut().is_some_and(|l| l.process.running());
+                    let why = if running { why } else { format!("its process exited ({why})") };
+                    return Ok(self.died(&why));
+                }
+            }
+        }
+    }
+
+    fn observe(&mut self, observation: &Observation) {
+        self.answer(observation);
+    }
+
+    fn state(&self) -> Value {
+        serde_json::to_value(&self.state).unwrap_or(Value::Null)
+    }
+
+    fn restore(&mut self, state: &Value) -> Result<(), AgentError> {
+        if state.is_null() {
+            self.state = State::default();
+            return Ok(());
+        }
+        self.state =
+            serde_json::from_value(state.clone()).map_err(|e| AgentError::State(e.to_string()))?;
+        Ok(())
+    }
+
+    fn recovered(&mut self, summary: &crate::resume::RecoverySummary) {
+        // A process of this run still alive here heard everything itself.
+        if self.services.sessions.holds(self.services.run) {
+            return;
+        }
+        self.state.in_turn = false;
+        if !summary.text.is_empty() {
+            self.state.tell.push(format!(
+                "You were restarted. What Reins recorded meanwhile:\n{}",
+                summary.text
+            ));
+        }
+    }
+
+    fn keep_alive(&mut self) {
+        self.keep = true;
+    }
+
+    fn take_started(&mut self) -> Option<(u32, String)> {
+        self.started.take()
+    }
+}
+
+impl Drop for AcpAgent {
+    /// A run waiting for a person keeps its process for its next attempt here; otherwise the
+    /// process and everything it started end with the attempt.
+    fn drop(&mut self) {
+        if let Some(live) = self.live.take() {
+            if self.keep {
+                self.services.sessions.keep(self.services.run, live);
+            } else {
+                self.services.sessions.forget(self.services.run);
+            }
+        }
+    }
+}

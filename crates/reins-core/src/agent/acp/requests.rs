@@ -1,0 +1,285 @@
+//! The requests an external agent sends Reins, as the moves that decide them, and the answers it
+//! gets once their steps are done: a write or a read through the jail, a command through the shell
+//! classifier, a permission judged as the action it reports. Requests Reins does not implement are
+//! answered "method not found"; a command's output is kept for `terminal/output`.
+
+use agent_client_protocol::v1::schema::AgentRequest;
+use agent_client_protocol::v1::Responder;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::AcpAgent;
+use crate::agent::{Move, Observation};
+use crate::tools::ToolCall;
+
+/// The request being decided, and how to answer it once its step is done.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "kind")]
+pub(super) enum Asked {
+    Write { path: String },
+    Read { line: Option<u32>, limit: Option<u32> },
+    Permission { allow: Option<String>, reject: Option<String>, path: Option<String> },
+    Terminal { id: String },
+}
+
+/// A permission this run granted, for the write that follows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Permitted {
+    step: i64,
+    path: String,
+}
+
+/// A command's outcome, kept for the agent's `terminal/output` and `terminal/wait_for_exit`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct Terminal {
+    output: String,
+    exit_code: u32,
+}
+
+impl AcpAgent {
+    /// An agent's request as a move, or None when it was answered here (nothing to decide).
+    pub(super) fn on_request(&mut self, request: AgentRequest, responder: Responder<Value>) -> Option<Move> {
+        let root = self.services.root.clone();
+        let rel = |p: &std::path::Path| {
+            let ws = crate::workspace::Workspace::open(&root).ok();
+            match ws {
+                Some(ws) => crate::tools::permission::relative_to(&ws, &p.to_string_lossy()),
+                None => p.to_string_lossy().into_owned(),
+            }
+        };
+        let (asked, call, bound) = match request {
+            AgentRequest::WriteTextFileRequest(r) => {
+                let path = rel(&r.path);
+                let bound = self
+                    .state
+                    .permitted
+                    .iter()
+                    .rev()
+                    .find(|p| p.path == path)
+                    .map(|p| p.step);
+                (
+                    Asked::Write { path: path.clone() },
+                    ToolCall {
+                        tool: "fs.write".into(),
+                        args: json!({"path": path, "content": r.content}),
+                    },
+                    bound,
+                )
+            }
+            AgentRequest::ReadTextFileRequest(r) => (
+                Asked::Read {
+                    line: r.line,
+                    limit: r.limit,
+                },
+                ToolCall {
+                    tool: "fs.read".into(),
+                    args: json!({"path": rel(&r.path)}),
+                },
+                None,
+            ),
+            AgentRequest::RequestPermissionRequest(r) => {
+                let find = |kinds: &[&str]| {
+                    r.options.iter().find_map(|o| {
+                        let k = serde_json::to_value(o.kind).ok()?;
+                        kinds
+                            .contains(&k.as_str()?)
+                            .then(|| o.option_id.0.to_string())
+                    })
+                };
+                let fields = serde_json::to_value(&r.tool_call.fields).unwrap_or(Value::Null);
+                let mut args = serde_json::Map::new();
+                for key in ["kind", "title", "rawInput", "locations", "content"] {
+                    if let Some(v) = fields.get(key).filter(|v| !v.is_null()) {
+                        args.insert(key.into(), v.clone());
+                    }
+                }
+                let path = fields["rawInput"]
+                    .get("file_path")
+                    .or_else(|| fields["rawInput"].get("path"))
+                    .and_then(Value::as_str)
+                    .map(|p| rel(std::path::Path::new(p)));
+                (
+                    Asked::Permission {
+                        // Never `allow_always`: a lasting rule would move out of Reins' sight.
+                        allow: find(&["allow_once"]),
+                        reject: find(&["reject_once", "reject_always"]),
+                        path,
+                    },
+                    ToolCall {
+                        tool: crate::tools::permission::TOOL.into(),
+                        args: Value::Object(args),
+                    },
+                    None,
+                )
+            }
+            AgentRequest::CreateTerminalRequest(r) => {
+                let id = format!("term-{}", self.state.terminals.len() + 1);
+                let args = if r.args.is_empty() {
+                    json!({"command": r.command})
+                } else {
+                    let mut argv = vec![r.command];
+                    argv.extend(r.args);
+                    json!({"argv": argv})
+                };
+                (
+                    Asked::Terminal { id },
+                    ToolCall {
+                        tool: "shell.exec".into(),
+                        args,
+                    },
+                    None,
+                )
+            }
+            AgentRequest::TerminalOutputRequest(r) => {
+                let t = self.state.terminals.get(r.terminal_id.0.as_ref());
+                let answer = match t {
+                    Some(t) => Ok(json!({
+                        "output": t.output,
+                        "truncated": false,
+                        "exitStatus": {"exitCode": t.exit_code},
+                    })),
+                    None => Err(unknown_terminal()),
+                };
+                let _ = responder.respond_with_result(answer);
+                return None;
+            }
+            AgentRequest::WaitForTerminalExitRequest(r) => {
+                let t = self.state.terminals.get(r.terminal_id.0.as_ref());
+                let answer = match t {
+                    Some(t) => Ok(json!({"exitCode": t.exit_code})),
+                    None => Err(unknown_terminal()),
+                };
+                let _ = responder.respond_with_result(answer);
+                return None;
+            }
+            // The command ran to its end (or its timeout) inside its step: nothing is left to kill.
+            AgentRequest::KillTerminalRequest(_) | AgentRequest::ReleaseTerminalRequest(_) => {
+                let _ = responder.respond_with_result(Ok(json!({})));
+                return None;
+            }
+            other => {
+                tracing::info!(
+                    "the agent sent a request Reins does not implement: {}",
+                    agent_client_protocol::JsonRpcMessage::method(&other)
+                );
+                let _ = responder
+                    .respond_with_result(Err(agent_client_protocol::Error::method_not_found()));
+                return None;
+            }
+        };
+        self.state.asked = Some(asked);
+        self.state.said_ended = true;
+        if let Some(live) = self.live.as_mut() {
+            if let Ok(mut slot) = live.responder.lock() {
+                *slot = Some(responder);
+            }
+        }
+        Some(match bound {
+            Some(permission) => Move::Bound { call, permission },
+            None => Move::Call { call, why: None },
+        })
+    }
+
+    /// Answers the request whose step is done.
+    pub(super) fn answer(&mut self, o: &Observation) {
+        let Some(asked) = self.state.asked.take() else {
+            return;
+        };
+        // Decided after the attempt that asked ended: the process waiting for it may be kept here.
+        self.adopt();
+        let refusal = || agent_client_protocol::Error::new(-32000, o.output.clone());
+        let answer = match &asked {
+            Asked::Write { .. } if o.ok => Ok(json!({})),
+            Asked::Read { line, limit } if o.ok => Ok(json!({"content": lines(&o.output, *line, *limit)})),
+            Asked::Terminal { id } => {
+                self.state.terminals.insert(
+                    id.clone(),
+                    Terminal {
+                        output: o.output.clone(),
+                        exit_code: u32::from(!o.ok),
+                    },
+                );
+                if o.output.starts_with("rejected") || o.output.starts_with("denied") {
+                    Err(refusal())
+                } else {
+                    Ok(json!({"terminalId": id}))
+                }
+            }
+            Asked::Permission {
+                allow,
+                reject,
+                path,
+            } => {
+                let chosen = if o.ok { allow } else { reject };
+                if o.ok {
+                    if let Some(path) = path {
+                        self.state.permitted.push(Permitted {
+                            step: o.seq,
+                            path: path.clone(),
+                        });
+                    }
+                } else {
+                    self.state
+                        .tell
+                        .push(format!("Your request was refused: {}", o.output));
+                }
+                Ok(match chosen {
+                    Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
+                    None => json!({"outcome": {"outcome": "cancelled"}}),
+                })
+            }
+            _ => Err(refusal()),
+        };
+        if !o.ok {
+            if let Asked::Write { .. } | Asked::Read { .. } = asked {
+                self.state.tell.push(format!("Your request was refused: {}", o.output));
+            }
+        }
+        let responder = self
+            .live
+            .as_mut()
+            .and_then(|l| l.responder.lock().ok().and_then(|mut r| r.take()));
+        match responder {
+            Some(r) => {
+                let _ = r.respond_with_result(answer);
+                // Heard with this answer: it need not be repeated in a prompt.
+                if matches!(asked, Asked::Write { .. } | Asked::Read { .. }) && !o.ok {
+                    self.state.tell.pop();
+                }
+            }
+            // The process that asked is gone: the next one hears it in its prompt.
+            None => self.state.tell.push(format!(
+                "Before you were restarted, your {} request was {}: {}",
+                asked_name(&asked),
+                if o.ok { "carried out" } else { "refused" },
+                o.output.lines().next().unwrap_or("")
+            )),
+        }
+    }
+}
+
+
+fn asked_name(a: &Asked) -> &'static str {
+    match a {
+        Asked::Write { .. } => "file write",
+        Asked::Read { .. } => "file read",
+        Asked::Permission { .. } => "permission",
+        Asked::Terminal { .. } => "command",
+    }
+}
+
+fn unknown_terminal() -> agent_client_protocol::Error {
+    agent_client_protocol::Error::invalid_params().data(json!("no such terminal"))
+}
+
+/// `limit` lines of `text` from line `line` (1-based), as ACP reads ask.
+fn lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String {
+    if line.is_none() && limit.is_none() {
+        return text.to_owned();
+    }
+    let skip = line.map_or(0, |l| l.saturating_sub(1) as usize);
+    let take = limit.map_or(usize::MAX, |l| l as usize);
+    text.split_inclusive('\n').skip(skip).take(take).collect()
+}

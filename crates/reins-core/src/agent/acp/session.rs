@@ -1,0 +1,218 @@
+//! One external agent process and its ACP connection: Reins is the client. The process leads its
+//! own process group (ended with everything it started); its stdout and stdin carry JSON-RPC; its
+//! stderr goes to a bounded tail. Every request and notification the agent sends lands, in order,
+//! on one channel the run's agent reads; nothing the agent sends is ever a crash.
+
+use std::collections::VecDeque;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::schema::{
+    AgentRequest, ClientCapabilities, FileSystemCapabilities, Implementation, InitializeRequest,
+    InitializeResponse, SessionNotification,
+};
+use agent_client_protocol::v1::{ConnectionTo, Responder};
+use agent_client_protocol::{Agent, ByteStreams, Client};
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
+
+use crate::keys::Secret;
+
+/// Bytes of the agent's stderr kept (the tail).
+pub const STDERR_TAIL: usize = 64 * 1024;
+
+/// Environment variables the agent process inherits from Reins; the spec names the others.
+const BASE_ENV: &[&str] = &[
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR",
+    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "SHELL",
+];
+
+/// What the agent sent, in the order it sent it.
+pub enum Incoming {
+    Request {
+        request: Box<AgentRequest>,
+        responder: Responder<Value>,
+    },
+    Update(Box<SessionNotification>),
+    /// The prompt turn ended: its stop reason, or the error the agent answered with.
+    TurnEnded(Result<String, String>),
+    /// The connection is gone (the process ended or closed its stdout).
+    Closed(String),
+}
+
+/// The last bytes the agent wrote to stderr.
+#[derive(Clone, Default)]
+pub struct Tail(Arc<Mutex<VecDeque<u8>>>);
+
+impl Tail {
+    fn push(&self, bytes: &[u8]) {
+        if let Ok(mut t) = self.0.lock() {
+            t.extend(bytes);
+            let over = t.len().saturating_sub(STDERR_TAIL);
+            t.drain(..over);
+        }
+    }
+
+    /// The tail as text, at most `max` bytes of it (from the end).
+    pub fn text(&self, max: usize) -> String {
+        let bytes: Vec<u8> = match self.0.lock() {
+            Ok(t) => t.iter().copied().collect(),
+            Err(_) => Vec::new(),
+        };
+        let from = bytes.len().saturating_sub(max);
+        crate::secrets::redact(&String::from_utf8_lossy(&bytes[from..])).into_owned()
+    }
+}
+
+/// A started agent: its process, its connection and what it said about itself.
+pub struct Process {
+    pub conn: ConnectionTo<Agent>,
+    pub events: mpsc::UnboundedReceiver<Incoming>,
+    /// For tasks that report on the same channel (a prompt's end).
+    pub events_tx: mpsc::UnboundedSender<Incoming>,
+    pub init: InitializeResponse,
+    pub pid: u32,
+    pub stderr: Tail,
+    child: tokio::process::Child,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Process {
+    /// Starts `argv` in `root` with the base environment plus `env`, connects, and initializes
+    /// advertising file reads and writes and terminals.
+    pub async fn start(
+        argv: &[String],
+        root: &Path,
+        env: &[(String, Secret)],
+        passed: &[String],
+    ) -> Result<Self, String> {
+        let (program, args) = argv.split_first().ok_or("the agent's command is empty")?;
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args)
+            .current_dir(root)
+            .env_clear()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        for name in BASE_ENV.iter().copied().chain(passed.iter().map(String::as_str)) {
+            if let Some(v) = std::env::var_os(name) {
+                cmd.env(name, v);
+            }
+        }
+        for (name, secret) in env {
+            cmd.env(name, secret.expose());
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start the agent `{program}`: {e}"))?;
+        let pid = child.id().ok_or("the agent exited at once")?;
+        let (Some(stdin), Some(stdout), Some(mut stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            return Err("the agent's standard streams could not be opened".into());
+        };
+        let tail = Tail::default();
+        let sink = tail.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                sink.push(&buf[..n]);
+            }
+        });
+        let (tx, events) = mpsc::unbounded_channel();
+        let (conn_tx, conn_rx) = oneshot::channel();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (requests, updates, closed) = (tx.clone(), tx.clone(), tx.clone());
+        tokio::spawn(async move {
+            let result = Client
+                .v1()
+                .name("reins")
+                .on_receive_request(
+                    async move |request: AgentRequest, responder: Responder<Value>, _cx| {
+                        // The run's agent answers it; if the run is gone the responder is dropped
+                        // and the agent hears an error.
+                        let _ = requests.send(Incoming::Request {
+                            request: Box::new(request),
+                            responder,
+                        });
+                        Ok(())
+                    },
+                    agent_client_protocol::on_receive_request!(),
+                )
+                .on_receive_notification(
+                    async move |n: SessionNotification, _cx| {
+                        let _ = updates.send(Incoming::Update(Box::new(n)));
+                        Ok(())
+                    },
+                    agent_client_protocol::on_receive_notification!(),
+                )
+                .connect_with(
+                    ByteStreams::new(stdin.compat_write(), stdout.compat()),
+                    async move |cx: ConnectionTo<Agent>| {
+                        let _ = conn_tx.send(cx);
+                        let _ = stopped.await;
+                        Ok(())
+                    },
+                )
+                .await;
+            let why = match result {
+                Ok(()) => "the connection to the agent closed".to_owned(),
+                Err(e) => format!("the connection to the agent failed: {e}"),
+            };
+            let _ = closed.send(Incoming::Closed(why));
+        });
+        let conn = conn_rx
+            .await
+            .map_err(|_| format!("the agent `{program}` closed its connection at once"))?;
+        let request = InitializeRequest::new(ProtocolVersion::V1)
+            .client_capabilities(
+                ClientCapabilities::new()
+                    .fs(FileSystemCapabilities::new()
+                        .read_text_file(true)
+                        .write_text_file(true))
+                    .terminal(true),
+            )
+            .client_info(Implementation::new("reins", env!("CARGO_PKG_VERSION")));
+        let init = conn
+            .send_request(request)
+            .block_task()
+            .await
+            .map_err(|e| format!("the agent did not initialize: {e}"))?;
+        Ok(Self {
+            conn,
+            events,
+            events_tx: tx,
+            init,
+            pid,
+            stderr: tail,
+            child,
+            stop: Some(stop),
+        })
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Process {
+    /// Ends the connection, then the agent's whole process group.
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(self.pid).unwrap_or(0)) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.start_kill();
+    }
+}

@@ -1,0 +1,233 @@
+//! External agents (ACP): the ones a person registered by name, and runs of them. Registered agents
+//! live in `agents.toml` in the config dir, which agents may not write (it is a protected path).
+//! An agent's secrets are named there (variable → keyring entry), never held.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::llm::name_from_goal;
+use super::Reins;
+use crate::agent::acp::{Spec, DEFAULT_IDLE_TIMEOUT_S};
+use crate::engine::{Observer, Progress};
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+use crate::workspace::Workspace;
+
+/// The file registered agents are kept in, in the config dir.
+pub const AGENTS_FILE: &str = "agents.toml";
+
+/// One registered agent.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AgentEntry {
+    #[serde(skip)]
+    pub name: String,
+    /// The program and its arguments, run without a shell.
+    pub command: Vec<String>,
+    /// Variables set from the keyring: variable → key name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Variables passed through from Reins' environment.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_env: Vec<String>,
+}
+
+#[derive(Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AgentsFile {
+    #[serde(default)]
+    agent: BTreeMap<String, AgentEntry>,
+}
+
+/// What a person asks an ACP run to do.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct AcpRunRequest {
+    pub goal: String,
+    pub name: Option<String>,
+    /// A registered agent's name, or a command line (split like a shell splits words, never run
+    /// through one).
+    pub agent: String,
+    /// More variables from the keyring (variable → key name), over the registered agent's.
+    pub env: BTreeMap<String, String>,
+    pub pass_env: Vec<String>,
+    pub idle_timeout_s: Option<u64>,
+}
+
+fn check_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!(
+            "agent name {name:?}: 1 to 64 letters, digits, '-', '_' or '.'"
+        )))
+    }
+}
+
+fn check_env(env: &BTreeMap<String, String>, pass: &[String]) -> Result<()> {
+    for var in env.keys().chain(pass.iter()) {
+        let ok = !var.is_empty()
+            && !var.starts_with(|c: char| c.is_ascii_digit())
+            && var.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !ok {
+            return Err(Error::Invalid(format!(
+                "environment variable {var:?}: letters, digits and '_', not starting with a digit"
+            )));
+        }
+    }
+    for key in env.values() {
+        crate::keys::check_name(key).map_err(Error::Invalid)?;
+    }
+    Ok(())
+}
+
+fn read(file: &Path) -> Result<AgentsFile> {
+    match std::fs::read_to_string(file) {
+        Ok(text) => toml::from_str(&text)
+            .map_err(|e| Error::Invalid(format!("{} cannot be read: {e}", file.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(AgentsFile::default()),
+        Err(source) => Err(Error::Io {
+            context: format!("reading {}", file.display()),
+            source,
+        }),
+    }
+}
+
+fn write(file: &Path, agents: &AgentsFile) -> Result<()> {
+    let text = toml::to_string(agents)
+        .map_err(|e| Error::Invalid(format!("the agents cannot be written: {e}")))?;
+    let io = |source| Error::Io {
+        context: format!("writing {}", file.display()),
+        source,
+    };
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = file.with_extension("toml.tmp");
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, file).map_err(io)
+}
+
+impl Reins {
+    fn agents_file(&self) -> Result<PathBuf> {
+        Ok(crate::data_dir::config_dir()?.join(AGENTS_FILE))
+    }
+
+    /// The registered agents, by name.
+    pub fn agents(&self) -> Result<Vec<AgentEntry>> {
+        Ok(read(&self.agents_file()?)?
+            .agent
+            .into_iter()
+            .map(|(name, e)| AgentEntry { name, ..e })
+            .collect())
+    }
+
+    /// Registers an agent under a new name.
+    pub fn add_agent(&self, entry: AgentEntry) -> Result<()> {
+        check_name(&entry.name)?;
+        check_env(&entry.env, &entry.pass_env)?;
+        if entry.command.first().is_none_or(|p| p.trim().is_empty()) {
+            return Err(Error::Invalid(
+                "the agent's command is empty: give it after `--`".into(),
+            ));
+        }
+        let file = self.agents_file()?;
+        let mut agents = read(&file)?;
+        if agents.agent.contains_key(&entry.name) {
+            return Err(Error::Conflict(format!(
+                "an agent named {:?} is registered already; `reins agents remove {}` first",
+                entry.name, entry.name
+            )));
+        }
+        agents.agent.insert(entry.name.clone(), entry);
+        write(&file, &agents)
+    }
+
+    /// Unregisters an agent; false when none had the name.
+    pub fn remove_agent(&self, name: &str) -> Result<bool> {
+        let file = self.agents_file()?;
+        let mut agents = read(&file)?;
+        let removed = agents.agent.remove(name).is_some();
+        if removed {
+            write(&file, &agents)?;
+        }
+        Ok(removed)
+    }
+
+    /// The spec an ACP run is created with: a registered agent's, or the command line's.
+    pub fn acp_spec(&self, req: AcpRunRequest) -> Result<Spec> {
+        let goal = req.goal.trim().to_owned();
+        if goal.is_empty() {
+            return Err(Error::Invalid(
+                "the goal must not be empty: say what the agent should do".into(),
+            ));
+        }
+        let word = req.agent.trim();
+        let registered = if word.chars().any(char::is_whitespace) {
+            None
+        } else {
+            self.agents()?.into_iter().find(|a| a.name == word)
+        };
+        let (command, mut env, mut pass_env, agent) = match registered {
+            Some(a) => (a.command, a.env, a.pass_env, Some(a.name)),
+            None => {
+                let words = shell_words::split(word).map_err(|e| {
+                    Error::Invalid(format!("the agent command {word:?} cannot be split: {e}"))
+                })?;
+                if words.is_empty() {
+                    return Err(Error::Invalid(
+                        "no agent: give --agent a registered name or a command line".into(),
+                    ));
+                }
+                (words, BTreeMap::new(), Vec::new(), None)
+            }
+        };
+        env.extend(req.env);
+        pass_env.extend(req.pass_env);
+        check_env(&env, &pass_env)?;
+        let name = match req.name.map(|n| n.trim().to_owned()) {
+            Some(n) if !n.is_empty() => n,
+            _ => name_from_goal(&goal),
+        };
+        Ok(Spec {
+            name,
+            goal,
+            command,
+            env,
+            pass_env,
+            agent,
+            idle_timeout_s: req.idle_timeout_s.unwrap_or(DEFAULT_IDLE_TIMEOUT_S),
+        })
+    }
+
+    /// Creates a queued run of an external agent on a workspace folder. Its keys must exist now.
+    pub async fn create_acp_run(
+        &self,
+        req: AcpRunRequest,
+        workspace: &Path,
+        observer: &dyn Observer,
+    ) -> Result<RunId> {
+        let spec = self.acp_spec(req)?;
+        let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
+        for key in spec.env.values() {
+            let store = std::sync::Arc::clone(self.engine.secrets());
+            if crate::keys::get_blocking(store, key).await?.is_none() {
+                return Err(crate::keys::KeyError::Missing(key.clone()).into());
+            }
+        }
+        let id = self.engine.create_acp_run(&spec, &ws).await?;
+        observer.on(&Progress::Created {
+            run: id,
+            name: spec.name.clone(),
+            workspace: ws.root().display().to_string(),
+        });
+        Ok(id)
+    }
+}
