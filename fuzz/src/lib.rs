@@ -96,13 +96,15 @@ fn brush_parses(text: &str) -> bool {
     if text.len() > policy::shell::MAX_COMMAND_BYTES {
         return false;
     }
+    // As the classifier parses: without extended globs, as `bash -c` does.
+    let options = brush_parser::ParserOptions {
+        enable_extended_globbing: false,
+        ..brush_parser::ParserOptions::default()
+    };
     std::panic::catch_unwind(|| {
-        brush_parser::Parser::new(
-            std::io::BufReader::new(text.as_bytes()),
-            &brush_parser::ParserOptions::default(),
-        )
-        .parse_program()
-        .is_ok()
+        brush_parser::Parser::new(std::io::BufReader::new(text.as_bytes()), &options)
+            .parse_program()
+            .is_ok()
     })
     .unwrap_or(false)
 }

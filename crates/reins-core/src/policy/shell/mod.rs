@@ -136,7 +136,12 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
         std::borrow::Cow::Owned(format!("{command}\n"))
     };
     let parsed = std::panic::catch_unwind(|| {
-        let options = brush_parser::ParserOptions::default();
+        // As `bash -c` parses: without extended globs. With them, the parser backtracked
+        // exponentially over expansions and quotes inside `!(…)` groups (found by fuzzing).
+        let options = brush_parser::ParserOptions {
+            enable_extended_globbing: false,
+            ..brush_parser::ParserOptions::default()
+        };
         brush_parser::Parser::new(std::io::BufReader::new(ended.as_bytes()), &options)
             .parse_program()
     });

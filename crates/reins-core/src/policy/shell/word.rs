@@ -30,11 +30,17 @@ impl Word {
     }
 
     pub(super) fn parse(raw: &str) -> Self {
-        let options = brush_parser::ParserOptions::default();
+        // Read without extended globs, as `bash -c` reads (see `analyse_command`): the parser's
+        // extglob rule backtracks exponentially over expansions and quotes inside `!(…)` groups.
+        let options = brush_parser::ParserOptions {
+            enable_extended_globbing: false,
+            ..brush_parser::ParserOptions::default()
+        };
         let mut w = Word {
             raw: raw.into(),
             ..Word::default()
         };
+
         // The word parser panics on some input (a `~` followed by a number too big for it, found
         // by fuzzing): that word is not understood, never a crash.
         let parsed = std::panic::catch_unwind(|| brush_parser::word::parse(raw, &options));
