@@ -51,14 +51,18 @@ pub enum KeyError {
 
 const FIX: &str = "Reins keeps API keys only in the OS keyring and will not store one anywhere else. On Linux it needs a Secret Service on the session D-Bus: log in to a desktop session (GNOME Keyring or KWallet), or on a headless machine install `gnome-keyring` and `dbus` and run Reins under `dbus-run-session` with `gnome-keyring-daemon --unlock` (see the README).";
 
-/// Checks a key's name (it becomes the keyring entry's user).
-pub fn check_name(name: &str) -> Result<(), String> {
-    let ok = !name.is_empty()
+/// 1 to 64 letters, digits, '-', '_' or '.': the names of keys and of registered agents.
+pub(crate) fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
         && name.len() <= 64
         && name
             .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Checks a key's name (it becomes the keyring entry's user).
+pub fn check_name(name: &str) -> Result<(), String> {
+    if is_plain_name(name) {
         Ok(())
     } else {
         Err(KeyError::BadName(name.to_owned()).to_string())

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::llm::name_from_goal;
+use super::llm::goal_and_name;
 use super::Reins;
 use crate::agent::acp::{Spec, DEFAULT_IDLE_TIMEOUT_S};
 use crate::engine::{Observer, Progress};
@@ -57,12 +57,7 @@ pub struct AcpRunRequest {
 }
 
 fn check_name(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    if crate::keys::is_plain_name(name) {
         Ok(())
     } else {
         Err(Error::Invalid(format!(
@@ -163,12 +158,7 @@ impl Reins {
 
     /// The spec an ACP run is created with: a registered agent's, or the command line's.
     pub fn acp_spec(&self, req: AcpRunRequest) -> Result<Spec> {
-        let goal = req.goal.trim().to_owned();
-        if goal.is_empty() {
-            return Err(Error::Invalid(
-                "the goal must not be empty: say what the agent should do".into(),
-            ));
-        }
+        let (goal, name) = goal_and_name(&req.goal, req.name)?;
         let word = req.agent.trim();
         let registered = if word.chars().any(char::is_whitespace) {
             None
@@ -192,10 +182,6 @@ impl Reins {
         env.extend(req.env);
         pass_env.extend(req.pass_env);
         check_env(&env, &pass_env)?;
-        let name = match req.name.map(|n| n.trim().to_owned()) {
-            Some(n) if !n.is_empty() => n,
-            _ => name_from_goal(&goal),
-        };
         Ok(Spec {
             name,
             goal,

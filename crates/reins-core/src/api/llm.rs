@@ -79,15 +79,25 @@ pub(crate) fn name_from_goal(goal: &str) -> String {
     name
 }
 
+/// A run's goal, trimmed and not empty, and its name: the one given, else the goal's first words.
+pub(crate) fn goal_and_name(goal: &str, name: Option<String>) -> Result<(String, String)> {
+    let goal = goal.trim().to_owned();
+    if goal.is_empty() {
+        return Err(Error::Invalid(
+            "the goal must not be empty: say what the agent should do".into(),
+        ));
+    }
+    let name = match name.map(|n| n.trim().to_owned()) {
+        Some(n) if !n.is_empty() => n,
+        _ => name_from_goal(&goal),
+    };
+    Ok((goal, name))
+}
+
 impl Reins {
     /// The spec an LLM run is created with: the request, filled in with the defaults.
     pub async fn llm_spec(&self, req: LlmRunRequest) -> Result<Spec> {
-        let goal = req.goal.trim().to_owned();
-        if goal.is_empty() {
-            return Err(Error::Invalid(
-                "the goal must not be empty: say what the agent should do".into(),
-            ));
-        }
+        let (goal, name) = goal_and_name(&req.goal, req.name)?;
         let max_turns = req.max_turns.unwrap_or(DEFAULT_MAX_TURNS);
         if !(1..=MAX_TURNS_LIMIT).contains(&max_turns) {
             return Err(Error::Invalid(format!(
@@ -96,10 +106,6 @@ impl Reins {
         }
         let defaults = self.provider_defaults().await?;
         let built_in = Settings::default();
-        let name = match req.name.map(|n| n.trim().to_owned()) {
-            Some(n) if !n.is_empty() => n,
-            _ => name_from_goal(&goal),
-        };
         Ok(Spec {
             name,
             goal,

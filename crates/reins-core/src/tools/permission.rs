@@ -62,7 +62,7 @@ impl Permission {
         }
         // A path outside the workspace is refused as it is for Reins' own tools: nobody is asked.
         if let Some(path) = reported_path(&reported) {
-            ws.resolve(&relative_to(ws, &path))?;
+            ws.resolve(&relative_to(ws.root(), &path))?;
         }
         let (implied, unread) = match implied(&kind, &reported, ws) {
             Ok(a) => (Some(Box::new(a)), None),
@@ -106,9 +106,9 @@ fn first_path(a: &Action) -> Option<String> {
 
 /// A workspace-relative path for an agent's path: absolute paths under the root lose the root;
 /// anything else is left for the jail to refuse.
-pub fn relative_to(ws: &Workspace, path: &str) -> String {
+pub fn relative_to(root: &std::path::Path, path: &str) -> String {
     let p = std::path::Path::new(path);
-    match p.strip_prefix(ws.root()) {
+    match p.strip_prefix(root) {
         Ok(rest) if p.is_absolute() => {
             let s = rest.to_string_lossy().into_owned();
             if s.is_empty() {
@@ -158,7 +158,7 @@ fn implied(kind: &str, reported: &Value, ws: &Workspace) -> Result<Action, Strin
     let input = &reported["rawInput"];
     let path = || {
         reported_path(reported)
-            .map(|p| relative_to(ws, &p))
+            .map(|p| relative_to(ws.root(), &p))
             .ok_or_else(|| format!("the agent's {kind} call names no path"))
     };
     let call = match kind {

@@ -33,13 +33,6 @@ impl Sessions {
         self.live.lock().is_ok_and(|m| m.contains_key(&run))
     }
 
-    /// The run's process ended with its attempt.
-    pub(super) fn forget(&self, run: RunId) {
-        if let Ok(mut m) = self.live.lock() {
-            m.remove(&run);
-        }
-    }
-
     /// Whether `pid` is the agent process of `run` that this process keeps alive: not an orphan.
     pub fn is_kept(&self, run: RunId, pid: u32) -> bool {
         self.live

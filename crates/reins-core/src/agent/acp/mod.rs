@@ -394,8 +394,6 @@ impl Drop for AcpAgent {
         if let Some(live) = self.live.take() {
             if self.keep {
                 self.services.sessions.keep(self.services.run, live);
-            } else {
-                self.services.sessions.forget(self.services.run);
             }
         }
     }

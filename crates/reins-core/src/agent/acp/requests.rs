@@ -43,11 +43,7 @@ impl AcpAgent {
     pub(super) fn on_request(&mut self, request: AgentRequest, responder: Responder<Value>) -> Option<Move> {
         let root = self.services.root.clone();
         let rel = |p: &std::path::Path| {
-            let ws = crate::workspace::Workspace::open(&root).ok();
-            match ws {
-                Some(ws) => crate::tools::permission::relative_to(&ws, &p.to_string_lossy()),
-                None => p.to_string_lossy().into_owned(),
-            }
+            crate::tools::permission::relative_to(&root, &p.to_string_lossy())
         };
         let (asked, call, bound) = match request {
             AgentRequest::WriteTextFileRequest(r) => {
@@ -232,22 +228,14 @@ impl AcpAgent {
             }
             _ => Err(refusal()),
         };
-        if !o.ok {
-            if let Asked::Write { .. } | Asked::Read { .. } = asked {
-                self.state.tell.push(format!("Your request was refused: {}", o.output));
-            }
-        }
         let responder = self
             .live
             .as_mut()
             .and_then(|l| l.responder.lock().ok().and_then(|mut r| r.take()));
         match responder {
+            // A refused write or read is heard with this answer (its error carries the reason).
             Some(r) => {
                 let _ = r.respond_with_result(answer);
-                // Heard with this answer: it need not be repeated in a prompt.
-                if matches!(asked, Asked::Write { .. } | Asked::Read { .. }) && !o.ok {
-                    self.state.tell.pop();
-                }
             }
             // The process that asked is gone: the next one hears it in its prompt.
             None => self.state.tell.push(format!(
