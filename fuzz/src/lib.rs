@@ -145,6 +145,22 @@ fn assess_call(call: &ToolCall) {
     if action.paths().iter().any(|p| p.as_str() == ".env") {
         assert_eq!(first.risk, Risk::High, "{call:?}");
     }
+    // An external agent's report Reins cannot read as one of its own actions is high, and one it
+    // can read is judged no lower than that action.
+    if let Action::Permission(p) = &action {
+        match &p.implied {
+            None => assert_eq!(
+                first.risk,
+                Risk::High,
+                "unread but {:?}: {call:?}",
+                first.risk
+            ),
+            Some(implied) => {
+                let own = policy::assess(implied, &cx, &NONE);
+                assert!(first.risk >= own.risk, "below its implied action: {call:?}");
+            }
+        }
+    }
 }
 
 /// Checkpoint payloads: decoded under their checksum; what decodes encodes back to itself.
@@ -161,7 +177,8 @@ pub fn checkpoint(data: &[u8]) {
 }
 
 /// An approval edit as a person sends it: `{tool?, args}`, kept to the proposed tool, then jailed
-/// and assessed. The first byte picks the proposed tool.
+/// and assessed; and an external agent's permission request (`agent.permission`), which arrives
+/// the same way. The first byte picks the proposed tool.
 pub fn edit(data: &[u8]) {
     const TOOLS: &[&str] = &[
         "fs.write",
@@ -171,6 +188,7 @@ pub fn edit(data: &[u8]) {
         "fs.read",
         "shell.exec",
         "http.fetch",
+        "agent.permission",
     ];
     let Some((first, rest)) = data.split_first() else {
         return;
