@@ -20,6 +20,34 @@ pub struct Compat {
     /// Model, base URL and sampling settings of an LLM agent; absent for script agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_config_hash: Option<String>,
+    /// The external agent an ACP run talks to, as it named itself at its latest start. A record,
+    /// not compared: the agent may be upgraded under a run, which is told what happened meanwhile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_agent: Option<ExternalAgent>,
+}
+
+/// An external agent, as it described itself at `initialize`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ExternalAgent {
+    pub name: String,
+    pub version: String,
+    /// What it can do, as dotted names (`loadSession`, `promptCapabilities.image`, …).
+    pub capabilities: Vec<String>,
+    /// The mode (or session config) Reins chose, in which it asks before acting.
+    pub mode: Option<String>,
+}
+
+impl ExternalAgent {
+    /// "OpenCode 1.18.33", for cards and lists.
+    pub fn label(&self) -> String {
+        if self.version.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{} {}", self.name, self.version)
+        }
+    }
 }
 
 /// One field that differs.
@@ -41,6 +69,7 @@ impl Compat {
             tool_schema_hash: crate::tools::schema_hash().to_string(),
             checkpoint_schema: crate::checkpoint::SCHEMA_VERSION,
             model_config_hash: None,
+            external_agent: None,
         }
     }
 

@@ -46,6 +46,11 @@ impl DataDir {
         self.root.join("blobs")
     }
 
+    /// External agents' stderr, one bounded log per run.
+    pub fn agent_logs(&self) -> PathBuf {
+        self.root.join("agent-logs")
+    }
+
     pub fn ensure(&self) -> Result<()> {
         std::fs::create_dir_all(&self.root).map_err(|source| Error::Io {
             context: format!("creating data dir {}", self.root.display()),

@@ -153,15 +153,17 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::api:
         return Ok(exit::DONE);
     }
     println!(
-        "{:<36}  {:<8}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  FIRST REASON",
-        "ID", "RUN", "STEP", "TOOL", "RISK", "STATUS", "ACTION"
+        "{:<36}  {:<8}  {:<18}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  FIRST REASON",
+        "ID", "RUN", "AGENT", "STEP", "TOOL", "RISK", "STATUS", "ACTION"
     );
     for v in &rows {
         let r = v;
+        let agent: String = r.agent.chars().take(18).collect();
         println!(
-            "{:<36}  {:<8}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  {}",
+            "{:<36}  {:<8}  {:<18}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  {}",
             r.id,
             &r.run_id.to_string()[..8],
+            agent,
             r.step_seq,
             r.tool,
             r.risk,
@@ -210,7 +212,10 @@ fn print_card(v: &ApprovalView) {
         Risk::Low => paint("32", "LOW"),
     };
     println!("approval {}  [{}]  {risk} risk", r.id, r.status);
-    println!("  run {}  step {}  {}", r.run_id, r.step_seq, r.tool);
+    println!(
+        "  run {}  step {}  {}  (agent: {})",
+        r.run_id, r.step_seq, r.tool, r.agent
+    );
     println!("  action sha256 {}", r.action_hash);
     println!(
         "  asked {}  expires {}",

@@ -176,7 +176,19 @@ fn render(d: &RunDetail) -> String {
     }
     let _ = writeln!(s, "  goal        {}", r.goal);
     let _ = writeln!(s, "  workspace   {}", r.workspace);
-    let _ = writeln!(s, "  agent       {}", r.agent_kind);
+    match &r.compat.external_agent {
+        Some(a) => {
+            let mode = a
+                .mode
+                .as_deref()
+                .map(|m| format!(", in mode {m:?}"))
+                .unwrap_or_default();
+            let _ = writeln!(s, "  agent       {} ({}{mode})", a.label(), r.agent_kind);
+        }
+        None => {
+            let _ = writeln!(s, "  agent       {}", r.agent_kind);
+        }
+    }
     let _ = writeln!(
         s,
         "  created     {}   updated {}",
@@ -381,6 +393,8 @@ fn render(d: &RunDetail) -> String {
         }
     }
 
+    render_agent(&mut s, d);
+
     if !d.files.is_empty() {
         let _ = writeln!(s, "\nfiles touched (at the recovery point)");
         for (path, hash) in &d.files {
@@ -392,4 +406,79 @@ fn render(d: &RunDetail) -> String {
         }
     }
     s
+}
+
+/// What an external agent reported of its own work, and the end of its stderr.
+fn render_agent(s: &mut String, d: &RunDetail) {
+    let reported: Vec<&reins_core::api::AuditEventView> = d
+        .audit
+        .iter()
+        .filter(|e| matches!(e.kind.as_str(), "agent.reported" | "agent.acted_unasked"))
+        .collect();
+    if !reported.is_empty() {
+        let _ = writeln!(
+            s,
+            "\nthe agent reported (its own account, not Reins' decisions)"
+        );
+        for e in reported {
+            let p = &e.payload;
+            let text = |k: &str| p["detail"][k].as_str().unwrap_or("").to_owned();
+            let line = match (e.kind.as_str(), p["what"].as_str()) {
+                ("agent.acted_unasked", _) => format!(
+                    "ACTED WITHOUT ASKING: {} {}",
+                    p["kind"].as_str().unwrap_or(""),
+                    p["title"].as_str().unwrap_or("")
+                ),
+                (_, Some("tool_call")) => {
+                    let content = text("content");
+                    let content = if content.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            ": {}",
+                            content
+                                .replace('\n', "⏎")
+                                .chars()
+                                .take(60)
+                                .collect::<String>()
+                        )
+                    };
+                    format!(
+                        "tool {} {} [{}] {}{content}",
+                        text("id"),
+                        text("kind"),
+                        text("status"),
+                        text("title")
+                    )
+                }
+                (_, Some("plan")) => format!(
+                    "plan: {}",
+                    p["detail"]["entries"]
+                        .as_array()
+                        .map(|es| es
+                            .iter()
+                            .map(|e| format!(
+                                "[{}] {}",
+                                e["status"].as_str().unwrap_or(""),
+                                e["content"].as_str().unwrap_or("")
+                            ))
+                            .collect::<Vec<_>>()
+                            .join("; "))
+                        .unwrap_or_default()
+                ),
+                (_, Some("mode")) => format!("mode: {}", text("mode")),
+                (_, Some(what)) => format!("{what}: {}", p["detail"]),
+                _ => p.to_string(),
+            };
+            let _ = writeln!(s, "  {}  {line}", time(e.at));
+        }
+    }
+    if let Some(log) = &d.agent_log {
+        let lines: Vec<&str> = log.tail.lines().collect();
+        let from = lines.len().saturating_sub(20);
+        let _ = writeln!(s, "\nthe agent's stderr (the end of {})", log.path);
+        for line in &lines[from..] {
+            let _ = writeln!(s, "  {line}");
+        }
+    }
 }

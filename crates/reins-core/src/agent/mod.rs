@@ -128,6 +128,30 @@ pub trait Agent: Send + Sync {
     fn take_started(&mut self) -> Option<(u32, String)> {
         None
     }
+    /// What the agent reported since last asked, for the run's record (an external agent's account
+    /// of its own work); recorded before its next move.
+    fn take_accounts(&mut self) -> Vec<Account> {
+        Vec::new()
+    }
+}
+
+/// What an agent reports for the run's record besides its moves: its account of itself and its
+/// work.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Account {
+    /// Who the external agent is, as it said at `initialize`: into the run's compat record.
+    Identified(crate::compat::ExternalAgent),
+    /// Something the agent said about its own work: `tool_call`, `plan`, `usage`, `mode`.
+    Update {
+        what: &'static str,
+        detail: serde_json::Value,
+    },
+    /// Reins saw the agent report a tool call that changes things, which it ran without asking.
+    Unasked {
+        tool_call: String,
+        kind: String,
+        title: String,
+    },
 }
 
 /// Builds the agent a run was created with, from its stored kind and spec. `services` lends an

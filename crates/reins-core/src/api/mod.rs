@@ -138,7 +138,8 @@ impl Reins {
             }
         };
         let mut engine = Engine::new(store, blobs, policy, options.lease_ms.max(1000))
-            .with_retry_budget(options.retry);
+            .with_retry_budget(options.retry)
+            .with_agent_logs(data_dir.agent_logs());
         if let Some(secrets) = options.secrets {
             engine = engine.with_secrets(secrets);
         }

@@ -50,7 +50,12 @@ impl Reins {
     /// The view of an approval, with the facts its context used resolved to their text now.
     pub(super) async fn approval_view(&self, row: ApprovalRow) -> Result<ApprovalView> {
         let facts = self.facts_by_id(row.context.memory.clone()).await?;
-        Ok(ApprovalView::of(row, facts))
+        let run = crate::store::runs::get(self.store().pool(), row.run_id).await?;
+        let agent = match &run.compat.external_agent {
+            Some(a) => a.label(),
+            None => run.agent_kind.clone(),
+        };
+        Ok(ApprovalView::of(row, facts, agent))
     }
 
     /// One approval by id or unique prefix; a pending one is first checked against the disk, and

@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{
-    AttemptView, AuditEventView, IntentView, Recovery, Reins, RetryView, RunDetail, RunSummary,
-    RunView, StepView,
+    AgentLogView, AttemptView, AuditEventView, IntentView, Recovery, Reins, RetryView, RunDetail,
+    RunSummary, RunView, StepView,
 };
 use crate::agent::script::Plan;
 use crate::checkpoint::stored;
@@ -22,6 +22,9 @@ use crate::ids::RunId;
 use crate::run::RunState;
 use crate::store::{self, audit, checkpoints, intents, runs};
 use crate::workspace::Workspace;
+
+/// Bytes of an external agent's stderr log a run's detail shows.
+const AGENT_LOG_TAIL: usize = 8 * 1024;
 
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -292,7 +295,20 @@ impl Reins {
         for a in store::approvals::list(pool, None, Some(id)).await? {
             approvals.push(self.approval_view(a).await?);
         }
+        let agent_log = match self.engine.agent_log(id) {
+            Some(path) => crate::agent::acp::stderr::read_tail(&path, AGENT_LOG_TAIL)
+                .map_err(|source| Error::Io {
+                    context: format!("reading the agent log {}", path.display()),
+                    source,
+                })?
+                .map(|tail| AgentLogView {
+                    path: path.display().to_string(),
+                    tail,
+                }),
+            None => None,
+        };
         Ok(RunDetail {
+            agent_log,
             run: RunView::from(row),
             recovery_summary: attempts.iter().rev().find_map(|a| a.recovery.clone()),
             attempts: attempts.into_iter().map(AttemptView::from).collect(),

@@ -181,7 +181,10 @@ impl Engine {
             let spec = self.opened_text(&row.agent_spec, "the run's plan").await?;
             let agent = agent::build(&row.agent_kind, &spec, &self.services(&row))
                 .map_err(|e| Error::Conflict(format!("run {id} cannot be resumed: {e}")))?;
-            let current = Compat::current(agent.kind(), agent.version(), &spec);
+            let current = Compat {
+                external_agent: row.compat.external_agent.clone(),
+                ..Compat::current(agent.kind(), agent.version(), &spec)
+            };
             let mismatches = row.compat.mismatches(&current);
             if !mismatches.is_empty() {
                 change.rows.push(Write::RunCompat(current));

@@ -239,6 +239,7 @@ impl<'a> Drive<'a> {
                     tracing::warn!("could not record the agent's process {pid}: {e}");
                 }
             }
+            self.record_accounts().await?;
             let next = match next {
                 Ok(m) => m,
                 Err(err) => {

@@ -35,6 +35,7 @@ use crate::ids::RunId;
 use crate::policy::Policy;
 use crate::store::{self, runs, Store};
 
+mod account;
 mod bind;
 mod claim;
 mod commit;
@@ -84,6 +85,8 @@ pub struct Engine {
     sealer: Arc<crate::seal::Sealer>,
     /// External agents kept alive while their runs wait for a person here.
     sessions: Arc<crate::agent::acp::Sessions>,
+    /// Where external agents' stderr logs go (`<run>.log`); none: kept in memory only.
+    agent_logs: Option<std::path::PathBuf>,
 }
 
 impl Engine {
@@ -101,6 +104,7 @@ impl Engine {
             secrets: Arc::clone(&keyring),
             sealer: Arc::new(crate::seal::Sealer::new(keyring)),
             sessions: Arc::new(crate::agent::acp::Sessions::new()),
+            agent_logs: None,
         }
     }
 
@@ -111,7 +115,19 @@ impl Engine {
             root: std::path::PathBuf::from(&row.workspace),
             secrets: Arc::clone(&self.secrets),
             sessions: Arc::clone(&self.sessions),
+            log: self.agent_log(row.id),
         }
+    }
+
+    /// Logs external agents' stderr under `dir`.
+    pub fn with_agent_logs(mut self, dir: std::path::PathBuf) -> Self {
+        self.agent_logs = Some(dir);
+        self
+    }
+
+    /// Where run `id`'s agent logs its stderr, if agents' stderr is logged.
+    pub fn agent_log(&self, id: RunId) -> Option<std::path::PathBuf> {
+        self.agent_logs.as_ref().map(|d| d.join(format!("{id}.log")))
     }
 
     /// Reads API keys from `secrets` instead of the OS keyring.

@@ -125,10 +125,14 @@ fn string_at<'v>(v: &'v Value, keys: &[&str]) -> Option<&'v str> {
     keys.iter().find_map(|k| v.get(*k).and_then(Value::as_str))
 }
 
-/// The path the agent names: in its input, else its first location, else its first diff.
-fn reported_path(reported: &Value) -> Option<String> {
+/// The path the agent names (in a report `{rawInput, locations, content}`): in its input, else its
+/// first location, else its first diff.
+pub fn reported_path(reported: &Value) -> Option<String> {
     let input = &reported["rawInput"];
-    if let Some(p) = string_at(input, &["file_path", "filePath", "path", "absolute_path"]) {
+    if let Some(p) = string_at(
+        input,
+        &["file_path", "filePath", "filepath", "path", "absolute_path"],
+    ) {
         return Some(p.to_owned());
     }
     if let Some(p) = reported["locations"]

@@ -19,6 +19,7 @@ export function Card({ a, runName, children }: { a: ApprovalView; runName: strin
         </h2>
         <span className="muted">
           <button className="link" onClick={() => setUi({ view: "runs", runId: a.runId })}>{runName}</button>
+          {" · "}<span data-testid="card-agent">{a.agent}</span>
           {" · "}step {a.stepSeq} · asked {ago(a.createdAt)} · {shortId(a.id)}
         </span>
       </header>

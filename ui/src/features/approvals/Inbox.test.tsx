@@ -13,6 +13,7 @@ function approval(over: Partial<ApprovalView> = {}): ApprovalView {
   const base: ApprovalView = {
     id: "0193aaaa-0000-7000-8000-000000000001",
     runId: "0193bbbb-0000-7000-8000-000000000001",
+    agent: "llm",
     stepSeq: 4,
     tool: "fs.edit",
     action: { tool: "fs.edit", args: { path: "config/logrotate.conf", old: "weekly", new: "daily" } },
@@ -93,6 +94,16 @@ describe("approvals inbox", () => {
     expect(del?.textContent).toContain("weekly");
     expect(add?.textContent).toContain("daily");
     expect(screen.getByTestId("pending-count").textContent).toBe("1");
+  });
+
+  it("names each card's agent, so cards from several vendors can sit side by side", async () => {
+    mount([
+      approval({ agent: "OpenCode 1.18.33", tool: "agent.permission" }),
+      approval({ id: "0193aaaa-0000-7000-8000-000000000002", agent: "qwen-code 0.24.4" }),
+    ]);
+    const card = await screen.findByTestId("approval-card");
+    expect(screen.getByTestId("card-agent").textContent).toBe("OpenCode 1.18.33");
+    expect(card.closest(".page, body")?.textContent).toContain("qwen-code 0.24.4");
   });
 
   it("approves with `a`, bound to the hash the card showed", async () => {

@@ -145,7 +145,7 @@ export function Inbox() {
               <div>
                 <div><RiskBadge risk={a.risk} /> <span className="tool">{a.tool}</span></div>
                 <code className="target">{a.subject}</code>
-                <div className="muted">{names.get(a.runId) ?? shortId(a.runId)} · {ago(a.createdAt)}</div>
+                <div className="muted">{names.get(a.runId) ?? shortId(a.runId)} · {a.agent} · {ago(a.createdAt)}</div>
               </div>
             </li>
           ))}

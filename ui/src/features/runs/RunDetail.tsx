@@ -38,7 +38,11 @@ export function RunDetailView({ id }: { id: string }) {
         <div>
           <h1>{r.name}</h1>
           <div className="muted">{r.goal}</div>
-          <div className="muted mono small">{r.id} · {r.agentKind} agent · {r.workspace}</div>
+          <div className="muted mono small">
+            {r.id} · {r.compat.externalAgent
+              ? `${r.compat.externalAgent.name} ${r.compat.externalAgent.version} (${r.agentKind}${r.compat.externalAgent.mode ? `, mode ${r.compat.externalAgent.mode}` : ""})`
+              : `${r.agentKind} agent`} · {r.workspace}
+          </div>
         </div>
         <div className="row">
           <span className={`state state-${r.state}`} data-testid="run-state">{stateLabel(r.state)}</span>
@@ -86,7 +90,42 @@ export function RunDetailView({ id }: { id: string }) {
         )}
       </section>
       {r.agentKind === "llm" && <ContextManifests id={id} />}
+      {r.agentKind === "acp" && <ExternalAgent d={d} />}
     </div>
+  );
+}
+
+/** What an external agent reported of its own work, and the end of its stderr. */
+function ExternalAgent({ d }: { d: RunDetail }) {
+  const reported = d.audit.filter((e) => e.kind === "agent.reported" || e.kind === "agent.acted_unasked");
+  const line = (p: Record<string, unknown>, kind: string): string => {
+    if (kind === "agent.acted_unasked") return `acted without asking: ${String(p.kind ?? "")} ${String(p.title ?? "")}`;
+    const detail = (p.detail ?? {}) as Record<string, unknown>;
+    if (p.what === "tool_call") return `${String(detail.kind ?? "")} [${String(detail.status ?? "")}] ${String(detail.title ?? "")}`;
+    if (p.what === "mode") return `mode ${String(detail.mode ?? "")}`;
+    return `${String(p.what ?? "")}: ${JSON.stringify(detail)}`;
+  };
+  return (
+    <section className="panel" data-testid="agent-panel">
+      <h2>The agent's account</h2>
+      <div className="muted">What the agent reported of its own work: its word, not Reins' decisions.</div>
+      {reported.length === 0 ? <div className="muted">Nothing reported yet.</div> : (
+        <ul className="small mono">
+          {reported.map((e) => (
+            <li key={e.seq} className={e.kind === "agent.acted_unasked" ? "error" : undefined}>
+              {time(e.at)} · {line(e.payload as Record<string, unknown>, e.kind)}
+            </li>
+          ))}
+        </ul>
+      )}
+      {d.agentLog && (
+        <>
+          <h3>Its stderr</h3>
+          <div className="muted small mono">{d.agentLog.path}</div>
+          <pre className="agent-text" data-testid="agent-log">{d.agentLog.tail || "(nothing written)"}</pre>
+        </>
+      )}
+    </section>
   );
 }
 

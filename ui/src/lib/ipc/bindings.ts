@@ -80,6 +80,13 @@ export type ActionView = {
 	args: Value,
 };
 
+/**  The end of an external agent's stderr log. */
+export type AgentLogView = {
+	path: string,
+	/**  Its last lines (at most 8 KiB), secrets redacted before they were written. */
+	tail: string,
+};
+
 export type AnchorView = {
 	path: string,
 	/**
@@ -105,6 +112,11 @@ export type ApprovalStatus = "pending" | "approved" | "rejected" | "expired" | "
 export type ApprovalView = {
 	id: string,
 	runId: RunId,
+	/**
+	 *  The agent of the card's run: an external agent's name and version ("OpenCode 1.18.33"),
+	 *  else Reins' own kind (`llm`, `script`).
+	 */
+	agent: string,
 	stepSeq: number,
 	tool: string,
 	action: ActionView,
@@ -289,6 +301,11 @@ export type Compat = {
 	checkpointSchema: number,
 	/**  Model, base URL and sampling settings of an LLM agent; absent for script agents. */
 	modelConfigHash?: string | null,
+	/**
+	 *  The external agent an ACP run talks to, as it named itself at its latest start. A record,
+	 *  not compared: the agent may be upgraded under a run, which is told what happened meanwhile.
+	 */
+	externalAgent?: ExternalAgent | null,
 };
 
 export type ContextKind = "system" | "policy" | "goal" | "working_memory" | "fact" | "summary" | "history" | "recent_turn" | "tool_evidence" | "request";
@@ -426,6 +443,16 @@ export type ExportSummary = {
 	sha256: string,
 	redactedOnExport: number,
 	elapsedMs: number,
+};
+
+/**  An external agent, as it described itself at `initialize`. */
+export type ExternalAgent = {
+	name: string,
+	version: string,
+	/**  What it can do, as dotted names (`loadSession`, `promptCapabilities.image`, …). */
+	capabilities: string[],
+	/**  The mode (or session config) Reins chose, in which it asks before acting. */
+	mode: string | null,
 };
 
 export type FactDetailView = {
@@ -685,6 +712,8 @@ export type RunDetail = {
 	recoverySummary: RecoverySummary | null,
 	/**  The run's audit events, oldest first. */
 	audit: AuditEventView[],
+	/**  An external agent's stderr: the end of its bounded log. */
+	agentLog: AgentLogView | null,
 };
 
 /**  One user intent, start to end. */

@@ -5,15 +5,18 @@
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
-    LoadSessionRequest, NewSessionRequest, SetSessionModeRequest,
+    LoadSessionRequest, NewSessionRequest, SessionConfigOption, SessionModeState,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use serde_json::Value;
 
 use super::session::Process;
-use super::{AcpAgent, AgentFacts, Live};
+use super::{AcpAgent, Live};
+use crate::agent::Account;
+use crate::compat::ExternalAgent;
 
 /// Modes in which the agent decides risk itself or does not ask: never selected.
-const UNSAFE_MODES: &[&str] = &[
+pub(super) const UNSAFE_MODES: &[&str] = &[
     "yolo", "auto", "auto-edit", "autoEdit", "acceptEdits", "bypassPermissions", "full-access",
     "agent-full-access",
 ];
@@ -32,16 +35,25 @@ impl AcpAgent {
                 })?;
             env.push((var.clone(), secret));
         }
-        let mut process =
-            Process::start(&self.spec.command, &self.services.root, &env, &self.spec.pass_env)
-                .await?;
+        let set = super::vendors::asking_env(&self.spec.command);
+        let mut process = Process::start(
+            &self.spec.command,
+            &self.services.root,
+            &env,
+            &self.spec.pass_env,
+            set,
+            self.services.log.clone(),
+        )
+        .await?;
         self.started = Some((process.pid, self.spec.command.join(" ")));
         let init = &process.init;
         let info = init.agent_info.as_ref();
-        let mut facts = AgentFacts {
+        let mut facts = ExternalAgent {
             name: info.map_or_else(|| self.spec.command[0].clone(), |i| i.name.clone()),
             version: info.map_or_else(String::new, |i| i.version.clone()),
-            capabilities: serde_json::to_value(&init.agent_capabilities).unwrap_or(Value::Null),
+            capabilities: capabilities(
+                &serde_json::to_value(&init.agent_capabilities).unwrap_or(Value::Null),
+            ),
             mode: None,
         };
         let can_load = init.agent_capabilities.load_session;
@@ -55,7 +67,11 @@ impl AcpAgent {
                     .block_task()
                     .await;
                 match loaded {
-                    Ok(r) => (id, r.modes),
+                    Ok(r) => Opened {
+                        id,
+                        modes: r.modes,
+                        config: r.config_options,
+                    },
                     Err(e) => {
                         self.state
                             .tell
@@ -66,39 +82,11 @@ impl AcpAgent {
             }
             _ => self.new_session(&mut process).await?,
         };
-        let (id, modes) = session;
-        if let Some(modes) = modes {
-            let current = modes.current_mode_id.0.to_string();
-            let ids: Vec<String> = modes
-                .available_modes
-                .iter()
-                .map(|m| m.id.0.to_string())
-                .collect();
-            let pick = ASKING_MODES
-                .iter()
-                .find(|m| ids.iter().any(|i| i == *m))
-                .map(|m| (*m).to_owned());
-            match pick {
-                Some(m) if m != current => {
-                    process
-                        .conn
-                        .send_request(SetSessionModeRequest::new(id.clone(), m.clone()))
-                        .block_task()
-                        .await
-                        .map_err(|e| format!("the agent refused mode {m:?}: {e}"))?;
-                    facts.mode = Some(m);
-                }
-                Some(m) => facts.mode = Some(m),
-                None if UNSAFE_MODES.contains(&current.as_str()) => {
-                    return Err(format!(
-                        "the agent offers no mode in which it asks before acting (it is in {current:?}; it offers {ids:?}); Reins will not let an agent decide risk itself"
-                    ))
-                }
-                None => facts.mode = Some(current),
-            }
-        }
+        facts.mode = choose_mode(&process, &session).await?;
+        let id = session.id;
         self.state.session = Some(id.clone());
-        self.state.facts = Some(facts);
+        self.state.facts = Some(facts.clone());
+        self.accounts.push(Account::Identified(facts));
         Ok(Live {
             process,
             session: id,
@@ -106,10 +94,7 @@ impl AcpAgent {
         })
     }
 
-    async fn new_session(
-        &mut self,
-        process: &mut Process,
-    ) -> Result<(String, Option<agent_client_protocol::v1::schema::SessionModeState>), String> {
+    async fn new_session(&mut self, process: &mut Process) -> Result<Opened, String> {
         let r = process
             .conn
             .send_request(NewSessionRequest::new(self.services.root.clone()))
@@ -119,6 +104,128 @@ impl AcpAgent {
         // A new session knows nothing yet: the goal goes in its first prompt again.
         self.state.prompts = 0;
         self.state.in_turn = false;
-        Ok((r.session_id.0.to_string(), r.modes))
+        Ok(Opened {
+            id: r.session_id.0.to_string(),
+            modes: r.modes,
+            config: r.config_options,
+        })
+    }
+}
+
+/// A session as opened: its id, and the modes or config options it offers.
+struct Opened {
+    id: String,
+    modes: Option<SessionModeState>,
+    config: Option<Vec<SessionConfigOption>>,
+}
+
+/// How the agent offers its modes: as ACP modes, or as a config option of category `mode`
+/// (opencode).
+enum Offer {
+    Modes,
+    Config(String),
+}
+
+/// Puts the agent in a mode in which it asks before acting, if it has modes; returns the mode.
+async fn choose_mode(process: &Process, session: &Opened) -> Result<Option<String>, String> {
+    let (offer, current, ids) = if let Some(modes) = &session.modes {
+        let ids = modes.available_modes.iter().map(|m| m.id.0.to_string()).collect();
+        (Offer::Modes, modes.current_mode_id.0.to_string(), ids)
+    } else if let Some((config, current, ids)) = mode_option(session.config.as_deref()) {
+        (Offer::Config(config), current, ids)
+    } else {
+        return Ok(None);
+    };
+    let pick = ASKING_MODES
+        .iter()
+        .find(|m| ids.iter().any(|i| i == *m))
+        .map(|m| (*m).to_owned());
+    let m = match pick {
+        Some(m) => m,
+        None if UNSAFE_MODES.contains(&current.as_str()) => {
+            return Err(format!(
+                "the agent offers no mode in which it asks before acting (it is in {current:?}; it offers {ids:?}); Reins will not let an agent decide risk itself"
+            ))
+        }
+        None => return Ok(Some(current)),
+    };
+    if m != current {
+        let id = session.id.clone();
+        let sent = match &offer {
+            Offer::Modes => process
+                .conn
+                .send_request(SetSessionModeRequest::new(id, m.clone()))
+                .block_task()
+                .await
+                .map(|_| ()),
+            Offer::Config(config) => process
+                .conn
+                .send_request(SetSessionConfigOptionRequest::new(
+                    id,
+                    config.clone(),
+                    m.as_str(),
+                ))
+                .block_task()
+                .await
+                .map(|_| ()),
+        };
+        sent.map_err(|e| format!("the agent refused mode {m:?}: {e}"))?;
+    }
+    Ok(Some(m))
+}
+
+/// The config option of category `mode`: its id, current value and values.
+fn mode_option(config: Option<&[SessionConfigOption]>) -> Option<(String, String, Vec<String>)> {
+    config?.iter().find_map(|o| {
+        let v = serde_json::to_value(o).ok()?;
+        (v.get("category").and_then(Value::as_str) == Some("mode")).then_some(())?;
+        let current = v.get("currentValue").and_then(Value::as_str)?.to_owned();
+        let ids = v
+            .get("options")
+            .and_then(Value::as_array)?
+            .iter()
+            .filter_map(|o| o.get("value").and_then(Value::as_str).map(str::to_owned))
+            .collect();
+        Some((o.id.0.to_string(), current, ids))
+    })
+}
+
+/// An agent's capabilities as dotted names: `loadSession`, `promptCapabilities.image`, and
+/// `sessionCapabilities.fork` for an empty object (offered, no options).
+pub(super) fn capabilities(v: &Value) -> Vec<String> {
+    fn walk(prefix: &str, v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Bool(true) => out.push(prefix.to_owned()),
+            Value::Object(o) if o.is_empty() && !prefix.is_empty() => out.push(prefix.to_owned()),
+            Value::Object(o) => {
+                for (k, v) in o {
+                    if k.starts_with('_') {
+                        continue;
+                    }
+                    let name = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    walk(&name, v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk("", v, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn capabilities_read_as_dotted_names() {
+        let caps = super::capabilities(&json!({
+            "loadSession": true,
+            "mcpCapabilities": {"http": true, "sse": false},
+            "sessionCapabilities": {"fork": {}},
+            "_meta": {"x": true}
+        }));
+        assert_eq!(caps, ["loadSession", "mcpCapabilities.http", "sessionCapabilities.fork"]);
     }
 }

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Agent, AgentError, Move, Observation};
+use super::{Account, Agent, AgentError, Move, Observation};
 use crate::engine::{Observer, Progress};
 use crate::ids::RunId;
 
@@ -30,12 +30,17 @@ mod handshake;
 mod live;
 mod requests;
 pub mod session;
+pub mod stderr;
+mod updates;
+mod vendors;
 pub use live::Sessions;
 use requests::{Asked, Permitted, Terminal};
 use session::{Incoming, Process};
+use updates::Seen;
 
 pub const KIND: &str = "acp";
-pub const VERSION: &str = "1";
+/// 2: the agent's state keeps its tool calls; its identity went to the compat record.
+pub const VERSION: &str = "2";
 
 /// Seconds without a word from the agent, mid-turn, before the run is suspended.
 pub const DEFAULT_IDLE_TIMEOUT_S: u64 = 600;
@@ -94,24 +99,18 @@ pub struct Services {
     pub root: std::path::PathBuf,
     pub secrets: Arc<dyn crate::keys::SecretStore>,
     pub sessions: Arc<Sessions>,
-}
-
-/// What the agent said of itself at `initialize`, for the run's record.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AgentFacts {
-    pub name: String,
-    pub version: String,
-    pub capabilities: Value,
-    pub mode: Option<String>,
+    /// Where the agent's stderr is logged (bounded); none: kept in memory only.
+    pub log: Option<std::path::PathBuf>,
 }
 
 /// The agent's checkpointed state: everything but the process.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct State {
+    #[serde(with = "agent_issued")]
     session: Option<String>,
-    facts: Option<AgentFacts>,
+    /// Who the agent said it is at its latest start.
+    facts: Option<crate::compat::ExternalAgent>,
     /// Prompts sent (the first carries the goal).
     prompts: u32,
     asked: Option<Asked>,
@@ -125,6 +124,32 @@ struct State {
     said_ended: bool,
     /// A prompt turn is open (its end not yet seen).
     in_turn: bool,
+    /// The agent's tool calls, and whether it asked before each.
+    calls: updates::Calls,
+}
+
+/// An identifier the agent issued (its session id), kept hex-encoded in the checkpoint: it is an
+/// identifier, not a secret, and a random look must not read as one. A real secret's format still
+/// shows through the encoding to the secret scan, and is sealed.
+mod agent_issued {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+        match id {
+            Some(id) => s.serialize_some(&hex::encode(id)),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        let Some(text) = Option::<String>::deserialize(d)? else {
+            return Ok(None);
+        };
+        let bytes = hex::decode(&text).map_err(serde::de::Error::custom)?;
+        String::from_utf8(bytes)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
 }
 
 /// The process and session of a run, while they live.
@@ -144,6 +169,8 @@ pub struct AcpAgent {
     keep: bool,
     /// A process started and not yet reported to the harness (which records it for recovery).
     started: Option<(u32, String)>,
+    /// What the agent reported since the harness last asked, for the run's timeline.
+    accounts: Vec<Account>,
 }
 
 impl AcpAgent {
@@ -155,6 +182,7 @@ impl AcpAgent {
             live: None,
             keep: false,
             started: None,
+            accounts: Vec::new(),
         }
     }
 
@@ -241,23 +269,34 @@ impl AcpAgent {
         }
     }
 
-    fn on_update(&mut self, n: &SessionNotification, obs: &dyn Observer) {
+    /// A session update: text streams to `obs`, the agent's account of its work is kept for the
+    /// timeline, and a tool call that changed things unasked stops the run.
+    fn on_update(&mut self, n: &SessionNotification, obs: &dyn Observer) -> Option<Move> {
         let v = serde_json::to_value(&n.update).unwrap_or(Value::Null);
         let kind = v.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
         if kind == "tool_call" || kind == "tool_call_update" {
             self.state.said_ended = true;
         }
-        if kind == "agent_message_chunk" {
-            if let Some(text) = v["content"].get("text").and_then(Value::as_str) {
+        match self.state.calls.on_update(&v) {
+            Seen::Nothing => {}
+            Seen::Text(text) => {
                 if self.state.said_ended {
                     // A new message after a tool call: the summary is the agent's last one.
                     self.state.said.clear();
                     self.state.said_ended = false;
                 }
-                self.state.said.push_str(text);
-                obs.on(&Progress::Text { text: text.into() });
+                self.state.said.push_str(&text);
+                obs.on(&Progress::Text { text });
+            }
+            Seen::Record(account) => self.accounts.push(account),
+            Seen::Stop { account, reason } => {
+                let unasked = updates::unasked(&account);
+                self.accounts.push(account);
+                self.accounts.extend(unasked);
+                return Some(Move::Suspend { reason });
             }
         }
+        None
     }
 }
 
@@ -311,7 +350,11 @@ impl Agent for AcpAgent {
                         return Ok(m);
                     }
                 }
-                Incoming::Update(n) => self.on_update(&n, obs),
+                Incoming::Update(n) => {
+                    if let Some(m) = self.on_update(&n, obs) {
+                        return Ok(m);
+                    }
+                }
                 Incoming::TurnEnded(Ok(reason)) => {
                     self.state.in_turn = false;
                     if !self.state.tell.is_empty() && self.state.prompts <= MAX_FOLLOW_UPS {
@@ -384,6 +427,10 @@ impl Agent for AcpAgent {
 
     fn take_started(&mut self) -> Option<(u32, String)> {
         self.started.take()
+    }
+
+    fn take_accounts(&mut self) -> Vec<Account> {
+        std::mem::take(&mut self.accounts)
     }
 }
 

@@ -47,6 +47,7 @@ impl AcpAgent {
         };
         let (asked, call, bound) = match request {
             AgentRequest::WriteTextFileRequest(r) => {
+                self.state.calls.asked_for_latest();
                 let path = rel(&r.path);
                 let bound = self
                     .state
@@ -91,11 +92,9 @@ impl AcpAgent {
                         args.insert(key.into(), v.clone());
                     }
                 }
-                let path = fields["rawInput"]
-                    .get("file_path")
-                    .or_else(|| fields["rawInput"].get("path"))
-                    .and_then(Value::as_str)
-                    .map(|p| rel(std::path::Path::new(p)));
+                self.state.calls.asked(r.tool_call.tool_call_id.0.as_ref());
+                let path = crate::tools::permission::reported_path(&Value::Object(args.clone()))
+                    .map(|p| rel(std::path::Path::new(&p)));
                 (
                     Asked::Permission {
                         // Never `allow_always`: a lasting rule would move out of Reins' sight.
@@ -111,6 +110,7 @@ impl AcpAgent {
                 )
             }
             AgentRequest::CreateTerminalRequest(r) => {
+                self.state.calls.asked_for_latest();
                 let id = format!("term-{}", self.state.terminals.len() + 1);
                 let args = if r.args.is_empty() {
                     json!({"command": r.command})

@@ -1,11 +1,9 @@
 //! One external agent process and its ACP connection: Reins is the client. The process leads its
 //! own process group (ended with everything it started); its stdout and stdin carry JSON-RPC; its
-//! stderr goes to a bounded tail. Every request and notification the agent sends lands, in order,
-//! on one channel the run's agent reads; nothing the agent sends is ever a crash.
+//! stderr goes to a bounded, redacted log. Every request and notification the agent sends lands,
+//! in order, on one channel the run's agent reads; nothing the agent sends is ever a crash.
 
-use std::collections::VecDeque;
-use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::path::{Path, PathBuf};
 
 use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::schema::{
@@ -19,10 +17,8 @@ use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
+use super::stderr::{Sink, Tail};
 use crate::keys::Secret;
-
-/// Bytes of the agent's stderr kept (the tail).
-pub const STDERR_TAIL: usize = 64 * 1024;
 
 /// Environment variables the agent process inherits from Reins; the spec names the others.
 const BASE_ENV: &[&str] = &[
@@ -43,30 +39,6 @@ pub enum Incoming {
     Closed(String),
 }
 
-/// The last bytes the agent wrote to stderr.
-#[derive(Clone, Default)]
-pub struct Tail(Arc<Mutex<VecDeque<u8>>>);
-
-impl Tail {
-    fn push(&self, bytes: &[u8]) {
-        if let Ok(mut t) = self.0.lock() {
-            t.extend(bytes);
-            let over = t.len().saturating_sub(STDERR_TAIL);
-            t.drain(..over);
-        }
-    }
-
-    /// The tail as text, at most `max` bytes of it (from the end).
-    pub fn text(&self, max: usize) -> String {
-        let bytes: Vec<u8> = match self.0.lock() {
-            Ok(t) => t.iter().copied().collect(),
-            Err(_) => Vec::new(),
-        };
-        let from = bytes.len().saturating_sub(max);
-        crate::secrets::redact(&String::from_utf8_lossy(&bytes[from..])).into_owned()
-    }
-}
-
 /// A started agent: its process, its connection and what it said about itself.
 pub struct Process {
     pub conn: ConnectionTo<Agent>,
@@ -81,13 +53,16 @@ pub struct Process {
 }
 
 impl Process {
-    /// Starts `argv` in `root` with the base environment plus `env`, connects, and initializes
-    /// advertising file reads and writes and terminals.
+    /// Starts `argv` in `root` with the base environment, the variables `passed` through, `set`
+    /// (what makes a known agent ask) and the keys in `env`; connects, and initializes advertising
+    /// file reads and writes and terminals. Its stderr goes to `log` (bounded, redacted).
     pub async fn start(
         argv: &[String],
         root: &Path,
         env: &[(String, Secret)],
         passed: &[String],
+        set: &[(&str, &str)],
+        log: Option<PathBuf>,
     ) -> Result<Self, String> {
         let (program, args) = argv.split_first().ok_or("the agent's command is empty")?;
         let mut cmd = tokio::process::Command::new(program);
@@ -104,6 +79,9 @@ impl Process {
                 cmd.env(name, v);
             }
         }
+        for (name, value) in set {
+            cmd.env(name, value);
+        }
         for (name, secret) in env {
             cmd.env(name, secret.expose());
         }
@@ -117,7 +95,9 @@ impl Process {
             return Err("the agent's standard streams could not be opened".into());
         };
         let tail = Tail::default();
-        let sink = tail.clone();
+        let keys = env.iter().map(|(_, s)| s.expose().to_owned()).collect();
+        let mut sink = Sink::new(tail.clone(), log, keys);
+        sink.note(&format!("started {} (process {pid})", argv.join(" ")));
         tokio::spawn(async move {
             let mut buf = vec![0u8; 8192];
             while let Ok(n) = stderr.read(&mut buf).await {
@@ -126,6 +106,7 @@ impl Process {
                 }
                 sink.push(&buf[..n]);
             }
+            sink.flush();
         });
         let (tx, events) = mpsc::unbounded_channel();
         let (conn_tx, conn_rx) = oneshot::channel();

@@ -12,6 +12,6 @@ pub use audit::{AuditEventView, AuditPage};
 pub use memory::{FactDetailView, FactView, RememberedView, SuggestionView, VersionView};
 pub use reviews::{ApprovalView, DecidedView, EditView, FactUse, GrantView};
 pub use runs::{
-    ActionView, AttemptView, IntentView, Recovery, RetryView, RunDetail, RunSummary, RunView,
-    StepView,
+    ActionView, AgentLogView, AttemptView, IntentView, Recovery, RetryView, RunDetail, RunSummary,
+    RunView, StepView,
 };

@@ -43,6 +43,9 @@ pub struct EditView {
 pub struct ApprovalView {
     pub id: String,
     pub run_id: RunId,
+    /// The agent of the card's run: an external agent's name and version ("OpenCode 1.18.33"),
+    /// else Reins' own kind (`llm`, `script`).
+    pub agent: String,
     pub step_seq: i64,
     pub tool: String,
     pub action: ActionView,
@@ -78,7 +81,7 @@ pub struct ApprovalView {
 
 impl ApprovalView {
     /// The view of `row`, with the facts its context used (the caller resolves them).
-    pub(crate) fn of(row: ApprovalRow, facts: Vec<FactUse>) -> Self {
+    pub(crate) fn of(row: ApprovalRow, facts: Vec<FactUse>, agent: String) -> Self {
         let ApprovalRow {
             id,
             run_id,
@@ -124,6 +127,7 @@ impl ApprovalView {
             subject: subject(edited.as_ref().map_or(&action, |e| &e.action)),
             id,
             run_id,
+            agent,
             step_seq,
             tool,
             action,

@@ -405,4 +405,16 @@ pub struct RunDetail {
     pub recovery_summary: Option<crate::resume::RecoverySummary>,
     /// The run's audit events, oldest first.
     pub audit: Vec<AuditEventView>,
+    /// An external agent's stderr: the end of its bounded log.
+    pub agent_log: Option<AgentLogView>,
+}
+
+/// The end of an external agent's stderr log.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AgentLogView {
+    pub path: String,
+    /// Its last lines (at most 8 KiB), secrets redacted before they were written.
+    pub tail: String,
 }

@@ -155,6 +155,11 @@ kinds! {
     GrantRevoked(GrantRevoked) = "grant.revoked" [from],
     /// An external agent's write ran under the permission it was granted at an earlier step.
     BoundToPermission(BoundToPermission) = "grant.bound_to_permission" [from],
+    /// Who an external agent is, as it said at `initialize` (also in the run's compat record).
+    AgentIdentified(crate::compat::ExternalAgent) = "agent.identified" [from],
+    AgentReported(AgentReported) = "agent.reported" [from],
+    /// The run stops: the agent changed something without asking.
+    ActedUnasked(ActedUnasked) = "agent.acted_unasked" [from],
     RollbackSnapshot(RollbackSnapshot) = "rollback.snapshot" [from],
     RollbackPerformed(RollbackPerformed) = "rollback.performed" [from],
     RetentionPruned(RetentionPruned) = "retention.pruned" [from],

@@ -384,6 +384,25 @@ pub struct BoundToPermission {
     pub action_hash: String,
 }
 
+/// An external agent's account of its own work: a tool call and its status, its plan, its token
+/// usage, a mode change. What it says, not what Reins decided.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentReported {
+    /// `tool_call`, `plan`, `usage` or `mode`.
+    pub what: String,
+    pub detail: serde_json::Value,
+}
+
+/// An external agent reported a tool call that changes things, which it ran without asking Reins.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActedUnasked {
+    pub tool_call: String,
+    pub kind: String,
+    pub title: String,
+}
+
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrantRevoked {

@@ -1,0 +1,63 @@
+//! Recording what an agent reports about itself and its own work (an external agent's identity,
+//! tool calls, plan, usage and mode) on the run's timeline, before its next move is decided: the
+//! agent's word, kept apart from what Reins decided.
+
+use crate::agent::Account;
+use crate::audit::event::{self as ev, Actor};
+use crate::error::Result;
+use crate::store::audit;
+use crate::store::write::Write;
+use crate::store::runs;
+
+use super::commit::Change;
+use super::drive::Drive;
+
+impl Drive<'_> {
+    /// Commits what the agent reported since its last move, in one change.
+    pub(super) async fn record_accounts(&mut self) -> Result<()> {
+        let accounts = self.agent.take_accounts();
+        if accounts.is_empty() {
+            return Ok(());
+        }
+        let mut change = Change::default();
+        for a in accounts {
+            match a {
+                Account::Identified(who) => {
+                    let mut compat = runs::get(self.e.store.pool(), self.run).await?.compat;
+                    if compat.external_agent.as_ref() != Some(&who) {
+                        compat.external_agent = Some(who.clone());
+                        change.rows.push(Write::RunCompat(compat));
+                    }
+                    change.events.push(audit::Event::new(Actor::Agent, Some(self.run), who));
+                }
+                Account::Update { what, detail } => {
+                    change.events.push(audit::Event::new(
+                        Actor::Agent,
+                        Some(self.run),
+                        ev::AgentReported {
+                            what: what.into(),
+                            detail,
+                        },
+                    ));
+                }
+                Account::Unasked {
+                    tool_call,
+                    kind,
+                    title,
+                } => {
+                    change.events.push(audit::Event::new(
+                        Actor::Harness,
+                        Some(self.run),
+                        ev::ActedUnasked {
+                            tool_call,
+                            kind,
+                            title,
+                        },
+                    ));
+                }
+            }
+        }
+        self.commit(change).await?;
+        Ok(())
+    }
+}
