@@ -1,7 +1,8 @@
 //! A scripted OpenAI-compatible server on 127.0.0.1 for the LLM agent's tests: each request to
 //! `/v1/chat/completions` takes the next reply from the script (streamed text, tool calls split
 //! across chunks, an HTTP error, a stream that stalls) and is recorded, so a test can count requests
-//! and read what the agent sent.
+//! and read what the agent sent. A request for a conversation title (opencode asks its model for
+//! one beside the work) is answered with a title and kept apart, so a script is only the work.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -35,6 +36,8 @@ pub struct Seen {
 struct Inner {
     script: VecDeque<Reply>,
     seen: Vec<Seen>,
+    /// Title requests, answered outside the script.
+    titles: usize,
     /// Stop listening once this many requests were answered.
     stop_after: Option<usize>,
     stop: Arc<tokio::sync::Notify>,
@@ -57,6 +60,7 @@ impl MockLlm {
         let inner = Arc::new(Mutex::new(Inner {
             script: script.into(),
             seen: Vec::new(),
+            titles: 0,
             stop_after: None,
             stop: Arc::clone(&stop),
         }));
@@ -118,6 +122,11 @@ impl MockLlm {
         self.lock().seen.clone()
     }
 
+    /// Title requests answered outside the script.
+    pub fn titles(&self) -> usize {
+        self.lock().titles
+    }
+
     /// Replies not yet used.
     pub fn left(&self) -> usize {
         self.lock().script.len()
@@ -159,6 +168,18 @@ async fn serve(mut socket: tokio::net::TcpStream, inner: Arc<Mutex<Inner>>) {
     }
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+    if is_title_request(&body) {
+        inner.lock().unwrap_or_else(|p| p.into_inner()).titles += 1;
+        let Reply::Stream { chunks, .. } = text("A title", 100) else {
+            return;
+        };
+        let _ = socket.write_all(SSE_HEAD.as_bytes()).await;
+        for c in chunks.iter().map(String::as_str).chain(["[DONE]"]) {
+            let _ = socket.write_all(format!("data: {c}\n\n").as_bytes()).await;
+        }
+        let _ = socket.shutdown().await;
+        return;
+    }
     let reply = {
         let mut g = inner.lock().unwrap_or_else(|p| p.into_inner());
         g.seen.push(Seen {
@@ -175,8 +196,7 @@ async fn serve(mut socket: tokio::net::TcpStream, inner: Arc<Mutex<Inner>>) {
         headers: Vec::new(),
         body: r#"{"error":{"message":"mock script exhausted"}}"#.into(),
     });
-    let sse_head =
-        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let sse_head = SSE_HEAD;
     match reply {
         Reply::Stream { chunks, gap_ms } => {
             if socket.write_all(sse_head.as_bytes()).await.is_err() {
@@ -224,6 +244,18 @@ async fn serve(mut socket: tokio::net::TcpStream, inner: Arc<Mutex<Inner>>) {
         }
     }
     let _ = socket.shutdown().await;
+}
+
+const SSE_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+
+/// opencode's side request for a conversation title (its system prompt says so).
+fn is_title_request(body: &Value) -> bool {
+    let first = &body["messages"][0]["content"];
+    first
+        .as_str()
+        .or_else(|| first[0]["text"].as_str())
+        .is_some_and(|t| t.starts_with("You are a title generator"))
 }
 
 fn header(head: &str, name: &str) -> Option<String> {

@@ -1,0 +1,141 @@
+//! Qwen Code (`qwen --acp`, mode `default`): it asks permission before each write and command,
+//! then asks Reins to write. Its write waits on a card with the exact diff; an approval lands the
+//! bytes once, bound to the permission; a rejection reaches the model; its own classifier is never
+//! asked; a write outside the workspace is refused without a card; an agent that dies is a
+//! suspended run with the reason.
+
+use std::time::{Duration, Instant};
+
+use super::common::Cli;
+use super::{card, finish, start, Vendor};
+use reins_tests::mock_llm::{self, MockLlm, Reply};
+
+const QWEN: Vendor = Vendor::Qwen;
+
+#[test]
+fn a_write_waits_on_a_card_with_the_diff_and_lands_once_approved() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let mock = MockLlm::start(vec![
+        QWEN.write(&cli, "NOTES.md", "hello from qwen\n"),
+        mock_llm::text("Done: NOTES.md written.", 8),
+    ])?;
+    let mut child = start(&cli, QWEN, &mock, "Write NOTES.md saying hello")?;
+    let card = card(&cli, &mut child)?;
+    assert_eq!(card["tool"], "agent.permission", "{card}");
+    assert_eq!(card["risk"], "medium", "{card}");
+    let preview = card["preview"].as_str().unwrap_or_default();
+    assert!(preview.contains("+++ b/NOTES.md"), "{preview}");
+    assert!(preview.contains("+hello from qwen"), "{preview}");
+    assert!(
+        !cli.ws().join("NOTES.md").exists(),
+        "nothing is written before the review"
+    );
+    let said =
+        super::approve_and_check_the_write(&cli, child, &card, "NOTES.md", "hello from qwen\n")?;
+    assert!(said.contains("Done: NOTES.md written."), "{said}");
+    let kinds = super::kinds(&cli)?;
+    for kind in ["grant.bound_to_permission", "intent.confirmed"] {
+        assert!(kinds.iter().any(|k| k == kind), "{kind} missing: {kinds:?}");
+    }
+    // Reviewed once, at the permission; the write that followed ran under it, exactly once.
+    let id = cli.only_run()?;
+    let show = cli.json(&["show", &id])?;
+    let steps = show["steps"].as_array().cloned().unwrap_or_default();
+    let writes: Vec<_> = steps.iter().filter(|s| s["tool"] == "fs.write").collect();
+    assert_eq!(writes.len(), 1, "{show}");
+    assert_eq!(
+        show["approvals"].as_array().map(Vec::len),
+        Some(1),
+        "{show}"
+    );
+    // Who the agent is went into the run's record.
+    let agent = &show["run"]["compat"]["externalAgent"];
+    assert!(
+        agent["name"].as_str().is_some_and(|n| !n.is_empty()),
+        "{show}"
+    );
+    assert_eq!(agent["mode"], "default", "{show}");
+    assert!(!super::asked_its_own_classifier(&mock));
+    Ok(())
+}
+
+#[test]
+fn a_rejected_write_leaves_the_file_alone_and_the_model_hears_the_reason() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let mock = MockLlm::start(vec![
+        QWEN.write(&cli, "NOTES.md", "hello from qwen\n"),
+        mock_llm::text("Understood; I will not write it.", 8),
+    ])?;
+    super::reject_and_check_the_reason_is_heard(&cli, QWEN, &mock, "NOTES.md")
+}
+
+#[test]
+fn its_commands_are_judged_by_reins() -> anyhow::Result<()> {
+    super::commands_are_judged_by_reins(QWEN)
+}
+
+#[test]
+fn a_write_outside_the_workspace_is_refused_without_a_card() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let outside = cli.tmp.path().join("outside.txt");
+    let args = serde_json::json!({
+        "file_path": outside.display().to_string(),
+        "content": "escaped\n",
+    });
+    let mock = MockLlm::start(vec![
+        mock_llm::calls(
+            "Writing it there.",
+            &[("call_1", "write_file", &args.to_string())],
+        ),
+        mock_llm::text("I could not write outside the workspace.", 8),
+    ])?;
+    let child = start(&cli, QWEN, &mock, "Write a file outside")?;
+    let (code, said) = finish(child)?;
+    assert_eq!(code, Some(0), "{said}");
+    assert!(!outside.exists());
+    let all = cli.json(&["approvals", "--all"])?;
+    assert_eq!(all.as_array().map(Vec::len), Some(0), "no card: {all}");
+    let id = cli.only_run()?;
+    let show = cli.json(&["show", &id])?;
+    assert_eq!(show["steps"][0]["status"], "invalid", "{show}");
+    Ok(())
+}
+
+#[test]
+fn a_write_to_a_protected_path_is_high_risk() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let mock = MockLlm::start(vec![QWEN.write(&cli, ".env", "TOKEN=x\n")])?;
+    let mut child = start(&cli, QWEN, &mock, "Set the token")?;
+    let card = card(&cli, &mut child)?;
+    assert_eq!(card["risk"], "high", "{card}");
+    child.kill()?;
+    child.wait()?;
+    Ok(())
+}
+
+#[test]
+fn an_agent_killed_mid_turn_suspends_the_run_with_the_reason() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    // The model answers nothing: the agent waits on it, and is killed meanwhile.
+    let mock = MockLlm::start(vec![Reply::Stall { chunks: Vec::new() }])?;
+    let child = start(&cli, QWEN, &mock, "Think for a long time")?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while mock.count() == 0 {
+        anyhow::ensure!(Instant::now() < deadline, "the agent never asked the model");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The agent's Node processes are the only ones started as `node …` that name this server.
+    let pattern = format!("^[^ ]*node .*{}", mock.base_url());
+    let killed = std::process::Command::new("pkill")
+        .args(["-KILL", "-f", &pattern])
+        .status()?;
+    assert!(killed.success(), "the agent process was found");
+    let (code, said) = finish(child)?;
+    assert_eq!(code, Some(3), "{said}");
+    let id = cli.only_run()?;
+    let show = cli.json(&["show", &id])?;
+    assert_eq!(show["run"]["state"], "suspended", "{show}");
+    let reason = show["run"]["lastError"].as_str().unwrap_or_default();
+    assert!(reason.contains("the agent stopped"), "{reason}");
+    Ok(())
+}
