@@ -166,8 +166,16 @@ impl Drive<'_> {
         if step.tool != tools::permission::TOOL || step.status != StepStatus::Done {
             return Ok(false);
         }
+        // A permission asked again (by an agent restarted before it heard the grant) is bound
+        // by the action it reports.
+        let wanted = match action {
+            Action::Permission(p) => p.implied.as_deref().map(Action::hash),
+            other => Some(other.hash()),
+        };
         let granted = match Action::parse(step.action.call(), &self.ws) {
-            Ok(Action::Permission(p)) => p.implied.is_some_and(|a| a.hash() == action.hash()),
+            Ok(Action::Permission(p)) => {
+                wanted.is_some() && p.implied.as_deref().map(Action::hash) == wanted
+            }
             _ => false,
         };
         if granted {

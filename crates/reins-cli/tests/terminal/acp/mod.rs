@@ -29,6 +29,15 @@ fn agents_bin(program: &str) -> anyhow::Result<PathBuf> {
     Ok(bin)
 }
 
+/// A fresh tool call id, as a model gives each call (agents refuse one they handled already).
+fn call_id() -> String {
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(1);
+    format!(
+        "call_{}",
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    )
+}
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Vendor {
     Qwen,
@@ -104,7 +113,7 @@ impl Vendor {
         };
         mock_llm::calls(
             "I will write the file.",
-            &[("call_1", tool, &args.to_string())],
+            &[(&call_id(), tool, &args.to_string())],
         )
     }
 

@@ -139,3 +139,136 @@ fn an_agent_killed_mid_turn_suspends_the_run_with_the_reason() -> anyhow::Result
     assert!(reason.contains("the agent stopped"), "{reason}");
     Ok(())
 }
+
+/// `reins worker --once` with the agent's home in the sandbox: drives what is runnable.
+fn worker(cli: &Cli) -> anyhow::Result<std::process::Output> {
+    Ok(cli
+        .strict_cmd()
+        .env("HOME", cli.tmp.path().join("home"))
+        .args(["worker", "--once"])
+        .output()?)
+}
+
+#[test]
+fn reins_killed_while_a_card_waits_writes_once_after_the_restart_without_a_second_review(
+) -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let effects = cli.tmp.path().join("effects.log");
+    let mock = MockLlm::start(vec![
+        QWEN.write(&cli, "NOTES.md", "hello\n"),
+        // Restarted, the agent asks again for what it never heard was granted.
+        QWEN.write(&cli, "NOTES.md", "hello\n"),
+        mock_llm::text("Done: NOTES.md written.", 8),
+    ])?;
+    let agent = QWEN.agent(&cli, &mock)?;
+    let mut child = cli
+        .strict_cmd()
+        .env("HOME", cli.tmp.path().join("home"))
+        .env("REINS_EFFECT_LOG", &effects)
+        .args([
+            "run",
+            "--acp",
+            "Write NOTES.md",
+            "--agent",
+            &agent,
+            "--workspace",
+        ])
+        .arg(cli.ws())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let card = card(&cli, &mut child)?;
+    child.kill()?; // SIGKILL: no cleanup, the card stays and the agent loses its client
+    child.wait()?;
+    let id = card["id"].as_str().unwrap_or_default();
+    let out = cli.strict_cmd().args(["approve", id]).output()?;
+    assert!(out.status.success(), "{}", super::text(&out));
+    let out = cli
+        .strict_cmd()
+        .env("HOME", cli.tmp.path().join("home"))
+        .env("REINS_EFFECT_LOG", &effects)
+        .args(["worker", "--once"])
+        .output()?;
+    let mut worked = super::text(&out);
+    assert!(out.status.success(), "{worked}");
+    let run = cli.only_run()?;
+    worked.push_str(&super::text(
+        &cli.strict_cmd().args(["show", &run]).output()?,
+    ));
+    assert_eq!(
+        cli.read("NOTES.md").ok().as_deref(),
+        Some("hello\n"),
+        "{worked}"
+    );
+    let ran = std::fs::read_to_string(&effects)?;
+    assert_eq!(ran.lines().count(), 1, "written exactly once: {ran}");
+    let all = cli.json(&["approvals", "--all"])?;
+    assert_eq!(
+        all.as_array().map(Vec::len),
+        Some(1),
+        "reviewed once: {all}"
+    );
+    let run = cli.only_run()?;
+    let show = cli.json(&["show", &run])?;
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
+    let bound = super::kinds(&cli)?
+        .iter()
+        .filter(|k| *k == "grant.bound_to_permission")
+        .count();
+    assert_eq!(
+        bound, 2,
+        "the permission asked again and the write both ran under the one review"
+    );
+    Ok(())
+}
+
+#[test]
+fn reins_killed_right_after_an_approved_write_never_writes_it_again() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let effects = cli.tmp.path().join("effects.log");
+    let mock = MockLlm::start(vec![
+        QWEN.write(&cli, "NOTES.md", "hello\n"),
+        QWEN.write(&cli, "NOTES.md", "hello\n"),
+        mock_llm::text("Done: NOTES.md written.", 8),
+    ])?;
+    let agent = QWEN.agent(&cli, &mock)?;
+    let mut child = cli
+        .strict_cmd()
+        .env("HOME", cli.tmp.path().join("home"))
+        .env("REINS_EFFECT_LOG", &effects)
+        .env("REINS_FAULT", "after_confirm")
+        .args([
+            "run",
+            "--acp",
+            "Write NOTES.md",
+            "--agent",
+            &agent,
+            "--workspace",
+        ])
+        .arg(cli.ws())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    let card = card(&cli, &mut child)?;
+    let id = card["id"].as_str().unwrap_or_default();
+    let out = cli.strict_cmd().args(["approve", id]).output()?;
+    assert!(out.status.success(), "{}", super::text(&out));
+    // It carries the write out, confirms it, and dies before the agent hears.
+    let (code, said) = finish(child)?;
+    assert_ne!(code, Some(0), "{said}");
+    assert!(said.contains("after_confirm"), "{said}");
+    let out = worker(&cli)?;
+    assert!(out.status.success(), "{}", super::text(&out));
+    assert_eq!(cli.read("NOTES.md")?, "hello\n");
+    let ran = std::fs::read_to_string(&effects)?;
+    assert_eq!(ran.lines().count(), 1, "written exactly once: {ran}");
+    let run = cli.only_run()?;
+    let show = cli.json(&["show", &run])?;
+    let state = show["run"]["state"].as_str().unwrap_or_default().to_owned();
+    // It goes on (the agent was told its write was carried out), or waits with a reason.
+    assert!(
+        state == "succeeded" || state == "suspended" || state == "awaiting_approval",
+        "{show}"
+    );
+    Ok(())
+}

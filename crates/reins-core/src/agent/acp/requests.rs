@@ -22,12 +22,33 @@ pub(super) enum Asked {
     Terminal { id: String },
 }
 
-/// A permission this run granted, for the write that follows it.
+/// A permission this run granted, for the write that follows it, or for the same request asked
+/// again by an agent restarted before it heard the grant.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct Permitted {
     step: i64,
     path: String,
+    /// The grant reached the agent that asked.
+    delivered: bool,
+    /// A write ran under it: it is spent.
+    used: bool,
+}
+
+impl AcpAgent {
+    /// The latest unspent grant for `path` (one the agent heard, for a write; one it did not, for
+    /// the same permission asked again), marked spent. The engine still checks it reported exactly
+    /// the action now asked for.
+    fn bind(&mut self, path: &str, for_write: bool) -> Option<i64> {
+        let p = self
+            .state
+            .permitted
+            .iter_mut()
+            .rev()
+            .find(|p| p.path == path && !p.used && (for_write || !p.delivered))?;
+        p.used = true;
+        Some(p.step)
+    }
 }
 
 /// A command's outcome, kept for the agent's `terminal/output` and `terminal/wait_for_exit`.
@@ -49,13 +70,7 @@ impl AcpAgent {
             AgentRequest::WriteTextFileRequest(r) => {
                 self.state.calls.asked_for_latest();
                 let path = rel(&r.path);
-                let bound = self
-                    .state
-                    .permitted
-                    .iter()
-                    .rev()
-                    .find(|p| p.path == path)
-                    .map(|p| p.step);
+                let bound = self.bind(&path, true);
                 (
                     Asked::Write { path: path.clone() },
                     ToolCall {
@@ -95,6 +110,7 @@ impl AcpAgent {
                 self.state.calls.asked(r.tool_call.tool_call_id.0.as_ref());
                 let path = crate::tools::permission::reported_path(&Value::Object(args.clone()))
                     .map(|p| rel(std::path::Path::new(&p)));
+                let bound = path.as_deref().and_then(|p| self.bind(p, false));
                 (
                     Asked::Permission {
                         // Never `allow_always`: a lasting rule would move out of Reins' sight.
@@ -106,7 +122,7 @@ impl AcpAgent {
                         tool: crate::tools::permission::TOOL.into(),
                         args: Value::Object(args),
                     },
-                    None,
+                    bound,
                 )
             }
             AgentRequest::CreateTerminalRequest(r) => {
@@ -185,6 +201,10 @@ impl AcpAgent {
         };
         // Decided after the attempt that asked ended: the process waiting for it may be kept here.
         self.adopt();
+        let responder = self
+            .live
+            .as_mut()
+            .and_then(|l| l.responder.lock().ok().and_then(|mut r| r.take()));
         let refusal = || agent_client_protocol::Error::new(-32000, o.output.clone());
         let answer = match &asked {
             Asked::Write { .. } if o.ok => Ok(json!({})),
@@ -214,9 +234,11 @@ impl AcpAgent {
                         self.state.permitted.push(Permitted {
                             step: o.seq,
                             path: path.clone(),
+                            delivered: responder.is_some(),
+                            used: false,
                         });
                     }
-                } else {
+                } else if responder.is_some() {
                     self.state
                         .tell
                         .push(format!("Your request was refused: {}", o.output));
@@ -228,26 +250,32 @@ impl AcpAgent {
             }
             _ => Err(refusal()),
         };
-        let responder = self
-            .live
-            .as_mut()
-            .and_then(|l| l.responder.lock().ok().and_then(|mut r| r.take()));
         match responder {
             // A refused write or read is heard with this answer (its error carries the reason).
             Some(r) => {
                 let _ = r.respond_with_result(answer);
             }
             // The process that asked is gone: the next one hears it in its prompt.
-            None => self.state.tell.push(format!(
-                "Before you were restarted, your {} request was {}: {}",
-                asked_name(&asked),
-                if o.ok { "carried out" } else { "refused" },
-                o.output.lines().next().unwrap_or("")
-            )),
+            None => self.state.tell.push(restarted(&asked, o)),
         }
     }
 }
 
+
+/// What an agent restarted while its request was decided is told of the decision.
+fn restarted(asked: &Asked, o: &Observation) -> String {
+    let first = o.output.lines().next().unwrap_or("");
+    match asked {
+        Asked::Permission { .. } if o.ok => format!(
+            "Before you were restarted, your permission request was approved ({first}), but you never heard it, so nothing was carried out. Ask for it again exactly as before: it is allowed without a second review."
+        ),
+        _ => format!(
+            "Before you were restarted, your {} request was {}: {first}",
+            asked_name(asked),
+            if o.ok { "carried out" } else { "refused" },
+        ),
+    }
+}
 
 fn asked_name(a: &Asked) -> &'static str {
     match a {

@@ -152,8 +152,16 @@ impl Calls {
         if let Some(t) = text("title") {
             call.title = t.chars().take(200).collect();
         }
-        let status = text("status").unwrap_or_else(|| call.status.clone());
-        if status == call.status && v.get("sessionUpdate").and_then(Value::as_str) != Some("tool_call") {
+        let first = v.get("sessionUpdate").and_then(Value::as_str) == Some("tool_call");
+        // ACP: a new tool call with no status is pending.
+        let status = text("status").unwrap_or_else(|| {
+            if first && call.status.is_empty() {
+                "pending".into()
+            } else {
+                call.status.clone()
+            }
+        });
+        if status == call.status && !first {
             // A progress update with the same status (streamed output): not a new fact.
             return Seen::Nothing;
         }
