@@ -9,6 +9,8 @@ pub const COMMANDS: &[&str] = &[
     "run_usage",
     "start_plan_run",
     "start_llm_run",
+    "list_agents",
+    "start_acp_run",
     "pause_run",
     "resume_run",
     "cancel_run",

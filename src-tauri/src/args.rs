@@ -108,6 +108,15 @@ pub struct StartLlm {
     pub max_turns: Option<u32>,
 }
 
+#[derive(Debug, Deserialize, specta::Type)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartAcp {
+    pub goal: String,
+    pub workspace: String,
+    /// A registered agent's name, or a command line (never run through a shell).
+    pub agent: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

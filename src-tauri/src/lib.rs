@@ -39,6 +39,8 @@ pub fn specta() -> tauri_specta::Builder<tauri::Wry> {
             runs::run_usage,
             runs::start_plan_run,
             runs::start_llm_run,
+            runs::list_agents,
+            runs::start_acp_run,
             runs::pause_run,
             runs::resume_run,
             runs::cancel_run,

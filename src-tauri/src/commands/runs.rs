@@ -1,9 +1,10 @@
-use reins_core::api::{ContextView, LlmRunRequest, RunDetail, RunSummary, Silent, UsageView};
+use reins_core::api::{AcpRunRequest, AgentView, ContextView, LlmRunRequest, RunDetail};
 use reins_core::api::{Control, ResumeMode, RollbackReport};
+use reins_core::api::{RunSummary, Silent, UsageView};
 use tauri::State;
 
 use super::changing;
-use crate::args::{self, StartLlm};
+use crate::args::{self, StartAcp, StartLlm};
 use crate::error::{IpcError, Result};
 use crate::state::AppState;
 
@@ -71,6 +72,46 @@ pub async fn start_llm_run(state: State<'_, AppState>, start: StartLlm) -> Resul
     };
     let id = changing(&state, |r| async move {
         r.create_llm_run(request, &workspace, &Silent).await
+    })
+    .await?;
+    Ok(id.to_string())
+}
+
+/// The external agents registered with `reins agents add`, for the New run dialog.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_agents(state: State<'_, AppState>) -> Result<Vec<AgentView>> {
+    Ok(state
+        .reins
+        .agents()?
+        .into_iter()
+        .map(AgentView::from)
+        .collect())
+}
+
+/// Queues a run of an external agent (ACP); the in-process worker starts the agent and keeps it
+/// while the run waits for a review.
+#[tauri::command]
+#[specta::specta]
+pub async fn start_acp_run(state: State<'_, AppState>, start: StartAcp) -> Result<String> {
+    let goal = args::line("goal", start.goal.trim())?;
+    if goal.is_empty() {
+        return Err(IpcError::invalid("say what the agent should do"));
+    }
+    let agent = args::line("agent", start.agent.trim())?;
+    if agent.is_empty() {
+        return Err(IpcError::invalid(
+            "choose an agent (register one with `reins agents add`) or give its command line",
+        ));
+    }
+    let workspace = args::path("workspace folder", &start.workspace)?;
+    let request = AcpRunRequest {
+        goal,
+        agent,
+        ..AcpRunRequest::default()
+    };
+    let id = changing(&state, |r| async move {
+        r.create_acp_run(request, &workspace, &Silent).await
     })
     .await?;
     Ok(id.to_string())

@@ -3,6 +3,7 @@
 //! `scripts/e2e` (Xvfb, a session bus, tauri-driver); `#[ignore]`d in a plain `cargo test`, which
 //! has no display.
 
+mod agents;
 mod harness;
 mod lifecycle;
 mod notifications;

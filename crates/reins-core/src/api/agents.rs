@@ -35,6 +35,28 @@ pub struct AgentEntry {
     pub pass_env: Vec<String>,
 }
 
+/// A registered agent as the faces list it (a New run dialog offers these).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct AgentView {
+    pub name: String,
+    /// The command line, for people (it is run without a shell).
+    pub command: String,
+    /// The variables set from the keyring, by name (`VAR=key`).
+    pub keys: Vec<String>,
+}
+
+impl From<AgentEntry> for AgentView {
+    fn from(a: AgentEntry) -> Self {
+        Self {
+            command: shell_words::join(&a.command),
+            keys: a.env.iter().map(|(v, k)| format!("{v}={k}")).collect(),
+            name: a.name,
+        }
+    }
+}
+
 #[derive(Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AgentsFile {

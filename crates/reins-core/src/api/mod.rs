@@ -22,7 +22,7 @@ mod review;
 mod runs;
 mod types;
 
-pub use agents::{AcpRunRequest, AgentEntry, AGENTS_FILE};
+pub use agents::{AcpRunRequest, AgentEntry, AgentView, AGENTS_FILE};
 pub use doctor::DoctorReport;
 pub use llm::{ContextView, KeyStatus, LlmRunRequest, UsageView, MAX_TURNS_LIMIT};
 pub use provider::{ModelServerCheck, ProviderDefaults};

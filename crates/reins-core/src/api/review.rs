@@ -55,7 +55,13 @@ impl Reins {
             Some(a) => a.label(),
             None => run.agent_kind.clone(),
         };
-        Ok(ApprovalView::of(row, facts, agent))
+        let mut view = ApprovalView::of(row, facts, agent);
+        // An external agent names files by absolute path: show them as the workspace's.
+        let root = format!("{}/", run.workspace.trim_end_matches('/'));
+        if let Some(rel) = view.subject.strip_prefix(&root) {
+            view.subject = rel.to_owned();
+        }
+        Ok(view)
     }
 
     /// One approval by id or unique prefix; a pending one is first checked against the disk, and

@@ -75,5 +75,20 @@ export function Preview({ a }: { a: ApprovalView }) {
   if (a.tool === "shell.exec") return <CommandView a={a} />;
   if (a.tool === "http.fetch") return <HttpView a={a} />;
   if (a.tool.startsWith("fs.") && preview.includes("@@")) return <DiffView preview={preview} />;
+  if (a.tool === "agent.permission") return <PermissionView preview={preview} />;
   return <pre className="command-text" data-testid="preview-text"><Visible text={preview} /></pre>;
+}
+
+/** An external agent's permission request: what Reins reads it as, then the diff or command it
+ * reported (the harness's preview puts the reading first, then a blank line). */
+function PermissionView({ preview }: { preview: string }) {
+  const cut = preview.indexOf("\n\n");
+  const head = cut >= 0 ? preview.slice(0, cut) : preview;
+  const rest = cut >= 0 ? preview.slice(cut + 2) : "";
+  return (
+    <div data-testid="permission">
+      <p className="muted"><Visible text={head} /></p>
+      {rest.includes("@@") ? <DiffView preview={rest} /> : rest && <pre className="command-text"><Visible text={rest} /></pre>}
+    </div>
+  );
 }

@@ -45,7 +45,7 @@ export function Runs() {
                   {(perRun.get(r.id) ?? 0) > 0 && <span className="badge" title="approvals waiting">{perRun.get(r.id)}</span>}
                   {r.lastError && <div className="muted small">{r.lastError}</div>}
                 </td>
-                <td>{r.agent === "llm" ? "LLM" : "plan"}</td>
+                <td>{r.agent === "llm" ? "LLM" : r.agent === "acp" ? "external (ACP)" : "plan"}</td>
                 <td className="mono small">{r.workspace}</td>
                 <td>{r.steps}</td>
                 <td>{ago(r.updatedAt)}</td>
@@ -61,15 +61,19 @@ export function Runs() {
 function StartRun({ onStarted }: { onStarted: () => void }) {
   const backend = useBackend();
   const qc = useQueryClient();
-  const [kind, setKind] = useState<"plan" | "llm">("plan");
+  const [kind, setKind] = useState<"plan" | "llm" | "acp">("plan");
   const [workspace, setWorkspace] = useState("");
   const [plan, setPlan] = useState("");
   const [goal, setGoal] = useState("");
+  const [agent, setAgent] = useState("");
+  const agents = useQuery({ queryKey: ["agents"], queryFn: () => backend.listAgents(), enabled: kind === "acp" });
   const start = useMutation({
     mutationFn: () =>
       kind === "plan"
         ? backend.startPlanRun(plan, workspace)
-        : backend.startLlmRun({ goal, workspace, model: null, maxTurns: null }),
+        : kind === "llm"
+          ? backend.startLlmRun({ goal, workspace, model: null, maxTurns: null })
+          : backend.startAcpRun({ goal, workspace, agent: agent || agents.data?.[0]?.name || "" }),
     onSuccess: (id) => {
       void qc.invalidateQueries();
       onStarted();
@@ -85,6 +89,7 @@ function StartRun({ onStarted }: { onStarted: () => void }) {
       <div className="tabs" role="tablist">
         <button type="button" role="tab" aria-selected={kind === "plan"} className={kind === "plan" ? "on" : ""} onClick={() => setKind("plan")}>From a plan file</button>
         <button type="button" role="tab" aria-selected={kind === "llm"} className={kind === "llm" ? "on" : ""} onClick={() => setKind("llm")}>From a goal (LLM agent)</button>
+        <button type="button" role="tab" aria-selected={kind === "acp"} className={kind === "acp" ? "on" : ""} data-testid="kind-acp" onClick={() => setKind("acp")}>An agent you run (ACP)</button>
       </div>
       <label className="field">
         <span>Workspace folder — the only place the agent may touch</span>
@@ -102,10 +107,25 @@ function StartRun({ onStarted }: { onStarted: () => void }) {
           </div>
         </label>
       ) : (
-        <label className="field">
-          <span>Goal — what should the agent do? (model and server: Settings)</span>
-          <textarea name="goal" rows={3} value={goal} onChange={(e) => setGoal(e.target.value)} />
-        </label>
+        <>
+          {kind === "acp" && (
+            <label className="field">
+              <span>Agent — registered with <code>reins agents add</code>, or its command line; its writes and commands are reviewed by Reins</span>
+              {agents.data && agents.data.length > 0 ? (
+                <select name="agent" value={agent || agents.data[0].name} onChange={(e) => setAgent(e.target.value)}>
+                  {agents.data.map((a) => <option key={a.name} value={a.name}>{a.name} — {a.command}</option>)}
+                </select>
+              ) : (
+                <input name="agent" value={agent} onChange={(e) => setAgent(e.target.value)} placeholder="qwen --acp" />
+              )}
+              {agents.error && <div className="error" role="alert">{(agents.error as Error).message}</div>}
+            </label>
+          )}
+          <label className="field">
+            <span>{kind === "llm" ? "Goal — what should the agent do? (model and server: Settings)" : "Goal — what should the agent do?"}</span>
+            <textarea name="goal" rows={3} value={goal} onChange={(e) => setGoal(e.target.value)} />
+          </label>
+        </>
       )}
       <div className="row">
         <button className="primary" type="submit" data-testid="start-run" disabled={start.isPending}>Start run</button>

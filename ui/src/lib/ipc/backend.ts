@@ -38,7 +38,9 @@ export function tauriBackend(): Backend {
     wrapped[name] = async (...args: unknown[]) => {
       const r = await (fn as (...a: unknown[]) => Promise<{ status: string; data?: unknown; error?: IpcError }>)(...args);
       if (r.status === "ok") return r.data;
-      throw new BackendError(r.error as IpcError);
+      // Tauri itself answers with a bare string (a command the window may not call, say).
+      const e = typeof r.error === "string" ? { code: "invalid_input", message: r.error } : r.error;
+      throw new BackendError(e as IpcError);
     };
   }
   return {

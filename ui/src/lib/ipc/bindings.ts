@@ -15,6 +15,13 @@ export const commands = {
 	startPlanRun: (plan: string, workspace: string) => typedError<string, IpcError>(__TAURI_INVOKE("start_plan_run", { plan, workspace })),
 	/**  Queues an LLM run with the provider defaults from Settings. */
 	startLlmRun: (start: StartLlm) => typedError<string, IpcError>(__TAURI_INVOKE("start_llm_run", { start })),
+	/**  The external agents registered with `reins agents add`, for the New run dialog. */
+	listAgents: () => typedError<AgentView[], IpcError>(__TAURI_INVOKE("list_agents")),
+	/**
+	 *  Queues a run of an external agent (ACP); the in-process worker starts the agent and keeps it
+	 *  while the run waits for a review.
+	 */
+	startAcpRun: (start: StartAcp) => typedError<string, IpcError>(__TAURI_INVOKE("start_acp_run", { start })),
 	pauseRun: (id: string) => typedError<Control, IpcError>(__TAURI_INVOKE("pause_run", { id })),
 	resumeRun: (id: string) => typedError<Control, IpcError>(__TAURI_INVOKE("resume_run", { id })),
 	cancelRun: (id: string, reason: string | null) => typedError<Control, IpcError>(__TAURI_INVOKE("cancel_run", { id, reason })),
@@ -85,6 +92,15 @@ export type AgentLogView = {
 	path: string,
 	/**  Its last lines (at most 8 KiB), secrets redacted before they were written. */
 	tail: string,
+};
+
+/**  A registered agent as the faces list it (a New run dialog offers these). */
+export type AgentView = {
+	name: string,
+	/**  The command line, for people (it is run without a shell). */
+	command: string,
+	/**  The variables set from the keyring, by name (`VAR=key`). */
+	keys: string[],
 };
 
 export type AnchorView = {
@@ -803,6 +819,13 @@ export type SettledEffect = {
 	/**  confirmed | skipped | unknown */
 	status: string,
 	how: string,
+};
+
+export type StartAcp = {
+	goal: string,
+	workspace: string,
+	/**  A registered agent's name, or a command line (never run through a shell). */
+	agent: string,
 };
 
 export type StartLlm = {

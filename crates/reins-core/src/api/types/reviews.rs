@@ -165,6 +165,13 @@ fn subject(action: &ActionView) -> String {
 
 fn subject_raw(action: &ActionView) -> String {
     let args = &action.args;
+    if action.tool == crate::tools::permission::TOOL {
+        // What the external agent reported it will touch: its command, or its file.
+        if let Some(command) = args["rawInput"]["command"].as_str() {
+            return command.to_owned();
+        }
+        return crate::tools::permission::reported_path(args).unwrap_or_default();
+    }
     if action.tool == "shell.exec" {
         if let Some(command) = args["command"].as_str() {
             return command.to_owned();
