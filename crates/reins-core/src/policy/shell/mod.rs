@@ -124,7 +124,8 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
     // The parser is given the command ending in a newline, which changes nothing for bash: at the
     // very end of its input, a here-document with an empty delimiter (`<<'' `) sent its tokenizer
     // into a loop that never ended (found by fuzzing).
-    if command.ends_with('\\') {
+    // So does a line continuation into nothing (`\` then only newlines) after one.
+    if command.trim_end_matches('\n').ends_with('\\') {
         return Analysis::high(
             "the command ends with a backslash, which escapes nothing: what it means depends on what follows it"
                 .into(),

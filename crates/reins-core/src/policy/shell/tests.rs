@@ -295,6 +295,12 @@ fn the_fuzzers_hangs_come_back() {
         "ais{fM:D Be[!(${HO//~88888888[$(iiI')]'${HO888[$(iiI')]'${HO%$~8888S8888888888888[$(iiI')]'${HO888[$(iiI')]'${HO%8888/?''Gl)]",
         "\"777V773[i${H[M7777[i${H[M/c/}i${H[M7777[i${H[M/c/}@\"\"/c/}@\"\"/c/}@\"\"\"\"\"E\"\"",
         "77[.\"...i${H[M/<<\r\n[$(\nc/}@\"...i${H[M/<<\r\n[$((]i[$1idaHEM/daHDM/<<\r\n[$(4]i[$1ida[$1id@$\n\n...\t\"\"\"\"hn.\nc/}@\"...... E\"\"",
+        // A here-document with an empty delimiter, then a line continuation into nothing.
+        "   $ 8<<'' \\]\t   S]\t   S$[]O$[]On>\\\n",
+        "cat <<'' \\\n",
+        "cat <<'' \\\n\n\n",
+        " s[jj9{[w| AH>rere8<<''(hd)\\''i3)\\\\'>>>(rj>OU=tpcht| 7>>>(rj>Oc1m H>>>(nMipIN=<7[w|ml || gre ||>=_ zipti}bnf (\\\n",
+        "cat <<'' a\\\n\n",
     ] {
         let a = analyse(cmd);
         assert!(a.risk >= Risk::Medium, "{cmd:?}: {}", reasons(&a));
