@@ -140,13 +140,39 @@ fn an_agent_killed_mid_turn_suspends_the_run_with_the_reason() -> anyhow::Result
     Ok(())
 }
 
-/// `reins worker --once` with the agent's home in the sandbox: drives what is runnable.
-fn worker(cli: &Cli) -> anyhow::Result<std::process::Output> {
-    Ok(cli
-        .strict_cmd()
-        .env("HOME", cli.tmp.path().join("home"))
-        .args(["worker", "--once"])
-        .output()?)
+/// `reins` with the agent's home in the sandbox, every effect it runs counted in `effects`, and
+/// `fault` (a fault point) armed if given.
+fn counted(cli: &Cli, effects: &std::path::Path, fault: Option<&str>) -> std::process::Command {
+    let mut c = cli.strict_cmd();
+    c.env("HOME", cli.tmp.path().join("home"))
+        .env("REINS_EFFECT_LOG", effects);
+    if let Some(point) = fault {
+        c.env("REINS_FAULT", point);
+    }
+    c
+}
+
+/// `reins run --acp` of Qwen Code in the background, counted (see `counted`).
+fn spawn_counted(
+    cli: &Cli,
+    mock: &MockLlm,
+    effects: &std::path::Path,
+    fault: Option<&str>,
+) -> anyhow::Result<std::process::Child> {
+    let agent = QWEN.agent(cli, mock)?;
+    Ok(counted(cli, effects, fault)
+        .args([
+            "run",
+            "--acp",
+            "Write NOTES.md",
+            "--agent",
+            &agent,
+            "--workspace",
+        ])
+        .arg(cli.ws())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?)
 }
 
 #[test]
@@ -160,33 +186,14 @@ fn reins_killed_while_a_card_waits_writes_once_after_the_restart_without_a_secon
         QWEN.write(&cli, "NOTES.md", "hello\n"),
         mock_llm::text("Done: NOTES.md written.", 8),
     ])?;
-    let agent = QWEN.agent(&cli, &mock)?;
-    let mut child = cli
-        .strict_cmd()
-        .env("HOME", cli.tmp.path().join("home"))
-        .env("REINS_EFFECT_LOG", &effects)
-        .args([
-            "run",
-            "--acp",
-            "Write NOTES.md",
-            "--agent",
-            &agent,
-            "--workspace",
-        ])
-        .arg(cli.ws())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()?;
+    let mut child = spawn_counted(&cli, &mock, &effects, None)?;
     let card = card(&cli, &mut child)?;
     child.kill()?; // SIGKILL: no cleanup, the card stays and the agent loses its client
     child.wait()?;
     let id = card["id"].as_str().unwrap_or_default();
     let out = cli.strict_cmd().args(["approve", id]).output()?;
     assert!(out.status.success(), "{}", super::text(&out));
-    let out = cli
-        .strict_cmd()
-        .env("HOME", cli.tmp.path().join("home"))
-        .env("REINS_EFFECT_LOG", &effects)
+    let out = counted(&cli, &effects, None)
         .args(["worker", "--once"])
         .output()?;
     let mut worked = super::text(&out);
@@ -231,24 +238,7 @@ fn reins_killed_right_after_an_approved_write_never_writes_it_again() -> anyhow:
         QWEN.write(&cli, "NOTES.md", "hello\n"),
         mock_llm::text("Done: NOTES.md written.", 8),
     ])?;
-    let agent = QWEN.agent(&cli, &mock)?;
-    let mut child = cli
-        .strict_cmd()
-        .env("HOME", cli.tmp.path().join("home"))
-        .env("REINS_EFFECT_LOG", &effects)
-        .env("REINS_FAULT", "after_confirm")
-        .args([
-            "run",
-            "--acp",
-            "Write NOTES.md",
-            "--agent",
-            &agent,
-            "--workspace",
-        ])
-        .arg(cli.ws())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()?;
+    let mut child = spawn_counted(&cli, &mock, &effects, Some("after_confirm"))?;
     let card = card(&cli, &mut child)?;
     let id = card["id"].as_str().unwrap_or_default();
     let out = cli.strict_cmd().args(["approve", id]).output()?;
@@ -257,7 +247,9 @@ fn reins_killed_right_after_an_approved_write_never_writes_it_again() -> anyhow:
     let (code, said) = finish(child)?;
     assert_ne!(code, Some(0), "{said}");
     assert!(said.contains("after_confirm"), "{said}");
-    let out = worker(&cli)?;
+    let out = counted(&cli, &effects, None)
+        .args(["worker", "--once"])
+        .output()?;
     assert!(out.status.success(), "{}", super::text(&out));
     assert_eq!(cli.read("NOTES.md")?, "hello\n");
     let ran = std::fs::read_to_string(&effects)?;
