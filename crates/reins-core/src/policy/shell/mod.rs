@@ -29,6 +29,10 @@ const MAX_NESTING: usize = 12;
 /// Deepest nesting of parentheses alone: the level at which the parser's doubling starts to cost
 /// (found by fuzzing: twelve under a `$(` took seconds). Eight is tens of milliseconds at worst.
 const MAX_PARENTHESES: usize = 8;
+/// Deepest nesting of parameter expansions (`${…${…}…}`): the parser's word parser multiplies its
+/// time about twelvefold with each one that holds an unclosed subscript (`${a[${a[${a[${a[}}}}`
+/// took two seconds; found by fuzzing). Two is what everyday defaults nest (`${A:-${B:-x}}`).
+const MAX_EXPANSION_NESTING: usize = 2;
 /// Most simple commands in one string.
 const MAX_SEGMENTS: usize = 256;
 
@@ -110,6 +114,11 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
         return Analysis::high(format!(
             "the command contains the control character U+{:04X}: it can hide what runs on a terminal, and no everyday command has one",
             c as u32
+        ));
+    }
+    if expansion_nesting(command) > MAX_EXPANSION_NESTING {
+        return Analysis::high(format!(
+            "the command nests parameter expansions (${{…}}) more than {MAX_EXPANSION_NESTING} deep; too complex to review"
         ));
     }
     if nesting(command) > MAX_NESTING || parentheses(command) > MAX_PARENTHESES {
@@ -233,6 +242,25 @@ fn parentheses(s: &str) -> usize {
             _ => {}
         }
         max = max.max(depth);
+    }
+    max
+}
+
+/// How deep `${` nests inside `${` (other braces counted so that their `}` closes them, not an
+/// expansion); quoting is not looked at, so a literal `${` counts too — which only asks for review.
+fn expansion_nesting(s: &str) -> usize {
+    let (mut stack, mut max) = (Vec::new(), 0usize);
+    let mut prev = '\0';
+    for c in s.chars() {
+        match c {
+            '{' => stack.push(prev == '$'),
+            '}' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        max = max.max(stack.iter().filter(|e| **e).count());
+        prev = c;
     }
     max
 }

@@ -284,6 +284,15 @@ fn extended_glob_groups_come_back_at_once_and_are_high() {
 /// Each input the shell fuzzer saved as a hang (over two seconds, the slowest a minute) before
 /// commands were parsed without extended globs: every one comes back, none of them low.
 #[test]
+fn everyday_nested_defaults_still_parse_and_deeper_expansions_are_high() {
+    let a = analyse("echo ${HOME:-${USER:-nobody}}");
+    assert!(a.risk < Risk::High, "{}", reasons(&a));
+    let a = analyse("echo ${A:-${B:-${C:-x}}}");
+    assert_eq!(a.risk, Risk::High);
+    assert!(reasons(&a).contains("parameter expansions"), "{}", reasons(&a));
+}
+
+#[test]
 fn the_fuzzers_hangs_come_back() {
     for cmd in [
         "aisnfM:D_PR/Fo~fiInfisonD_&Rgv6 Be[!(it config q[$''G(iiI')]'${HOa[$''G(iiI')]'${HO//~fiInfisonD$q[$''G(iiI')]'${HOa[${HO/~/#~+-hb+-ki${HOM${H[i${HOM/c/}OM/c/}@?()]HO/~/#~+-hb+-ki${HOM/c/}@?()ube/cbEd ymid)]id@?''Gl)]",
@@ -301,6 +310,9 @@ fn the_fuzzers_hangs_come_back() {
         "cat <<'' \\\n\n\n",
         " s[jj9{[w| AH>rere8<<''(hd)\\''i3)\\\\'>>>(rj>OU=tpcht| 7>>>(rj>Oc1m H>>>(nMipIN=<7[w|ml || gre ||>=_ zipti}bnf (\\\n",
         "cat <<'' a\\\n\n",
+        // Parameter expansions nested with unclosed subscripts: each level multiplies the time.
+        "${a[o[${a[${a[${a[}}}}",
+        "echo ${a[${a[${a[${a[${a[}}}}}",
     ] {
         let a = analyse(cmd);
         assert!(a.risk >= Risk::Medium, "{cmd:?}: {}", reasons(&a));
