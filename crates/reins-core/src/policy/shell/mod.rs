@@ -116,14 +116,21 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
             c as u32
         ));
     }
-    if expansion_nesting(command) > MAX_EXPANSION_NESTING {
-        return Analysis::high(format!(
-            "the command nests parameter expansions (${{…}}) more than {MAX_EXPANSION_NESTING} deep; too complex to review"
-        ));
-    }
     if nesting(command) > MAX_NESTING || parentheses(command) > MAX_PARENTHESES {
         return Analysis::high(format!(
             "the command nests brackets, substitutions or compound commands more than {MAX_NESTING} deep (parentheses more than {MAX_PARENTHESES}); too complex to review"
+        ));
+    }
+    let (depth, unclosed) = expansions(command);
+    if unclosed {
+        return Analysis::high(
+            "a parameter expansion's subscript is not closed (`${a[` with no `]`): bash refuses it as a bad substitution, and Reins will not guess what it means"
+                .into(),
+        );
+    }
+    if depth > MAX_EXPANSION_NESTING {
+        return Analysis::high(format!(
+            "the command nests parameter expansions (${{…}}) more than {MAX_EXPANSION_NESTING} deep; too complex to review"
         ));
     }
     let mut top = Vec::new();
@@ -247,22 +254,40 @@ fn parentheses(s: &str) -> usize {
 }
 
 /// How deep `${` nests inside `${` (other braces counted so that their `}` closes them, not an
-/// expansion); quoting is not looked at, so a literal `${` counts too — which only asks for review.
-fn expansion_nesting(s: &str) -> usize {
-    let (mut stack, mut max) = (Vec::new(), 0usize);
+/// expansion), and whether an expansion's subscript is left open (`${a[` with no `]` before its
+/// `}`: bash's "bad substitution", and what makes the parser backtrack across the whole word).
+/// Quoting is not looked at, so a literal `${` counts too — which only asks for review.
+fn expansions(s: &str) -> (usize, bool) {
+    // One entry per open brace: whether it opened an expansion, and its open subscripts.
+    let mut stack: Vec<(bool, usize)> = Vec::new();
+    let (mut max, mut unclosed) = (0usize, false);
     let mut prev = '\0';
     for c in s.chars() {
+        let inner = stack.iter_mut().rev().find(|(expansion, _)| *expansion);
         match c {
-            '{' => stack.push(prev == '$'),
+            '{' => stack.push((prev == '$', 0)),
             '}' => {
-                stack.pop();
+                if let Some((true, open)) = stack.pop() {
+                    unclosed |= open > 0;
+                }
+            }
+            '[' => {
+                if let Some((_, open)) = inner {
+                    *open += 1;
+                }
+            }
+            ']' => {
+                if let Some((_, open)) = inner {
+                    *open = open.saturating_sub(1);
+                }
             }
             _ => {}
         }
-        max = max.max(stack.iter().filter(|e| **e).count());
+        max = max.max(stack.iter().filter(|(e, _)| *e).count());
         prev = c;
     }
-    max
+    unclosed |= stack.iter().any(|(e, open)| *e && *open > 0);
+    (max, unclosed)
 }
 
 fn nesting(s: &str) -> usize {

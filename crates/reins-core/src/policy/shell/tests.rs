@@ -287,6 +287,11 @@ fn extended_glob_groups_come_back_at_once_and_are_high() {
 fn everyday_nested_defaults_still_parse_and_deeper_expansions_are_high() {
     let a = analyse("echo ${HOME:-${USER:-nobody}}");
     assert!(a.risk < Risk::High, "{}", reasons(&a));
+    let a = analyse(r#"echo "${arr[0]}" "${arr[@]}" "${HOME:-/tmp}""#);
+    assert!(a.risk < Risk::High, "{}", reasons(&a));
+    let a = analyse("echo ${a[1}");
+    assert_eq!(a.risk, Risk::High);
+    assert!(reasons(&a).contains("bad substitution"), "{}", reasons(&a));
     let a = analyse("echo ${A:-${B:-${C:-x}}}");
     assert_eq!(a.risk, Risk::High);
     assert!(reasons(&a).contains("parameter expansions"), "{}", reasons(&a));
@@ -313,6 +318,7 @@ fn the_fuzzers_hangs_come_back() {
         // Parameter expansions nested with unclosed subscripts: each level multiplies the time.
         "${a[o[${a[${a[${a[}}}}",
         "echo ${a[${a[${a[${a[${a[}}}}}",
+        "${a[${a[n[}}${a[${o[}}",
     ] {
         let a = analyse(cmd);
         assert!(a.risk >= Risk::Medium, "{cmd:?}: {}", reasons(&a));
