@@ -29,10 +29,6 @@ const MAX_NESTING: usize = 12;
 /// Deepest nesting of parentheses alone: the level at which the parser's doubling starts to cost
 /// (found by fuzzing: twelve under a `$(` took seconds). Eight is tens of milliseconds at worst.
 const MAX_PARENTHESES: usize = 8;
-/// Deepest nesting of parameter expansions (`${…${…}…}`): the parser's word parser multiplies its
-/// time about twelvefold with each one that holds an unclosed subscript (`${a[${a[${a[${a[}}}}`
-/// took two seconds; found by fuzzing). Two is what everyday defaults nest (`${A:-${B:-x}}`).
-const MAX_EXPANSION_NESTING: usize = 2;
 /// Most simple commands in one string.
 const MAX_SEGMENTS: usize = 256;
 
@@ -121,16 +117,17 @@ pub fn analyse_command(command: &str, place: Place<'_>) -> Analysis {
             "the command nests brackets, substitutions or compound commands more than {MAX_NESTING} deep (parentheses more than {MAX_PARENTHESES}); too complex to review"
         ));
     }
-    let (depth, unclosed) = expansions(command);
+    let (depth, unclosed) = bounds::expansions(command);
     if unclosed {
         return Analysis::high(
             "a parameter expansion's subscript is not closed (`${a[` with no `]`): bash refuses it as a bad substitution, and Reins will not guess what it means"
                 .into(),
         );
     }
-    if depth > MAX_EXPANSION_NESTING {
+    if depth > bounds::MAX_EXPANSION_NESTING {
         return Analysis::high(format!(
-            "the command nests parameter expansions (${{…}}) more than {MAX_EXPANSION_NESTING} deep; too complex to review"
+            "the command nests parameter expansions (${{…}}) more than {} deep; too complex to review",
+            bounds::MAX_EXPANSION_NESTING
         ));
     }
     let mut top = Vec::new();
@@ -253,43 +250,6 @@ fn parentheses(s: &str) -> usize {
     max
 }
 
-/// How deep `${` nests inside `${` (other braces counted so that their `}` closes them, not an
-/// expansion), and whether an expansion's subscript is left open (`${a[` with no `]` before its
-/// `}`: bash's "bad substitution", and what makes the parser backtrack across the whole word).
-/// Quoting is not looked at, so a literal `${` counts too — which only asks for review.
-fn expansions(s: &str) -> (usize, bool) {
-    // One entry per open brace: whether it opened an expansion, and its open subscripts.
-    let mut stack: Vec<(bool, usize)> = Vec::new();
-    let (mut max, mut unclosed) = (0usize, false);
-    let mut prev = '\0';
-    for c in s.chars() {
-        let inner = stack.iter_mut().rev().find(|(expansion, _)| *expansion);
-        match c {
-            '{' => stack.push((prev == '$', 0)),
-            '}' => {
-                if let Some((true, open)) = stack.pop() {
-                    unclosed |= open > 0;
-                }
-            }
-            '[' => {
-                if let Some((_, open)) = inner {
-                    *open += 1;
-                }
-            }
-            ']' => {
-                if let Some((_, open)) = inner {
-                    *open = open.saturating_sub(1);
-                }
-            }
-            _ => {}
-        }
-        max = max.max(stack.iter().filter(|(e, _)| *e).count());
-        prev = c;
-    }
-    unclosed |= stack.iter().any(|(e, open)| *e && *open > 0);
-    (max, unclosed)
-}
-
 fn nesting(s: &str) -> usize {
     // Counted apart: a `case` pattern's `)` closes no bracket.
     let (mut brackets, mut compounds, mut max) = (0usize, 0usize, 0usize);
@@ -316,6 +276,7 @@ fn nesting(s: &str) -> usize {
     max
 }
 
+mod bounds;
 mod code;
 mod paths;
 mod simple;
