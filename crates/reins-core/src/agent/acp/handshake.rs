@@ -85,7 +85,6 @@ impl AcpAgent {
         facts.mode = choose_mode(&process, &session).await?;
         let id = session.id;
         self.state.session = Some(id.clone());
-        self.state.facts = Some(facts.clone());
         self.accounts.push(Account::Identified(facts));
         Ok(Live {
             process,

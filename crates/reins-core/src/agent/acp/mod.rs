@@ -109,8 +109,6 @@ pub struct Services {
 struct State {
     #[serde(with = "agent_issued")]
     session: Option<String>,
-    /// Who the agent said it is at its latest start.
-    facts: Option<crate::compat::ExternalAgent>,
     /// Prompts sent (the first carries the goal).
     prompts: u32,
     asked: Option<Asked>,
@@ -289,10 +287,8 @@ impl AcpAgent {
                 obs.on(&Progress::Text { text });
             }
             Seen::Record(account) => self.accounts.push(account),
-            Seen::Stop { account, reason } => {
-                let unasked = updates::unasked(&account);
-                self.accounts.push(account);
-                self.accounts.extend(unasked);
+            Seen::Stop { accounts, reason } => {
+                self.accounts.extend(accounts);
                 return Some(Move::Suspend { reason });
             }
         }

@@ -54,8 +54,11 @@ pub(super) enum Seen {
     Text(String),
     Record(Account),
     /// The agent acted without asking (or put itself in a mode where it does not ask): record
-    /// this, then stop the run with `reason`.
-    Stop { account: Account, reason: String },
+    /// these, then stop the run with `reason`.
+    Stop {
+        accounts: Vec<Account>,
+        reason: String,
+    },
 }
 
 impl Calls {
@@ -125,7 +128,7 @@ impl Calls {
                 };
                 if UNSAFE_MODES.contains(&mode.as_str()) {
                     Seen::Stop {
-                        account,
+                        accounts: vec![account],
                         reason: format!(
                             "the agent switched itself to mode {mode:?}, in which it decides risk itself; Reins stopped the run"
                         ),
@@ -178,8 +181,13 @@ impl Calls {
             }),
         };
         if status == "completed" && EFFECT_KINDS.contains(&call.kind.as_str()) && !call.asked {
+            let unasked = Account::Unasked {
+                tool_call: key(id),
+                kind: call.kind.clone(),
+                title: call.title.clone(),
+            };
             return Seen::Stop {
-                account,
+                accounts: vec![account, unasked],
                 reason: format!(
                     "the agent ran its {:?} tool ({}) without asking Reins; the run stops so you can look. Configure the agent to ask before every tool (docs/agents.md)",
                     call.kind, call.title
@@ -188,23 +196,6 @@ impl Calls {
         }
         Seen::Record(account)
     }
-
-}
-
-/// The record of an unasked tool call, for the audit log (None for other stops).
-pub(super) fn unasked(account: &Account) -> Option<Account> {
-    let Account::Update {
-        what: "tool_call",
-        detail,
-    } = account
-    else {
-        return None;
-    };
-    Some(Account::Unasked {
-        tool_call: detail["id"].as_str().unwrap_or("").to_owned(),
-        kind: detail["kind"].as_str().unwrap_or("").to_owned(),
-        title: detail["title"].as_str().unwrap_or("").to_owned(),
-    })
 }
 
 fn is_final(status: &str) -> bool {
