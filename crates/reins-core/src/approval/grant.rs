@@ -3,7 +3,9 @@
 //! prefix, for file tools a path glob. A pattern never covers what Reins cannot see through: a
 //! pattern grant is refused for a command with substitutions, interpreters or more than one part, and
 //! only matches commands that are one plain simple command of medium risk or less; it never matches a
-//! protected path.
+//! protected path. An external agent's permission is granted as the action Reins reads it as (its
+//! write, its command), so a lasting grant from its card is an ordinary grant, and covers the same
+//! action whether the agent asks again or Reins' own tools propose it.
 
 use serde::Serialize;
 
@@ -63,6 +65,18 @@ impl GrantSpec {
         pattern: Option<&str>,
         place: Place<'_>,
     ) -> Result<Self, String> {
+        if let Action::Permission(p) = action {
+            return match p.implied.as_deref() {
+                Some(implied) => Self::for_action(implied, pattern, place),
+                None if pattern.is_some() => Err("Reins cannot read what the agent reported, so no pattern can be checked against it; approve it exactly instead".into()),
+                None => Ok(Self {
+                    tool: action.tool().to_owned(),
+                    matcher: Matcher::Exact,
+                    pattern: action.hash().to_string(),
+                    options: None,
+                }),
+            };
+        }
         let tool = action.tool().to_owned();
         let Some(pattern) = pattern else {
             return Ok(Self {
@@ -143,6 +157,15 @@ impl GrantSpec {
 /// the one the grant was made from (the same text can become a protected-path write when a folder
 /// is swapped for a link), and never an action on a protected path.
 pub fn covers(grant: &GrantRow, action: &Action, risk: Risk, place: Place<'_>) -> bool {
+    if let Action::Permission(p) = action {
+        if grant.tool != action.tool() {
+            // Judged as the action it reports, and granted as that action too.
+            return p
+                .implied
+                .as_deref()
+                .is_some_and(|implied| covers(grant, implied, risk, place));
+        }
+    }
     if grant.tool != action.tool() || grant.revoked_at.is_some() {
         return false;
     }
@@ -337,6 +360,49 @@ mod tests {
         };
         assert!(covers(&old, &sh("ls docs"), Risk::Low, place()));
         assert!(!covers(&old, &sh("ls -l docs"), Risk::Low, place()), "no options recorded: none");
+    }
+
+    fn permission(implied: Option<Action>) -> Action {
+        Action::Permission(crate::tools::Permission {
+            kind: "edit".into(),
+            title: "WriteFile".into(),
+            reported: serde_json::json!({"rawInput": {"file_path": "docs/a.md"}}),
+            implied: implied.map(Box::new),
+            unread: None,
+        })
+    }
+
+    #[test]
+    fn a_lasting_grant_from_an_agents_permission_is_a_grant_on_what_it_reported() {
+        let asked = permission(Some(write("docs/a.md")));
+        let spec = GrantSpec::for_action(&asked, Some("docs/**"), place())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            (spec.tool.as_str(), spec.matcher),
+            ("fs.write", Matcher::Glob),
+            "an ordinary file grant, listed and revoked like the others"
+        );
+        let g = row(&spec);
+        assert!(covers(&g, &permission(Some(write("docs/b.md"))), Risk::Medium, place()));
+        assert!(covers(&g, &write("docs/c.md"), Risk::Medium, place()), "Reins' own write too");
+        assert!(!covers(&g, &permission(Some(write("src/x.rs"))), Risk::Medium, place()));
+        assert!(!covers(&g, &permission(None), Risk::High, place()));
+        let exact = row(&GrantSpec::for_action(&asked, None, place()).unwrap_or_else(|e| panic!("{e}")));
+        assert_eq!(exact.tool, "fs.write");
+        assert!(covers(&exact, &permission(Some(write("docs/a.md"))), Risk::Medium, place()));
+        assert!(!covers(&exact, &permission(Some(write("docs/b.md"))), Risk::Medium, place()));
+        let mut revoked = exact.clone();
+        revoked.revoked_at = Some(1);
+        assert!(!covers(&revoked, &asked, Risk::Medium, place()));
+    }
+
+    #[test]
+    fn a_report_reins_cannot_read_is_granted_only_exactly() {
+        let unread = permission(None);
+        assert!(GrantSpec::for_action(&unread, Some("**"), place()).is_err());
+        let g = row(&GrantSpec::for_action(&unread, None, place()).unwrap_or_else(|e| panic!("{e}")));
+        assert_eq!(g.tool, "agent.permission");
+        assert!(covers(&g, &unread, Risk::High, place()));
     }
 
     #[test]

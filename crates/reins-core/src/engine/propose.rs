@@ -193,15 +193,18 @@ impl Drive<'_> {
         Ok(granted)
     }
 
-    /// Live grants for the action's tool that may apply to this run.
+    /// Live grants for the action's tool that may apply to this run; for an external agent's
+    /// permission, also those for the action it reports (granted as that action).
     async fn live_grants(&self, action: &Action) -> Result<Vec<GrantRow>> {
-        Ok(grants::live_for(
-            self.e.store.pool(),
-            action.tool(),
-            self.run,
-            &self.ws.root().to_string_lossy(),
-        )
-        .await?)
+        let root = self.ws.root().to_string_lossy();
+        let pool = self.e.store.pool();
+        let mut live = grants::live_for(pool, action.tool(), self.run, &root).await?;
+        if let Action::Permission(p) = action {
+            if let Some(implied) = p.implied.as_deref() {
+                live.extend(grants::live_for(pool, implied.tool(), self.run, &root).await?);
+            }
+        }
+        Ok(live)
     }
 
     /// Counts a grant's use, audited, before the action it allows runs.
