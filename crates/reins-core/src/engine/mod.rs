@@ -56,6 +56,7 @@ mod record;
 mod recover;
 mod resolve;
 mod retention;
+mod retry;
 mod reuse;
 mod rollback;
 mod sealing;
