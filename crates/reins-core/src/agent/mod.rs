@@ -106,6 +106,11 @@ pub trait Agent: Send + Sync {
     ) -> Result<Move, AgentError> {
         self.next().await
     }
+    /// The run stops at the safe point it is at (a pause, a drain, a cancellation) while `next`
+    /// was waiting: an agent that waits on something outside Reins (an external agent mid-turn)
+    /// ends that wait in order, so what it was doing is not lost. `next` was not finished; it is
+    /// asked again when the run goes on.
+    async fn interrupt(&mut self) {}
     /// Called with the outcome of the call `next` proposed, before the step's checkpoint is written.
     fn observe(&mut self, observation: &Observation);
     fn state(&self) -> serde_json::Value;

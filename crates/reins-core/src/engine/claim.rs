@@ -76,7 +76,16 @@ impl Engine {
         let holder_gone = row.owner.as_deref().is_some_and(crate::worker::is_gone);
         let (to, adopting, gone) = match claimable(&row, now, self.draining(), holder_gone) {
             Claimable::Yes { to, adopting, gone } => (to, adopting, gone),
-            Claimable::No(outcome) => return Ok(outcome),
+            Claimable::No(outcome) => {
+                if row.state.is_terminal() || matches!(row.state, RunState::Paused | RunState::Suspended) {
+                    // Ended, paused or suspended elsewhere (another process's `reins cancel`): an
+                    // external agent this process kept for it hears "no", and ends.
+                    self.sessions
+                        .end(id, &format!("the run is {}", row.state))
+                        .await;
+                }
+                return Ok(outcome);
+            }
         };
         let why = if gone {
             "lost: its worker process is gone"

@@ -91,6 +91,11 @@ impl Engine {
             .await
             .map_err(|e| refine(e, row.state))?;
         let (from, to) = moved(&applied)?;
+        if to == RunState::Paused {
+            // Paused where it waited for a person: an external agent kept alive for the answer
+            // ends now (its request refused); the run's next attempt starts it again.
+            self.sessions.end(id, "the run was paused").await;
+        }
         let message = if to == RunState::Paused {
             format!("run {id} is paused")
         } else {
@@ -270,6 +275,8 @@ impl Engine {
             .await
             .map_err(|e| refine(e, row.state))?;
         let (from, to) = moved(&applied)?;
+        // An external agent kept alive for a review's answer hears "no", and ends.
+        self.sessions.end(id, "the run was cancelled").await;
         Ok(Control {
             run: id,
             from,

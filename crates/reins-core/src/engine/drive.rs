@@ -50,6 +50,14 @@ pub(super) struct Resumption {
     pub ended_processes: Vec<String>,
 }
 
+/// Resolves once the run must stop at its next safe point (see [`Drive::stopping`]), looked at
+/// every quarter second; never while it may go on.
+async fn must_stop(e: &Engine, watch: &super::heartbeat::LeaseWatch, owner: &audit::Owner) {
+    while !Drive::stopping(e, watch, owner) {
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
 /// How a drive stops for a person: the move, the state it leaves the run in, what the person is
 /// told, and how the attempt ends.
 pub(super) struct Stop {
@@ -233,7 +241,17 @@ impl<'a> Drive<'a> {
             if let Some(outcome) = self.safe_point().await? {
                 return Ok(outcome);
             }
-            let next = self.agent.next_observed(self.obs).await;
+            // An agent waiting on something outside Reins (an external agent mid-turn) is
+            // interrupted when the run must stop here: the next safe point then stops it.
+            let watch = self.heartbeat.watch();
+            let next = tokio::select! {
+                next = self.agent.next_observed(self.obs) => next,
+                () = must_stop(self.e, watch, &self.owner) => {
+                    self.agent.interrupt().await;
+                    self.record_accounts().await?;
+                    continue;
+                }
+            };
             if let Some((pid, command)) = self.agent.take_started() {
                 if let Err(e) = self.e.track_pid(self.run, self.cp.next_step, pid, &command).await {
                     tracing::warn!("could not record the agent's process {pid}: {e}");
@@ -321,6 +339,11 @@ impl<'a> Drive<'a> {
             return self.pause_here(draining).await.map(Some);
         }
         Ok(None)
+    }
+
+    /// Whether the run must stop at the next safe point: lost, asked to pause, or draining.
+    fn stopping(e: &Engine, watch: &super::heartbeat::LeaseWatch, owner: &audit::Owner) -> bool {
+        watch.lost() || e.draining() || owner.pause_requested() || watch.pause_requested()
     }
 
     /// Writes a checkpoint, reads it back and verifies it, and only then marks the run paused.

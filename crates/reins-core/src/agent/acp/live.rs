@@ -28,6 +28,15 @@ impl Sessions {
         self.live.lock().ok()?.remove(&run)
     }
 
+    /// Ends the process kept for `run`, if any: the run was cancelled, or paused while it waited
+    /// for a person. What the agent waits on is refused (see [`Live::end`]).
+    pub async fn end(&self, run: RunId, why: &str) {
+        let live = self.take(run);
+        if let Some(live) = live {
+            live.end(why).await;
+        }
+    }
+
     /// Whether a process of `run` is kept alive here.
     pub fn holds(&self, run: RunId) -> bool {
         self.live.lock().is_ok_and(|m| m.contains_key(&run))

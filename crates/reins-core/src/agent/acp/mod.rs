@@ -17,7 +17,6 @@ use std::time::Duration;
 use agent_client_protocol::v1::schema::{
     ContentBlock, PromptRequest, SessionNotification, TextContent,
 };
-use agent_client_protocol::v1::Responder;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -26,14 +25,20 @@ use super::{Account, Agent, AgentError, Move, Observation};
 use crate::engine::{Observer, Progress};
 use crate::ids::RunId;
 
+mod cancel;
 mod handshake;
+#[cfg(any(test, feature = "internals"))]
+mod landing;
 mod live;
 mod requests;
 pub mod session;
 pub mod stderr;
 mod updates;
 mod vendors;
+#[cfg(any(test, feature = "internals"))]
+pub use landing::Landed;
 pub use live::Sessions;
+pub use requests::Handled;
 use requests::{Asked, Permitted, Terminal};
 use session::{Incoming, Process};
 use updates::Seen;
@@ -155,7 +160,7 @@ pub struct Live {
     process: Process,
     session: String,
     /// The request the harness is deciding, answered when its step is done.
-    responder: std::sync::Mutex<Option<Responder<Value>>>,
+    responder: std::sync::Mutex<Option<cancel::Pending>>,
 }
 
 pub struct AcpAgent {
@@ -341,11 +346,15 @@ impl Agent for AcpAgent {
                 }
             };
             match event {
-                Incoming::Request { request, responder } => {
-                    if let Some(m) = self.on_request(*request, responder) {
+                Incoming::Request { request, responder } => match self.on_request(*request) {
+                    Handled::Answer(answer) => {
+                        let _ = responder.respond_with_result(answer);
+                    }
+                    Handled::Decide(m) => {
+                        self.hold(responder);
                         return Ok(m);
                     }
-                }
+                },
                 Incoming::Update(n) => {
                     if let Some(m) = self.on_update(&n, obs) {
                         return Ok(m);
@@ -383,6 +392,14 @@ impl Agent for AcpAgent {
                 }
             }
         }
+    }
+
+    async fn interrupt(&mut self) {
+        self.cancel_turn().await;
+    }
+
+    fn prompted(&mut self, text: &str) {
+        self.state.brief = Some(text.to_owned());
     }
 
     fn observe(&mut self, observation: &Observation) {

@@ -59,9 +59,19 @@ pub(super) struct Terminal {
     exit_code: u32,
 }
 
+/// What Reins makes of a request as it lands.
+#[derive(Debug)]
+pub enum Handled {
+    /// A move to decide through the step protocol; the request is answered when its step is done.
+    Decide(Move),
+    /// Answered at once: nothing to decide (a command's kept output, a method Reins does not
+    /// implement).
+    Answer(Result<Value, agent_client_protocol::Error>),
+}
+
 impl AcpAgent {
-    /// An agent's request as a move, or None when it was answered here (nothing to decide).
-    pub(super) fn on_request(&mut self, request: AgentRequest, responder: Responder<Value>) -> Option<Move> {
+    /// An agent's request: the move that decides it, or the answer it gets at once.
+    pub(super) fn on_request(&mut self, request: AgentRequest) -> Handled {
         let root = self.services.root.clone();
         let rel = |p: &std::path::Path| {
             crate::tools::permission::relative_to(&root, &p.to_string_lossy())
@@ -154,8 +164,7 @@ impl AcpAgent {
                     })),
                     None => Err(unknown_terminal()),
                 };
-                let _ = responder.respond_with_result(answer);
-                return None;
+                return Handled::Answer(answer);
             }
             AgentRequest::WaitForTerminalExitRequest(r) => {
                 let t = self.state.terminals.get(r.terminal_id.0.as_ref());
@@ -163,35 +172,43 @@ impl AcpAgent {
                     Some(t) => Ok(json!({"exitCode": t.exit_code})),
                     None => Err(unknown_terminal()),
                 };
-                let _ = responder.respond_with_result(answer);
-                return None;
+                return Handled::Answer(answer);
             }
             // The command ran to its end (or its timeout) inside its step: nothing is left to kill.
             AgentRequest::KillTerminalRequest(_) | AgentRequest::ReleaseTerminalRequest(_) => {
-                let _ = responder.respond_with_result(Ok(json!({})));
-                return None;
+                return Handled::Answer(Ok(json!({})));
             }
             other => {
                 tracing::info!(
                     "the agent sent a request Reins does not implement: {}",
                     agent_client_protocol::JsonRpcMessage::method(&other)
                 );
-                let _ = responder
-                    .respond_with_result(Err(agent_client_protocol::Error::method_not_found()));
-                return None;
+                return Handled::Answer(Err(agent_client_protocol::Error::method_not_found()));
             }
         };
         self.state.asked = Some(asked);
         self.state.said_ended = true;
-        if let Some(live) = self.live.as_mut() {
-            if let Ok(mut slot) = live.responder.lock() {
-                *slot = Some(responder);
-            }
-        }
-        Some(match bound {
+        Handled::Decide(match bound {
             Some(permission) => Move::Bound { call, permission },
             None => Move::Call { call, why: None },
         })
+    }
+
+    /// Keeps the agent's `responder` for the request being decided (answered by [`Self::answer`],
+    /// or refused if the run ends first).
+    pub(super) fn hold(&mut self, responder: Responder<Value>) {
+        let permission = match &self.state.asked {
+            Some(Asked::Permission { reject, .. }) => Some(reject.clone()),
+            _ => None,
+        };
+        if let Some(live) = self.live.as_mut() {
+            if let Ok(mut slot) = live.responder.lock() {
+                *slot = Some(super::cancel::Pending {
+                    responder,
+                    permission,
+                });
+            }
+        }
     }
 
     /// Answers the request whose step is done.
@@ -204,7 +221,8 @@ impl AcpAgent {
         let responder = self
             .live
             .as_mut()
-            .and_then(|l| l.responder.lock().ok().and_then(|mut r| r.take()));
+            .and_then(|l| l.responder.lock().ok().and_then(|mut r| r.take()))
+            .map(|p| p.responder);
         let refusal = || agent_client_protocol::Error::new(-32000, o.output.clone());
         let answer = match &asked {
             Asked::Write { .. } if o.ok => Ok(json!({})),

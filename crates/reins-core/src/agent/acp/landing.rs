@@ -1,0 +1,75 @@
+//! A message from the agent as it lands, decoded as the connection decodes it and handled as the
+//! run handles it: for the fuzz target and the tests, which feed Reins what an agent could send
+//! without a process behind it.
+
+use agent_client_protocol::v1::schema::{AgentRequest, SessionNotification};
+use agent_client_protocol::JsonRpcMessage as _;
+use serde_json::Value;
+
+use super::requests::Handled;
+use super::{AcpAgent, Services, Sessions, Spec};
+use crate::agent::Move;
+
+/// What Reins made of one message.
+#[derive(Debug)]
+pub enum Landed {
+    /// Not a message Reins reads (not JSON-RPC, a response, a method it does not know, params
+    /// that do not decode): the connection answers or drops it.
+    Dropped,
+    Request(Handled),
+    /// A session update, and the move it forces (the agent acted unasked: the run stops).
+    Update(Option<Move>),
+}
+
+impl AcpAgent {
+    /// An agent for `root` with no process: messages are fed to [`Self::land`].
+    pub fn detached(root: &std::path::Path) -> Self {
+        let spec = Spec {
+            name: "fuzz".into(),
+            goal: "fuzz".into(),
+            command: vec!["agent".into()],
+            env: Default::default(),
+            pass_env: Vec::new(),
+            agent: None,
+            idle_timeout_s: super::DEFAULT_IDLE_TIMEOUT_S,
+        };
+        let services = Services {
+            run: crate::ids::RunId::new(),
+            root: root.to_path_buf(),
+            secrets: std::sync::Arc::new(crate::keys::MemoryStore::default()),
+            sessions: std::sync::Arc::new(Sessions::new()),
+            log: None,
+        };
+        Self::new(spec, services)
+    }
+
+    /// One JSON-RPC message from the agent.
+    pub fn land(&mut self, message: &Value) -> Landed {
+        let Some(method) = message.get("method").and_then(Value::as_str) else {
+            return Landed::Dropped;
+        };
+        let params = message.get("params").cloned().unwrap_or(Value::Null);
+        if message.get("id").is_some() {
+            if !AgentRequest::matches_method(method) {
+                // Answered "method not found" by the connection, as `on_request` would.
+                return Landed::Dropped;
+            }
+            return match AgentRequest::parse_message(method, &params) {
+                Ok(request) => Landed::Request(self.on_request(request)),
+                Err(_) => Landed::Dropped,
+            };
+        }
+        if method != "session/update" {
+            return Landed::Dropped;
+        }
+        match serde_json::from_value::<SessionNotification>(params) {
+            Ok(n) => Landed::Update(self.on_update(&n, &crate::engine::Silent)),
+            Err(_) => Landed::Dropped,
+        }
+    }
+
+    /// Tells the agent a step's outcome, as the harness does once a move is decided.
+    pub fn decided(&mut self, observation: &crate::agent::Observation) {
+        self.answer(observation);
+    }
+}
