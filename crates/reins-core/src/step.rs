@@ -15,6 +15,8 @@ pub enum StepKind {
     ModelCall,
     /// `ask_user`: the agent asked the person something.
     Question,
+    /// Reins briefed an external agent: its goal and the profile facts it may use.
+    Prompt,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]

@@ -82,7 +82,7 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
 fn render_context(calls: &[reins_core::api::ContextView]) -> String {
     let mut s = String::new();
     if calls.is_empty() {
-        let _ = writeln!(s, "no model calls (only LLM runs have a context)");
+        let _ = writeln!(s, "no context recorded (LLM runs have one per model call, external agents one for their brief)");
         return s;
     }
     let mut facts: Vec<String> = Vec::new();

@@ -42,6 +42,12 @@ pub enum Move {
         call: ToolCall,
         permission: i64,
     },
+    /// Brief an external agent: its first prompt, `text`, goes to it with the profile facts it
+    /// may use, added by the harness (which journals what was sent and hands it to
+    /// [`Agent::prompted`]).
+    Prompt {
+        text: String,
+    },
     Finish {
         summary: String,
     },
@@ -118,6 +124,8 @@ pub trait Agent: Send + Sync {
     /// Told once when a run resumes, before the agent proposes anything: what was done, what was
     /// settled and what changed meanwhile. An LLM agent puts it in its context.
     fn recovered(&mut self, _summary: &crate::resume::RecoverySummary) {}
+    /// The brief the harness assembled for the [`Move::Prompt`] this agent proposed: what to send.
+    fn prompted(&mut self, _text: &str) {}
     /// The model's answer to the [`Move::Think`] this agent proposed.
     fn replied(&mut self, _reply: &crate::provider::Completion) {}
     /// Goal, constraints, what is done and pending: kept in every checkpoint (in the agent state)

@@ -79,6 +79,8 @@ pub(super) struct Drive<'a> {
     /// The highest step seq the journal held when this drive started: steps up to it are reused.
     pub(super) journal_through: i64,
     pub(super) resumed: Resumption,
+    /// When this attempt began (ms): what the journal holds from before it, an earlier attempt did.
+    pub(super) started_at: i64,
     /// The API key, once looked up in this attempt.
     pub(super) api_key: Option<crate::keys::Secret>,
     /// Proves ownership in every commit (its fence) and remembers the audit chain's head.
@@ -207,6 +209,7 @@ impl<'a> Drive<'a> {
             owner,
             journal_through,
             resumed,
+            started_at: now_ms(),
             api_key: None,
             e,
             obs,
@@ -269,6 +272,7 @@ impl<'a> Drive<'a> {
             let stopped = match next {
                 Move::Think(input) => self.think(input).await?,
                 Move::Ask { question } => self.ask(question).await?,
+                Move::Prompt { text } => self.brief(text).await?,
                 Move::Call { call, why } => self.step(call, why, None).await?,
                 Move::Bound { call, permission } => {
                     self.step(call, None, Some(permission)).await?

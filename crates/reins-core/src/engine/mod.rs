@@ -36,7 +36,9 @@ use crate::policy::Policy;
 use crate::store::{self, runs, Store};
 
 mod account;
+mod applied;
 mod bind;
+mod brief;
 mod claim;
 mod commit;
 mod confirm;

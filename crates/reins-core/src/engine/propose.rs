@@ -134,6 +134,9 @@ impl Drive<'_> {
             Ruling::Ask { verdict, preview } => {
                 rec.preview = Some(preview);
                 let plan = plan.ok().flatten();
+                if let Some(earlier) = self.already_applied(action, plan.as_ref()).await? {
+                    return self.confirm_applied(&rec, earlier).await.map(|_| None);
+                }
                 if let Some(permission) = bound {
                     if self.permitted(permission, seq, action).await? {
                         return self.execute(&rec, action, plan, &resolved).await;

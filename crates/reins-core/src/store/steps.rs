@@ -161,6 +161,27 @@ pub async fn recent(pool: &SqlitePool, run: RunId, before: i64, n: i64) -> Resul
     Ok(rows)
 }
 
+/// The latest step of the run that carried out exactly this action (tool and hash) and was done
+/// before `before` (ms).
+pub async fn done_with(
+    pool: &SqlitePool,
+    run: RunId,
+    tool: &str,
+    action_hash: &str,
+    before: i64,
+) -> Result<Option<i64>> {
+    Ok(sqlx::query_scalar(
+        "SELECT MAX(seq) FROM steps WHERE run_id = ? AND tool = ? AND action_hash = ?
+           AND status = 'done' AND ended_at < ?",
+    )
+    .bind(run)
+    .bind(tool)
+    .bind(action_hash)
+    .bind(before)
+    .fetch_one(pool)
+    .await?)
+}
+
 /// How many tool steps before `seq` are done (a review card's progress).
 pub async fn tool_steps_done_before(pool: &SqlitePool, run: RunId, seq: i64) -> Result<i64> {
     Ok(sqlx::query_scalar(

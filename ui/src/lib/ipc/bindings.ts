@@ -842,7 +842,9 @@ export type StepKind =
 /**  A request to the model (the LLM agent). */
 "model_call" | 
 /**  `ask_user`: the agent asked the person something. */
-"question";
+"question" | 
+/**  Reins briefed an external agent: its goal and the profile facts it may use. */
+"prompt";
 
 export type StepStatus = 
 /**  Its effect's intent is written; the effect is running (or a crash interrupted it). */

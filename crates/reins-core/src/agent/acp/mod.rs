@@ -116,6 +116,10 @@ struct State {
     session: Option<String>,
     /// Prompts sent (the first carries the goal).
     prompts: u32,
+    /// The first prompt as the harness assembled it (the goal and the profile facts): sent again
+    /// as the first prompt of a new session.
+    #[serde(default)]
+    brief: Option<String>,
     asked: Option<Asked>,
     permitted: Vec<Permitted>,
     terminals: BTreeMap<String, Terminal>,
@@ -212,13 +216,18 @@ impl AcpAgent {
         }
     }
 
-    /// Sends the next prompt (the goal first, then what the agent must hear).
+    /// The goal as the agent's first prompt gives it, before the harness adds the facts.
+    fn goal_text(&self) -> String {
+        format!(
+            "{}\n\n(You run under Reins: every file write and command goes through its review. If a request is refused you will be told why.)",
+            self.spec.goal
+        )
+    }
+
+    /// Sends the next prompt (the brief first, then what the agent must hear).
     fn prompt(&mut self) -> Result<(), String> {
         let text = if self.state.prompts == 0 {
-            let mut t = format!(
-                "{}\n\n(You run under Reins: every file write and command goes through its review. If a request is refused you will be told why.)",
-                self.spec.goal
-            );
+            let mut t = self.state.brief.clone().unwrap_or_else(|| self.goal_text());
             for extra in self.state.tell.drain(..) {
                 t.push_str("\n\n");
                 t.push_str(&extra);
@@ -317,6 +326,12 @@ impl Agent for AcpAgent {
 
     async fn next_observed(&mut self, obs: &dyn Observer) -> Result<Move, AgentError> {
         self.keep = false;
+        if self.state.brief.is_none() && self.state.prompts == 0 {
+            // The harness briefs the agent first: the goal with the facts it may use.
+            return Ok(Move::Prompt {
+                text: self.goal_text(),
+            });
+        }
         if let Err(why) = self.live().await {
             return Ok(self.died(&why));
         }

@@ -155,6 +155,10 @@ kinds! {
     GrantRevoked(GrantRevoked) = "grant.revoked" [from],
     /// An external agent's write ran under the permission it was granted at an earlier step.
     BoundToPermission(BoundToPermission) = "grant.bound_to_permission" [from],
+    /// A write asked for again was already done and on disk: confirmed without writing.
+    AlreadyApplied(AlreadyApplied) = "intent.already_applied" [from],
+    /// Reins sent an external agent its brief: the goal and the profile facts it may use.
+    AgentBriefed(AgentBriefed) = "agent.briefed" [from],
     /// Who an external agent is, as it said at `initialize` (also in the run's compat record).
     AgentIdentified(crate::compat::ExternalAgent) = "agent.identified" [from],
     AgentReported(AgentReported) = "agent.reported" [from],

@@ -384,6 +384,26 @@ pub struct BoundToPermission {
     pub action_hash: String,
 }
 
+/// Reins briefed an external agent: its goal, and the profile facts it may use (ids only).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentBriefed {
+    pub step: i64,
+    pub tokens: usize,
+    pub facts_used: Vec<String>,
+}
+
+/// A write asked for again that the journal holds done and the files already show (an external
+/// agent restarted after a crash): confirmed without writing.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AlreadyApplied {
+    pub step: i64,
+    /// The done step that carried it out.
+    pub earlier: i64,
+    pub action_hash: String,
+}
+
 /// An external agent's account of its own work: a tool call and its status, its plan, its token
 /// usage, a mode change. What it says, not what Reins decided.
 #[derive(Clone, Debug, Serialize)]

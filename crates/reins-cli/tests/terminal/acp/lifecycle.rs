@@ -1,0 +1,353 @@
+//! An external agent's lifecycle under Reins, exact to the protocol: a scripted ACP agent
+//! (`tests/fixtures/acp_agent.py`, no model) logs every message Reins sends it. A pause or a drain
+//! mid-turn is `session/cancel`, then the process ends and the run is paused at a verified
+//! checkpoint; resuming starts a new process that is told why its turn stopped. A run cancelled
+//! while its agent waits on a permission answers it with the reject option. The first prompt
+//! carries the profile facts, with a manifest. An agent that requires it is signed in with a key.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use super::common::{signal, text, Cli};
+use super::{card, finish};
+
+/// The scripted agent with `script`; its log is `agent.log` in the sandbox.
+struct Scripted {
+    command: String,
+    log: PathBuf,
+}
+
+impl Scripted {
+    fn new(cli: &Cli, script: serde_json::Value) -> anyhow::Result<Self> {
+        let file = cli.tmp.path().join("script.json");
+        std::fs::write(&file, script.to_string())?;
+        let log = cli.tmp.path().join("agent.log");
+        let agent = reins_tests::repo_root().join("tests/fixtures/acp_agent.py");
+        Ok(Self {
+            command: shell_words::join([
+                "python3".to_owned(),
+                agent.display().to_string(),
+                file.display().to_string(),
+                log.display().to_string(),
+            ]),
+            log,
+        })
+    }
+
+    /// Every message the agent received, in order.
+    fn received(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    fn methods(&self) -> Vec<String> {
+        self.received()
+            .iter()
+            .filter_map(|m| m["method"].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// The process ids the agent ran as, one per start.
+    fn pids(&self) -> Vec<i32> {
+        self.received()
+            .iter()
+            .filter_map(|m| m["pid"].as_i64().and_then(|p| i32::try_from(p).ok()))
+            .collect()
+    }
+
+    /// The text of each prompt it was sent.
+    fn prompts(&self) -> Vec<String> {
+        self.received()
+            .iter()
+            .filter(|m| m["method"] == "session/prompt")
+            .map(|m| {
+                m["params"]["prompt"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+            .collect()
+    }
+
+    fn wait_for(&self, method: &str, n: usize) -> anyhow::Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.methods().iter().filter(|m| *m == method).count() < n {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the agent never got {method} #{n}: {:?}",
+                self.methods()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    fn run(&self, cli: &Cli, goal: &str) -> anyhow::Result<Child> {
+        Ok(cli
+            .strict_cmd()
+            .args([
+                "run",
+                "--acp",
+                goal,
+                "--agent",
+                &self.command,
+                "--workspace",
+            ])
+            .arg(cli.ws())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?)
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+fn the_run(cli: &Cli) -> anyhow::Result<(String, serde_json::Value)> {
+    let id = cli.only_run()?;
+    let show = cli.json(&["show", &id])?;
+    Ok((id, show))
+}
+
+#[test]
+fn a_pause_mid_turn_cancels_the_turn_ends_the_agent_and_resume_carries_on() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let agent = Scripted::new(
+        &cli,
+        serde_json::json!({"turns": [[{"wait": "cancel"}], [{"say": "Carried on."}]]}),
+    )?;
+    let child = agent.run(&cli, "Tidy the runbook")?;
+    agent.wait_for("session/prompt", 1)?;
+    let id = cli.only_run()?;
+    let out = cli.strict_cmd().args(["pause", &id]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let (code, said) = finish(child)?;
+    assert_eq!(code, Some(3), "paused needs a human: {said}");
+    assert!(
+        agent.methods().contains(&"session/cancel".to_owned()),
+        "{:?}",
+        agent.methods()
+    );
+    let first = agent.pids()[0];
+    assert!(!alive(first), "the agent's process ended with the pause");
+    let (_, show) = the_run(&cli)?;
+    assert_eq!(show["run"]["state"], "paused", "{show}");
+    let kinds = super::kinds(&cli)?;
+    assert!(kinds.iter().any(|k| k == "run.paused"), "{kinds:?}");
+
+    let out = cli.strict_cmd().args(["resume", &id]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let out = cli.strict_cmd().args(["worker", "--once"]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let (_, show) = the_run(&cli)?;
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
+    assert_eq!(agent.pids().len(), 2, "a new process for the resumed run");
+    let prompts = agent.prompts();
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    assert!(prompts[0].contains("Tidy the runbook"), "{prompts:?}");
+    assert!(
+        prompts[1].contains("Tidy the runbook") && prompts[1].contains("turn was cancelled"),
+        "the new session hears the goal and why the last turn stopped: {prompts:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_drain_mid_turn_ends_at_once_with_the_run_paused_and_the_agent_ended() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let agent = Scripted::new(&cli, serde_json::json!({"turns": [[{"wait": "cancel"}]]}))?;
+    let child = agent.run(&cli, "Think for a long time")?;
+    agent.wait_for("session/prompt", 1)?;
+    let start = Instant::now();
+    signal(&child, rustix::process::Signal::TERM)?;
+    let (code, said) = finish(child)?;
+    let took = start.elapsed();
+    assert_eq!(code, Some(3), "{said}");
+    assert!(
+        took < Duration::from_secs(20),
+        "bounded by the agent's grace, not its turn ({took:?}): {said}"
+    );
+    assert!(agent.methods().contains(&"session/cancel".to_owned()));
+    assert!(!alive(agent.pids()[0]));
+    let (_, show) = the_run(&cli)?;
+    assert_eq!(show["run"]["state"], "paused", "{show}");
+    assert!(
+        show["run"]["lastError"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("drain"),
+        "{show}"
+    );
+    Ok(())
+}
+
+#[test]
+fn cancelling_a_run_while_its_agent_waits_on_a_permission_answers_it_no() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let agent = Scripted::new(
+        &cli,
+        serde_json::json!({"turns": [[{"permission": {"path": "NOTES.md", "content": "hello\n"}}]]}),
+    )?;
+    let mut child = agent.run(&cli, "Write the notes")?;
+    let card = card(&cli, &mut child)?;
+    assert_eq!(card["tool"], "agent.permission", "{card}");
+    let id = cli.only_run()?;
+    let out = cli.strict_cmd().args(["cancel", &id]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let (code, said) = finish(child)?;
+    assert_ne!(code, Some(0), "{said}");
+    let answer = agent
+        .received()
+        .into_iter()
+        .find(|m| m.get("result").is_some_and(|r| r.get("outcome").is_some()))
+        .ok_or_else(|| {
+            anyhow::anyhow!("the permission was never answered: {:?}", agent.received())
+        })?;
+    assert_eq!(
+        answer["result"]["outcome"],
+        serde_json::json!({"outcome": "selected", "optionId": "no"}),
+        "answered with its reject option"
+    );
+    assert!(!alive(agent.pids()[0]));
+    assert!(!cli.ws().join("NOTES.md").exists());
+    let (_, show) = the_run(&cli)?;
+    assert_eq!(show["run"]["state"], "cancelled", "{show}");
+    Ok(())
+}
+
+#[test]
+fn the_first_prompt_carries_the_profile_facts_with_a_manifest() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let out = cli
+        .strict_cmd()
+        .args([
+            "memory",
+            "add",
+            "--category",
+            "style",
+            "--key",
+            "indent",
+            "--value",
+            "two spaces in YAML",
+        ])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let agent = Scripted::new(&cli, serde_json::json!({"turns": [[{"say": "Noted."}]]}))?;
+    let (code, said) = finish(agent.run(&cli, "Fix the YAML")?)?;
+    assert_eq!(code, Some(0), "{said}");
+    let prompts = agent.prompts();
+    assert!(
+        prompts[0].contains("Fix the YAML")
+            && prompts[0].contains("style.indent: two spaces in YAML"),
+        "{prompts:?}"
+    );
+    let (id, show) = the_run(&cli)?;
+    let steps = show["steps"].as_array().cloned().unwrap_or_default();
+    assert_eq!(steps[0]["tool"], "agent.prompt", "{show}");
+    let context = cli.run(&["show", &id, "--context"])?;
+    let context = text(&context);
+    assert!(
+        context.contains("external agent") && context.contains("fact"),
+        "{context}"
+    );
+    assert!(context.contains("style.indent"), "{context}");
+    let kinds = super::kinds(&cli)?;
+    assert!(kinds.iter().any(|k| k == "agent.briefed"), "{kinds:?}");
+
+    // Memory off: no facts reach the agent.
+    let out = cli.strict_cmd().args(["memory", "off"]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::remove_file(&agent.log)?;
+    std::fs::remove_file(agent.log.with_extension("log.turns")).ok();
+    let (code, said) = finish(agent.run(&cli, "Fix the YAML again")?)?;
+    assert_eq!(code, Some(0), "{said}");
+    let prompts = agent.prompts();
+    assert!(!prompts[0].contains("two spaces"), "{prompts:?}");
+    Ok(())
+}
+
+#[test]
+fn a_write_asked_for_again_after_a_crash_is_confirmed_from_the_journal_without_writing(
+) -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let write = serde_json::json!({"path": "NOTES.md", "content": "hello\n"});
+    // Restarted, the agent does not know its write landed, and asks for it all over again.
+    let agent = Scripted::new(
+        &cli,
+        serde_json::json!({"turns": [
+            [{"permission": write}, {"write": write}],
+            [{"permission": write}, {"write": write}, {"say": "Written."}],
+        ]}),
+    )?;
+    let effects = cli.tmp.path().join("effects.log");
+    let mut child = cli
+        .strict_cmd()
+        .env("REINS_EFFECT_LOG", &effects)
+        .env("REINS_FAULT", "after_confirm")
+        .args([
+            "run",
+            "--acp",
+            "Write the notes",
+            "--agent",
+            &agent.command,
+            "--workspace",
+        ])
+        .arg(cli.ws())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let card = card(&cli, &mut child)?;
+    let id = card["id"].as_str().unwrap_or_default();
+    let out = cli.strict_cmd().args(["approve", id]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    // The write is carried out and confirmed, and Reins dies before the agent hears.
+    let (code, said) = finish(child)?;
+    assert_ne!(code, Some(0), "{said}");
+    assert!(said.contains("after_confirm"), "{said}");
+    let out = cli
+        .strict_cmd()
+        .env("REINS_EFFECT_LOG", &effects)
+        .args(["worker", "--once"])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let (_, show) = the_run(&cli)?;
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
+    assert_eq!(cli.read("NOTES.md")?, "hello\n");
+    let ran = std::fs::read_to_string(&effects)?;
+    assert_eq!(ran.lines().count(), 1, "written exactly once: {ran}");
+    let all = cli.json(&["approvals", "--all"])?;
+    assert_eq!(
+        all.as_array().map(Vec::len),
+        Some(1),
+        "reviewed once: {all}"
+    );
+    let confirmed = super::kinds(&cli)?
+        .iter()
+        .filter(|k| *k == "intent.already_applied")
+        .count();
+    assert_eq!(
+        confirmed, 2,
+        "the permission and the write, both from the journal"
+    );
+    // The restarted agent heard yes to both.
+    let answers: Vec<serde_json::Value> = agent
+        .received()
+        .into_iter()
+        .filter(|m| m.get("result").is_some() && m.get("method").is_none())
+        .map(|m| m["result"].clone())
+        .collect();
+    assert!(
+        answers
+            .contains(&serde_json::json!({"outcome": {"outcome": "selected", "optionId": "yes"}})),
+        "{answers:?}"
+    );
+    Ok(())
+}
