@@ -132,3 +132,78 @@ fn a_secret_sealed_at_rest_is_masked_on_the_card_and_whole_on_request() -> anyho
     assert!(found.is_empty(), "sealed at rest, but found in {found:?}");
     Ok(())
 }
+
+/// An ACP agent that will not open a session until signed in is signed in with the method that
+/// names the variable Reins sets from the keyring; the key reaches it only in its environment.
+#[test]
+#[ignore = "needs a Secret Service on the session bus: scripts/test runs it under dbus-run-session"]
+fn an_acp_agent_that_requires_it_is_signed_in_with_a_key_from_the_keyring() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no session bus: run this under dbus-run-session with gnome-keyring-daemon --unlock (see scripts/test)"
+    );
+    let cli = Cli::new()?;
+    let name = format!("reins-acp-{}", std::process::id());
+    let key = "sk-acp-Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz2";
+    let script = cli.tmp.path().join("script.json");
+    std::fs::write(
+        &script,
+        serde_json::json!({
+            "requireAuth": "OPENAI_API_KEY",
+            "authMethods": [
+                {"id": "chatgpt", "name": "Login with ChatGPT"},
+                {"type": "env_var", "id": "openai-api-key", "name": "Use OPENAI_API_KEY",
+                 "vars": [{"name": "OPENAI_API_KEY"}]},
+            ],
+            "turns": [[{"say": "Signed in and done."}]],
+        })
+        .to_string(),
+    )?;
+    let log = cli.tmp.path().join("agent.log");
+    let agent = shell_words::join([
+        "python3".to_owned(),
+        common::repo_root()
+            .join("tests/fixtures/acp_agent.py")
+            .display()
+            .to_string(),
+        script.display().to_string(),
+        log.display().to_string(),
+    ]);
+    let run = |env: &str| {
+        cli.strict_cmd()
+            .args([
+                "run",
+                "--acp",
+                "Sign in",
+                "--agent",
+                &agent,
+                "--env",
+                env,
+                "--workspace",
+            ])
+            .arg(cli.ws())
+            .output()
+    };
+    // No such key yet: refused before anything starts, saying how to store it.
+    let out = run(&format!("OPENAI_API_KEY={name}"))?;
+    assert!(!out.status.success());
+    assert!(text(&out).contains("reins keys set"), "{}", text(&out));
+
+    let out = set_key(&cli, &name, key)?;
+    assert!(out.status.success(), "keys set: {}", text(&out));
+    let out = run(&format!("OPENAI_API_KEY={name}"))?;
+    assert!(out.status.success(), "{}", text(&out));
+    let received = std::fs::read_to_string(&log)?;
+    let signed_in = received
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .any(|m| m["method"] == "authenticate" && m["params"]["methodId"] == "openai-api-key");
+    assert!(signed_in, "{received}");
+    assert!(
+        !received.contains(key),
+        "the key is never sent over the protocol"
+    );
+    // Nothing Reins stored or logged holds the key.
+    assert!(files_containing(&cli.data(), key.as_bytes())?.is_empty());
+    Ok(())
+}

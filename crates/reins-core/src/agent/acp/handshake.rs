@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use agent_client_protocol::v1::schema::{
-    LoadSessionRequest, NewSessionRequest, SessionConfigOption, SessionModeState,
+    AuthenticateRequest, LoadSessionRequest, NewSessionRequest, SessionConfigOption, SessionModeState,
     SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use serde_json::Value;
@@ -94,12 +94,22 @@ impl AcpAgent {
     }
 
     async fn new_session(&mut self, process: &mut Process) -> Result<Opened, String> {
-        let r = process
-            .conn
-            .send_request(NewSessionRequest::new(self.services.root.clone()))
-            .block_task()
-            .await
-            .map_err(|e| format!("the agent did not open a session: {e}"))?;
+        let root = self.services.root.clone();
+        let open = |p: &Process| {
+            p.conn
+                .send_request(NewSessionRequest::new(root.clone()))
+                .block_task()
+        };
+        let r = match open(process).await {
+            Ok(r) => Ok(r),
+            // Signed in with a key from the keyring, then asked again.
+            Err(e) if e.code == agent_client_protocol::ErrorCode::AUTH_REQUIRED => {
+                self.authenticate(process).await?;
+                open(process).await
+            }
+            Err(e) => Err(e),
+        }
+        .map_err(|e| format!("the agent did not open a session: {e}"))?;
         // A new session knows nothing yet: the goal goes in its first prompt again.
         self.state.prompts = 0;
         self.state.in_turn = false;
@@ -109,6 +119,55 @@ impl AcpAgent {
             config: r.config_options,
         })
     }
+}
+
+impl AcpAgent {
+    /// Signs in with the method that names a variable Reins sets from the keyring
+    /// (`--env OPENAI_API_KEY=KEY`): codex-acp's "Use OPENAI_API_KEY", for example. The key
+    /// reaches the agent only through its environment.
+    async fn authenticate(&self, process: &Process) -> Result<(), String> {
+        let methods: Vec<(String, String)> = process
+            .init
+            .auth_methods
+            .iter()
+            .filter_map(|m| {
+                let v = serde_json::to_value(m).ok()?;
+                let id = v.get("id")?.as_str()?.to_owned();
+                let text = ["id", "name", "description"]
+                    .iter()
+                    .filter_map(|k| v.get(*k).and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                Some((id, text))
+            })
+            .collect();
+        let Some((id, _)) = auth_method(&methods, self.spec.env.keys()) else {
+            let offered: Vec<&str> = methods.iter().map(|(id, _)| id.as_str()).collect();
+            return Err(format!(
+                "the agent needs to be signed in (it answered \"Authentication required\"); it offers {offered:?}. Reins signs in with a key from the OS keyring: store it with `reins keys set NAME`, then give it to the agent as the variable its method names, e.g. `--env OPENAI_API_KEY=NAME` (on `reins run` or `reins agents add`)"
+            ));
+        };
+        process
+            .conn
+            .send_request(AuthenticateRequest::new(id.clone()))
+            .block_task()
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("the agent refused to sign in with {id:?}: {e}"))
+    }
+}
+
+/// The first method (id, its words) that names one of the variables Reins sets, as a word.
+fn auth_method<'m, 'v>(
+    methods: &'m [(String, String)],
+    vars: impl Iterator<Item = &'v String> + Clone,
+) -> Option<&'m (String, String)> {
+    methods.iter().find(|(_, text)| {
+        vars.clone().any(|var| {
+            text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|word| word == var)
+        })
+    })
 }
 
 /// A session as opened: its id, and the modes or config options it offers.
@@ -216,6 +275,24 @@ pub(super) fn capabilities(v: &Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn the_sign_in_method_is_the_one_naming_a_variable_reins_sets() {
+        let methods: Vec<(String, String)> = [
+            ("chatgpt", "chatgpt Login with ChatGPT"),
+            ("codex-api-key", "codex-api-key Use CODEX_API_KEY Requires setting the `CODEX_API_KEY` environment variable."),
+            ("openai-api-key", "openai-api-key Use OPENAI_API_KEY Requires setting the `OPENAI_API_KEY` environment variable."),
+        ]
+        .iter()
+        .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+        .collect();
+        let vars = ["OPENAI_API_KEY".to_owned()];
+        let chosen = super::auth_method(&methods, vars.iter()).map(|(id, _)| id.as_str());
+        assert_eq!(chosen, Some("openai-api-key"));
+        let none = ["OPENAI_API".to_owned()];
+        assert_eq!(super::auth_method(&methods, none.iter()), None, "a whole word only");
+        assert_eq!(super::auth_method(&methods, [].iter()), None, "no key, no sign-in");
+    }
 
     #[test]
     fn capabilities_read_as_dotted_names() {
