@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use reins_core::agent::acp::{AcpAgent, Handled, Landed};
 use reins_core::agent::script::Plan;
+use reins_core::agent::{Agent as _, Move, Observation};
 use reins_core::checkpoint::{self, Payload};
 use reins_core::digest::Digest;
 use reins_core::policy::rules::RuleSet;
@@ -221,4 +223,61 @@ pub fn rules(data: &[u8]) {
         let tight = set.tighten_only();
         assert!(tight.expire_after_secs() > 0);
     }
+}
+
+/// Messages from an external agent as they land (ACP), one JSON-RPC message a line: decoded as the
+/// connection decodes them and handled as a run handles them. Every request that becomes a move is
+/// jailed and judged like an edit, and then decided (yes or no, by the line's length) so its answer
+/// is built too; a path outside the workspace never becomes an action; the agent's state, whatever
+/// it saw, is checkpointed and restored to itself.
+pub fn acp(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let ws = workspace();
+    let mut agent = AcpAgent::detached(ws.root());
+    for (i, line) in text.lines().enumerate() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        match agent.land(&message) {
+            Landed::Request(Handled::Decide(
+                Move::Call { call, .. } | Move::Bound { call, .. },
+            )) => {
+                let outside = call
+                    .args
+                    .get("path")
+                    .and_then(serde_json::Value::as_str)
+                    .is_some_and(|p| p.starts_with('/'));
+                if outside {
+                    assert!(
+                        Action::parse(&call, ws).is_err(),
+                        "a path outside the workspace became an action: {call:?}"
+                    );
+                }
+                assess_call(&call);
+                agent.decided(&Observation {
+                    seq: i as i64 + 1,
+                    tool: call.tool.clone(),
+                    ok: line.len() % 2 == 0,
+                    output: "decided by the fuzzer".into(),
+                    artifact: None,
+                });
+            }
+            Landed::Request(Handled::Decide(other)) => {
+                panic!("a request became {other:?}: {line}")
+            }
+            Landed::Request(Handled::Answer(_)) | Landed::Update(_) | Landed::Dropped => {}
+        }
+    }
+    let state = agent.state();
+    let mut again = AcpAgent::detached(ws.root());
+    if let Err(e) = again.restore(&state) {
+        panic!("the agent's own state does not restore: {e}: {state}");
+    }
+    assert_eq!(
+        again.state(),
+        state,
+        "the agent's state changed in a checkpoint"
+    );
 }
