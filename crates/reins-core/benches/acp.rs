@@ -1,0 +1,222 @@
+//! Benchmark: what Reins adds to each request an external agent (ACP) sends it.
+//!
+//!   cargo bench -p reins-core --features internals --bench acp [-- REQUESTS ROUNDS]   (defaults 200 5)
+//!
+//! A stand-in agent (`benches/support/acp_agent.py`, no model) asks its client for REQUESTS
+//! `fs/write_text_file`s and then REQUESTS `session/request_permission`s for an edit, one at a time,
+//! timing each round trip itself. Each round runs it twice, in the same process, on the same disk:
+//! - **pass-through**: a client on the same ACP connection code that writes the file with
+//!   `std::fs::write` and allows every permission — the least a client can do;
+//! - **Reins**: an ACP run under a policy that allows everything, so each write goes through the
+//!   whole step protocol (jail, policy, plan and pre-image, intent with a FULL commit, atomic write,
+//!   confirm with checkpoint and audit in a FULL commit) and each permission is judged as the write
+//!   it reports and journaled, with no person in the loop.
+//!
+//! Prints the median round trip of each, and the median added per request (goal ≤ 5 ms).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_client_protocol::v1::schema::{
+    AgentRequest, ContentBlock, NewSessionRequest, PromptRequest, TextContent,
+};
+use reins_core::agent::acp::session::{Incoming, Process};
+use reins_core::api::{
+    AcpRunRequest, Action, DataDir, Decision, DriveOutcome, Options, Policy, PolicyContext, Reins,
+    Risk, Silent, Verdict,
+};
+use serde_json::json;
+
+/// Allows everything: the bench measures the step protocol, not a review.
+struct PermitAll;
+
+impl Policy for PermitAll {
+    fn classify(&self, action: &Action, _cx: &PolicyContext<'_>) -> Verdict {
+        Verdict {
+            risk: Risk::Low,
+            decision: Decision::Allow,
+            reasons: vec![format!("{}: allowed (bench policy)", action.tool())],
+            segments: Vec::new(),
+        }
+    }
+
+    fn version(&self) -> String {
+        "permit-all/1".into()
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Timings {
+    write: Vec<f64>,
+    permission: Vec<f64>,
+}
+
+fn agent_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/support/acp_agent.py")
+}
+
+fn argv(n: usize, out: &Path) -> Vec<String> {
+    vec![
+        "python3".into(),
+        agent_script().display().to_string(),
+        n.to_string(),
+        out.display().to_string(),
+    ]
+}
+
+fn read(out: &Path) -> Timings {
+    serde_json::from_slice(&std::fs::read(out).expect("the agent wrote its timings"))
+        .expect("timings are JSON")
+}
+
+/// The least a client can do: write the file, allow the permission.
+async fn pass_through(n: usize, ws: &Path, out: &Path) -> Timings {
+    let mut p = Process::start(&argv(n, out), ws, &[], &[], &[], None)
+        .await
+        .expect("the agent starts");
+    let session = p
+        .conn
+        .send_request(NewSessionRequest::new(ws.to_path_buf()))
+        .block_task()
+        .await
+        .expect("a session")
+        .session_id;
+    let conn = p.conn.clone();
+    let tx = p.events_tx.clone();
+    tokio::spawn(async move {
+        let r = conn
+            .send_request(PromptRequest::new(
+                session,
+                vec![ContentBlock::Text(TextContent::new("go"))],
+            ))
+            .block_task()
+            .await;
+        let _ = tx.send(Incoming::TurnEnded(
+            r.map(|_| "end_turn".into()).map_err(|e| e.to_string()),
+        ));
+    });
+    while let Some(event) = p.events.recv().await {
+        match event {
+            Incoming::Request { request, responder } => {
+                let answer = match *request {
+                    AgentRequest::WriteTextFileRequest(r) => {
+                        if let Some(dir) = r.path.parent() {
+                            std::fs::create_dir_all(dir).unwrap();
+                        }
+                        std::fs::write(&r.path, r.content).unwrap();
+                        json!({})
+                    }
+                    AgentRequest::RequestPermissionRequest(_) => {
+                        json!({"outcome": {"outcome": "selected", "optionId": "once"}})
+                    }
+                    other => panic!("unexpected request {other:?}"),
+                };
+                responder.respond_with_result(Ok(answer)).unwrap();
+            }
+            Incoming::TurnEnded(r) => {
+                r.expect("the turn ends");
+                break;
+            }
+            Incoming::Update(_) => {}
+            Incoming::Closed(why) => panic!("the agent closed: {why}"),
+        }
+    }
+    read(out)
+}
+
+/// The same agent as an ACP run under Reins.
+async fn under_reins(n: usize, ws: &Path, data: &Path, out: &Path) -> Timings {
+    let options = Options {
+        policy: Some(std::sync::Arc::new(PermitAll)),
+        ..Options::default()
+    };
+    let reins = Reins::open(DataDir::at(data), options).await.unwrap();
+    let req = AcpRunRequest {
+        goal: "measure".into(),
+        name: Some("bench".into()),
+        agent: shell_words::join(argv(n, out)),
+        env: Default::default(),
+        pass_env: Vec::new(),
+        idle_timeout_s: Some(600),
+    };
+    let id = reins.create_acp_run(req, ws, &Silent).await.unwrap();
+    match reins.drive(id, &Silent).await.unwrap() {
+        DriveOutcome::Finished { .. } => {}
+        other => panic!("the run did not finish: {other:?}"),
+    }
+    reins.close().await;
+    read(out)
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().filter(|a| a != "--bench").collect();
+    let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200);
+    let rounds: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut base = (Vec::new(), Vec::new());
+    let mut reins = (Vec::new(), Vec::new());
+    println!("ACP requests: {n} writes and {n} permissions per run, {rounds} rounds");
+    for round in 1..=rounds {
+        let tmp = tempfile::tempdir().unwrap();
+        let (ws_a, ws_b) = (tmp.path().join("a"), tmp.path().join("b"));
+        std::fs::create_dir_all(ws_a.join("out")).unwrap();
+        std::fs::create_dir_all(ws_b.join("out")).unwrap();
+        let t = rt.block_on(pass_through(n, &ws_a, &tmp.path().join("a.json")));
+        let (mut w, mut p) = (t.write, t.permission);
+        let (bw, bp) = (median(&mut w), median(&mut p));
+        base.0.extend(w);
+        base.1.extend(p);
+        let t = rt.block_on(under_reins(
+            n,
+            &ws_b,
+            &tmp.path().join("data"),
+            &tmp.path().join("b.json"),
+        ));
+        let (mut w, mut p) = (t.write, t.permission);
+        let (rw, rp) = (median(&mut w), median(&mut p));
+        reins.0.extend(w);
+        reins.1.extend(p);
+        println!(
+            "round {round}: write {bw:.3} → {rw:.3} ms, permission {bp:.3} → {rp:.3} ms (pass-through → Reins, medians)"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (bw, bp) = (median(&mut base.0), median(&mut base.1));
+    let (rw, rp) = (median(&mut reins.0), median(&mut reins.1));
+    println!();
+    println!(
+        "{:<22} {:>14} {:>10} {:>12} {:>8}",
+        "request", "pass-through", "Reins", "added", "goal"
+    );
+    println!(
+        "{:<22} {:>11.3} ms {:>7.3} ms {:>9.3} ms {:>8}",
+        "fs/write_text_file",
+        bw,
+        rw,
+        rw - bw,
+        if rw - bw <= 5.0 {
+            "≤ 5 ms ok"
+        } else {
+            "OVER 5 ms"
+        }
+    );
+    println!(
+        "{:<22} {:>11.3} ms {:>7.3} ms {:>9.3} ms {:>8}",
+        "request_permission",
+        bp,
+        rp,
+        rp - bp,
+        if rp - bp <= 5.0 {
+            "≤ 5 ms ok"
+        } else {
+            "OVER 5 ms"
+        }
+    );
+}
