@@ -93,7 +93,7 @@ impl Sink {
     }
 
     fn keep(&mut self, line: &[u8]) {
-        let mut text = String::from_utf8_lossy(line).into_owned();
+        let mut text = plain(&String::from_utf8_lossy(line));
         for s in &self.secrets {
             if text.contains(s.as_str()) {
                 text = text.replace(s.as_str(), "[redacted]");
@@ -108,6 +108,41 @@ impl Sink {
             }
         }
     }
+}
+
+/// The text without terminal escapes (colours, cursor moves) and other control characters but
+/// tab and newline: what a person reads in `reins show` and the app, and what the log keeps.
+fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\u{1b}' => {
+                // CSI (`ESC [ … final`), OSC (`ESC ] … BEL or ESC \`), or a two-byte escape.
+                match chars.next() {
+                    Some('[') => {
+                        for c in chars.by_ref() {
+                            if ('@'..='~').contains(&c) {
+                                break;
+                            }
+                        }
+                    }
+                    Some(']') => {
+                        while let Some(c) = chars.next() {
+                            if c == '\u{7}' || (c == '\u{1b}' && chars.next_if_eq(&'\\').is_some()) {
+                                break;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            '\t' | '\n' => out.push(c),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn rotated(path: &Path) -> PathBuf {
@@ -184,6 +219,15 @@ mod tests {
             .unwrap_or_default();
         assert!(tail.trim_end().lines().last().is_some_and(|l| l.starts_with("02999 ")));
         assert_eq!(read_tail(&dir.path().join("none.log"), 10).ok(), Some(None));
+    }
+
+    #[test]
+    fn terminal_escapes_and_control_characters_are_dropped() {
+        let tail = Tail::default();
+        let mut sink = Sink::new(tail.clone(), None, Vec::new());
+        sink.push(b"\x1b[2m2026-12-02\x1b[0m \x1b[31mERROR\x1b[0m codex\r\n");
+        sink.push(b"\x1b]0;a title\x07after\ttab\x08\n");
+        assert_eq!(tail.text(1000), "2026-12-02 ERROR codex\nafter\ttab\n");
     }
 
     #[test]
