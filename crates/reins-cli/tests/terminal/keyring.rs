@@ -207,3 +207,64 @@ fn an_acp_agent_that_requires_it_is_signed_in_with_a_key_from_the_keyring() -> a
     assert!(files_containing(&cli.data(), key.as_bytes())?.is_empty());
     Ok(())
 }
+
+/// The real Codex (`codex-acp`, pinned by `scripts/agents`) opens no session until it is signed
+/// in. Under Reins it is signed in with the key from the keyring, put in its asking mode
+/// (`read-only`), and its first model request carries that key. (The scripted server answers it
+/// 400: Codex speaks OpenAI's Responses API, which the server does not, so the run stops there,
+/// suspended with the model's refusal.)
+#[test]
+#[ignore = "needs a Secret Service on the session bus: scripts/test runs it under dbus-run-session"]
+fn codex_is_signed_in_with_the_key_from_the_keyring_and_asks_in_its_read_only_mode(
+) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no session bus: run this under dbus-run-session with gnome-keyring-daemon --unlock (see scripts/test)"
+    );
+    let cli = Cli::new()?;
+    let name = format!("reins-codex-{}", std::process::id());
+    let key = "sk-codex-Zx8Cv6Bn4Mq2Wl0Ek7Rj5Th3Yg1Uf9";
+    let out = set_key(&cli, &name, key)?;
+    assert!(out.status.success(), "keys set: {}", text(&out));
+    let mock = MockLlm::start(vec![mock_llm::status(400, None)])?;
+    let home = cli.tmp.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    let codex = crate::acp::agents_bin("codex-acp")?.join("codex-acp");
+    let agent = shell_words::join([
+        codex.display().to_string(),
+        "-c".into(),
+        r#"model_provider="mock""#.into(),
+        "-c".into(),
+        r#"model_providers.mock.name="mock""#.into(),
+        "-c".into(),
+        format!(r#"model_providers.mock.base_url="{}""#, mock.base_url()),
+        "-c".into(),
+        r#"model_providers.mock.env_key="OPENAI_API_KEY""#.into(),
+        "-c".into(),
+        r#"model="mock-model""#.into(),
+    ]);
+    let out = cli
+        .strict_cmd()
+        .env("HOME", &home)
+        .args(["run", "--acp", "Say hello", "--agent", &agent])
+        .args(["--env", &format!("OPENAI_API_KEY={name}"), "--workspace"])
+        .arg(cli.ws())
+        .output()?;
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(3), "suspended on the model's 400: {said}");
+    let seen = mock.seen();
+    assert!(!seen.is_empty(), "Codex never asked the model: {said}");
+    assert_eq!(
+        seen[0].authorization.as_deref(),
+        Some(format!("Bearer {key}").as_str()),
+        "signed in with the keyring's key"
+    );
+    let id = cli.only_run()?;
+    let show = cli.json(&["show", &id])?;
+    let agent = &show["run"]["compat"]["externalAgent"];
+    assert_eq!(agent["name"], "codex-acp", "{show}");
+    assert_eq!(agent["mode"], "read-only", "{show}");
+    let found = files_containing(&cli.data(), key.as_bytes())?;
+    assert!(found.is_empty(), "the key is on disk in {found:?}");
+    Ok(())
+}

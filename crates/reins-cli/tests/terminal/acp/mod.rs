@@ -16,7 +16,7 @@ mod opencode;
 mod qwen;
 
 /// Where `scripts/agents` installs the pinned agents.
-fn agents_bin(program: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn agents_bin(program: &str) -> anyhow::Result<PathBuf> {
     let dir = match std::env::var_os("REINS_AGENTS_DIR") {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(std::env::var("HOME")?).join(".cache/reins-agents"),
