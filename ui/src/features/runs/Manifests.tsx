@@ -3,15 +3,15 @@ import { useBackend } from "../../lib/ipc/context";
 
 interface Item { id?: string; kind?: string; tokens?: number; used?: number; fate?: string; why?: unknown }
 
-/** Each model call's context: what went in, what was digested or cut, and why. */
+/** Each model call's context, and an external agent's brief: what went in, what was digested or cut, and why. */
 export function ContextManifests({ id }: { id: string }) {
   const backend = useBackend();
   const ctx = useQuery({ queryKey: ["run", id, "context"], queryFn: () => backend.runContext(id) });
   const calls = ctx.data ?? [];
   return (
     <section className="panel">
-      <h2>Context of each model call</h2>
-      {calls.length === 0 && <div className="muted">No model calls yet.</div>}
+      <h2>Context of each model call or agent brief</h2>
+      {calls.length === 0 && <div className="muted">No model calls or agent brief yet.</div>}
       {calls.map((c) => {
         const m = c.manifest as { entries?: Item[]; used?: number; inputBudget?: number; counter?: string };
         return (
