@@ -251,7 +251,11 @@ fn codex_is_signed_in_with_the_key_from_the_keyring_and_asks_in_its_read_only_mo
         .arg(cli.ws())
         .output()?;
     let said = text(&out);
-    assert_eq!(out.status.code(), Some(3), "suspended on the model's 400: {said}");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "suspended on the model's 400: {said}"
+    );
     let seen = mock.seen();
     assert!(!seen.is_empty(), "Codex never asked the model: {said}");
     assert_eq!(
