@@ -19,6 +19,15 @@ pub enum StepKind {
     Prompt,
 }
 
+/// How an external agent's brief step reads on the timeline and on review cards.
+pub fn brief_summary(facts: u64) -> String {
+    match facts {
+        0 => "briefed the agent: its goal".into(),
+        1 => "briefed the agent: its goal and 1 profile fact".into(),
+        n => format!("briefed the agent: its goal and {n} profile facts"),
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
 #[sqlx(type_name = "TEXT", rename_all = "snake_case")]

@@ -1,6 +1,7 @@
-//! An external agent started from the app: Qwen Code (installed by `scripts/agents`), registered
-//! with the CLI, chosen in New run, driven offline by the scripted model server. Its write stops
-//! for review on a card naming the agent, and approving from the card lands the bytes.
+//! External agents started from the app: Qwen Code, then opencode (both installed by
+//! `scripts/agents`), registered with the CLI, chosen in New run, driven offline by the scripted
+//! model server. Each one's write stops for review on a card naming the agent, and approving from
+//! the card lands the bytes.
 
 use std::path::PathBuf;
 
@@ -8,66 +9,50 @@ use reins_tests::mock_llm::{self, MockLlm};
 
 use super::*;
 
-fn qwen() -> Result<PathBuf> {
+/// An agent's command, as `scripts/agents` installs it.
+fn installed(program: &str) -> Result<PathBuf> {
     let dir = match std::env::var_os("REINS_AGENTS_DIR") {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(std::env::var("HOME")?).join(".cache/reins-agents"),
     };
-    let bin = dir.join("node_modules/.bin/qwen");
+    let bin = dir.join("node_modules/.bin").join(program);
     anyhow::ensure!(
         bin.exists(),
-        "Qwen Code is not installed in {}: run scripts/agents (scripts/test does)",
+        "{program} is not installed in {}: run scripts/agents (scripts/test does)",
         dir.display()
     );
     Ok(bin)
 }
 
-#[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs a display: run scripts/e2e"]
-async fn m_an_acp_run_started_in_the_app_stops_for_review_and_the_card_lands_the_write(
+/// Starts a run of the registered agent `name` from New run, waits for its card, checks the card
+/// names `vendor` and shows `text` added, saves `shot`, and approves with `a`.
+async fn run_and_approve(
+    app: &App,
+    home: &Home,
+    ws: &std::path::Path,
+    name: &str,
+    vendor: &str,
+    text: &str,
+    shot: &str,
 ) -> Result<()> {
-    let home = Home::new()?;
-    let ws = home.workspace("ws", &[("README.md", "hello\n")])?;
-    let notes = ws.join("NOTES.md");
-    let args =
-        serde_json::json!({"file_path": notes.display().to_string(), "content": "from qwen\n"});
-    let mock = MockLlm::start(vec![
-        mock_llm::calls(
-            "I will write the notes.",
-            &[("call_1", "write_file", &args.to_string())],
-        ),
-        mock_llm::text("Done: NOTES.md written.", 8),
-    ])?;
-    let url = mock.base_url();
-    let qwen = qwen()?;
-    home.reins(
-        &[
-            "agents",
-            "add",
-            "qwen",
-            "--",
-            &qwen.display().to_string(),
-            "--acp",
-            "--auth-type",
-            "openai",
-            "--openai-base-url",
-            &url,
-            "--openai-api-key",
-            "sk-test",
-            "-m",
-            "mock-model",
-        ],
-        &[0],
-    )?;
-    let app = App::launch(&home).await?;
     app.view("runs").await?;
     app.click("[data-testid='new-run']").await?;
     app.click("[data-testid='kind-acp']").await?;
-    let option = app.find(By::Css("select[name='agent'] option")).await?;
-    assert!(
-        option.text().await?.starts_with("qwen"),
-        "the dialog offers the registered agent"
-    );
+    // The registered agents load after the dialog opens.
+    app.find(By::Css("select[name='agent'] option")).await?;
+    let options = app
+        .d()
+        .find_all(By::Css("select[name='agent'] option"))
+        .await?;
+    let mut offered = Vec::new();
+    for o in &options {
+        offered.push(o.text().await?);
+    }
+    let pick = offered
+        .iter()
+        .position(|o| o.starts_with(name))
+        .with_context(|| format!("the dialog offers {name}: {offered:?}"))?;
+    options[pick].click().await?;
     app.fill("input[name='workspace']", &ws.display().to_string())
         .await?;
     app.fill("textarea[name='goal']", "Write NOTES.md").await?;
@@ -89,28 +74,131 @@ async fn m_an_acp_run_started_in_the_app_stops_for_review_and_the_card_lands_the
         .text()
         .await?;
     assert!(
-        agent.starts_with("qwen-code"),
+        agent.starts_with(vendor),
         "the card names the agent: {agent:?}"
     );
-    app.screenshot("acp-card").await?;
+    app.screenshot(shot).await?;
     let add = app
         .find(By::Css(".diff-line[data-kind='add']"))
         .await?
         .text()
         .await?;
-    assert!(
-        add.contains("from qwen"),
-        "the card shows the diff: {add:?}"
-    );
+    assert!(add.contains(text), "the card shows the diff: {add:?}");
+    let notes = ws.join("NOTES.md");
     assert!(!notes.exists(), "nothing is written before the decision");
     app.key("a").await?;
     app.until("the write lands", || async { Ok(notes.exists()) })
         .await?;
-    assert_eq!(read(&notes), "from qwen\n");
+    assert_eq!(read(&notes), format!("{text}\n"));
     app.until("the run finishes", || async {
         let out = home.reins(&["ps", "--json"], &[0])?;
-        Ok(out.contains("\"succeeded\""))
+        let runs: serde_json::Value = serde_json::from_str(&out)?;
+        Ok(runs
+            .as_array()
+            .is_some_and(|l| l.iter().all(|r| r["state"] == "succeeded")))
     })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display: run scripts/e2e"]
+async fn m_an_acp_run_started_in_the_app_stops_for_review_and_the_card_lands_the_write(
+) -> Result<()> {
+    let home = Home::new()?;
+    let ws = home.workspace("ws", &[("README.md", "hello\n")])?;
+    let notes = ws.join("NOTES.md");
+    let args =
+        serde_json::json!({"file_path": notes.display().to_string(), "content": "from qwen\n"});
+    let mock = MockLlm::start(vec![
+        mock_llm::calls(
+            "I will write the notes.",
+            &[("call_1", "write_file", &args.to_string())],
+        ),
+        mock_llm::text("Done: NOTES.md written.", 8),
+    ])?;
+    let url = mock.base_url();
+    let qwen = installed("qwen")?;
+    home.reins(
+        &[
+            "agents",
+            "add",
+            "qwen",
+            "--",
+            &qwen.display().to_string(),
+            "--acp",
+            "--auth-type",
+            "openai",
+            "--openai-base-url",
+            &url,
+            "--openai-api-key",
+            "sk-test",
+            "-m",
+            "mock-model",
+        ],
+        &[0],
+    )?;
+    // opencode reads its provider from its config file; `env` hands it the file and keeps it
+    // from fetching its model list offline (Reins still knows it is opencode and makes it ask).
+    let config = home.root.path().join("opencode.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({
+            "provider": {"mock": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Mock",
+                "options": {"baseURL": url, "apiKey": "sk-test"},
+                "models": {"mock-model": {"name": "Mock model"}},
+            }},
+            "model": "mock/mock-model",
+            "share": "disabled",
+            "autoupdate": false,
+        })
+        .to_string(),
+    )?;
+    let opencode = installed("opencode")?;
+    home.reins(
+        &[
+            "agents",
+            "add",
+            "opencode",
+            "--",
+            "env",
+            &format!("OPENCODE_CONFIG={}", config.display()),
+            "OPENCODE_DISABLE_MODELS_FETCH=1",
+            &opencode.display().to_string(),
+            "acp",
+        ],
+        &[0],
+    )?;
+    let app = App::launch(&home).await?;
+    run_and_approve(
+        &app,
+        &home,
+        &ws,
+        "qwen",
+        "qwen-code",
+        "from qwen",
+        "acp-card",
+    )
+    .await?;
+    // The same folder, now with opencode: the card shows its diff against what Qwen wrote.
+    std::fs::remove_file(ws.join("NOTES.md"))?;
+    let args =
+        serde_json::json!({"filePath": notes.display().to_string(), "content": "from opencode\n"});
+    mock.push(mock_llm::calls(
+        "I will write the notes.",
+        &[("call_2", "write", &args.to_string())],
+    ));
+    mock.push(mock_llm::text("Done: NOTES.md written.", 8));
+    run_and_approve(
+        &app,
+        &home,
+        &ws,
+        "opencode",
+        "OpenCode",
+        "from opencode",
+        "acp-card-opencode",
+    )
     .await?;
     app.quit().await
 }

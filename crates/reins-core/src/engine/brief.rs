@@ -76,7 +76,7 @@ impl Drive<'_> {
             )
         };
         self.agent.prompted(&sent);
-        let summary = summary(facts.len());
+        let summary = crate::step::brief_summary(facts.len() as u64);
         let action_hash = Digest::of(sent.as_bytes());
         self.complete(seq, TOOL, action_hash.as_str(), StepStatus::Done, &sent, &summary);
         let checkpoint = self.checkpoint(Level::Step, format!("step {seq} agent briefed"))?;
@@ -164,13 +164,5 @@ impl Drive<'_> {
             });
         self.commit(change).await?;
         Ok(None)
-    }
-}
-
-fn summary(facts: usize) -> String {
-    match facts {
-        0 => "briefed the agent: its goal".into(),
-        1 => "briefed the agent: its goal and 1 profile fact".into(),
-        n => format!("briefed the agent: its goal and {n} profile facts"),
     }
 }

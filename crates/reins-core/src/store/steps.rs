@@ -35,9 +35,14 @@ impl Stored for StepRow {
 }
 
 impl StepRow {
-    /// The result's first line, for people; a model call's is what the model said or called.
+    /// The result's first line, for people; a model call's is what the model said or called, an
+    /// agent brief's what went into it.
     pub fn summary_line(&self) -> String {
         let result = self.result.as_deref().unwrap_or("");
+        if self.kind == StepKind::Prompt {
+            let facts = self.action.call().args["facts"].as_u64().unwrap_or(0);
+            return crate::step::brief_summary(facts);
+        }
         if self.kind == StepKind::ModelCall {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(result) {
                 let calls: Vec<&str> = v["reply"]["toolCalls"]
