@@ -27,6 +27,11 @@ impl Drive<'_> {
         resolved: &[IpAddr],
     ) -> Result<Option<DriveOutcome>> {
         let seq = rec.seq;
+        if let (Action::Permission(p), Some(plan)) = (action, plan.as_ref()) {
+            if p.implied.as_deref().is_some_and(Action::is_file_effect) {
+                return self.hand_over(rec, action, plan).await.map(|_| None);
+            }
+        }
         if action.effect_class() == EffectClass::Pure {
             let guard = tools::ReadGuard {
                 protected: self.e.policy.protected(),
@@ -113,6 +118,41 @@ impl Drive<'_> {
         }
         fault_point!("after_confirm");
         Ok(None)
+    }
+
+    /// An external agent allowed to change files itself: before it hears yes, the intent commits
+    /// with the pre-images of the files it reported (so rollback covers what it does), audited as
+    /// handed to the agent; then the step is confirmed with the files as the agent said they would
+    /// be. Reins writes nothing. A crash before the confirmation leaves the intent pending: not a
+    /// change Reins can read back as its own, so a person decides (`reins resolve`).
+    async fn hand_over(
+        &mut self,
+        rec: &StepRecord<'_>,
+        action: &Action,
+        plan: &EffectPlan,
+    ) -> Result<()> {
+        let intent = self.intend(rec, action, Some(plan)).await?;
+        let change = super::commit::Change::default().event(crate::store::audit::Event::new(
+            crate::audit::event::Actor::Harness,
+            Some(self.run),
+            crate::audit::event::HandedToAgent {
+                intent: intent.to_string(),
+                step: rec.seq,
+                pre: plan.pre.clone(),
+                post: plan.post.clone(),
+            },
+        ));
+        self.commit(change).await?;
+        let done = EffectRecord {
+            intent,
+            seq: rec.seq,
+            tool: action.tool(),
+            action_hash: rec.action_hash,
+            why: rec.why,
+            post: &plan.post,
+        };
+        self.settle_effect(done, Ok("allowed: the agent makes this change itself"))
+            .await
     }
 
     /// Runs a command in its own process group, recorded so a later attempt can end it; if the run

@@ -60,6 +60,29 @@ fn a_write_waits_on_a_card_with_the_diff_and_lands_once_approved() -> anyhow::Re
     // The scripted server answered opencode's title request apart: the script was the work only.
     assert_eq!(mock.left(), 0);
     assert!(!super::asked_its_own_classifier(&mock));
+    // opencode wrote the file itself, but its pre-image was kept before it heard yes: a rollback
+    // to the checkpoint before the card takes the write back.
+    let kinds = super::kinds(&cli)?;
+    assert!(
+        kinds.iter().any(|k| k == "intent.handed_to_agent"),
+        "{kinds:?}"
+    );
+    // The first step checkpoint is the brief's: before the card.
+    let before = show["checkpoints"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["level"] == "step"))
+        .and_then(|c| c["seq"].as_i64())
+        .ok_or_else(|| anyhow::anyhow!("no checkpoint after the brief: {show}"))?;
+    let out = cli
+        .strict_cmd()
+        .args(["rollback", &id, "--to", &before.to_string()])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        !cli.ws().join("NOTES.md").exists(),
+        "rolled back: {}",
+        text(&out)
+    );
     Ok(())
 }
 

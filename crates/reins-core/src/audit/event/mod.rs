@@ -155,6 +155,8 @@ kinds! {
     GrantRevoked(GrantRevoked) = "grant.revoked" [from],
     /// An external agent's write ran under the permission it was granted at an earlier step.
     BoundToPermission(BoundToPermission) = "grant.bound_to_permission" [from],
+    /// An external agent was allowed to change files itself, its pre-images kept first.
+    HandedToAgent(HandedToAgent) = "intent.handed_to_agent" [from],
     /// A write asked for again was already done and on disk: confirmed without writing.
     AlreadyApplied(AlreadyApplied) = "intent.already_applied" [from],
     /// Reins sent an external agent its brief: the goal and the profile facts it may use.

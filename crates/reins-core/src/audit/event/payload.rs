@@ -384,6 +384,17 @@ pub struct BoundToPermission {
     pub action_hash: String,
 }
 
+/// An external agent was allowed to change files itself: the pre-images are kept (rollback covers
+/// the change), and the agent, not Reins, makes it.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HandedToAgent {
+    pub intent: String,
+    pub step: i64,
+    pub pre: Vec<crate::journal::FileImage>,
+    pub post: Vec<crate::journal::FileImage>,
+}
+
 /// Reins briefed an external agent: its goal, and the profile facts it may use (ids only).
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
