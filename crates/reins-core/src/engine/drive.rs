@@ -51,10 +51,26 @@ pub(super) struct Resumption {
 }
 
 /// Resolves once the run must stop at its next safe point (see [`Drive::stopping`]), looked at
-/// every quarter second; never while it may go on.
-async fn must_stop(e: &Engine, watch: &super::heartbeat::LeaseWatch, owner: &audit::Owner) {
+/// every quarter second, and the run's own row read once a second (a pause or a cancellation
+/// from another process is seen in a second, not at the next heartbeat); never while it may go on.
+async fn must_stop(
+    e: &Engine,
+    run: RunId,
+    watch: &super::heartbeat::LeaseWatch,
+    owner: &audit::Owner,
+) {
+    let mut ticks = 0u32;
     while !Drive::stopping(e, watch, owner) {
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+        ticks += 1;
+        if ticks % 4 == 0 {
+            match runs::get(e.store.pool(), run).await {
+                Ok(row) if row.state == RunState::PauseRequested => owner.saw_pause(true),
+                Ok(row) if row.state != RunState::Running => watch.mark_lost(),
+                // Not readable now: the heartbeat still tells.
+                Ok(_) | Err(_) => {}
+            }
+        }
     }
 }
 
@@ -249,7 +265,7 @@ impl<'a> Drive<'a> {
             let watch = self.heartbeat.watch();
             let next = tokio::select! {
                 next = self.agent.next_observed(self.obs) => next,
-                () = must_stop(self.e, watch, &self.owner) => {
+                () = must_stop(self.e, self.run, watch, &self.owner) => {
                     self.agent.interrupt().await;
                     self.record_accounts().await?;
                     continue;

@@ -34,6 +34,11 @@ impl LeaseWatch {
         self.lost.load(Ordering::Relaxed)
     }
 
+    /// The run was seen taken away (cancelled, moved by another process) outside a heartbeat.
+    pub(super) fn mark_lost(&self) {
+        self.lost.store(true, Ordering::Relaxed);
+    }
+
     pub(super) fn pause_requested(&self) -> bool {
         self.pause_requested.load(Ordering::Relaxed)
     }

@@ -311,3 +311,56 @@ fn a_lasting_approval_on_its_card_is_an_ordinary_grant_that_covers_its_next_writ
     assert!(kinds.iter().any(|k| k == "grant.used"), "{kinds:?}");
     Ok(())
 }
+
+#[test]
+fn a_pause_mid_turn_ends_it_and_resume_loads_its_session_and_goes_on() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    // The model answers nothing at first: the agent is mid-turn, waiting on it.
+    let mock = MockLlm::start(vec![
+        Reply::Stall { chunks: Vec::new() },
+        mock_llm::text("Carried on after the pause.", 8),
+    ])?;
+    let child = start(&cli, QWEN, &mock, "Think about log rotation")?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while mock.count() == 0 {
+        anyhow::ensure!(Instant::now() < deadline, "the agent never asked the model");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let id = cli.only_run()?;
+    let out = cli.strict_cmd().args(["pause", &id]).output()?;
+    assert!(out.status.success(), "{}", super::text(&out));
+    let (code, said) = finish(child)?;
+    assert_eq!(code, Some(3), "paused: {said}");
+    let show = cli.json(&["show", &id])?;
+    assert_eq!(show["run"]["state"], "paused", "{show}");
+    let pattern = format!("^[^ ]*node .*{}", mock.base_url());
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", &pattern])
+        .output()?;
+    assert!(
+        !left.status.success(),
+        "the agent's process ended with the pause"
+    );
+
+    let out = cli.strict_cmd().args(["resume", &id]).output()?;
+    assert!(out.status.success(), "{}", super::text(&out));
+    let out = cli
+        .strict_cmd()
+        .env("HOME", cli.tmp.path().join("home"))
+        .args(["worker", "--once"])
+        .output()?;
+    let worked = super::text(&out);
+    assert!(out.status.success(), "{worked}");
+    // Its session was loaded (the old turn replayed to Reins is not news) and it went on.
+    assert!(
+        worked.contains("succeeded: Carried on after the pause."),
+        "{worked}"
+    );
+    let seen = mock.seen();
+    let last = seen.last().map(|s| s.body.to_string()).unwrap_or_default();
+    assert!(
+        last.contains("turn was cancelled"),
+        "the agent heard why: {last}"
+    );
+    Ok(())
+}

@@ -67,11 +67,14 @@ impl AcpAgent {
                     .block_task()
                     .await;
                 match loaded {
-                    Ok(r) => Opened {
-                        id,
-                        modes: r.modes,
-                        config: r.config_options,
-                    },
+                    Ok(r) => {
+                        process.forget_replay();
+                        Opened {
+                            id,
+                            modes: r.modes,
+                            config: r.config_options,
+                        }
+                    }
                     Err(e) => {
                         self.state
                             .tell

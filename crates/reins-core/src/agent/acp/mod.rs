@@ -441,6 +441,7 @@ impl Agent for AcpAgent {
             return;
         }
         self.state.in_turn = false;
+        self.state.said_ended = true;
         if !summary.text.is_empty() {
             self.state.tell.push(format!(
                 "You were restarted. What Reins recorded meanwhile:\n{}",

@@ -179,6 +179,22 @@ impl Process {
         })
     }
 
+    /// Drops the session updates that came with `session/load`: the agent replays the loaded
+    /// conversation as updates, which Reins recorded when they first happened. Streamed again they
+    /// would repeat old text as new, and could read as tool calls done without asking. Anything
+    /// else that arrived meanwhile is kept, in order.
+    pub fn forget_replay(&mut self) {
+        let mut kept = Vec::new();
+        while let Ok(event) = self.events.try_recv() {
+            if !matches!(event, Incoming::Update(_)) {
+                kept.push(event);
+            }
+        }
+        for event in kept {
+            let _ = self.events_tx.send(event);
+        }
+    }
+
     /// Whether the process is still running.
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
