@@ -63,7 +63,7 @@ async fn must_stop(
     while !Drive::stopping(e, watch, owner) {
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         ticks += 1;
-        if ticks % 4 == 0 {
+        if ticks.is_multiple_of(4) {
             match runs::get(e.store.pool(), run).await {
                 Ok(row) if row.state == RunState::PauseRequested => owner.saw_pause(true),
                 Ok(row) if row.state != RunState::Running => watch.mark_lost(),
