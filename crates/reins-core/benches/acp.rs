@@ -23,29 +23,12 @@ use agent_client_protocol::v1::schema::{
     AgentRequest, ContentBlock, NewSessionRequest, PromptRequest, TextContent,
 };
 use reins_core::agent::acp::session::{Incoming, Process};
-use reins_core::api::{
-    AcpRunRequest, Action, DataDir, Decision, DriveOutcome, Options, Policy, PolicyContext, Reins,
-    Risk, Silent, Verdict,
-};
+use reins_core::api::{AcpRunRequest, DataDir, DriveOutcome, Options, Reins, Silent};
 use serde_json::json;
 
-/// Allows everything: the bench measures the step protocol, not a review.
-struct PermitAll;
-
-impl Policy for PermitAll {
-    fn classify(&self, action: &Action, _cx: &PolicyContext<'_>) -> Verdict {
-        Verdict {
-            risk: Risk::Low,
-            decision: Decision::Allow,
-            reasons: vec![format!("{}: allowed (bench policy)", action.tool())],
-            segments: Vec::new(),
-        }
-    }
-
-    fn version(&self) -> String {
-        "permit-all/1".into()
-    }
-}
+#[path = "support/permit_all.rs"]
+mod permit_all;
+use permit_all::PermitAll;
 
 #[derive(serde::Deserialize)]
 struct Timings {

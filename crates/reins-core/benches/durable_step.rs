@@ -23,29 +23,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reins_core::api::{
-    Action, DataDir, Decision, Observer, Options, Plan, Policy, PolicyContext, Progress, Reins,
-    Risk, RunId, Verdict,
-};
+use reins_core::api::{DataDir, Observer, Options, Plan, Progress, Reins, RunId};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-/// Allows every write: the bench measures the step's durability, not a review.
-struct PermitAll;
-
-impl Policy for PermitAll {
-    fn classify(&self, action: &Action, _cx: &PolicyContext<'_>) -> Verdict {
-        Verdict {
-            risk: Risk::Low,
-            decision: Decision::Allow,
-            reasons: vec![format!("{}: allowed (bench policy)", action.tool())],
-            segments: Vec::new(),
-        }
-    }
-
-    fn version(&self) -> String {
-        "permit-all/1".into()
-    }
-}
+#[path = "support/permit_all.rs"]
+mod permit_all;
+use permit_all::PermitAll;
 
 struct Stopwatch(Mutex<Vec<Instant>>);
 
