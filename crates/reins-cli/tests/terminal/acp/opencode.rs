@@ -25,6 +25,8 @@ fn a_write_waits_on_a_card_with_the_diff_and_lands_once_approved() -> anyhow::Re
     let card = card(&cli, &mut child)?;
     assert_eq!(card["tool"], "agent.permission", "{card}");
     assert_eq!(card["agent"], "OpenCode 1.18.33", "{card}");
+    // What it said before asking is on the card as its reason (Qwen Code says it only after).
+    assert_eq!(card["context"]["why"], "I will write the file.", "{card}");
     let preview = card["preview"].as_str().unwrap_or_default();
     assert!(preview.contains("+hello from opencode"), "{preview}");
     assert!(

@@ -51,6 +51,9 @@ impl AcpAgent {
     }
 }
 
+/// Characters of the agent's message kept as its reason for a request.
+const MAX_REASON: usize = 500;
+
 /// A command's outcome, kept for the agent's `terminal/output` and `terminal/wait_for_exit`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -190,7 +193,23 @@ impl AcpAgent {
         self.state.said_ended = true;
         Handled::Decide(match bound {
             Some(permission) => Move::Bound { call, permission },
-            None => Move::Call { call, why: None },
+            None => Move::Call {
+                call,
+                why: self.reason(),
+            },
+        })
+    }
+
+    /// What the agent last said, as its reason for what it asks now (a card shows it as the
+    /// agent's words): its message before the tool call, cut to a few lines.
+    fn reason(&self) -> Option<String> {
+        let said = self.state.said.trim();
+        (!said.is_empty()).then(|| {
+            let mut cut: String = said.chars().take(MAX_REASON).collect();
+            if cut.len() < said.len() {
+                cut.push('…');
+            }
+            cut
         })
     }
 
