@@ -73,3 +73,49 @@ impl AcpAgent {
         self.answer(observation);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn chunk(text: &str) -> Value {
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s",
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+    }
+
+    fn write(id: u32, path: &str) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": "fs/write_text_file",
+            "params": {"sessionId": "s", "path": path, "content": "x\n"}})
+    }
+
+    fn why(landed: Landed) -> Option<String> {
+        match landed {
+            Landed::Request(Handled::Decide(Move::Call { why, .. })) => why,
+            other => panic!("not a call: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_request_carries_what_the_agent_said_before_it_once() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut agent = AcpAgent::detached(dir.path());
+        assert!(matches!(agent.land(&chunk("I will write the notes.")), Landed::Update(None)));
+        assert_eq!(why(agent.land(&write(1, "NOTES.md"))).as_deref(), Some("I will write the notes."));
+        assert_eq!(why(agent.land(&write(2, "OTHER.md"))), None, "not given twice");
+        agent.land(&chunk("Now the other one."));
+        assert_eq!(why(agent.land(&write(3, "OTHER.md"))).as_deref(), Some("Now the other one."));
+    }
+
+    #[test]
+    fn what_reins_does_not_implement_is_answered_method_not_found() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut agent = AcpAgent::detached(dir.path());
+        let landed = agent.land(&json!({"jsonrpc": "2.0", "id": 9, "method": "craft/drainMidTurnQueue", "params": {}}));
+        assert!(matches!(landed, Landed::Dropped), "{landed:?}");
+        let landed = agent.land(&json!({"jsonrpc": "2.0", "id": 10, "method": "terminal/output",
+            "params": {"sessionId": "s", "terminalId": "nope"}}));
+        assert!(matches!(landed, Landed::Request(Handled::Answer(Err(_)))), "{landed:?}");
+    }
+}

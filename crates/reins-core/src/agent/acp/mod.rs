@@ -129,6 +129,10 @@ struct State {
     said: String,
     /// The last message ended (a tool call came after it): the next chunk starts a new one.
     said_ended: bool,
+    /// The last message was already given as the reason for a request (a later request is not
+    /// given it again as its own).
+    #[serde(default)]
+    said_given: bool,
     /// A prompt turn is open (its end not yet seen).
     in_turn: bool,
     /// The agent's tool calls, and whether it asked before each.
@@ -298,6 +302,7 @@ impl AcpAgent {
                     self.state.said_ended = false;
                 }
                 self.state.said.push_str(&text);
+                self.state.said_given = false;
                 obs.on(&Progress::Text { text });
             }
             Seen::Record(account) => self.accounts.push(account),

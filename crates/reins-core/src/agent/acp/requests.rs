@@ -191,20 +191,21 @@ impl AcpAgent {
         };
         self.state.asked = Some(asked);
         self.state.said_ended = true;
+        // Taken for every request, so a later one is never given an older message.
+        let why = self.reason();
         Handled::Decide(match bound {
             Some(permission) => Move::Bound { call, permission },
-            None => Move::Call {
-                call,
-                why: self.reason(),
-            },
+            None => Move::Call { call, why },
         })
     }
 
     /// What the agent last said, as its reason for what it asks now (a card shows it as the
-    /// agent's words): its message before the tool call, cut to a few lines.
-    fn reason(&self) -> Option<String> {
+    /// agent's words): its message before the tool call, cut to a few lines; never a message an
+    /// earlier request was already given.
+    fn reason(&mut self) -> Option<String> {
+        let given = std::mem::replace(&mut self.state.said_given, true);
         let said = self.state.said.trim();
-        (!said.is_empty()).then(|| {
+        (!given && !said.is_empty()).then(|| {
             let mut cut: String = said.chars().take(MAX_REASON).collect();
             if cut.len() < said.len() {
                 cut.push('…');
