@@ -10,6 +10,7 @@ pub const COMMANDS: &[&str] = &[
     "start_plan_run",
     "start_llm_run",
     "list_agents",
+    "list_mcp_servers",
     "start_acp_run",
     "pause_run",
     "resume_run",
@@ -43,6 +44,12 @@ pub const COMMANDS: &[&str] = &[
     "clean_up",
     "pick_folder",
     "pick_file",
+    "check_model_server",
+    "agents_on_path",
+    "register_found_agent",
+    "policy_state",
+    "policy_try",
+    "open_policy_file",
     "start_demo",
 ];
 

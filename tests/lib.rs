@@ -156,12 +156,19 @@ pub async fn events(
 }
 
 /// The kinds of a run's audit events, oldest first.
+/// Each event must read back as its kind: its sentence is never the one for an unreadable payload.
 pub async fn kinds(reins: &Reins, run: RunId) -> anyhow::Result<Vec<String>> {
-    Ok(events(reins, Some(run))
-        .await?
-        .into_iter()
-        .map(|e| e.kind)
-        .collect())
+    let events = events(reins, Some(run)).await?;
+    for e in &events {
+        anyhow::ensure!(
+            !e.sentence.contains("cannot read as a sentence"),
+            "event {} ({}) does not read back as its kind: {}",
+            e.seq,
+            e.kind,
+            e.payload
+        );
+    }
+    Ok(events.into_iter().map(|e| e.kind).collect())
 }
 
 pub mod llm_setup;

@@ -38,6 +38,9 @@ struct Inner {
     seen: Vec<Seen>,
     /// Title requests, answered outside the script.
     titles: usize,
+    /// What `GET …/models` lists (answered outside the script), and how often it was asked.
+    models: Vec<String>,
+    model_lists: usize,
     /// Stop listening once this many requests were answered.
     stop_after: Option<usize>,
     stop: Arc<tokio::sync::Notify>,
@@ -61,6 +64,8 @@ impl MockLlm {
             script: script.into(),
             seen: Vec::new(),
             titles: 0,
+            models: vec!["mock-model".into()],
+            model_lists: 0,
             stop_after: None,
             stop: Arc::clone(&stop),
         }));
@@ -122,6 +127,17 @@ impl MockLlm {
         self.lock().seen.clone()
     }
 
+    /// Sets what `GET …/models` lists (default: `mock-model`).
+    pub fn set_models(&self, models: &[&str]) {
+        self.lock().models = models.iter().map(|m| (*m).to_owned()).collect();
+    }
+
+    /// `GET …/models` requests answered (outside the script: a client that checks the server, as
+    /// the app's Settings does, never takes a scripted reply).
+    pub fn model_lists(&self) -> usize {
+        self.lock().model_lists
+    }
+
     /// Title requests answered outside the script.
     pub fn titles(&self) -> usize {
         self.lock().titles
@@ -168,6 +184,31 @@ async fn serve(mut socket: tokio::net::TcpStream, inner: Arc<Mutex<Inner>>) {
     }
     let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
     let body: Value = serde_json::from_slice(&buf[head_end..]).unwrap_or(Value::Null);
+    let request_line = head.lines().next().unwrap_or("");
+    if request_line.starts_with("GET ")
+        && request_line
+            .split_whitespace()
+            .nth(1)
+            .is_some_and(|p| p.trim_end_matches('/').ends_with("/models"))
+    {
+        let list = {
+            let mut g = inner.lock().unwrap_or_else(|p| p.into_inner());
+            g.model_lists += 1;
+            g.models.clone()
+        };
+        let data: Vec<Value> = list
+            .iter()
+            .map(|id| serde_json::json!({"id": id, "object": "model"}))
+            .collect();
+        let body = serde_json::json!({"object": "list", "data": data}).to_string();
+        let text = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = socket.write_all(text.as_bytes()).await;
+        let _ = socket.shutdown().await;
+        return;
+    }
     if is_title_request(&body) {
         inner.lock().unwrap_or_else(|p| p.into_inner()).titles += 1;
         let Reply::Stream { chunks, .. } = text("A title", 100) else {

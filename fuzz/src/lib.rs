@@ -149,8 +149,21 @@ fn assess_call(call: &ToolCall) {
     }
     // An external agent's report Reins cannot read as one of its own actions is high, and one it
     // can read is judged no lower than that action.
+    // An MCP tool is the server's own: never below medium, and high when the server says it
+    // destroys (its other claims lower nothing).
+    if let Action::Mcp(c) = &action {
+        assert!(
+            first.risk >= Risk::Medium,
+            "an MCP call below medium: {call:?}"
+        );
+        if c.hints.destructive == Some(true) && c.hints.read_only != Some(true) {
+            assert_eq!(first.risk, Risk::High, "{call:?}");
+        }
+    }
     if let Action::Permission(p) = &action {
         match &p.implied {
+            // A recall from Reins' own memory server is the one report read without an action.
+            None if p.recall => assert_eq!(first.risk, Risk::Low, "{call:?}"),
             None => assert_eq!(
                 first.risk,
                 Risk::High,
@@ -168,12 +181,14 @@ fn assess_call(call: &ToolCall) {
 /// Checkpoint payloads: decoded under their checksum; what decodes encodes back to itself.
 pub fn checkpoint(data: &[u8]) {
     let sha = Digest::of(data);
-    let Ok(Payload::V1(cp)) = checkpoint::decode(1, 1, data, sha.as_str()) else {
+    // Either version decodes to the current one, which is what is written back.
+    let Ok(cp) = checkpoint::decode(1, 1, data, sha.as_str()).map(Payload::into_current) else {
         return;
     };
     let (bytes, digest) = checkpoint::encode(&cp);
-    match checkpoint::decode(1, 1, &bytes, digest.as_str()) {
-        Ok(Payload::V1(again)) => assert_eq!(again, cp, "a checkpoint does not survive encoding"),
+    match checkpoint::decode(1, checkpoint::SCHEMA_VERSION, &bytes, digest.as_str()) {
+        Ok(Payload::V2(again)) => assert_eq!(again, cp, "a checkpoint does not survive encoding"),
+        Ok(other) => panic!("written as an older version: {other:?}"),
         Err(e) => panic!("an encoded checkpoint does not decode: {e}"),
     }
 }
@@ -191,6 +206,7 @@ pub fn edit(data: &[u8]) {
         "shell.exec",
         "http.fetch",
         "agent.permission",
+        "mcp.call",
     ];
     let Some((first, rest)) = data.split_first() else {
         return;

@@ -106,6 +106,8 @@ pub struct StartLlm {
     /// None: the provider defaults from Settings.
     pub model: Option<String>,
     pub max_turns: Option<u32>,
+    /// Registered MCP servers whose tools the model is offered, by name.
+    pub mcp: Option<Vec<String>>,
 }
 
 #[derive(Debug, Deserialize, specta::Type)]

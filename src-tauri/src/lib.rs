@@ -40,6 +40,7 @@ pub fn specta() -> tauri_specta::Builder<tauri::Wry> {
             runs::start_plan_run,
             runs::start_llm_run,
             runs::list_agents,
+            runs::list_mcp_servers,
             runs::start_acp_run,
             runs::pause_run,
             runs::resume_run,
@@ -73,6 +74,12 @@ pub fn specta() -> tauri_specta::Builder<tauri::Wry> {
             settings::clean_up,
             settings::pick_folder,
             settings::pick_file,
+            machine::check_model_server,
+            machine::agents_on_path,
+            machine::register_found_agent,
+            policy::policy_state,
+            policy::policy_try,
+            policy::open_policy_file,
             demo::start_demo,
         ])
         .events(tauri_specta::collect_events![
@@ -162,9 +169,34 @@ fn open_core() -> Result<Reins, reins_core::api::Error> {
     let data_dir = DataDir::resolve(explicit)?;
     let options = Options {
         secrets: Some(Arc::new(Keyring::new())),
+        memory_server: reins_program(),
         ..Options::default()
     };
     tauri::async_runtime::block_on(Reins::open(data_dir, options))
+}
+
+/// The `reins` CLI, which external agents start as Reins' memory server: the one installed beside
+/// the app (the .deb puts both in /usr/bin), else the first on PATH. None: agents go without it.
+fn reins_program() -> Option<std::path::PathBuf> {
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|d| d.join("reins")))
+        .filter(|p| p.is_file());
+    beside.or_else(|| {
+        std::env::split_paths(&std::env::var_os("PATH")?)
+            .map(|d| d.join("reins"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// Whether the program was started under the CLI's name (`reins`, by a link or a copy), from its
+/// first argument.
+pub fn started_as_cli(argv0: Option<std::ffi::OsString>) -> bool {
+    argv0
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_name)
+        .is_some_and(|n| n == "reins")
 }
 
 pub fn run() {
@@ -212,6 +244,7 @@ pub fn run() {
                 DRAINED.store(true, Ordering::SeqCst);
             });
             tauri::async_runtime::spawn(watcher::watch(app.handle().clone(), reins.clone(), wake));
+            tauri::async_runtime::spawn(watcher::watch_policy(reins.clone()));
             tauri::async_runtime::spawn(quit_on_signal(app.handle().clone()));
             if demo {
                 let reins = reins.clone();

@@ -1,6 +1,14 @@
 // No console window on Windows release builds.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
-fn main() {
+use std::process::ExitCode;
+
+/// Started as `reins` (the package links `/usr/bin/reins` to this program), it is the CLI: one
+/// program carries the core once instead of twice.
+fn main() -> ExitCode {
+    if reins_app::started_as_cli(std::env::args_os().next()) {
+        return reins_cli::main();
+    }
     reins_app::run();
+    ExitCode::SUCCESS
 }

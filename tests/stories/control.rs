@@ -131,6 +131,11 @@ async fn pause_stops_at_a_verified_checkpoint_and_resume_repeats_nothing() -> an
         300,
         "every write has exactly one intent: none ran twice"
     );
+    // A pause mid-run is an interruption: the run shows what its resume was told.
+    let summary = detail
+        .recovery_summary
+        .ok_or_else(|| anyhow::anyhow!("no recovery after a pause mid-run"))?;
+    assert_eq!(summary.attempt, 2, "{summary:?}");
     Ok(())
 }
 

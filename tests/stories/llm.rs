@@ -171,6 +171,28 @@ async fn split_and_parallel_tool_calls_run_in_order_and_answer_their_ids() -> an
         st[1].why.as_deref(),
         Some("Reading the config and the log.")
     );
+    // The run reads as the model's words and its calls, each linked to the step that ran it.
+    let detail = s.reins.run_detail(run).await?;
+    let turns: Vec<_> = detail
+        .steps
+        .iter()
+        .filter_map(|st| st.model_turn.clone())
+        .collect();
+    assert_eq!(turns.len(), 3);
+    assert_eq!(turns[0].text, "Reading the config and the log.");
+    let linked: Vec<(&str, Option<i64>)> = turns[0]
+        .calls
+        .iter()
+        .map(|c| (c.name.as_str(), c.step))
+        .collect();
+    assert_eq!(linked, [("fs_read", Some(2)), ("fs_read", Some(3))]);
+    assert_eq!(turns[1].calls[0].step, Some(5));
+    assert_eq!(turns[2].text, "Rotation is daily now.");
+    assert!(turns[2].calls.is_empty());
+    assert!(
+        detail.steps[1].model_turn.is_none(),
+        "a read is no model turn"
+    );
     Ok(())
 }
 

@@ -3,13 +3,16 @@
 
 mod app_facade;
 mod at_rest;
+mod audit_words;
 mod checkpoint_damage;
 mod control;
 mod findings;
 mod house;
 mod llm;
 mod llm_control;
+mod long_run;
 mod memory;
+mod policy_view;
 mod race;
 mod retention;
 mod reviews;

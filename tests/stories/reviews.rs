@@ -59,6 +59,14 @@ async fn nothing_runs_before_approval_and_the_approval_runs_exactly_that_action(
     ] {
         assert!(k.iter().any(|x| x == kind), "{kind} missing from {k:?}");
     }
+    // Going on after a review is no recovery: nothing was interrupted.
+    let detail = engine.run_detail(run).await?;
+    assert_eq!(detail.attempts.len(), 2, "a second attempt carried it out");
+    assert!(
+        detail.recovery_summary.is_none(),
+        "{:?}",
+        detail.recovery_summary
+    );
     // A decision is never changed.
     let again = engine.approve(&a.id, approve_once()).await;
     assert!(again.is_err_and(|e| e.to_string().contains("already approved")));
@@ -291,6 +299,13 @@ async fn a_paused_review_is_decided_and_carried_out_on_resume() -> anyhow::Resul
         .await?;
     engine.drive(run, &Silent).await?;
     assert_eq!(sb.read("docs/note.md")?, "rotate daily\n");
+    // Paused while parked for review, nothing was under way: no recovery to show.
+    let detail = engine.run_detail(run).await?;
+    assert!(
+        detail.recovery_summary.is_none(),
+        "{:?}",
+        detail.recovery_summary
+    );
     Ok(())
 }
 

@@ -5,12 +5,14 @@ import { BackendProvider, useBackend } from "./lib/ipc/context";
 import { setUi, useUi, type View } from "./lib/store";
 import { Inbox } from "./features/approvals/Inbox";
 import { VERIFY_KEY } from "./features/audit/verify";
+import { MODEL_CHECK_KEY } from "./features/settings/Machine";
 import { Runs } from "./features/runs/Runs";
 import { RunDetailView } from "./features/runs/RunDetail";
 import { Memory } from "./features/memory/Memory";
 import { Audit } from "./features/audit/Audit";
 import { Rules } from "./features/rules/Rules";
 import { SettingsView } from "./features/settings/Settings";
+import { Policy } from "./features/policy/Policy";
 
 const NAV: { view: View; label: string; key: string }[] = [
   { view: "approvals", label: "Approvals", key: "1" },
@@ -18,7 +20,8 @@ const NAV: { view: View; label: string; key: string }[] = [
   { view: "memory", label: "Memory", key: "3" },
   { view: "audit", label: "Audit log", key: "4" },
   { view: "rules", label: "Rules", key: "5" },
-  { view: "settings", label: "Settings", key: "6" },
+  { view: "policy", label: "Policy", key: "6" },
+  { view: "settings", label: "Settings", key: "7" },
 ];
 
 export function App({ backend, client }: { backend: Backend; client: QueryClient }) {
@@ -37,9 +40,10 @@ function useLiveData() {
   const qc = useQueryClient();
   useEffect(() => {
     // Not the chain verification: verifying appends an `audit.verified` event, which is itself a
-    // change, so refreshing it on every change would verify forever. It runs when asked.
+    // change, so refreshing it on every change would verify forever. It runs when asked. Nor the
+    // model server check, which asks the user's server over the network.
     const offChanged = backend.onChanged(
-      () => void qc.invalidateQueries({ predicate: (q) => q.queryKey[0] !== VERIFY_KEY }),
+      () => void qc.invalidateQueries({ predicate: (q) => q.queryKey[0] !== VERIFY_KEY && q.queryKey[0] !== MODEL_CHECK_KEY }),
     );
     const offOpen = backend.onOpenApproval((id) => setUi({ view: "approvals", approvalId: id }));
     return () => {
@@ -81,6 +85,7 @@ function Shell() {
         {ui.view === "memory" && <Memory />}
         {ui.view === "audit" && <Audit />}
         {ui.view === "rules" && <Rules />}
+        {ui.view === "policy" && <Policy />}
         {ui.view === "settings" && <SettingsView />}
       </main>
     </div>

@@ -24,6 +24,10 @@ pub struct Compat {
     /// not compared: the agent may be upgraded under a run, which is told what happened meanwhile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_agent: Option<ExternalAgent>,
+    /// The tools of the run's MCP servers as first offered: server → digest of its tools. Set when
+    /// the servers first start; compared by every later attempt (a change suspends the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tools: Option<std::collections::BTreeMap<String, String>>,
 }
 
 /// An external agent, as it described itself at `initialize`.
@@ -51,10 +55,10 @@ impl ExternalAgent {
 }
 
 /// One field that differs.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Mismatch {
-    pub field: &'static str,
+    pub field: String,
     pub stored: String,
     pub current: String,
 }
@@ -70,6 +74,7 @@ impl Compat {
             checkpoint_schema: crate::checkpoint::SCHEMA_VERSION,
             model_config_hash: None,
             external_agent: None,
+            mcp_tools: None,
         }
     }
 
@@ -99,7 +104,12 @@ impl Compat {
             (
                 "checkpointSchema",
                 self.checkpoint_schema.to_string(),
-                current.checkpoint_schema.to_string(),
+                // This build reads every older schema: only a newer one is a mismatch.
+                if self.checkpoint_schema <= current.checkpoint_schema {
+                    self.checkpoint_schema.to_string()
+                } else {
+                    current.checkpoint_schema.to_string()
+                },
             ),
             (
                 "modelConfigHash",
@@ -111,7 +121,7 @@ impl Compat {
             .into_iter()
             .filter(|(_, a, b)| a != b)
             .map(|(field, stored, current)| Mismatch {
-                field,
+                field: field.into(),
                 stored,
                 current,
             })
@@ -125,7 +135,7 @@ pub fn describe(mismatches: &[Mismatch]) -> String {
     mismatches
         .iter()
         .map(|m| {
-            let what = match m.field {
+            let what = match m.field.as_str() {
                 "agentKind" => "the agent kind",
                 "agentVersion" => "the agent version",
                 "specHash" => "the run's input (plan or prompt)",

@@ -50,6 +50,20 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+impl From<crate::mcp::McpError> for Error {
+    fn from(e: crate::mcp::McpError) -> Self {
+        use crate::mcp::McpError;
+        match e {
+            McpError::Invalid(m) => Error::Invalid(m),
+            McpError::Conflict(m) => Error::Conflict(m),
+            other => Error::Io {
+                context: "MCP".into(),
+                source: std::io::Error::other(other.to_string()),
+            },
+        }
+    }
+}
+
 impl From<crate::memory::MemoryError> for Error {
     fn from(e: crate::memory::MemoryError) -> Self {
         match e {

@@ -163,3 +163,120 @@ mod tests {
         assert!(!is_running(me, start + 1));
     }
 }
+
+/// A program Reins talks to over its stdin and stdout (an external agent, an MCP server): it runs
+/// in the workspace, leads its own process group (ended, with all it started, when this is
+/// dropped), gets only the environment it is given, and writes its stderr to a bounded, redacted
+/// log and an in-memory tail.
+pub struct Piped {
+    pub pid: u32,
+    pub child: tokio::process::Child,
+    /// The last of what it wrote to stderr.
+    pub stderr: crate::agent::acp::stderr::Tail,
+}
+
+/// What a piped program is started with.
+pub struct PipedSpec<'a> {
+    pub argv: &'a [String],
+    pub root: &'a std::path::Path,
+    /// Variables inherited from Reins' own environment, then `passed` ones too.
+    pub base_env: &'a [&'a str],
+    pub passed: &'a [String],
+    /// Fixed values.
+    pub set: &'a [(&'a str, &'a str)],
+    /// Values from the keyring: set, and redacted from its stderr log.
+    pub keys: &'a [(String, crate::keys::Secret)],
+    pub log: Option<std::path::PathBuf>,
+}
+
+/// Why a piped program did not start; each caller words it for its own kind of program.
+#[derive(Debug)]
+pub enum PipedError {
+    EmptyCommand,
+    Spawn { program: String, source: std::io::Error },
+    ExitedAtOnce,
+    NoStreams,
+}
+
+/// Starts a piped program; its stdin and stdout are the caller's to speak over.
+pub fn spawn_piped(
+    spec: PipedSpec<'_>,
+) -> Result<(Piped, tokio::process::ChildStdin, tokio::process::ChildStdout), PipedError> {
+    use tokio::io::AsyncReadExt;
+    let (program, args) = spec.argv.split_first().ok_or(PipedError::EmptyCommand)?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(spec.root)
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    for name in spec
+        .base_env
+        .iter()
+        .copied()
+        .chain(spec.passed.iter().map(String::as_str))
+    {
+        if let Some(v) = std::env::var_os(name) {
+            cmd.env(name, v);
+        }
+    }
+    for (name, value) in spec.set {
+        cmd.env(name, value);
+    }
+    for (name, secret) in spec.keys {
+        cmd.env(name, secret.expose());
+    }
+    let mut child = cmd.spawn().map_err(|source| PipedError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
+    let pid = child.id().ok_or(PipedError::ExitedAtOnce)?;
+    let (Some(stdin), Some(stdout), Some(mut stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(PipedError::NoStreams);
+    };
+    let tail = crate::agent::acp::stderr::Tail::default();
+    let secrets = spec.keys.iter().map(|(_, s)| s.expose().to_owned()).collect();
+    let mut sink = crate::agent::acp::stderr::Sink::new(tail.clone(), spec.log, secrets);
+    sink.note(&format!("started {} (process {pid})", spec.argv.join(" ")));
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            sink.push(&buf[..n]);
+        }
+        sink.flush();
+    });
+    Ok((
+        Piped {
+            pid,
+            child,
+            stderr: tail,
+        },
+        stdin,
+        stdout,
+    ))
+}
+
+impl Piped {
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Piped {
+    /// Ends the program's whole process group.
+    fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(self.pid).unwrap_or(0)) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+        let _ = self.child.start_kill();
+    }
+}

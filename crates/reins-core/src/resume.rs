@@ -55,9 +55,30 @@ impl RecoverySummary {
         self.text = describe(&self);
         self
     }
+
+    /// The step this attempt simply goes on with after a person's decision on it (a review or an
+    /// answer), when nothing else happened in between: nothing settled after a crash, no process
+    /// ended, nothing changed outside the run. None when the run was interrupted.
+    pub fn continues_a_decision(&self) -> Option<i64> {
+        self.current_step.filter(|_| {
+            matches!(
+                self.last_error.as_deref(),
+                Some("awaiting approval" | "awaiting input")
+            ) && self.settled.is_empty()
+                && self.ended_processes.is_empty()
+                && self.changed_outside.is_empty()
+        })
+    }
+
+    /// Whether the run was interrupted (a crash, a drain or a pause, damage, changes outside it)
+    /// rather than going on after a decision: what a person is shown as a recovery.
+    pub fn interrupted(&self) -> bool {
+        self.continues_a_decision().is_none()
+    }
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
+/// "1 step", "3 steps": for sentences people read (the audit log's too).
+pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
@@ -71,7 +92,7 @@ pub fn describe(s: &RecoverySummary) -> String {
     out.push(format!(
         "This run is resuming (attempt {}){from}: {} done, the next is step {}.",
         s.attempt,
-        plural(usize::try_from(s.steps_done).unwrap_or(0), "step", "steps"),
+        plural(u64::try_from(s.steps_done).unwrap_or(0), "step", "steps"),
         s.next_step
     ));
     if let Some(last) = s.recent_steps.last() {
@@ -103,7 +124,7 @@ pub fn describe(s: &RecoverySummary) -> String {
     if !s.files.is_empty() {
         out.push(format!(
             "It has touched {} so far.",
-            plural(s.files.len(), "file", "files")
+            plural(s.files.len() as u64, "file", "files")
         ));
     }
     if s.changed_outside.is_empty() {

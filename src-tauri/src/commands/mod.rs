@@ -4,7 +4,9 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod machine;
 pub mod memory;
+pub mod policy;
 pub mod rules;
 pub mod runs;
 pub mod settings;

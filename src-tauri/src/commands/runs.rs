@@ -1,4 +1,6 @@
-use reins_core::api::{AcpRunRequest, AgentView, ContextView, LlmRunRequest, RunDetail};
+use reins_core::api::{
+    AcpRunRequest, AgentView, ContextView, LlmRunRequest, McpServerView, RunDetail,
+};
 use reins_core::api::{Control, ResumeMode, RollbackReport};
 use reins_core::api::{RunSummary, Silent, UsageView};
 use tauri::State;
@@ -63,11 +65,18 @@ pub async fn start_llm_run(state: State<'_, AppState>, start: StartLlm) -> Resul
         .filter(|m| !m.trim().is_empty())
         .map(|m| args::line("model", m.trim()))
         .transpose()?;
+    let mcp = start
+        .mcp
+        .unwrap_or_default()
+        .iter()
+        .map(|n| args::line("MCP server", n.trim()))
+        .collect::<Result<Vec<_>>>()?;
     // The provider defaults from Settings, the run's name and limits are decided by the core.
     let request = LlmRunRequest {
         goal,
         model,
         max_turns: start.max_turns,
+        mcp,
         ..LlmRunRequest::default()
     };
     let id = changing(&state, |r| async move {
@@ -86,6 +95,18 @@ pub async fn list_agents(state: State<'_, AppState>) -> Result<Vec<AgentView>> {
         .agents()?
         .into_iter()
         .map(AgentView::from)
+        .collect())
+}
+
+/// The MCP servers registered with `reins mcp add`, for the New run dialog and Settings.
+#[tauri::command]
+#[specta::specta]
+pub async fn list_mcp_servers(state: State<'_, AppState>) -> Result<Vec<McpServerView>> {
+    Ok(state
+        .reins
+        .mcp_servers()?
+        .iter()
+        .map(McpServerView::from)
         .collect())
 }
 

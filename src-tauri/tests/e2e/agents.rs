@@ -24,6 +24,9 @@ fn installed(program: &str) -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// How long a run may take to reach its first card when it starts a Node agent or tool server.
+const AGENT_START: Duration = Duration::from_secs(120);
+
 /// Starts a run of the registered agent `name` from New run, waits for its card, checks the card
 /// names `vendor` and shows `text` added, saves `shot`, and approves with `a`.
 async fn run_and_approve(
@@ -58,7 +61,7 @@ async fn run_and_approve(
     app.fill("textarea[name='goal']", "Write NOTES.md").await?;
     app.click("[data-testid='start-run']").await?;
     app.find(By::Css("[data-testid='run-detail']")).await?;
-    app.until("the run waits for a review", || async {
+    app.until_within("the run waits for a review", AGENT_START, || async {
         let state = app
             .find(By::Css("[data-testid='run-state']"))
             .await?
@@ -138,7 +141,7 @@ async fn m_an_acp_run_started_in_the_app_stops_for_review_and_the_card_lands_the
         &[0],
     )?;
     // opencode reads its provider from its config file; `env` hands it the file and keeps it
-    // from fetching its model list offline (Reins still knows it is opencode and makes it ask).
+    // from fetching its model list and plugins offline (Reins still knows it is opencode and makes it ask).
     let config = home.root.path().join("opencode.json");
     std::fs::write(
         &config,
@@ -155,6 +158,14 @@ async fn m_an_acp_run_started_in_the_app_stops_for_review_and_the_card_lands_the
         })
         .to_string(),
     )?;
+    // Its own config directory, in the sandbox, as a finished first-start install of its plugin
+    // types leaves it: otherwise its first turn waits on the npm registry.
+    let xdg = home.root.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("opencode/node_modules"))?;
+    std::fs::write(
+        xdg.join("opencode/package-lock.json"),
+        r#"{"lockfileVersion":3,"packages":{"":{"dependencies":{"@opencode-ai/plugin":"*"}}}}"#,
+    )?;
     let opencode = installed("opencode")?;
     home.reins(
         &[
@@ -164,7 +175,10 @@ async fn m_an_acp_run_started_in_the_app_stops_for_review_and_the_card_lands_the
             "--",
             "env",
             &format!("OPENCODE_CONFIG={}", config.display()),
+            &format!("XDG_CONFIG_HOME={}", xdg.display()),
             "OPENCODE_DISABLE_MODELS_FETCH=1",
+            "OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+            "OPENCODE_DISABLE_AUTOUPDATE=1",
             &opencode.display().to_string(),
             "acp",
         ],
@@ -200,5 +214,142 @@ async fn m_an_acp_run_started_in_the_app_stops_for_review_and_the_card_lands_the
         "acp-card-opencode",
     )
     .await?;
+    app.quit().await
+}
+
+/// The filesystem MCP server, registered with the CLI, chosen in New run for an LLM run: its
+/// `write_file` card renders the server, the tool and the exact arguments, and approving from the
+/// card lands the file.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a display: run scripts/e2e"]
+async fn n_an_llm_run_with_an_mcp_server_shows_the_calls_arguments_and_lands_it() -> Result<()> {
+    let home = Home::new()?;
+    let ws = home.workspace("ws", &[("README.md", "hello\n")])?;
+    let ws = std::fs::canonicalize(ws)?;
+    let notes = ws.join("MCP.md");
+    let args = serde_json::json!({"path": notes.display().to_string(), "content": "from mcp\n"});
+    let mock = MockLlm::start(vec![
+        mock_llm::calls(
+            "Writing it with the filesystem server.",
+            &[("w1", "fs__write_file", &args.to_string())],
+        ),
+        mock_llm::text("Done: MCP.md written.", 8),
+    ])?;
+    let fs = installed("mcp-server-filesystem")?;
+    home.reins(
+        &[
+            "mcp",
+            "add",
+            "fs",
+            "--",
+            &fs.display().to_string(),
+            "{workspace}",
+        ],
+        &[0],
+    )?;
+    let app = App::launch(&home).await?;
+    app.view("settings").await?;
+    app.fill("input[name='base-url']", &mock.base_url()).await?;
+    app.fill("input[name='model']", "mock-model").await?;
+    app.click("form.grid-form button.primary").await?;
+    app.find(By::Css(".notice")).await?;
+    // Settings says the server answers and offers the model (its GET /models is no model call).
+    app.until("the model server is checked", || async {
+        Ok(app
+            .find(By::Css("[data-testid='model-server-text']"))
+            .await?
+            .text()
+            .await?
+            .contains("answers and offers mock-model"))
+    })
+    .await?;
+    let listed = app
+        .find(By::Css("[data-testid='mcp-servers'] table"))
+        .await?
+        .text()
+        .await?;
+    assert!(
+        listed.contains("fs") && listed.contains("stdio"),
+        "Settings lists it: {listed}"
+    );
+
+    app.view("runs").await?;
+    app.click("[data-testid='new-run']").await?;
+    app.click("[data-testid='kind-llm']").await?;
+    app.click("[data-testid='mcp-fs']").await?;
+    app.fill("input[name='workspace']", &ws.display().to_string())
+        .await?;
+    app.fill("textarea[name='goal']", "Write MCP.md").await?;
+    app.click("[data-testid='start-run']").await?;
+    app.find(By::Css("[data-testid='run-detail']")).await?;
+    app.until_within("the run waits for a review", AGENT_START, || async {
+        let state = app
+            .find(By::Css("[data-testid='run-state']"))
+            .await?
+            .text()
+            .await?;
+        Ok(state == "awaiting approval")
+    })
+    .await?;
+    app.view("approvals").await?;
+    let card = app
+        .find(By::Css("[data-testid='approval-card']"))
+        .await?
+        .text()
+        .await?;
+    for want in [
+        "MCP server `fs` · tool `write_file`",
+        "the server claims (hints, not checked): not read-only, destructive",
+        "\"content\": \"from mcp\\n\"",
+        &notes.display().to_string(),
+    ] {
+        assert!(card.contains(want), "{want:?} on the card:\n{card}");
+    }
+    app.screenshot("mcp-card").await?;
+    assert!(!notes.exists(), "nothing is written before the decision");
+    app.key("a").await?;
+    app.until("the write lands", || async { Ok(notes.exists()) })
+        .await?;
+    assert_eq!(read(&notes), "from mcp\n");
+
+    // The run reads as the model's words, its call as a chip linked to its step: no JSON.
+    app.view("runs").await?;
+    app.click("[data-testid='run-row'] button.run-name").await?;
+    app.until("both model turns are shown", || async {
+        Ok(app
+            .d()
+            .find_all(By::Css("[data-testid='model-text']"))
+            .await?
+            .len()
+            == 2)
+    })
+    .await?;
+    assert_eq!(mock.count(), 2, "exactly two model requests");
+    let mut said = Vec::new();
+    for t in app
+        .d()
+        .find_all(By::Css("[data-testid='model-text']"))
+        .await?
+    {
+        said.push(t.text().await?);
+    }
+    assert_eq!(
+        said,
+        [
+            "Writing it with the filesystem server.",
+            "Done: MCP.md written."
+        ]
+    );
+    let chip = app.find(By::Css("[data-testid='call-chip']")).await?;
+    let chip_text = chip.text().await?;
+    assert!(chip_text.starts_with("fs__write_file"), "{chip_text}");
+    assert_eq!(chip.attr("data-step").await?.as_deref(), Some("2"));
+    let timeline = app
+        .find(By::Css("[data-testid='timeline']"))
+        .await?
+        .text()
+        .await?;
+    assert!(!timeline.contains("\"reply\""), "no raw JSON: {timeline}");
+    app.screenshot("run-detail-llm").await?;
     app.quit().await
 }

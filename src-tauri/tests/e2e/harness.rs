@@ -171,8 +171,10 @@ impl App {
             serde_json::json!({ "application": app_bin() }),
         )?;
         let started = Instant::now();
+        // Starting the app inside the session request takes seconds, and far longer on a loaded
+        // machine (seen: over 30 s while another build ran).
         let driver = WebDriver::builder(format!("http://127.0.0.1:{port}"), caps)
-            .request_timeout(Duration::from_secs(30))
+            .request_timeout(Duration::from_secs(90))
             .await
             .context("open a WebDriver session on the app")?;
         app.driver = Some(driver);
@@ -205,12 +207,22 @@ impl App {
 
     /// Waits until `f` holds (up to 30 s: on a cold, loaded CI machine a run started from the
     /// app once took longer than 15 s to reach its review).
-    pub async fn until<F, Fut>(&self, what: &str, mut f: F) -> Result<()>
+    pub async fn until<F, Fut>(&self, what: &str, f: F) -> Result<()>
     where
         F: FnMut() -> Fut,
         Fut: std::future::Future<Output = Result<bool>>,
     {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        self.until_within(what, Duration::from_secs(30), f).await
+    }
+
+    /// `until` with its own limit: for waits on programs Reins starts (Node agents and tool
+    /// servers start slowly on a busy machine).
+    pub async fn until_within<F, Fut>(&self, what: &str, limit: Duration, mut f: F) -> Result<()>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<bool>>,
+    {
+        let deadline = Instant::now() + limit;
         loop {
             if f().await.unwrap_or(false) {
                 return Ok(());

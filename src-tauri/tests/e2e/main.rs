@@ -1,12 +1,14 @@
 //! End to end, in a real window: each test starts the real `reins-app` binary on its own data dir
 //! and drives it like a person would, then checks what reached the disk and the CLI. Run by
 //! `scripts/e2e` (Xvfb, a session bus, tauri-driver); `#[ignore]`d in a plain `cargo test`, which
-//! has no display.
+//! has no display. `one_program.rs` needs none and runs in every `cargo test`.
 
 mod agents;
 mod harness;
 mod lifecycle;
 mod notifications;
+mod one_program;
+mod policy;
 mod reviews;
 mod tray;
 mod views;

@@ -48,8 +48,10 @@ async fn d_deleting_a_fact_removes_it_from_the_view_and_the_cli() -> Result<()> 
 async fn e_exporting_the_audit_log_gives_a_file_the_cli_accepts() -> Result<()> {
     let home = Home::new()?;
     home.remember("style", "indent", "tabs")?;
+    let ws = home.workspace("ws", &[("README.md", "hello\n")])?;
     let out = home.root.path().join("exported-audit.jsonl");
     let app = App::launch(&home).await?;
+    home.queue_plan(WRITE_PLAN, &ws)?;
     app.view("audit").await?;
     app.until("the chain is verified", || async {
         Ok(app
@@ -60,6 +62,54 @@ async fn e_exporting_the_audit_log_gives_a_file_the_cli_accepts() -> Result<()> 
             .contains("intact"))
     })
     .await?;
+    // Each event reads as a sentence, the run by its name.
+    let sentences = || async {
+        let mut said = Vec::new();
+        for s in app
+            .d()
+            .find_all(By::Css("[data-testid='audit-sentence']"))
+            .await?
+        {
+            // The cell's whole sentence (its text on screen may be cut with an ellipsis).
+            said.push(s.attr("title").await?.unwrap_or_default());
+        }
+        Ok::<_, anyhow::Error>(said)
+    };
+    app.until("the run's review is in the log", || async {
+        let said = sentences().await?;
+        Ok(said
+            .iter()
+            .any(|s| s.starts_with("Step 1 waits for review: fs.write on NOTES.md")))
+    })
+    .await?;
+    let said = sentences().await?;
+    assert!(
+        said.iter()
+            .any(|s| s == "Fact style/indent added by you (version 1)"),
+        "{said:#?}"
+    );
+    assert!(
+        !said.iter().any(|s| s.starts_with('{')),
+        "no raw JSON: {said:#?}"
+    );
+    // The raw payload opens on a click.
+    for cell in app
+        .d()
+        .find_all(By::Css("[data-testid='audit-sentence']"))
+        .await?
+    {
+        let said = cell.attr("title").await?.unwrap_or_default();
+        if said.starts_with("Step 1 waits for review") {
+            cell.click().await?;
+            break;
+        }
+    }
+    let payload = app
+        .find(By::Css("[data-testid='audit-payload']"))
+        .await?
+        .text()
+        .await?;
+    assert!(payload.contains("\"risk\": \"medium\""), "{payload}");
     app.screenshot("audit").await?;
     app.click("[data-testid='export-jsonl']").await?;
     save_in_native_dialog("Export the audit log", &out).await?;

@@ -2,7 +2,7 @@
 // Query.
 import { useSyncExternalStore } from "react";
 
-export type View = "approvals" | "runs" | "memory" | "audit" | "rules" | "settings";
+export type View = "approvals" | "runs" | "memory" | "audit" | "rules" | "policy" | "settings";
 
 export interface UiState {
   view: View;

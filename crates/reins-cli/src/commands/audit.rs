@@ -334,67 +334,28 @@ async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::api::Res
         .events
         .iter()
         .map(|e| {
+            let run = match (&e.run_name, &e.run_id) {
+                (Some(name), _) => cut(name, 24),
+                (None, Some(id)) => id.chars().take(13).collect(),
+                (None, None) => String::new(),
+            };
             vec![
                 e.seq.to_string(),
                 time(e.at),
-                e.actor.clone(),
+                run,
                 e.kind.clone(),
-                e.run_id
-                    .as_deref()
-                    .map(|r| r.chars().take(13).collect())
-                    .unwrap_or_default(),
-                e.step_seq.map(|s| s.to_string()).unwrap_or_default(),
-                summary(&e.payload),
+                cut(&e.sentence, 140),
             ]
         })
         .collect();
     print!(
         "{}",
-        table(
-            &["SEQ", "TIME", "ACTOR", "KIND", "RUN", "STEP", "DETAIL"],
-            &rows
-        )
+        table(&["SEQ", "TIME", "RUN", "KIND", "WHAT HAPPENED"], &rows)
     );
     if let Some(next) = page.next {
         println!("more: reins audit list --before {next} (with the same filters)");
     }
     Ok(exit::DONE)
-}
-
-/// The payload in one short line: its fields as `key=value`, digests left out.
-fn summary(payload: &serde_json::Value) -> String {
-    let serde_json::Value::Object(map) = payload else {
-        return cut(&payload.to_string(), 100);
-    };
-    let digest = |k: &str| {
-        let k = k.to_ascii_lowercase();
-        k.ends_with("hash") || k.ends_with("sha256")
-    };
-    let parts: Vec<String> = map
-        .iter()
-        .filter(|(k, v)| !digest(k) && !v.is_null())
-        .map(|(k, v)| {
-            let text = match v {
-                serde_json::Value::String(s) => cut(s, 40),
-                serde_json::Value::Array(items) if items.is_empty() => "[]".into(),
-                serde_json::Value::Array(items) => {
-                    let first = match &items[0] {
-                        serde_json::Value::String(s) => cut(s, 40),
-                        other => cut(&other.to_string(), 40),
-                    };
-                    if items.len() > 1 {
-                        format!("[{first}, +{}]", items.len() - 1)
-                    } else {
-                        format!("[{first}]")
-                    }
-                }
-                serde_json::Value::Object(_) => "{…}".into(),
-                other => other.to_string(),
-            };
-            format!("{k}={text}")
-        })
-        .collect();
-    cut(&parts.join(" "), 120)
 }
 
 fn cut(text: &str, max: usize) -> String {

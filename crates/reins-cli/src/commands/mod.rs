@@ -7,6 +7,7 @@ pub mod control;
 pub mod doctor;
 pub mod gc;
 pub mod keys;
+pub mod mcp;
 pub mod memory;
 pub mod policy;
 pub mod ps;

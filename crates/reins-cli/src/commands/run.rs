@@ -33,6 +33,10 @@ pub struct Args {
     /// With --acp: set VAR from the keyring entry KEY (`reins keys set KEY`); repeatable.
     #[arg(long = "env", value_name = "VAR=KEY", requires = "acp", value_parser = crate::commands::agents::var_key)]
     env: Vec<(String, String)>,
+    /// With --llm: offer the model the tools of this registered MCP server (`reins mcp list`);
+    /// repeatable. Every call is reviewed with its exact arguments unless a rule allows it.
+    #[arg(long = "mcp", value_name = "NAME", requires = "llm")]
+    mcp: Vec<String>,
     /// With --acp: seconds the agent may stay silent mid-turn before the run is suspended [default: 600]
     #[arg(long, value_name = "SECS", requires = "acp")]
     idle_timeout: Option<u64>,
@@ -91,8 +95,9 @@ pub struct ModelArgs {
 }
 
 impl ModelArgs {
-    fn request(self, goal: String) -> LlmRunRequest {
+    fn request(self, goal: String, mcp: Vec<String>) -> LlmRunRequest {
         LlmRunRequest {
+            mcp,
             goal,
             name: self.name,
             base_url: self.base_url,
@@ -121,7 +126,11 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
         }
         (None, Some(goal), _) => {
             reins
-                .create_llm_run(args.model.request(goal), &args.workspace, &printer)
+                .create_llm_run(
+                    args.model.request(goal, args.mcp),
+                    &args.workspace,
+                    &printer,
+                )
                 .await?
         }
         (None, None, Some(goal)) => {

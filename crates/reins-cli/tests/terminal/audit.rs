@@ -141,7 +141,7 @@ async fn secrets_that_flow_through_a_run_never_reach_the_audit_trail() -> anyhow
         );
     }
     // The run keeps its own plan, with the secrets it carries sealed (F11).
-    let spec: String = sqlx::query_scalar("SELECT agent_spec FROM runs")
+    let spec: String = sqlx::query_scalar("SELECT spec FROM run_specs")
         .fetch_one(&pool)
         .await?;
     assert!(
@@ -219,6 +219,17 @@ async fn a_real_log_verifies_exports_and_catches_tampering() -> anyhow::Result<(
     let v = cli.json(&["audit", "verify"])?;
     assert_eq!(v["intact"], true, "{v}");
     assert_eq!(v["anchor"]["status"], "agrees");
+    // Read as a person reads it: one sentence per event, the run by its name.
+    let list = cli.run(&["audit", "list", "--limit", "100"])?;
+    let said = text(&list);
+    for line in [
+        "Fix log rotation",
+        "You created run 'Fix log rotation' (script)",
+        "The policy allowed step 1 (fs.read, low risk): reads logs/app.log",
+        "Step 4's effect is done and on disk",
+    ] {
+        assert!(said.contains(line), "{line:?} missing:\n{said}");
+    }
 
     let export = cli.tmp.path().join("log.jsonl");
     let out = cli.run(&["audit", "export", "--out", &export.to_string_lossy()])?;

@@ -9,7 +9,12 @@ use common::{text, Cli};
 use reins_tests::llm_setup::files_containing;
 use reins_tests::mock_llm::{self, MockLlm};
 
-fn llm_run(cli: &Cli, mock: &MockLlm, goal: &str, strict: bool) -> std::process::Command {
+pub(crate) fn llm_run(
+    cli: &Cli,
+    mock: &MockLlm,
+    goal: &str,
+    strict: bool,
+) -> std::process::Command {
     let mut c = if strict { cli.strict_cmd() } else { cli.cmd() };
     c.args(["run", "--llm", goal, "--workspace"])
         .arg(cli.ws())

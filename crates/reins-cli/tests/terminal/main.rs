@@ -14,6 +14,7 @@ mod drain;
 mod inputs;
 mod keyring;
 mod llm;
+mod mcp;
 mod memory;
 mod model_server;
 mod review;

@@ -96,11 +96,8 @@ fn a_server_lost_later_in_the_run_is_retried_with_each_wait_printed() -> anyhow:
 #[test]
 fn doctor_lists_the_models_a_live_server_offers() -> anyhow::Result<()> {
     let cli = Cli::new()?;
-    let mock = MockLlm::start(vec![mock_llm::Reply::Status {
-        code: 200,
-        headers: Vec::new(),
-        body: r#"{"object":"list","data":[{"id":"llama3.1"},{"id":"qwen2.5-coder"}]}"#.into(),
-    }])?;
+    let mock = MockLlm::start(Vec::new())?;
+    mock.set_models(&["llama3.1", "qwen2.5-coder"]);
     let out = cli
         .cmd()
         .args(["doctor", "--base-url", &mock.base_url()])
@@ -114,6 +111,6 @@ fn doctor_lists_the_models_a_live_server_offers() -> anyhow::Result<()> {
         )),
         "{said}"
     );
-    assert_eq!(mock.count(), 1);
+    assert_eq!(mock.model_lists(), 1);
     Ok(())
 }

@@ -74,13 +74,14 @@ pub struct ModelInput {
 pub struct Part {
     pub id: String,
     pub kind: crate::context::Kind,
-    pub messages: Vec<crate::provider::Message>,
+    /// Shared: a long run's earlier turns are handed over for every call without a copy.
+    pub messages: std::sync::Arc<[crate::provider::Message]>,
     pub relevance: f32,
     pub importance: f32,
     pub age: u32,
     pub continuity: bool,
     /// A shorter stand-in and the artifact holding the whole, for large items.
-    pub digest: Option<(Vec<crate::provider::Message>, String)>,
+    pub digest: Option<(std::sync::Arc<[crate::provider::Message]>, String)>,
 }
 
 /// The result of one step, as the agent sees it.
@@ -119,8 +120,32 @@ pub trait Agent: Send + Sync {
     async fn interrupt(&mut self) {}
     /// Called with the outcome of the call `next` proposed, before the step's checkpoint is written.
     fn observe(&mut self, observation: &Observation);
+    /// What a checkpoint holds of the agent: bounded, whatever the length of the run (what only
+    /// grows goes in its history).
     fn state(&self) -> serde_json::Value;
     fn restore(&mut self, state: &serde_json::Value) -> Result<(), AgentError>;
+    /// How many entries the agent's append-only history has (an LLM agent's conversation). The
+    /// harness writes each entry once into the journal, with the first checkpoint after it, and
+    /// a checkpoint says how many entries it stands on; so checkpoints do not grow with the run.
+    fn history_len(&self) -> usize {
+        0
+    }
+    /// The history's entries from `from` on.
+    fn history_since(&self, _from: usize) -> Vec<serde_json::Value> {
+        Vec::new()
+    }
+    /// The history a checkpoint stands on, read back from the journal (after [`Agent::restore`]
+    /// with that checkpoint's state).
+    fn restore_history(&mut self, entries: Vec<serde_json::Value>) -> Result<(), AgentError> {
+        if entries.is_empty() {
+            Ok(())
+        } else {
+            Err(AgentError::State(format!(
+                "{} history entries for an agent that keeps none",
+                entries.len()
+            )))
+        }
+    }
     /// Told once when a run resumes, before the agent proposes anything: what was done, what was
     /// settled and what changed meanwhile. An LLM agent puts it in its context.
     fn recovered(&mut self, _summary: &crate::resume::RecoverySummary) {}
@@ -146,6 +171,13 @@ pub trait Agent: Send + Sync {
     fn take_accounts(&mut self) -> Vec<Account> {
         Vec::new()
     }
+    /// The MCP servers whose tools this agent offers its model; the harness starts them for each
+    /// attempt and tells the agent their tools by [`Agent::offer_tools`] before its first move.
+    fn mcp_servers(&self) -> Vec<crate::mcp::ServerSpec> {
+        Vec::new()
+    }
+    /// The tools the run's MCP servers offer, once started.
+    fn offer_tools(&mut self, _catalog: &crate::mcp::Catalog) {}
 }
 
 /// What an agent reports for the run's record besides its moves: its account of itself and its

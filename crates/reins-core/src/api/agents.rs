@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::llm::goal_and_name;
 use super::Reins;
+pub use crate::agent::acp::known::FoundAgent;
 use crate::agent::acp::{Spec, DEFAULT_IDLE_TIMEOUT_S};
 use crate::engine::{Observer, Progress};
 use crate::error::{Error, Result};
@@ -165,6 +166,37 @@ impl Reins {
         }
         agents.agent.insert(entry.name.clone(), entry);
         write(&file, &agents)
+    }
+
+    /// The agents Reins knows how to start that are on this process's `PATH`, with whether one of
+    /// that name is registered already.
+    pub fn agents_on_path(&self) -> Result<Vec<(FoundAgent, bool)>> {
+        let registered: Vec<String> = self.agents()?.into_iter().map(|a| a.name).collect();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        Ok(crate::agent::acp::known::on_path(&path)
+            .into_iter()
+            .map(|f| {
+                let taken = registered.contains(&f.name);
+                (f, taken)
+            })
+            .collect())
+    }
+
+    /// Registers the agent `name` found on `PATH`, as found (never a command from the caller).
+    pub fn register_found_agent(&self, name: &str) -> Result<FoundAgent> {
+        let found = self
+            .agents_on_path()?
+            .into_iter()
+            .map(|(f, _)| f)
+            .find(|f| f.name == name)
+            .ok_or_else(|| Error::Invalid(format!("no agent {name:?} Reins knows is on PATH")))?;
+        self.add_agent(AgentEntry {
+            name: found.name.clone(),
+            command: found.command.clone(),
+            env: BTreeMap::new(),
+            pass_env: Vec::new(),
+        })?;
+        Ok(found)
     }
 
     /// Unregisters an agent; false when none had the name.

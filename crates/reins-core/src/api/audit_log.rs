@@ -38,6 +38,8 @@ impl Reins {
     }
 
     pub async fn audit_page(&self, req: &PageRequest) -> Result<AuditPage> {
-        AuditPage::of(audit::query::page(self.store(), req).await?)
+        let page = audit::query::page(self.store(), req).await?;
+        let names = audit::event::sentence::Lookup::of_rows(self.store(), &page.events).await?;
+        AuditPage::of(page, &names)
     }
 }

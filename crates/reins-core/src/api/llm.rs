@@ -65,6 +65,8 @@ pub struct LlmRunRequest {
     /// Most model calls the run makes, 1 to 1000.
     pub max_turns: Option<u32>,
     pub price: Option<Price>,
+    /// Registered MCP servers whose tools the model is offered, by name.
+    pub mcp: Vec<String>,
 }
 
 /// Most model calls a run may be given.
@@ -120,6 +122,7 @@ impl Reins {
                 price: req.price,
             },
             max_turns,
+            mcp: self.mcp_specs(&req.mcp)?,
         })
     }
 
@@ -132,11 +135,12 @@ impl Reins {
     ) -> Result<RunId> {
         let spec = self.llm_spec(req).await?;
         let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
-        if let Some(name) = &spec.settings.key {
+        let mcp_keys = spec.mcp.iter().flat_map(|s| s.keys()).map(str::to_owned);
+        for name in spec.settings.key.iter().cloned().chain(mcp_keys) {
             // Said now, not after the run has started: the key must exist.
             let store = Arc::clone(self.engine.secrets());
-            if crate::keys::get_blocking(store, name).await?.is_none() {
-                return Err(KeyError::Missing(name.clone()).into());
+            if crate::keys::get_blocking(store, &name).await?.is_none() {
+                return Err(KeyError::Missing(name).into());
             }
         }
         let id = self.engine.create_llm_run(&spec, &ws).await?;

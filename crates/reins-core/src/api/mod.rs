@@ -16,15 +16,21 @@ mod agents;
 mod audit_log;
 mod doctor;
 mod llm;
+mod mcp;
 mod memory;
+mod policy_view;
 mod provider;
 mod review;
 mod runs;
 mod types;
 
-pub use agents::{AcpRunRequest, AgentEntry, AgentView, AGENTS_FILE};
+pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
+pub use crate::tools::mcp::Hints as McpHints;
+pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
 pub use doctor::DoctorReport;
 pub use llm::{ContextView, KeyStatus, LlmRunRequest, UsageView, MAX_TURNS_LIMIT};
+pub use mcp::{McpServerView, McpToolView, McpToolsView};
+pub use policy_view::{PolicyState, ProtectedPlace};
 pub use provider::{ModelServerCheck, ProviderDefaults};
 pub use review::{PolicyCheck, ProgramPowers};
 pub use runs::WorkSummary;
@@ -82,6 +88,9 @@ pub struct Options {
     pub policy: Option<Arc<dyn Policy>>,
     /// Where API keys are read from instead of the OS keyring.
     pub secrets: Option<Arc<dyn SecretStore>>,
+    /// The `reins` program: external agents are given `reins mcp serve` (the profile memory) as
+    /// an MCP server. None: they are not.
+    pub memory_server: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -92,6 +101,7 @@ impl Default for Options {
             policy_file: None,
             policy: None,
             secrets: None,
+            memory_server: None,
         }
     }
 }
@@ -111,6 +121,8 @@ pub struct Reins {
     engine: Engine,
     data_dir: DataDir,
     policy_file: std::path::PathBuf,
+    /// The policy read from the policy file (None: one given in code, as tests do).
+    rules: Option<Arc<RulePolicy>>,
 }
 
 impl Reins {
@@ -130,11 +142,12 @@ impl Reins {
                 config_dir.join("policy.toml").display()
             )));
         }
-        let policy: Arc<dyn Policy> = match options.policy {
-            Some(policy) => policy,
+        let (policy, rules): (Arc<dyn Policy>, _) = match options.policy {
+            Some(policy) => (policy, None),
             None => {
                 let protected = Protected::new(data_dir.root(), &config_dir, &policy_file);
-                Arc::new(RulePolicy::load(&policy_file, protected)?)
+                let rules = Arc::new(RulePolicy::load(&policy_file, protected)?);
+                (Arc::clone(&rules) as Arc<dyn Policy>, Some(rules))
             }
         };
         let mut engine = Engine::new(store, blobs, policy, options.lease_ms.max(1000))
@@ -143,10 +156,18 @@ impl Reins {
         if let Some(secrets) = options.secrets {
             engine = engine.with_secrets(secrets);
         }
+        if let Some(program) = options.memory_server {
+            engine = engine.with_memory_server(crate::agent::acp::MemoryServer {
+                program,
+                data_dir: data_dir.root().to_owned(),
+                config_dir: config_dir.clone(),
+            });
+        }
         Ok(Self {
             engine,
             data_dir,
             policy_file,
+            rules,
         })
     }
 

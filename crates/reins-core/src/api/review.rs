@@ -20,6 +20,7 @@ use crate::workspace::Workspace;
 /// What the policy would decide about an action, and why.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct PolicyCheck {
     pub tool: String,
     pub action: serde_json::Value,

@@ -282,6 +282,7 @@ impl Reins {
         let pool = self.store().pool();
         let row = runs::get(pool, id).await?;
         let events = audit::for_run(pool, id).await?;
+        let names = crate::audit::event::sentence::Lookup::of_rows(self.store(), &events).await?;
         let attempts = store::attempts::list(pool, id).await?;
         let inspected = stored::inspect(self.store(), self.engine.blobs(), id).await?;
         let analysis = stored::analyse(self.store(), id, &inspected).await?;
@@ -310,18 +311,26 @@ impl Reins {
         Ok(RunDetail {
             agent_log,
             run: RunView::from(row),
-            recovery_summary: attempts.iter().rev().find_map(|a| a.recovery.clone()),
+            recovery_summary: attempts
+                .iter()
+                .rev()
+                .filter_map(|a| a.recovery.clone())
+                .find(crate::resume::RecoverySummary::interrupted),
             attempts: attempts.into_iter().map(AttemptView::from).collect(),
             retries: store::retries::list(pool, id)
                 .await?
                 .into_iter()
                 .map(RetryView::from)
                 .collect(),
-            steps: store::steps::list(pool, id)
-                .await?
-                .into_iter()
-                .map(StepView::from)
-                .collect(),
+            steps: {
+                let mut steps: Vec<StepView> = store::steps::list(pool, id)
+                    .await?
+                    .into_iter()
+                    .map(StepView::from)
+                    .collect();
+                super::types::link_calls(&mut steps);
+                steps
+            },
             checkpoints: inspected.iter().map(|i| i.summary()).collect(),
             intents: intents::list(pool, id)
                 .await?
@@ -338,7 +347,7 @@ impl Reins {
             audit_events: events.len(),
             audit: events
                 .into_iter()
-                .map(AuditEventView::try_from)
+                .map(|row| AuditEventView::read(row, &names))
                 .collect::<Result<_>>()?,
         })
     }

@@ -132,6 +132,7 @@ impl GrantSpec {
                 })
             }
             Action::Fetch(_) => Err("http.fetch grants are exact only".into()),
+            Action::Mcp(_) => Err("MCP grants are exact only (this server, this tool, these arguments): what a tool does with other arguments is the server's own".into()),
             _ => {
                 let glob = globset::Glob::new(pattern)
                     .map_err(|e| format!("the pattern {pattern:?} is not a valid path glob: {e}"))?
@@ -369,6 +370,7 @@ mod tests {
             reported: serde_json::json!({"rawInput": {"file_path": "docs/a.md"}}),
             implied: implied.map(Box::new),
             unread: None,
+            recall: false,
         })
     }
 

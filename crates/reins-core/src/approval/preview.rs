@@ -37,6 +37,7 @@ pub fn of(
             crate::secrets::redact_found_in(&text, &cmd.display()).into_owned()
         }
         (Action::Fetch(req), None) => fetch(req, resolved),
+        (Action::Mcp(call), None) => mcp(call),
         _ => read(action),
     };
     // Stored, shown and bound by its hash: a secret in it is masked (`approval show --action`
@@ -91,6 +92,63 @@ pub fn fetch(req: &FetchRequest, resolved: &[IpAddr]) -> String {
         ));
     }
     s
+}
+
+/// Strings longer than this are folded on an MCP card (head and tail kept, the middle counted).
+const FOLD_AT: usize = 2000;
+
+/// The server, the tool, what the server says of it, and the exact arguments: pretty JSON, long
+/// strings folded, hidden characters marked. The hints are shown as what they are: claims.
+pub fn mcp(call: &crate::tools::McpCall) -> String {
+    let mut s = format!(
+        "MCP server `{}` · tool `{}`\n",
+        reveal(&call.server),
+        reveal(&call.tool)
+    );
+    let description = call.description.trim();
+    if !description.is_empty() {
+        s.push_str(&format!(
+            "the server describes it: {}\n",
+            reveal(&fold(description))
+        ));
+    }
+    s.push_str(&format!(
+        "the server claims (hints, not checked): {}\n\narguments:\n",
+        call.hints.describe()
+    ));
+    let folded = fold_strings(&call.arguments);
+    s.push_str(&reveal(
+        &serde_json::to_string_pretty(&folded).unwrap_or_default(),
+    ));
+    s.push('\n');
+    s
+}
+
+fn fold(text: &str) -> String {
+    let n = text.chars().count();
+    if n <= FOLD_AT {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(FOLD_AT / 2).collect();
+    let tail: String = text.chars().skip(n - FOLD_AT / 4).collect();
+    format!(
+        "{head}…[{} characters folded; `reins approval show --action` has them all]…{tail}",
+        n - FOLD_AT / 2 - FOLD_AT / 4
+    )
+}
+
+fn fold_strings(v: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match v {
+        Value::String(s) => Value::String(fold(s)),
+        Value::Array(items) => Value::Array(items.iter().map(fold_strings).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), fold_strings(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }
 
 /// For a read-only action held for review (a protected path).

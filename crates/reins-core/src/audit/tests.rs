@@ -536,7 +536,7 @@ async fn an_event_added_behind_the_anchors_back_is_damage() -> TestResult {
             crate::audit::event::AuditVerified {
                 events: 0,
                 head: None,
-                anchor: "agrees",
+                anchor: "agrees".into(),
                 elapsed_ms: 0,
             },
         ),

@@ -467,7 +467,7 @@ pub async fn record(store: &Store, v: &Verification) -> Result<(), StoreError> {
         super::event::AuditVerified {
             events: v.events,
             head: v.head.clone(),
-            anchor: v.anchor.status,
+            anchor: v.anchor.status.into(),
             elapsed_ms: v.elapsed_ms,
         },
     )

@@ -10,11 +10,13 @@ use crate::digest::Digest;
 mod recovery;
 pub mod stored;
 pub use recovery::{
-    recovery_point_after, Damage, DamageKind, Health, RecoveryAnalysis,
+    recovery_point_after, recovery_point_past, Damage, DamageKind, Health, RecoveryAnalysis,
 };
 
-/// The checkpoint schema this build writes.
-pub const SCHEMA_VERSION: i64 = 1;
+/// The checkpoint schema this build writes. 2: the agent's append-only history (an LLM's
+/// conversation) is in the journal and the checkpoint holds a reference to it ([`HistoryRef`]);
+/// 1 held it in the agent's state. Both are read.
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Payloads larger than this go to the blob store; the row keeps the hash.
 pub const INLINE_LIMIT: usize = 1024 * 1024;
@@ -61,14 +63,16 @@ impl Level {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "version", content = "data")]
 pub enum Payload {
-    V1(CheckpointV1),
+    /// The agent's history, if any, inside its state (`history` is absent).
+    V1(Checkpoint),
+    V2(Checkpoint),
 }
 
 impl Payload {
     /// The current-version view of any stored version.
-    pub fn into_current(self) -> CheckpointV1 {
+    pub fn into_current(self) -> Checkpoint {
         match self {
-            Payload::V1(v) => v,
+            Payload::V1(v) | Payload::V2(v) => v,
         }
     }
 }
@@ -78,9 +82,11 @@ impl Payload {
 /// verifies every checkpoint.
 pub const RECENT_STEPS: usize = 1;
 
-/// What a run needs to continue from here.
+/// What a run needs to continue from here. Its size does not grow with the run: what only grows
+/// (the steps, the agent's history) is in the journal, and the checkpoint says how much of it it
+/// stands on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct CheckpointV1 {
+pub struct Checkpoint {
     // Execution context
     pub goal: String,
     /// The latest completed steps, at most `RECENT_STEPS` (the journal has every one).
@@ -91,6 +97,9 @@ pub struct CheckpointV1 {
     pub next_step: i64,
     /// The agent's own serialised state.
     pub agent: serde_json::Value,
+    /// The agent's history in the journal this checkpoint stands on (none: it keeps none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<HistoryRef>,
     // Environment: every file the run touched → its sha256 after this checkpoint (None: absent).
     pub files: BTreeMap<String, Option<Digest>>,
     /// The blob holding the workspace fingerprint taken when the current attempt began: the
@@ -98,6 +107,35 @@ pub struct CheckpointV1 {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace: Option<Digest>,
     pub meta: Meta,
+}
+
+/// How much of a run's agent history (`agent_history` rows 0..len) a checkpoint stands on, and
+/// the digest chained over those entries, which restoring checks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRef {
+    pub len: u64,
+    pub chain: Digest,
+}
+
+impl HistoryRef {
+    pub fn empty() -> Self {
+        Self {
+            len: 0,
+            chain: Digest::of(b"reins agent history"),
+        }
+    }
+
+    /// The reference after `entry` (its canonical JSON) is appended.
+    pub fn then(&self, entry: &str) -> Self {
+        let mut bytes = Vec::with_capacity(self.chain.as_str().len() + 1 + entry.len());
+        bytes.extend_from_slice(self.chain.as_str().as_bytes());
+        bytes.push(b'\n');
+        bytes.extend_from_slice(entry.as_bytes());
+        Self {
+            len: self.len + 1,
+            chain: Digest::of(&bytes),
+        }
+    }
 }
 
 /// One completed tool call, as a later resume needs to know it.
@@ -135,17 +173,17 @@ pub enum CheckpointError {
     NewerSchema { seq: i64, found: i64, known: i64 },
 }
 
-/// The current version, borrowed: serialises exactly like `Payload::V1` without copying the payload.
+/// The current version, borrowed: serialises exactly like `Payload::V2` without copying the payload.
 #[derive(Serialize)]
 #[serde(tag = "version", content = "data")]
 enum PayloadRef<'a> {
-    V1(&'a CheckpointV1),
+    V2(&'a Checkpoint),
 }
 
 /// Canonical bytes: serde_json with struct fields in declaration order and maps sorted (BTreeMap,
 /// and serde_json's own map is sorted), so equal payloads always give equal bytes and hashes.
-pub fn encode(cp: &CheckpointV1) -> (Vec<u8>, Digest) {
-    let bytes = serde_json::to_vec(&PayloadRef::V1(cp)).unwrap_or_default();
+pub fn encode(cp: &Checkpoint) -> (Vec<u8>, Digest) {
+    let bytes = serde_json::to_vec(&PayloadRef::V2(cp)).unwrap_or_default();
     let digest = Digest::of(&bytes);
     (bytes, digest)
 }
@@ -196,7 +234,7 @@ mod tests {
             panic!("the payload decodes");
         };
         let (bytes, digest) = encode(&cp);
-        let Ok(Payload::V1(back)) = decode(1, 1, &bytes, digest.as_str()) else {
+        let Ok(Payload::V2(back)) = decode(1, 2, &bytes, digest.as_str()) else {
             panic!("an encoded checkpoint decodes");
         };
         assert_eq!(back, cp);
@@ -208,7 +246,7 @@ mod tests {
         let mut files = BTreeMap::new();
         files.insert("b.txt".to_owned(), Some(Digest::of(b"b")));
         files.insert("a.txt".to_owned(), None);
-        let cp = CheckpointV1 {
+        let cp = Checkpoint {
             goal: "g".into(),
             files,
             next_step: 3,
@@ -216,7 +254,7 @@ mod tests {
         };
         let (bytes, digest) = encode(&cp);
         assert_eq!(encode(&cp.clone()).1, digest, "same payload, same hash");
-        let p = Payload::V1(cp);
+        let p = Payload::V2(cp);
         assert_eq!(
             serde_json::to_vec(&p).ok(),
             Some(bytes.clone()),
@@ -224,7 +262,7 @@ mod tests {
         );
         let text = String::from_utf8_lossy(&bytes);
         assert!(
-            text.starts_with(r#"{"version":"V1","data":{"goal":"g""#),
+            text.starts_with(r#"{"version":"V2","data":{"goal":"g""#),
             "{text}"
         );
         assert!(text.find("a.txt") < text.find("b.txt"), "maps are sorted");
@@ -236,7 +274,7 @@ mod tests {
         let mut flipped = bytes.clone();
         flipped[10] ^= 0x01;
         assert!(matches!(
-            decode(1, 1, &flipped, digest.as_str()),
+            decode(1, 2, &flipped, digest.as_str()),
             Err(CheckpointError::Checksum { .. })
         ));
         assert!(matches!(

@@ -11,7 +11,7 @@ pub enum Health {
     Invalid,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, sqlx::Type)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, sqlx::Type)]
 #[serde(rename_all = "snake_case")]
 #[sqlx(type_name = "TEXT", rename_all = "snake_case")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -69,18 +69,27 @@ pub fn recovery_point_after(
     acknowledged: &BTreeSet<i64>,
     pruned_through: i64,
 ) -> RecoveryAnalysis {
+    recovery_point_past(checkpoints, acknowledged, pruned_through, 0)
+}
+
+/// The same, when an earlier resume verified the prefix through `verified` (its checkpoints are
+/// not given again): the prefix starts valid there, and `checkpoints` are those after it.
+pub fn recovery_point_past(
+    checkpoints: &[(i64, Health)],
+    acknowledged: &BTreeSet<i64>,
+    pruned_through: i64,
+    verified: i64,
+) -> RecoveryAnalysis {
     let mut sorted: Vec<(i64, Health)> = checkpoints.to_vec();
     sorted.sort_by_key(|(seq, _)| *seq);
+    let start = pruned_through.max(verified);
     let max = sorted.last().map(|(s, _)| *s).unwrap_or(0);
 
     let mut damage = Vec::new();
-    let mut point = None;
+    let mut point = (verified > pruned_through).then_some(verified);
     let mut prefix_open = true;
-    let mut rows = sorted
-        .iter()
-        .skip_while(|(seq, _)| *seq <= pruned_through)
-        .peekable();
-    for seq in (pruned_through + 1)..=max {
+    let mut rows = sorted.iter().skip_while(|(seq, _)| *seq <= start).peekable();
+    for seq in (start + 1)..=max {
         let health = match rows.peek() {
             Some((s, h)) if *s == seq => {
                 let h = *h;
@@ -168,6 +177,18 @@ mod tests {
             Some(4),
             "a gap after the pruned range is still damage"
         );
+    }
+
+    #[test]
+    fn a_verified_prefix_is_not_read_again() {
+        let none = BTreeSet::new();
+        assert_eq!(recovery_point_past(&[], &none, 0, 7).point, Some(7));
+        assert_eq!(recovery_point_past(&[(8, V), (9, V)], &none, 0, 7).point, Some(9));
+        let a = recovery_point_past(&[(8, X), (9, V)], &none, 0, 7);
+        assert_eq!(a.point, Some(7), "new damage stops right after the verified prefix");
+        assert_eq!(a.damage.len(), 1);
+        assert_eq!(recovery_point_past(&[(10, V)], &none, 9, 5).point, Some(10), "retention went further");
+        assert_eq!(recovery_point_past(&[(1, V)], &none, 0, 0).point, Some(1));
     }
 
     #[test]

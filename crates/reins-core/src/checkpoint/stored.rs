@@ -4,7 +4,10 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::{decode, recovery_point_after, CheckpointV1, Health, Level, RecoveryAnalysis};
+use super::{
+    decode, recovery_point_after, recovery_point_past, Checkpoint, Health, Level,
+    RecoveryAnalysis,
+};
 use crate::blob::BlobStore;
 use crate::digest::Digest;
 use crate::ids::RunId;
@@ -19,7 +22,7 @@ pub struct Inspected {
     pub sha256: String,
     pub in_blob: bool,
     pub created_at: i64,
-    pub payload: Result<CheckpointV1, String>,
+    pub payload: Result<Checkpoint, String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -55,7 +58,7 @@ impl Inspected {
 
 /// A stored checkpoint's payload, from its row or the blob store, checksum-verified and decoded;
 /// or what is wrong with it.
-fn payload_of(row: &checkpoints::CheckpointRow, blobs: &BlobStore) -> Result<CheckpointV1, String> {
+fn payload_of(row: &checkpoints::CheckpointRow, blobs: &BlobStore) -> Result<Checkpoint, String> {
     let bytes = match (&row.payload, &row.blob) {
         (Some(bytes), _) => Ok(bytes.clone()),
         (None, Some(hash)) => Digest::parse(hash)
@@ -92,12 +95,63 @@ pub async fn inspect(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec
 
 /// Verifies every checkpoint of a run by checksum (and schema version) without decoding any:
 /// enough to pick the recovery point, and far cheaper on a long run. (seq, health) oldest first.
+/// For the recovery bench; a resume verifies incrementally ([`analyse_for_resume`]).
+#[cfg(feature = "internals")]
 pub async fn verify(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec<(i64, Health)>> {
+    verify_after(store, blobs, run, 0).await
+}
+
+/// What a resume needs to pick its recovery point: the checkpoints after the last one an earlier
+/// resume verified (if that one is still stored with the checksum it had then) are verified; the
+/// prefix before it is not read again, so resuming does not grow with the run. (the analysis,
+/// the seq verified through before).
+pub async fn analyse_for_resume(
+    store: &Store,
+    blobs: &BlobStore,
+    run: RunId,
+) -> Result<(RecoveryAnalysis, i64)> {
+    let verified = checkpoints::verified_through(store.pool(), run)
+        .await?
+        .unwrap_or(0);
+    let health = verify_after(store, blobs, run, verified).await?;
+    let acknowledged: BTreeSet<i64> = checkpoints::damage(store.pool(), run)
+        .await?
+        .into_iter()
+        .map(|d| d.seq)
+        .collect();
+    let pruned_through = checkpoints::pruned_through(store.pool(), run).await?;
+    let analysis = recovery_point_past(&health, &acknowledged, pruned_through, verified);
+    // The point is always verified now: when it is the end of the old prefix and no longer
+    // checks out, everything is verified again.
+    if let Some(p) = analysis.point.filter(|p| *p <= verified) {
+        let checked = verify_range(store, blobs, run, p, p + 1).await?;
+        if checked != [(p, Health::Valid)] {
+            let health = verify_after(store, blobs, run, 0).await?;
+            return Ok((
+                recovery_point_after(&health, &acknowledged, pruned_through),
+                0,
+            ));
+        }
+    }
+    Ok((analysis, verified))
+}
+
+/// Verifies the checkpoints with seq > `after`, as [`verify`] does.
+async fn verify_after(
+    store: &Store,
+    blobs: &BlobStore,
+    run: RunId,
+    after: i64,
+) -> Result<Vec<(i64, Health)>> {
     // A long run has many checkpoints: read them in seq ranges over several connections at once
     // (each SQLite connection has its own thread), and hash as rows arrive.
     let Some((lo, hi)) = checkpoints::seq_range(store.pool(), run).await? else {
         return Ok(Vec::new());
     };
+    let lo = lo.max(after + 1);
+    if lo > hi {
+        return Ok(Vec::new());
+    }
     const PARTS: i64 = 4;
     let span = (hi - lo) / PARTS + 1;
     let parts =
@@ -139,24 +193,9 @@ pub async fn load(
     blobs: &BlobStore,
     run: RunId,
     seq: i64,
-) -> Result<Result<CheckpointV1, String>> {
+) -> Result<Result<Checkpoint, String>> {
     let row = checkpoints::get(store.pool(), run, seq).await?;
     Ok(payload_of(&row, blobs))
-}
-
-/// The recovery analysis over verified checkpoints and the damage already acknowledged.
-pub async fn analyse_health(
-    store: &Store,
-    run: RunId,
-    health: &[(i64, Health)],
-) -> Result<RecoveryAnalysis> {
-    let acknowledged: BTreeSet<i64> = checkpoints::damage(store.pool(), run)
-        .await?
-        .into_iter()
-        .map(|d| d.seq)
-        .collect();
-    let pruned_through = checkpoints::pruned_through(store.pool(), run).await?;
-    Ok(recovery_point_after(health, &acknowledged, pruned_through))
 }
 
 /// The recovery analysis over inspected checkpoints and the damage already acknowledged.

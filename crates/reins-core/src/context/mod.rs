@@ -23,6 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
+mod record;
 pub mod tokens;
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 //! change commits nothing.
 
 use crate::audit::event::{self as ev, Actor};
-use crate::checkpoint::{self, CheckpointV1, Level};
+use crate::checkpoint::{self, Checkpoint, Level};
 use crate::clock::now_ms;
 use crate::error::Result;
 use crate::ids::RunId;
@@ -18,7 +18,10 @@ use super::{Engine, Observer, Progress};
 /// A checkpoint to write with a change: sealed and encoded when the change commits.
 pub(crate) struct Prepared {
     pub(super) level: Level,
-    cp: Box<CheckpointV1>,
+    cp: Box<Checkpoint>,
+    /// The agent's history entries this checkpoint is the first to cover: (first index, entries),
+    /// written in the same transaction.
+    pub(super) history: Option<(i64, Vec<String>)>,
 }
 
 /// A checkpoint's bytes, ready to insert (a large payload is already in the blob store).
@@ -121,10 +124,11 @@ impl Change {
 
 impl Engine {
     /// A checkpoint to write with a change, as it is now.
-    pub(crate) fn prepare(&self, cp: &CheckpointV1, level: Level) -> Result<Prepared> {
+    pub(crate) fn prepare(&self, cp: &Checkpoint, level: Level) -> Result<Prepared> {
         Ok(Prepared {
             level,
             cp: Box::new(cp.clone()),
+            history: None,
         })
     }
 
@@ -132,7 +136,7 @@ impl Engine {
     /// people, are redacted) and encodes it; payloads over the inline limit go to the blob store
     /// (durably) first.
     pub(super) async fn encode(&self, p: Prepared) -> Result<Encoded> {
-        let Prepared { level, mut cp } = p;
+        let Prepared { level, mut cp, .. } = p;
         for done in &mut cp.completed {
             if let std::borrow::Cow::Owned(s) = crate::secrets::redact(&done.summary) {
                 done.summary = s;
@@ -162,14 +166,17 @@ impl Engine {
         observer: &dyn Observer,
     ) -> Result<Applied> {
         let Change {
-            rows,
-            checkpoint,
+            mut rows,
+            mut checkpoint,
             mut events,
             transition,
             announce,
             end_attempt,
             report,
         } = change;
+        if let Some((from, entries)) = checkpoint.as_mut().and_then(|p| p.history.take()) {
+            rows.push(Write::History { from, entries });
+        }
         let rows = self.sealed(rows).await?;
         let checkpoint = match checkpoint {
             Some(p) => Some(self.encode(p).await?),

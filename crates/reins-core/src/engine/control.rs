@@ -147,7 +147,7 @@ impl Engine {
                         Actor::System,
                         Some(id),
                         ev::Kind::DrainPauseRequested(ev::DrainPause {
-                            by: "worker drain",
+                            by: "worker drain".into(),
                             worker,
                         }),
                     ),
@@ -183,14 +183,27 @@ impl Engine {
         let row = runs::get(self.store.pool(), id).await?;
         let mut change = Change::default().moving(Transition::Moves(vec![RunEvent::Resume], None));
         if mode == ResumeMode::Force {
-            let spec = self.opened_text(&row.agent_spec, "the run's plan").await?;
+            let spec = runs::spec(self.store.pool(), id).await?;
+            let spec = self.opened_text(&spec, "the run's plan").await?;
             let agent = agent::build(&row.agent_kind, &spec, &self.services(&row))
                 .map_err(|e| Error::Conflict(format!("run {id} cannot be resumed: {e}")))?;
             let current = Compat {
                 external_agent: row.compat.external_agent.clone(),
                 ..Compat::current(agent.kind(), agent.version(), &spec)
             };
-            let mismatches = row.compat.mismatches(&current);
+            let mut mismatches = row.compat.mismatches(&current);
+            if let Some(stored) = &row.compat.mcp_tools {
+                // Checked again when the servers start; forcing takes their tools as they are then.
+                mismatches.push(crate::compat::Mismatch {
+                    field: "mcpTools".into(),
+                    stored: stored
+                        .iter()
+                        .map(|(s, d)| format!("{s}:{}", d.chars().take(12).collect::<String>()))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                    current: "recorded again when the servers start".into(),
+                });
+            }
             if !mismatches.is_empty() {
                 change.rows.push(Write::RunCompat(current));
                 change.events.push(audit::Event::new(
@@ -297,7 +310,9 @@ impl Engine {
         }
         let plan = match row.agent_kind.as_str() {
             agent::script::KIND => agent::script::Plan::from_json(
-                &self.opened_text(&row.agent_spec, "the run's plan").await?,
+                &self
+                    .opened_text(&runs::spec(self.store.pool(), id).await?, "the run's plan")
+                    .await?,
             )?,
             other => {
                 return Err(Error::Conflict(format!(

@@ -2,7 +2,7 @@
 
 use crate::agent::script::Plan;
 use crate::audit::event as ev;
-use crate::checkpoint::{CheckpointV1, Level, Meta};
+use crate::checkpoint::{Checkpoint, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
@@ -91,7 +91,6 @@ impl Engine {
             goal: crate::secrets::redact(new.goal).into_owned(),
             workspace: workspace.root().to_string_lossy().into_owned(),
             agent_kind: new.kind.into(),
-            agent_spec: new.spec,
             compat,
             state: RunState::Queued,
             state_version: 0,
@@ -103,7 +102,7 @@ impl Engine {
             updated_at: now,
             not_before: None,
         };
-        let first = CheckpointV1 {
+        let first = Checkpoint {
             goal: row.goal.clone(),
             next_step: 1,
             meta: Meta {
@@ -111,7 +110,7 @@ impl Engine {
                 note: "created".into(),
                 ..Meta::default()
             },
-            ..CheckpointV1::default()
+            ..Checkpoint::default()
         };
         let event = audit::Event::new(
             Actor::User,
@@ -124,7 +123,10 @@ impl Engine {
                 spec_hash,
             },
         );
-        let change = Change::rows(vec![Write::RunInsert(Box::new(row))])
+        let change = Change::rows(vec![Write::RunInsert {
+            row: Box::new(row),
+            spec: new.spec,
+        }])
             .checkpoint(self.prepare(&first, Level::Task)?)
             .event(event);
         self.commit(Some(id), change, None, &Silent).await?;

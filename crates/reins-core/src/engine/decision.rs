@@ -269,6 +269,31 @@ impl Engine {
         self.conclude(&row, change, grant).await
     }
 
+    /// A person may edit an MCP call's arguments; the server, the tool and what the server said
+    /// of it (its identity, description and hints) stay as the server gave them.
+    async fn mcp_edit(
+        &self,
+        row: &ApprovalRow,
+        mut edited: tools::McpCall,
+        ws: &Workspace,
+    ) -> Result<tools::McpCall> {
+        let opened = self.opened(&row.action, "the approved action").await?;
+        let Ok(Action::Mcp(original)) = Action::parse(opened.call(), ws) else {
+            return Err(Error::Invalid("the reviewed action is not an MCP call".into()));
+        };
+        if (&edited.server, &edited.tool, &edited.identity)
+            != (&original.server, &original.tool, &original.identity)
+        {
+            return Err(Error::Invalid(format!(
+                "an edit of an MCP call may change its arguments only: it must stay `{}` of the server `{}`",
+                original.tool, original.server
+            )));
+        }
+        edited.description = original.description;
+        edited.hints = original.hints;
+        Ok(edited)
+    }
+
     /// Checks a person's edit as the agent's proposal is checked: valid, not denied, plannable;
     /// the preview shown for it is what the person approves.
     async fn edit(
@@ -281,6 +306,10 @@ impl Engine {
         let call = self.opened_call(edited_call(row, edit)?, "the edited action").await?;
         let action = Action::parse(&call, ws)
             .map_err(|e| Error::Invalid(format!("the edited action is invalid: {e}")))?;
+        let action = match action {
+            Action::Mcp(edited) => Action::Mcp(self.mcp_edit(row, edited, ws).await?),
+            other => other,
+        };
         let resolved = tools::fetch::addresses_of(&action)
             .await
             .map_err(Error::Invalid)?;

@@ -5,7 +5,7 @@
 
 use crate::agent::{self, Agent, Move};
 use crate::audit::event::{self as ev, Actor};
-use crate::checkpoint::{stored, CheckpointV1, Level, Meta};
+use crate::checkpoint::{stored, Checkpoint, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
@@ -13,7 +13,7 @@ use crate::resume::SettledEffect;
 use crate::run::{RunEvent, RunState};
 use crate::step::StepKind;
 use crate::store::write::{Transition, Write};
-use crate::store::{attempts, audit, intents, runs, steps, StoreError};
+use crate::store::{attempts, audit, checkpoints, intents, runs, steps, StoreError};
 use crate::workspace::Workspace;
 
 use super::commit::{Applied, Change, Report};
@@ -91,7 +91,7 @@ pub(super) struct Drive<'a> {
     pub(super) agent: Box<dyn Agent>,
     pub(super) attempt: i64,
     /// The run's context as of the last checkpoint, updated as steps complete.
-    pub(super) cp: CheckpointV1,
+    pub(super) cp: Checkpoint,
     /// The highest step seq the journal held when this drive started: steps up to it are reused.
     pub(super) journal_through: i64,
     pub(super) resumed: Resumption,
@@ -99,10 +99,14 @@ pub(super) struct Drive<'a> {
     pub(super) started_at: i64,
     /// The API key, once looked up in this attempt.
     pub(super) api_key: Option<crate::keys::Secret>,
+    /// Token counts of context parts already counted in this attempt (see `think.rs`).
+    pub(super) token_counts: super::think::TokenCounts,
     /// Proves ownership in every commit (its fence) and remembers the audit chain's head.
     owner: audit::Owner,
     /// Keeps the lease alive in the background and reports what it sees.
     heartbeat: Heartbeat,
+    /// The run's MCP servers, started for this attempt (see `mcp.rs`).
+    pub(super) mcp: Option<crate::mcp::Hub>,
 }
 
 impl<'a> Drive<'a> {
@@ -117,8 +121,9 @@ impl<'a> Drive<'a> {
     ) -> Result<Drive<'a>, StartError> {
         let ws = Workspace::open(std::path::Path::new(&row.workspace))
             .map_err(|err| StartError::Suspend(format!("the workspace cannot be opened: {err}")))?;
+        let spec = runs::spec(e.store.pool(), row.id).await?;
         let spec = e
-            .opened_text(&row.agent_spec, "the run's plan")
+            .opened_text(&spec, "the run's plan")
             .await
             .map_err(|err| StartError::Suspend(err.to_string()))?;
         let mut agent = agent::build(&row.agent_kind, &spec, &e.services(row)).map_err(|err| {
@@ -138,8 +143,7 @@ impl<'a> Drive<'a> {
             )));
         }
         let owner = audit::Owner::new(row.id, fence);
-        let health = stored::verify(&e.store, &e.blobs, row.id).await?;
-        let analysis = stored::analyse_health(&e.store, row.id, &health).await?;
+        let (analysis, verified) = stored::analyse_for_resume(&e.store, &e.blobs, row.id).await?;
         let fresh: Vec<_> = analysis.damage.iter().filter(|d| !d.acknowledged).collect();
         if !fresh.is_empty() {
             let now = now_ms();
@@ -170,7 +174,18 @@ impl<'a> Drive<'a> {
         }
         let cp = match analysis.point {
             Some(point) => match stored::load(&e.store, &e.blobs, row.id, point).await? {
-                Ok(cp) => cp,
+                Ok(cp) => {
+                    if point > verified {
+                        // Verified now: the next resume starts from here.
+                        let sha256 = checkpoints::get(e.store.pool(), row.id, point).await?.sha256;
+                        let mark = Write::CheckpointsVerified {
+                            through: point,
+                            sha256,
+                        };
+                        e.commit(Some(row.id), Change::rows(vec![mark]), None, obs).await?;
+                    }
+                    cp
+                }
                 Err(err) => {
                     return Err(StartError::Suspend(format!(
                         "recovery checkpoint {point} unreadable: {err}"
@@ -179,10 +194,10 @@ impl<'a> Drive<'a> {
             },
             // Nothing usable: start over from the original input. Completed steps are still reused
             // from the journal, so no effect runs twice.
-            None => CheckpointV1 {
+            None => Checkpoint {
                 goal: row.goal.clone(),
                 next_step: 1,
-                ..CheckpointV1::default()
+                ..Checkpoint::default()
             },
         };
         let state = e
@@ -194,6 +209,14 @@ impl<'a> Drive<'a> {
                 "the agent cannot resume from its checkpoint: {err}"
             ))
         })?;
+        if let Some(at) = &cp.history {
+            if let Err(err) = e.restore_history(row.id, at, agent.as_mut()).await? {
+                return Err(StartError::Suspend(format!(
+                    "the agent cannot resume from checkpoint {}: {err}",
+                    analysis.point.unwrap_or(0)
+                )));
+            }
+        }
         let resumed_from = if adopted || cp.next_step > 1 {
             analysis.point
         } else {
@@ -227,6 +250,8 @@ impl<'a> Drive<'a> {
             resumed,
             started_at: now_ms(),
             api_key: None,
+            token_counts: Default::default(),
+            mcp: None,
             e,
             obs,
             run: row.id,
@@ -244,6 +269,9 @@ impl<'a> Drive<'a> {
             return Ok(outcome);
         }
         self.orient().await?;
+        if let Some(outcome) = self.start_mcp().await? {
+            return Ok(outcome);
+        }
         if let Some(seq) = self.cp.current_step {
             let question = steps::get(self.e.store.pool(), self.run, seq)
                 .await?
@@ -386,7 +414,7 @@ impl<'a> Drive<'a> {
                     Actor::System,
                     Some(run),
                     ev::Kind::DrainPauseRequested(ev::DrainPause {
-                        by: "worker drain",
+                        by: "worker drain".into(),
                         worker,
                     }),
                 ));
@@ -469,13 +497,16 @@ impl<'a> Drive<'a> {
         note: String,
     ) -> Result<super::commit::Prepared> {
         self.cp.agent = self.agent.state();
+        let history = self.new_history();
         self.cp.meta = Meta {
             attempt: self.attempt,
             fence: self.owner.fence,
             written_at: now_ms(),
             note,
         };
-        self.e.prepare(&self.cp, level)
+        let mut prepared = self.e.prepare(&self.cp, level)?;
+        prepared.history = history;
+        Ok(prepared)
     }
 
     async fn finish(&mut self, state: RunState, summary: &str) -> Result<DriveOutcome> {

@@ -103,6 +103,14 @@ impl Drive<'_> {
                     Err(e) => self.settle_effect(record(&[]), Err(&e)).await?,
                 }
             }
+            (Action::Mcp(call), None) => {
+                let outcome = self.call_mcp(call).await;
+                fault_point!("after_effect");
+                match outcome {
+                    Ok(text) => self.settle_effect(record(&[]), Ok(&text)).await?,
+                    Err(e) => self.settle_effect(record(&[]), Err(&e)).await?,
+                }
+            }
             (Action::Remember(r), None) => {
                 let outcome = self.remember(seq, r, rec.why).await;
                 fault_point!("after_effect");

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use crate::blob::BlobStore;
-use crate::checkpoint::{self, CheckpointV1};
+use crate::checkpoint::{self, Checkpoint};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
@@ -49,7 +49,9 @@ mod decision;
 mod drive;
 mod effect;
 mod heartbeat;
+mod history;
 mod intent;
+mod mcp;
 mod park;
 mod progress;
 mod propose;
@@ -71,6 +73,7 @@ pub use progress::{DriveOutcome, Observer, Progress, Silent};
 pub use question::MAX_TEXT as MAX_ANSWER;
 pub use resolve::{Resolution, Resolved};
 pub use retention::{GcReport, BLOB_GRACE_MS};
+pub(crate) use think::ModelCall;
 pub use rollback::{RollbackChange, RollbackReport};
 
 pub struct Engine {
@@ -90,6 +93,8 @@ pub struct Engine {
     sessions: Arc<crate::agent::acp::Sessions>,
     /// Where external agents' stderr logs go (`<run>.log`); none: kept in memory only.
     agent_logs: Option<std::path::PathBuf>,
+    /// How external agents reach the profile memory over MCP; none: they do not.
+    memory_server: Option<crate::agent::acp::MemoryServer>,
 }
 
 impl Engine {
@@ -108,7 +113,14 @@ impl Engine {
             sealer: Arc::new(crate::seal::Sealer::new(keyring)),
             sessions: Arc::new(crate::agent::acp::Sessions::new()),
             agent_logs: None,
+            memory_server: None,
         }
+    }
+
+    /// Gives external agents `reins mcp serve` as an MCP server, bound to their run.
+    pub fn with_memory_server(mut self, server: crate::agent::acp::MemoryServer) -> Self {
+        self.memory_server = Some(server);
+        self
     }
 
     /// What an agent of `row` is built with.
@@ -119,6 +131,7 @@ impl Engine {
             secrets: Arc::clone(&self.secrets),
             sessions: Arc::clone(&self.sessions),
             log: self.agent_log(row.id),
+            memory: self.memory_server.clone(),
         }
     }
 
@@ -161,7 +174,7 @@ impl Engine {
     }
 
     /// Reads a checkpoint back and verifies its checksum and payload.
-    pub async fn verify_checkpoint(&self, run: RunId, seq: i64) -> Result<CheckpointV1> {
+    pub async fn verify_checkpoint(&self, run: RunId, seq: i64) -> Result<Checkpoint> {
         checkpoint::stored::load(&self.store, &self.blobs, run, seq)
             .await?
             .map_err(|detail| {

@@ -37,6 +37,7 @@ impl Drive<'_> {
     ) -> Result<Option<DriveOutcome>> {
         // The agent's reason is for people: a secret in it is never stored.
         let why = why.map(|w| crate::secrets::redact(&w).into_owned());
+        let call = self.complete_mcp(call);
         let seq = self.cp.next_step;
         let parsed = Action::parse(&call, &self.ws);
         let recorded = match &parsed {

@@ -68,6 +68,11 @@ impl Drive<'_> {
                     source: std::io::Error::other("it survived SIGKILL"),
                 });
             }
+            // A tool server the last attempt ended itself, as it does whenever it stops: not news
+            // for the agent or the person (the audit log still has it).
+            if !was_running && p.command.starts_with(crate::mcp::hub::PROCESS_LABEL) {
+                continue;
+            }
             self.resumed.ended_processes.push(format!(
                 "pid {} ({}) of step {}: {outcome}",
                 p.pid, p.command, p.step_seq
@@ -135,14 +140,7 @@ impl Drive<'_> {
             ev::Kind::Recovered(summary.clone()),
         ));
         self.commit(change).await?;
-        let after_review = summary.current_step.filter(|_| {
-            matches!(
-                summary.last_error.as_deref(),
-                Some("awaiting approval" | "awaiting input")
-            ) && summary.settled.is_empty()
-                && summary.ended_processes.is_empty()
-                && summary.changed_outside.is_empty()
-        });
+        let after_review = summary.continues_a_decision();
         let answered = summary.last_error.as_deref() == Some("awaiting input");
         self.obs.on(&Progress::Recovered {
             attempt: self.attempt,

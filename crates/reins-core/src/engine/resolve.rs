@@ -16,7 +16,7 @@ use super::commit::Change;
 use super::{Engine, Silent};
 
 /// What a person decided about an effect whose outcome nobody could know.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Resolution {
     /// It happened: the agent is told the result it would have got.
@@ -142,7 +142,7 @@ impl Engine {
                             ev::ResumedAfterResolve {
                                 from: m.from,
                                 to: m.to,
-                                after: "intent.resolved",
+                                after: "intent.resolved".into(),
                             },
                         )
                     })

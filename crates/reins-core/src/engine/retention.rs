@@ -19,7 +19,7 @@ use super::{Engine, Silent};
 /// Blob files modified more recently than this are never removed.
 pub const BLOB_GRACE_MS: i64 = 10 * 60 * 1000;
 
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub struct GcReport {

@@ -68,7 +68,7 @@ impl Drive<'_> {
                 Some(run),
                 ev::RetryScheduled {
                     n,
-                    class: "transient",
+                    class: "transient".into(),
                     error: error_text,
                     delay_ms: delay,
                     state: moved.to,

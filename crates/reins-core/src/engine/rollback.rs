@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::audit::event as ev;
-use crate::checkpoint::{stored, CheckpointV1, Level, Meta};
+use crate::checkpoint::{stored, Checkpoint, Level, Meta};
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
@@ -71,7 +71,7 @@ impl Engine {
                 ))
             }
         })?;
-        let target: &CheckpointV1 = target.payload.as_ref().map_err(|e| {
+        let target: &Checkpoint = target.payload.as_ref().map_err(|e| {
             Error::Invalid(format!("checkpoint {to} is damaged ({e}); choose another"))
         })?;
         let analysis = stored::analyse(&self.store, run, &inspected).await?;
@@ -260,7 +260,7 @@ impl Engine {
         &self,
         run: RunId,
         level: Level,
-        cp: &CheckpointV1,
+        cp: &Checkpoint,
         kind: ev::Kind,
     ) -> Result<i64> {
         let change = Change::default()

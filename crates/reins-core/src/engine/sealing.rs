@@ -22,7 +22,7 @@ impl Engine {
     pub(super) async fn sealed(&self, mut rows: Vec<Write>) -> Result<Vec<Write>> {
         for row in &mut rows {
             match row {
-                Write::RunInsert(run) => self.seal_text(&mut run.agent_spec, "the plan").await?,
+                Write::RunInsert { spec, .. } => self.seal_text(spec, "the plan").await?,
                 Write::Step(step) => self.seal_step(step).await?,
                 Write::Intent { step, intent, .. } => {
                     // The intent records the step's own action: scanned once, sealed once.
@@ -67,6 +67,12 @@ impl Engine {
                 }
                 // Why a retry happened is for people; an error may quote what failed.
                 Write::Retry { error, .. } => redact(error),
+                Write::History { from, entries } => {
+                    for (k, entry) in entries.iter_mut().enumerate() {
+                        let what = format!("entry {} of the agent's history", *from + k as i64);
+                        self.seal_text(entry, &what).await?;
+                    }
+                }
                 _ => {}
             }
         }

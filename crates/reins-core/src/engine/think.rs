@@ -4,6 +4,7 @@
 //! reply in the journal and never asks the model again for it.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +28,49 @@ use crate::step::one_line;
 
 pub(super) const TOOL: &str = "model";
 
+/// Token counts of the conversation's earlier turns, counted once per attempt. A turn older than
+/// the latest never changes (the agent only adds to the latest), so a long run's history costs no
+/// counting per call; everything else is counted every time. Keyed by part id, number of messages
+/// and bytes besides.
+#[derive(Default)]
+pub(super) struct TokenCounts {
+    counter: String,
+    known: HashMap<(String, usize, usize), usize>,
+}
+
+impl TokenCounts {
+    fn count(
+        &mut self,
+        id: &str,
+        kind: context::Kind,
+        messages: &[Message],
+        counter: &dyn context::tokens::TokenCounter,
+    ) -> usize {
+        let count = || -> usize { messages.iter().map(|m| counter.count(&m.countable()) + 4).sum() };
+        if !matches!(kind, context::Kind::History | context::Kind::RecentTurn) {
+            return count();
+        }
+        if self.counter != counter.name() {
+            self.known.clear();
+            self.counter = counter.name().to_owned();
+        }
+        let bytes = messages
+            .iter()
+            .map(|m| {
+                m.content.len()
+                    + m.tool_calls
+                        .iter()
+                        .map(|c| c.name.len() + c.arguments.len())
+                        .sum::<usize>()
+            })
+            .sum();
+        *self
+            .known
+            .entry((id.to_owned(), messages.len(), bytes))
+            .or_insert_with(count)
+    }
+}
+
 /// What the journal keeps of a model call (the step's `result`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -47,9 +91,9 @@ impl Drive<'_> {
         }
         let counter = context::tokens::for_model(&input.settings.model);
         let mut items = Vec::new();
-        let mut messages_of: HashMap<String, Vec<Message>> = HashMap::new();
+        let mut messages_of: HashMap<String, Arc<[Message]>> = HashMap::new();
         for part in input.parts {
-            let (item, messages, digest) = item_of(part, &counter);
+            let (item, messages, digest) = item_of(part, &counter, &mut self.token_counts);
             if let Some(d) = digest {
                 messages_of.insert(format!("{}#digest", item.id), d);
             }
@@ -63,7 +107,7 @@ impl Drive<'_> {
                 fact.text
             );
             fact.tokens = counter.count(&text);
-            messages_of.insert(fact.id.clone(), vec![Message::system(text)]);
+            messages_of.insert(fact.id.clone(), Arc::from(vec![Message::system(text)]));
             items.push(fact);
         }
         let settings = input.settings.clone();
@@ -264,7 +308,7 @@ impl Drive<'_> {
             rows.push(Write::Manifest(Box::new(manifests::ManifestRow {
                 step_seq: seq,
                 model: call.model.clone(),
-                manifest: m.clone(),
+                manifest: m.for_the_record(),
                 facts_used: m.facts_used.clone(),
                 created_at: now,
             })));
@@ -314,22 +358,28 @@ fn said(reply: &Completion) -> String {
     }
 }
 
+/// Messages shared between the agent's cache and one call's prompt, never copied per call.
+type Shared = Arc<[Message]>;
+
 /// A part as an assembler item (tokens counted), its messages and its digest's.
 fn item_of(
     part: Part,
     counter: &dyn context::tokens::TokenCounter,
-) -> (context::Item, Vec<Message>, Option<Vec<Message>>) {
-    let count =
-        |ms: &[Message]| -> usize { ms.iter().map(|m| counter.count(&m.countable()) + 4).sum() };
-    let text: String = part.messages.iter().map(Message::countable).collect();
-    let tokens = count(&part.messages);
+    counts: &mut TokenCounts,
+) -> (context::Item, Shared, Option<Shared>) {
+    let tokens = counts.count(&part.id, part.kind, &part.messages, counter);
     let (digest, digest_messages) = match part.digest {
         Some((messages, artifact)) => {
             let text: String = messages.iter().map(Message::countable).collect();
             (
                 Some(context::Digest {
                     text,
-                    tokens: count(&messages),
+                    tokens: counts.count(
+                        &format!("{}#digest", part.id),
+                        part.kind,
+                        &messages,
+                        counter,
+                    ),
                     artifact,
                 }),
                 Some(messages),
@@ -341,7 +391,9 @@ fn item_of(
         context::Item {
             id: part.id,
             kind: part.kind,
-            text,
+            // The prompt is rendered from the messages (`render`), by the ids the assembler
+            // chose: a copy of every part's text per call would cost a long run dearly.
+            text: String::new(),
             tokens,
             relevance: part.relevance,
             importance: part.importance,
@@ -359,7 +411,7 @@ fn item_of(
 /// merged into one leading system message: several local servers' chat templates accept only that.
 fn render(
     assembly: &context::Assembly,
-    messages_of: &HashMap<String, Vec<Message>>,
+    messages_of: &HashMap<String, Arc<[Message]>>,
 ) -> Vec<Message> {
     let digested: std::collections::HashSet<&str> = assembly
         .manifest
@@ -376,7 +428,7 @@ fn render(
         } else {
             id.clone()
         };
-        for m in messages_of.get(&key).into_iter().flatten() {
+        for m in messages_of.get(&key).into_iter().flat_map(|ms| ms.iter()) {
             if m.role == Role::System {
                 system.push(m.content.clone());
             } else {

@@ -5,6 +5,7 @@
 
 use std::net::IpAddr;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -13,6 +14,7 @@ use crate::tools::Action;
 #[cfg(any(test, feature = "internals"))]
 pub mod corpus;
 pub mod credentials;
+pub mod mcp;
 pub mod network;
 pub mod programs;
 pub mod protected;
@@ -84,13 +86,13 @@ impl Decision {
 }
 
 /// A decision and the plain-language reasons for it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Verdict {
     pub risk: Risk,
     pub decision: Decision,
     pub reasons: Vec<String>,
     /// For a shell command: each simple command with its own risk.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments: Vec<shell::Segment>,
 }
 
@@ -228,6 +230,7 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
                 inner.reasons.insert(0, p.describe());
                 return inner;
             }
+            None if p.recall => a.raise(Risk::Low, p.describe()),
             None => {
                 a.raise(Risk::High, p.describe());
                 a.raise(
@@ -238,6 +241,7 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
                 );
             }
         },
+        Action::Mcp(call) => mcp::assess(call, cx, protected, &mut a),
         Action::Remember(r) => {
             if let Some(why) = text::invisible_reason("the fact", &r.value) {
                 a.raise(Risk::High, why);
@@ -256,13 +260,29 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
 
 /// The policy Reins runs with: the built-in assessment, then the user's rules, then the workspace's
 /// rules (which may only tighten).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct RulePolicy {
     protected: Protected,
-    user: RuleSet,
+    /// The user's rules in force: the file's last good reading (a broken file keeps them).
+    user: std::sync::RwLock<Arc<RuleSet>>,
+    /// Where they come from, and why the file's current text is not in force (None: it is).
+    file: Option<std::path::PathBuf>,
+    broken: std::sync::RwLock<Option<String>>,
 }
 
 use crate::input_file::{self, InputError, Links};
+
+/// The rules of the user's policy file; none when it does not exist.
+fn read_rules(user_file: &Path) -> Result<RuleSet, PolicyError> {
+    match input_file::read(user_file, Links::Follow) {
+        Ok(text) => RuleSet::parse(&text, &user_file.display().to_string()),
+        Err(InputError::NotFound) => Ok(RuleSet::default()),
+        Err(e) => Err(PolicyError::Read {
+            path: user_file.display().to_string(),
+            detail: e.to_string(),
+        }),
+    }
+}
 
 /// Where a workspace keeps its own (tighten-only) policy.
 pub const WORKSPACE_POLICY: &str = ".reins/policy.toml";
@@ -271,30 +291,60 @@ impl RulePolicy {
     /// The built-in defaults plus the user's policy file, if it exists. A file that exists but does
     /// not parse is an error: a policy is never silently ignored.
     pub fn load(user_file: &Path, protected: Protected) -> Result<Self, PolicyError> {
-        let user = match input_file::read(user_file, Links::Follow) {
-            Ok(text) => RuleSet::parse(&text, &user_file.display().to_string())?,
-            Err(InputError::NotFound) => RuleSet::default(),
-            Err(e) => {
-                return Err(PolicyError::Read {
-                    path: user_file.display().to_string(),
-                    detail: e.to_string(),
-                })
-            }
-        };
-        Ok(Self { protected, user })
+        let user = read_rules(user_file)?;
+        Ok(Self {
+            protected,
+            user: std::sync::RwLock::new(Arc::new(user)),
+            file: Some(user_file.to_owned()),
+            broken: std::sync::RwLock::new(None),
+        })
     }
 
     #[cfg(test)]
     pub fn defaults(protected: Protected) -> Self {
-        Self {
-            protected,
-            user: RuleSet::default(),
-        }
+        Self::with_rules(protected, RuleSet::default())
     }
 
     #[cfg(test)]
     pub fn with_rules(protected: Protected, user: RuleSet) -> Self {
-        Self { protected, user }
+        Self {
+            protected,
+            user: std::sync::RwLock::new(Arc::new(user)),
+            file: None,
+            broken: std::sync::RwLock::new(None),
+        }
+    }
+
+    /// The user's rules in force now.
+    pub fn user_rules(&self) -> Arc<RuleSet> {
+        Arc::clone(&self.user.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Why the file's current text is not in force (it did not parse or could not be read): the
+    /// last good rules stay. None when the file is in force.
+    pub fn broken(&self) -> Option<String> {
+        self.broken.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Reads the policy file again: its rules are in force from the next decision on. A file that
+    /// does not parse changes nothing: the last good rules stay, and `broken` says why.
+    pub fn reload(&self) -> Result<(), PolicyError> {
+        let Some(file) = &self.file else {
+            return Ok(());
+        };
+        let result = read_rules(file);
+        let mut broken = self.broken.write().unwrap_or_else(|e| e.into_inner());
+        match result {
+            Ok(rules) => {
+                *self.user.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(rules);
+                *broken = None;
+                Ok(())
+            }
+            Err(e) => {
+                *broken = Some(e.to_string());
+                Err(e)
+            }
+        }
     }
 
     /// The workspace's own rules: only deny and ask count. A file that cannot be read fails closed.
@@ -323,6 +373,15 @@ impl RulePolicy {
                 );
                 v
             }
+            None if p.recall => Verdict {
+                risk: Risk::Low,
+                decision: Decision::Allow,
+                reasons: vec![
+                    p.describe(),
+                    "Reins' memory server answers only the facts memory allows (none when it is off) and audits every call".into(),
+                ],
+                segments: Vec::new(),
+            },
             None => Verdict {
                 risk: Risk::High,
                 decision: Decision::Ask,
@@ -365,11 +424,11 @@ impl Policy for RulePolicy {
     }
 
     fn version(&self) -> String {
-        format!("rules/1:{}", self.user.digest().short())
+        format!("rules/1:{}", self.user_rules().digest().short())
     }
 
     fn review_timeout_ms(&self) -> i64 {
-        self.user.expire_after_secs() * 1000
+        self.user_rules().expire_after_secs() * 1000
     }
 
     fn protected(&self) -> &Protected {
@@ -406,7 +465,8 @@ impl RulePolicy {
                 };
             }
         };
-        let sets: Vec<&RuleSet> = std::iter::once(&self.user).chain(ws.as_ref()).collect();
+        let user = self.user_rules();
+        let sets: Vec<&RuleSet> = std::iter::once(user.as_ref()).chain(ws.as_ref()).collect();
         let (decision, rule_reasons) = rules::decide(&sets, action, &a);
         reasons.extend(rule_reasons);
         let pure = action.effect_class() == crate::journal::EffectClass::Pure;

@@ -128,6 +128,25 @@ impl Protected {
             .or_else(|| why_names(&folded_names(&path)))
     }
 
+    /// Every protected place with why, for people: Reins' own places, then the names protected in
+    /// any workspace.
+    pub fn listed(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = self
+            .own
+            .iter()
+            .map(|(p, why)| (p.display().to_string(), (*why).to_owned()))
+            .collect();
+        out.push((".git/".into(), "git's own data, config and hooks: writing them runs code".into()));
+        out.push((".env, .env.*".into(), "environment files: they usually hold secrets".into()));
+        for (d, why) in CONFIG_DIRS {
+            out.push((format!("{d}/"), (*why).to_owned()));
+        }
+        for (f, why) in CONFIG_FILES {
+            out.push(((*f).to_owned(), (*why).to_owned()));
+        }
+        out
+    }
+
     /// The reason when `path` is in one of Reins' own places.
     fn own_place(&self, path: &Path) -> Option<&'static str> {
         self.own

@@ -23,7 +23,20 @@
 //! decision = "allow"
 //! tool = "http.fetch"
 //! hosts = ["docs.rs", "*.github.com"]
+//!
+//! [[rules]]
+//! decision = "allow"
+//! server = "fs"                  # MCP only: a glob over registered server names
+//! mcp_tool = "read_*"            # MCP only: a glob over the server's tool names
+//! arguments = { path = "/home/me/project/docs/**" }  # MCP only: each named argument must match
+//!
+//! [[rules]]
+//! decision = "allow"
+//! server = "fs"
+//! trust_read_only = true         # MCP only: allow the tools this server says are read-only
 //! ```
+//!
+//! An MCP server's hints are its claims: only a rule that names the server may trust them.
 
 use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
@@ -66,7 +79,55 @@ struct RuleText {
     program: Option<String>,
     args: Option<Vec<String>>,
     hosts: Option<Vec<String>>,
+    server: Option<String>,
+    mcp_tool: Option<String>,
+    arguments: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(default)]
+    trust_read_only: bool,
     reason: Option<String>,
+}
+
+/// What a rule asks of an MCP call.
+#[derive(Clone, Debug, Default)]
+struct McpMatch {
+    server: Option<GlobMatcher>,
+    tool: Option<GlobMatcher>,
+    arguments: Vec<(String, GlobMatcher)>,
+    trust_read_only: bool,
+}
+
+impl McpMatch {
+    fn is_empty(&self) -> bool {
+        self.server.is_none()
+            && self.tool.is_none()
+            && self.arguments.is_empty()
+            && !self.trust_read_only
+    }
+
+    fn matches(&self, call: &crate::tools::McpCall) -> bool {
+        if self.server.as_ref().is_some_and(|g| !g.is_match(&call.server))
+            || self.tool.as_ref().is_some_and(|g| !g.is_match(&call.tool))
+        {
+            return false;
+        }
+        if self.trust_read_only && call.hints.read_only != Some(true) {
+            return false;
+        }
+        self.arguments.iter().all(|(name, glob)| {
+            match call.arguments.get(name) {
+                Some(serde_json::Value::String(s)) => glob.is_match(s),
+                Some(serde_json::Value::Array(items)) => {
+                    !items.is_empty()
+                        && items.iter().all(|v| match v {
+                            serde_json::Value::String(s) => glob.is_match(s),
+                            other => glob.is_match(other.to_string()),
+                        })
+                }
+                Some(other) => glob.is_match(other.to_string()),
+                None => false,
+            }
+        })
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -78,8 +139,64 @@ struct Rule {
     program: Option<String>,
     args: Option<Vec<GlobMatcher>>,
     hosts: Option<Vec<GlobMatcher>>,
+    mcp: McpMatch,
     reason: Option<String>,
     origin: String,
+    /// What it matches, as written in the file.
+    text: String,
+}
+
+/// One rule as people read it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct RuleLine {
+    /// Its number in its file.
+    pub n: usize,
+    pub decision: Decision,
+    /// What it matches: `tool = "shell.exec", program = "touch"`.
+    pub matches: String,
+    pub reason: Option<String>,
+    /// The file it comes from.
+    pub origin: String,
+}
+
+/// What a rule's fields say, in the file's own words.
+fn rule_text(r: &RuleText) -> String {
+    let list = |l: &Option<Vec<String>>| {
+        l.as_ref()
+            .map(|v| format!("[{}]", v.iter().map(|x| format!("{x:?}")).collect::<Vec<_>>().join(", ")))
+    };
+    let mut parts = Vec::new();
+    let mut put = |k: &str, v: Option<String>| {
+        if let Some(v) = v {
+            parts.push(format!("{k} = {v}"));
+        }
+    };
+    put("tool", r.tool.as_ref().map(|t| format!("{t:?}")));
+    put("paths", list(&r.paths));
+    put("program", r.program.as_ref().map(|t| format!("{t:?}")));
+    put("args", list(&r.args));
+    put("hosts", list(&r.hosts));
+    put("server", r.server.as_ref().map(|t| format!("{t:?}")));
+    put("mcp_tool", r.mcp_tool.as_ref().map(|t| format!("{t:?}")));
+    put(
+        "arguments",
+        r.arguments.as_ref().map(|a| {
+            format!(
+                "{{{}}}",
+                a.iter().map(|(k, v)| format!("{k} = {v:?}")).collect::<Vec<_>>().join(", ")
+            )
+        }),
+    );
+    if r.trust_read_only {
+        put("trust_read_only", Some("true".into()));
+    }
+    if parts.is_empty() {
+        "every action".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -106,6 +223,7 @@ impl RuleSet {
         })?;
         let mut rules = Vec::new();
         for (i, r) in file.rules.into_iter().enumerate() {
+            let text = rule_text(&r);
             let globs = |list: Option<Vec<String>>,
                          what: &str|
              -> Result<Option<Vec<GlobMatcher>>, PolicyError> {
@@ -118,8 +236,38 @@ impl RuleSet {
                     detail: format!("rule {}: `args` needs `program`", i + 1),
                 });
             }
+            let bad = |detail: String| PolicyError::Parse {
+                path: origin.into(),
+                detail: format!("rule {}: {detail}", i + 1),
+            };
+            if r.trust_read_only && r.server.as_deref().is_none_or(|s| s.contains(['*', '?', '[', '{'])) {
+                return Err(bad(
+                    "`trust_read_only` needs `server` naming one server: a server's claims are trusted by name".into(),
+                ));
+            }
+            if r.trust_read_only && r.decision != Decision::Allow {
+                return Err(bad("`trust_read_only` only makes sense on an allow rule".into()));
+            }
+            let mcp = McpMatch {
+                server: r.server.as_deref().map(|g| glob(g, "server", origin)).transpose()?,
+                tool: r.mcp_tool.as_deref().map(|g| glob(g, "mcp_tool", origin)).transpose()?,
+                arguments: r
+                    .arguments
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|(k, g)| glob(g, "argument pattern", origin).map(|m| (k.clone(), m)))
+                    .collect::<Result<_, _>>()?,
+                trust_read_only: r.trust_read_only,
+            };
+            if !mcp.is_empty() && (r.program.is_some() || r.paths.is_some() || r.hosts.is_some()) {
+                return Err(bad(
+                    "MCP matchers (server, mcp_tool, arguments, trust_read_only) cannot be mixed with paths, program or hosts".into(),
+                ));
+            }
             rules.push(Rule {
                 n: i + 1,
+                text,
+                mcp,
                 decision: r.decision,
                 tool: r
                     .tool
@@ -151,6 +299,22 @@ impl RuleSet {
             expire_after_secs: file.review.and_then(|r| r.expire_after_secs),
             digest: Some(Digest::of(text.as_bytes())),
         })
+    }
+
+    /// The rules as people read them, in the order they are weighed: every deny rule first, then
+    /// ask, then allow (within a tier, the file's order).
+    pub fn lines(&self) -> Vec<RuleLine> {
+        [Decision::Deny, Decision::Ask, Decision::Allow]
+            .iter()
+            .flat_map(|tier| self.rules.iter().filter(move |r| r.decision == *tier))
+            .map(|r| RuleLine {
+                n: r.n,
+                decision: r.decision,
+                matches: r.text.clone(),
+                reason: r.reason.clone(),
+                origin: r.origin.clone(),
+            })
+            .collect()
     }
 
     /// Keeps only the rules that can make a decision stricter.
@@ -189,6 +353,12 @@ impl Rule {
         if let Some(t) = &self.tool {
             if !t.is_match(action.tool()) {
                 return false;
+            }
+        }
+        if !self.mcp.is_empty() {
+            match action {
+                Action::Mcp(call) if self.mcp.matches(call) => {}
+                _ => return false,
             }
         }
         if let Some(globs) = &self.paths {

@@ -234,3 +234,30 @@ pub async fn prune(tx: &mut Tx, run: RunId, through: i64, now: i64) -> Result<u6
     .await?;
     Ok(removed)
 }
+
+/// Records that a resume verified the run's checkpoints through `through`.
+pub async fn verified(tx: &mut Tx, run: RunId, through: i64, sha256: &str) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO checkpoint_verified (run_id, through, sha256) VALUES (?, ?, ?)
+         ON CONFLICT (run_id) DO UPDATE SET through = excluded.through, sha256 = excluded.sha256",
+    )
+    .bind(run.to_string())
+    .bind(through)
+    .bind(sha256)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// The checkpoint a resume last verified through, if it is still stored with the checksum it had
+/// then (a row changed or removed since is not trusted: everything is verified again).
+pub async fn verified_through(pool: &SqlitePool, run: RunId) -> Result<Option<i64>> {
+    Ok(sqlx::query_scalar(
+        "SELECT v.through FROM checkpoint_verified v
+         JOIN checkpoints c ON c.run_id = v.run_id AND c.seq = v.through AND c.sha256 = v.sha256
+         WHERE v.run_id = ?",
+    )
+    .bind(run.to_string())
+    .fetch_optional(pool)
+    .await?)
+}

@@ -59,6 +59,16 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<FactRow>> {
     )
 }
 
+/// A fact's `category/key`, while the fact is there (a deleted fact leaves no trace).
+pub async fn name(pool: &SqlitePool, id: &str) -> Result<Option<String>> {
+    let row: Option<(String, String)> =
+        sqlx::query_as("SELECT category, key FROM memory_facts WHERE id = ?")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.map(|(category, key)| format!("{category}/{key}")))
+}
+
 pub async fn get(pool: &SqlitePool, id: &str) -> Result<FactRow> {
     sqlx::query_as(&format!("{CURRENT} WHERE f.id = ?"))
         .bind(id)

@@ -21,6 +21,7 @@ pub mod blobs;
 pub mod checkpoints;
 mod decode;
 pub mod grants;
+pub mod history;
 pub mod intents;
 pub mod manifests;
 pub mod memory;
@@ -171,7 +172,7 @@ impl Store {
                 audit::Actor::System,
                 None,
                 crate::audit::event::AnchorCreated {
-                    reason: "no head anchor was found beside the database",
+                    reason: "no head anchor was found beside the database".into(),
                     adopted: head,
                     path: self.anchor.path().to_owned(),
                 },

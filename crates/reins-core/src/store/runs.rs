@@ -16,7 +16,6 @@ pub struct RunRow {
     pub goal: String,
     pub workspace: String,
     pub agent_kind: String,
-    pub agent_spec: String,
     #[sqlx(json)]
     pub compat: Compat,
     pub state: RunState,
@@ -36,18 +35,18 @@ impl Stored for RunRow {
     const KEY: &'static [&'static str] = &["id"];
 }
 
-pub async fn insert(tx: &mut Tx, run: &RunRow) -> Result<()> {
+/// A new run with its original input (kept apart: see the `run_specs` migration).
+pub async fn insert(tx: &mut Tx, run: &RunRow, spec: &str) -> Result<()> {
     sqlx::query(
-        "INSERT INTO runs (id, name, goal, workspace, agent_kind, agent_spec, compat, state, state_version,
+        "INSERT INTO runs (id, name, goal, workspace, agent_kind, compat, state, state_version,
                            fence, owner, lease_until, last_error, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(run.id)
     .bind(&run.name)
     .bind(&run.goal)
     .bind(&run.workspace)
     .bind(&run.agent_kind)
-    .bind(&run.agent_spec)
     .bind(sqlx::types::Json(&run.compat))
     .bind(run.state)
     .bind(run.state_version)
@@ -59,7 +58,31 @@ pub async fn insert(tx: &mut Tx, run: &RunRow) -> Result<()> {
     .bind(run.updated_at)
     .execute(&mut **tx)
     .await?;
+    sqlx::query("INSERT INTO run_specs (run_id, spec) VALUES (?, ?)")
+        .bind(run.id)
+        .bind(spec)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
+}
+
+/// The run's original input, as stored (secrets sealed).
+pub async fn spec(pool: &SqlitePool, id: RunId) -> Result<String> {
+    sqlx::query_scalar("SELECT spec FROM run_specs WHERE run_id = ?")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| StoreError::NotFound {
+            what: format!("the original input of run {id}"),
+        })
+}
+
+/// A run's name, when the run is there.
+pub async fn name(pool: &SqlitePool, id: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT name FROM runs WHERE id = ?")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?)
 }
 
 pub async fn get(pool: &SqlitePool, id: RunId) -> Result<RunRow> {
@@ -115,7 +138,9 @@ pub async fn ids_with_prefix(pool: &SqlitePool, prefix: &str) -> Result<Vec<RunI
 /// The stored specs of every run of an agent kind.
 pub async fn specs_of_kind(pool: &SqlitePool, kind: &str) -> Result<Vec<String>> {
     Ok(
-        sqlx::query_scalar("SELECT agent_spec FROM runs WHERE agent_kind = ?")
+        sqlx::query_scalar(
+            "SELECT s.spec FROM runs r JOIN run_specs s ON s.run_id = r.id WHERE r.agent_kind = ?",
+        )
             .bind(kind)
             .fetch_all(pool)
             .await?,

@@ -7,13 +7,14 @@ use super::Result;
 
 /// Each column that may hold `⟦sealed:…⟧` tokens, as `table.column`.
 const COLUMNS: &[(&str, &str)] = &[
-    ("runs", "agent_spec"),
+    ("run_specs", "spec"),
     ("steps", "action"),
     ("steps", "result"),
     ("intents", "action"),
     ("intents", "result"),
     ("approvals", "action"),
     ("approvals", "edited_action"),
+    ("agent_history", "entry"),
 ];
 
 /// How many rows hold a sealed secret, and the text of one of them.

@@ -19,7 +19,6 @@ fn run_row(id: RunId) -> runs::RunRow {
         goal: "g".into(),
         workspace: "/w".into(),
         agent_kind: "script".into(),
-        agent_spec: "{}".into(),
         compat: crate::compat::Compat::default(),
         state: RunState::Queued,
         state_version: 0,
@@ -48,7 +47,7 @@ fn running(owner: &str, expected_version: i64, lease_until: i64, now: i64) -> ru
 pub(super) async fn insert_run(store: &Store) -> anyhow::Result<RunId> {
     let id = RunId::new();
     let mut tx = store.begin().await?;
-    runs::insert(&mut tx, &run_row(id)).await?;
+    runs::insert(&mut tx, &run_row(id), "{}").await?;
     tx.commit().await?;
     Ok(id)
 }

@@ -38,7 +38,7 @@ pub enum Write {
         gone_owner: Option<String>,
         lost: Option<String>,
     },
-    RunInsert(Box<RunRow>),
+    RunInsert { row: Box<RunRow>, spec: String },
     RunCompat(Compat),
     /// Holds a queued run back until then (a retry's backoff).
     RunNotBefore(i64),
@@ -60,6 +60,16 @@ pub enum Write {
     },
     PruneCheckpoints {
         through: i64,
+    },
+    /// Entries of the agent's history from `from` on, with the checkpoint that first covers them.
+    History {
+        from: i64,
+        entries: Vec<String>,
+    },
+    /// A resume verified the run's checkpoints through `through` (whose checksum is `sha256`).
+    CheckpointsVerified {
+        through: i64,
+        sha256: String,
     },
     Step(Box<StepRow>),
     /// Removes a step parked for review, so it is recorded again with what actually happened.
@@ -184,7 +194,7 @@ async fn apply_one(
         Write::Grant(g) => return grants::insert(tx, g).await,
         Write::GrantUsed(id) => return grants::used(tx, id, now).await,
         Write::GrantRevoked(id) => return grants::revoke(tx, id, now).await,
-        Write::RunInsert(row) => return runs::insert(tx, row).await,
+        Write::RunInsert { row, spec } => return runs::insert(tx, row, spec).await,
         _ => {}
     }
     let run = of_run(run)?;
@@ -235,6 +245,12 @@ async fn apply_one(
         }
         Write::PruneCheckpoints { through } => {
             checkpoints::prune(tx, run, *through, now).await?;
+        }
+        Write::History { from, entries } => {
+            super::history::put(tx, run, *from, entries).await?;
+        }
+        Write::CheckpointsVerified { through, sha256 } => {
+            checkpoints::verified(tx, run, *through, sha256).await?;
         }
         Write::Step(step) => steps::insert(tx, run, step).await?,
         Write::StepReopened(seq) => steps::reopen(tx, run, *seq).await?,
@@ -328,7 +344,7 @@ async fn apply_one(
         | Write::Grant(_)
         | Write::GrantUsed(_)
         | Write::GrantRevoked(_)
-        | Write::RunInsert(_) => {}
+        | Write::RunInsert { .. } => {}
     }
     Ok(())
 }

@@ -192,6 +192,7 @@ fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> 
         | Action::Shell(_)
         | Action::Fetch(_)
         | Action::Remember(_)
+        | Action::Mcp(_)
         | Action::Permission(_) => Err(failed(
             "fs.read",
             "only file changes are planned from the disk".into(),

@@ -13,6 +13,7 @@ use crate::workspace::{JailError, RelPath, Workspace};
 
 mod effect;
 pub mod fetch;
+pub mod mcp;
 pub mod permission;
 mod pure;
 mod recorded;
@@ -21,6 +22,7 @@ pub use effect::{
     apply, mode_line, mode_note, plan, plan_files, post_image, ApplyError, EffectPlan,
 };
 pub use fetch::FetchRequest;
+pub use mcp::McpCall;
 pub use permission::Permission;
 pub use pure::{describe, run_pure, ReadGuard};
 pub use recorded::RecordedCall;
@@ -171,6 +173,8 @@ pub enum Action {
     Remember(Remember),
     /// An external agent's request to run one of its own tools (see [`permission`]).
     Permission(Permission),
+    /// A tool of an MCP server the run started (see [`mcp`]).
+    Mcp(McpCall),
 }
 
 /// `memory.remember`: a fact an agent proposes for the user's profile memory.
@@ -454,6 +458,7 @@ impl Action {
             "http.fetch" => Action::Fetch(FetchRequest::parse(a)?),
             "memory.remember" => Action::Remember(Remember::parse(a)?),
             permission::TOOL => Action::Permission(Permission::parse(a, ws)?),
+            mcp::TOOL => Action::Mcp(McpCall::parse(a)?),
             other => return Err(ToolError::Unknown(other.to_owned())),
         })
     }
@@ -471,6 +476,7 @@ impl Action {
             Action::Fetch(_) => "http.fetch",
             Action::Remember(_) => "memory.remember",
             Action::Permission(_) => permission::TOOL,
+            Action::Mcp(_) => mcp::TOOL,
         }
     }
 
@@ -478,6 +484,10 @@ impl Action {
         if matches!(self, Action::Permission(_)) {
             // Reins runs nothing for it: the agent does, or asks Reins to in a step of its own.
             return EffectClass::Pure;
+        }
+        if matches!(self, Action::Mcp(_)) {
+            // Whatever the server claims: Reins cannot read back what a call did.
+            return EffectClass::AtMostOnce;
         }
         let name = self.tool();
         SPECS
@@ -503,6 +513,7 @@ impl Action {
                 "confidence": r.confidence(), "source": r.source,
             }),
             Action::Permission(p) => p.canonical_args(),
+            Action::Mcp(c) => c.canonical_args(),
         };
         json!({ "tool": self.tool(), "args": args })
     }

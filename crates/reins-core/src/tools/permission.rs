@@ -28,6 +28,21 @@ pub struct Permission {
     pub implied: Option<Box<Action>>,
     /// Why the report could not be read as an action (shown on the card), when it could not.
     pub unread: Option<String>,
+    /// The agent reports a call of Reins' own memory server's `memory_recall`: it reads only what
+    /// memory allows, and the server audits it.
+    pub recall: bool,
+}
+
+/// Which tool of Reins' memory server (`reins mcp serve`) an agent's title names, whatever the
+/// agent's own naming: `memory_recall (reins-memory MCP Server)`, `reins-memory_memory_recall`,
+/// `mcp__reins-memory__memory_recall`.
+pub fn memory_tool(title: &str) -> Option<&'static str> {
+    if !title.contains(crate::agent::acp::MEMORY_SERVER_NAME) {
+        return None;
+    }
+    ["memory_recall", "memory_suggest"]
+        .into_iter()
+        .find(|tool| title.contains(tool))
 }
 
 impl Permission {
@@ -64,11 +79,28 @@ impl Permission {
         if let Some(path) = reported_path(&reported) {
             ws.resolve(&relative_to(ws.root(), &path))?;
         }
-        let (implied, unread) = match implied(&kind, &reported, ws) {
-            Ok(a) => (Some(Box::new(a)), None),
-            Err(why) => (None, Some(why)),
+        let changes = matches!(kind.as_str(), "edit" | "delete" | "move" | "execute");
+        let own = memory_tool(&title).filter(|_| !changes);
+        let (implied, unread) = match own {
+            Some("memory_recall") => (None, None),
+            // A suggested fact is judged as Reins' own `memory.remember` of it.
+            Some(_) => match Action::parse(
+                &super::ToolCall {
+                    tool: "memory.remember".into(),
+                    args: reported["rawInput"].clone(),
+                },
+                ws,
+            ) {
+                Ok(a) => (Some(Box::new(a)), None),
+                Err(e) => (None, Some(format!("the suggested fact cannot be read: {e}"))),
+            },
+            None => match implied(&kind, &reported, ws) {
+                Ok(a) => (Some(Box::new(a)), None),
+                Err(why) => (None, Some(why)),
+            },
         };
         Ok(Self {
+            recall: own == Some("memory_recall"),
             kind,
             title,
             reported,
@@ -91,6 +123,7 @@ impl Permission {
     pub fn describe(&self) -> String {
         let what = match &self.implied {
             Some(a) => format!("{} {}", a.tool(), first_path(a).unwrap_or_default()),
+            None if self.recall => "a recall from Reins' own memory server".into(),
             None => "an action Reins cannot read".into(),
         };
         format!("the agent asks to run its {} tool \"{}\" ({what})", self.kind, self.title)
@@ -227,6 +260,33 @@ mod tests {
                 resolved: &[],
             },
         )
+    }
+
+    #[test]
+    fn reins_own_memory_tools_are_recognised_whatever_the_agent_calls_them() {
+        let (_tmp, ws) = ws();
+        let policy = RulePolicy::with_rules(Protected::NONE, RuleSet::default());
+        for title in [
+            "memory_recall (reins-memory MCP Server): {}",
+            "reins-memory_memory_recall",
+            "mcp__reins-memory__memory_recall",
+        ] {
+            let v = judge(&policy, &ws, json!({"kind": "read", "title": title, "rawInput": {"query": "x"}}));
+            assert_eq!((v.risk, v.decision), (Risk::Low, Decision::Allow), "{title}: {:?}", v.reasons);
+        }
+        // Another server's tool of the same name, or a recall claimed by a changing kind: not ours.
+        for (kind, title) in [("read", "memory_recall (notes MCP Server)"), ("edit", "mcp__reins-memory__memory_recall")] {
+            let v = judge(&policy, &ws, json!({"kind": kind, "title": title, "rawInput": {"query": "x"}}));
+            assert_eq!(v.risk, Risk::High, "{title}: {:?}", v.reasons);
+        }
+        // A suggested fact is judged as Reins' own memory.remember of it.
+        let p = Permission::parse(
+            &json!({"kind": "other", "title": "mcp__reins-memory__memory_suggest",
+                "rawInput": {"category": "style", "key": "tone", "value": "short"}}),
+            &ws,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert!(matches!(p.implied.as_deref(), Some(Action::Remember(_))), "{p:?}");
     }
 
     #[test]

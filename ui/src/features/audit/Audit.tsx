@@ -4,7 +4,7 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import type { ExportFormat, Filter } from "../../lib/ipc/bindings";
 import { useBackend } from "../../lib/ipc/context";
 import { shortId, time } from "../../lib/format";
-import { VERIFY_KEY } from "./verify";
+import { VERIFY_KEY, chainLabel } from "./verify";
 
 const PAGE = 500;
 const ROW_PX = 30;
@@ -33,6 +33,8 @@ export function Audit() {
   const rows = useMemo(() => pages.data?.pages.flatMap((p) => p.events) ?? [], [pages.data]);
   const verify = useQuery({ queryKey: [VERIFY_KEY], queryFn: () => backend.auditVerify(), staleTime: Infinity });
   const [exported, setExported] = useState<string | null>(null);
+  const [open, setOpen] = useState<number | null>(null);
+  const opened = rows.find((e) => e.seq === open) ?? null;
   const exp = useMutation({
     mutationFn: (format: ExportFormat) => backend.auditExport(format, filter),
     onSuccess: (s) => setExported(s ? `Exported ${s.count} events to ${s.path} (sha256 ${s.sha256.slice(0, 12)}…)` : null),
@@ -57,7 +59,7 @@ export function Audit() {
         </div>
         <div className="row">
           <span className={`pill ${vd ? (vd.intact ? "pill-done" : "pill-failed") : ""}`} data-testid="chain-status">
-            {verify.isLoading ? "verifying…" : vd ? (vd.intact ? `chain intact · ${vd.events} events` : `chain broken: ${vd.damage?.detail ?? ""}`) : "not verified"}
+            {verify.isLoading ? "verifying…" : vd ? chainLabel(vd, rows) : "not verified"}
           </span>
           <button onClick={() => void verify.refetch()}>Verify</button>
           <button data-testid="export-jsonl" onClick={() => exp.mutate("jsonl")}>Export JSONL…</button>
@@ -75,26 +77,53 @@ export function Audit() {
       </form>
       {pages.error && <div className="error" role="alert">{(pages.error as Error).message}</div>}
       <div className="audit-head audit-row">
-        <span>Seq</span><span>Time</span><span>Actor</span><span>Kind</span><span>Run</span><span>Details</span>
+        <span>Seq</span><span>Time</span><span>Run</span><span>Kind</span><span>What happened</span>
       </div>
       <div ref={parent} className="audit-body" data-testid="audit-table" data-rows={rows.length}>
         <div style={{ height: v.getTotalSize(), position: "relative" }}>
           {items.map((it) => {
             const e = rows[it.index];
             return (
-              <div key={e.seq} className="audit-row" style={{ position: "absolute", top: it.start, height: ROW_PX, left: 0, right: 0 }}>
+              <div
+                key={e.seq}
+                className={`audit-row clickable${e.seq === open ? " selected" : ""}`}
+                data-testid="audit-row"
+                role="button"
+                tabIndex={0}
+                aria-expanded={e.seq === open}
+                onClick={() => setOpen(e.seq === open ? null : e.seq)}
+                onKeyDown={(k) => {
+                  if (k.key === "Enter" || k.key === " ") setOpen(e.seq === open ? null : e.seq);
+                }}
+                style={{ position: "absolute", top: it.start, height: ROW_PX, left: 0, right: 0 }}
+              >
                 <span className="mono">{e.seq}</span>
                 <span>{time(e.at)}</span>
-                <span>{e.actor}</span>
-                <span className="mono">{e.kind}</span>
-                <span className="mono">{e.runId ? shortId(e.runId) : "—"}</span>
-                <span className="mono small ellipsis" title={JSON.stringify(e.payload, null, 1)}>{JSON.stringify(e.payload)}</span>
+                <span className="ellipsis" title={e.runId ?? undefined}>{e.runName ?? (e.runId ? shortId(e.runId) : "—")}</span>
+                <span className="mono small">{e.kind}</span>
+                <span className="ellipsis" data-testid="audit-sentence" title={e.sentence}>{e.sentence}</span>
               </div>
             );
           })}
         </div>
       </div>
       {rows.length === 0 && !pages.isLoading && <div className="empty">No events match.</div>}
+      {opened && (
+        <section className="audit-detail" data-testid="audit-detail">
+          <header className="row">
+            <strong>#{opened.seq}</strong>
+            <span>{opened.sentence}</span>
+            <button onClick={() => setOpen(null)}>Close</button>
+          </header>
+          <div className="muted small">
+            {opened.kind} · by {opened.actor} · {time(opened.at)}
+            {opened.runId && ` · run ${opened.runName ?? ""} ${shortId(opened.runId)}`}
+            {opened.stepSeq !== null && ` · step ${opened.stepSeq}`}
+          </div>
+          <pre className="mono small" data-testid="audit-payload">{JSON.stringify(opened.payload, null, 2)}</pre>
+          <div className="muted small mono">hash {opened.hash.slice(0, 16)}… · previous {opened.prevHash.slice(0, 16)}…</div>
+        </section>
+      )}
     </div>
   );
 }

@@ -1,6 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useBackend } from "../../lib/ipc/context";
 import { ago, shortId } from "../../lib/format";
+import { McpServers } from "../settings/McpServers";
 
 export function Rules() {
   const backend = useBackend();
@@ -45,6 +46,7 @@ export function Rules() {
         </table>
       )}
       {gone.length > 0 && <div className="muted small">{gone.length} revoked grant{gone.length === 1 ? "" : "s"} kept for the record.</div>}
+      <McpServers />
     </div>
   );
 }

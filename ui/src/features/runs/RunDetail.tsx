@@ -6,6 +6,7 @@ import { setUi } from "../../lib/store";
 import { ago, duration, stateLabel, time } from "../../lib/format";
 import { DiffView } from "../approvals/DiffView";
 import { ContextManifests } from "./Manifests";
+import { ModelTurn } from "./ModelTurn";
 
 function firstLine(s: string | null): string {
   return (s ?? "").split("\n")[0].slice(0, 300);
@@ -138,7 +139,7 @@ function Timeline({ steps, approvals }: { steps: StepView[]; approvals: RunDetai
         {steps.map((s) => {
           const decided = approvals.filter((a) => a.stepSeq === s.seq && a.status !== "pending" && a.status !== "superseded");
           return (
-            <li key={s.seq} className={`step step-${s.status}`} data-testid="step" data-status={s.status}>
+            <li key={s.seq} id={`step-${s.seq}`} className={`step step-${s.status}`} data-testid="step" data-status={s.status}>
               <div className="step-head">
                 <span className="seq">#{s.seq}</span>
                 <span className="tool">{s.tool}</span>
@@ -146,8 +147,14 @@ function Timeline({ steps, approvals }: { steps: StepView[]; approvals: RunDetai
                 {s.risk && <span className={`risk risk-${s.risk}`}>{s.risk}</span>}
                 <span className="muted">{duration(s.endedAt != null ? s.endedAt - s.startedAt : null)}</span>
               </div>
-              {s.why && <div className="agent-text why">“{s.why}”</div>}
-              {s.result && <div className="result mono small">{firstLine(s.result)}</div>}
+              {s.modelTurn ? (
+                <ModelTurn turn={s.modelTurn} raw={s.result} />
+              ) : (
+                <>
+                  {s.why && <div className="agent-text why">“{s.why}”</div>}
+                  {s.result && <div className="result mono small">{firstLine(s.result)}</div>}
+                </>
+              )}
               {decided.map((a) => (
                 <div key={a.id} className="decided small">
                   {a.status} by {a.decidedBy ?? "—"}{a.scope ? ` (${a.scope})` : ""}{a.edited ? ", edited" : ""}

@@ -67,12 +67,14 @@ function StartRun({ onStarted }: { onStarted: () => void }) {
   const [goal, setGoal] = useState("");
   const [agent, setAgent] = useState("");
   const agents = useQuery({ queryKey: ["agents"], queryFn: () => backend.listAgents(), enabled: kind === "acp" });
+  const servers = useQuery({ queryKey: ["mcp-servers"], queryFn: () => backend.listMcpServers(), enabled: kind === "llm" });
+  const [mcp, setMcp] = useState<string[]>([]);
   const start = useMutation({
     mutationFn: () =>
       kind === "plan"
         ? backend.startPlanRun(plan, workspace)
         : kind === "llm"
-          ? backend.startLlmRun({ goal, workspace, model: null, maxTurns: null })
+          ? backend.startLlmRun({ goal, workspace, model: null, maxTurns: null, mcp })
           : backend.startAcpRun({ goal, workspace, agent: agent || agents.data?.[0]?.name || "" }),
     onSuccess: (id) => {
       void qc.invalidateQueries();
@@ -88,7 +90,7 @@ function StartRun({ onStarted }: { onStarted: () => void }) {
     <form className="panel start-run" onSubmit={(e) => { e.preventDefault(); start.mutate(); }}>
       <div className="tabs" role="tablist">
         <button type="button" role="tab" aria-selected={kind === "plan"} className={kind === "plan" ? "on" : ""} onClick={() => setKind("plan")}>From a plan file</button>
-        <button type="button" role="tab" aria-selected={kind === "llm"} className={kind === "llm" ? "on" : ""} onClick={() => setKind("llm")}>From a goal (LLM agent)</button>
+        <button type="button" role="tab" aria-selected={kind === "llm"} className={kind === "llm" ? "on" : ""} data-testid="kind-llm" onClick={() => setKind("llm")}>From a goal (LLM agent)</button>
         <button type="button" role="tab" aria-selected={kind === "acp"} className={kind === "acp" ? "on" : ""} data-testid="kind-acp" onClick={() => setKind("acp")}>An agent you run (ACP)</button>
       </div>
       <label className="field">
@@ -120,6 +122,22 @@ function StartRun({ onStarted }: { onStarted: () => void }) {
               )}
               {agents.error && <div className="error" role="alert">{(agents.error as Error).message}</div>}
             </label>
+          )}
+          {kind === "llm" && servers.data && servers.data.length > 0 && (
+            <fieldset className="field">
+              <legend>Tools from MCP servers — each call is reviewed with its exact arguments unless a rule allows it</legend>
+              {servers.data.map((s) => (
+                <label key={s.name} className="row small">
+                  <input
+                    type="checkbox"
+                    data-testid={`mcp-${s.name}`}
+                    checked={mcp.includes(s.name)}
+                    onChange={(e) => setMcp(e.target.checked ? [...mcp, s.name] : mcp.filter((n) => n !== s.name))}
+                  />
+                  <code>{s.name}</code> <span className="muted">{s.command}</span>
+                </label>
+              ))}
+            </fieldset>
           )}
           <label className="field">
             <span>{kind === "llm" ? "Goal — what should the agent do? (model and server: Settings)" : "Goal — what should the agent do?"}</span>

@@ -1,6 +1,8 @@
 import { useEffect, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useBackend } from "../../lib/ipc/context";
+import { McpServers } from "./McpServers";
+import { AgentsOnThisMachine, ModelServerStatus } from "./Machine";
 
 export function SettingsView() {
   const backend = useBackend();
@@ -42,6 +44,7 @@ export function SettingsView() {
           <label className="field"><span>API key name (empty: no key, e.g. a local server)</span><input name="key-name" value={form.key} onChange={(e) => setForm({ ...form, key: e.target.value })} placeholder="openai" /></label>
           <div className="row"><button className="primary" type="submit">Save provider</button></div>
         </form>
+        <ModelServerStatus />
         {keyName && (
           <div className="key-entry">
             <div>
@@ -59,10 +62,12 @@ export function SettingsView() {
           </div>
         )}
       </section>
+      <AgentsOnThisMachine />
+      <McpServers />
       <section className="panel">
         <h2>Policy</h2>
         <p>Policy file: <code>{info.data?.policyFile}</code> {info.data && !info.data.policyFileExists && <span className="muted">(absent: the built-in rules apply — every change and anything not understood asks you)</span>}</p>
-        <p className="muted small">Edit it with your editor; the app reads it at start. The harness, not the model, decides what is risky.</p>
+        <p className="muted small">Edit it with your editor; the app reads it again as soon as it is saved. The Policy view shows the rules in force and tries commands against them. The harness, not the model, decides what is risky.</p>
       </section>
       <section className="panel">
         <h2>Retention</h2>

@@ -17,6 +17,8 @@ export const commands = {
 	startLlmRun: (start: StartLlm) => typedError<string, IpcError>(__TAURI_INVOKE("start_llm_run", { start })),
 	/**  The external agents registered with `reins agents add`, for the New run dialog. */
 	listAgents: () => typedError<AgentView[], IpcError>(__TAURI_INVOKE("list_agents")),
+	/**  The MCP servers registered with `reins mcp add`, for the New run dialog and Settings. */
+	listMcpServers: () => typedError<McpServerView[], IpcError>(__TAURI_INVOKE("list_mcp_servers")),
 	/**
 	 *  Queues a run of an external agent (ACP); the in-process worker starts the agent and keeps it
 	 *  while the run waits for a review.
@@ -71,6 +73,27 @@ export const commands = {
 	pickFolder: () => typedError<string | null, IpcError>(__TAURI_INVOKE("pick_folder")),
 	/**  A plan file chosen in the native dialog (None: cancelled). */
 	pickFile: () => typedError<string | null, IpcError>(__TAURI_INVOKE("pick_file")),
+	/**  Asks the model server (the provider setting's, or `base_url`) for its models. */
+	checkModelServer: (baseUrl: string | null) => typedError<ModelServerCheck, IpcError>(__TAURI_INVOKE("check_model_server", { baseUrl })),
+	/**  The agents Reins knows how to run that are on `PATH`. */
+	agentsOnPath: () => typedError<AgentOnPath[], IpcError>(__TAURI_INVOKE("agents_on_path")),
+	/**
+	 *  Registers an agent found on `PATH` by its name; the command is the one Reins found, never one
+	 *  the webview sends.
+	 */
+	registerFoundAgent: (name: string) => typedError<FoundAgent, IpcError>(__TAURI_INVOKE("register_found_agent", { name })),
+	/**  The policy in force (the watcher reads the file again when it changes). */
+	policyState: () => typedError<PolicyState, IpcError>(__TAURI_INVOKE("policy_state")),
+	/**
+	 *  What the policy decides for `text` in `workspace` (default: the home folder), exactly as
+	 *  `reins policy check` does, without running anything. A path is judged as a write to it.
+	 */
+	policyTry: (kind: TryKind, text: string, workspace: string | null) => typedError<PolicyCheck, IpcError>(__TAURI_INVOKE("policy_try", { kind, text, workspace })),
+	/**
+	 *  Opens the policy file in the desktop's editor for it, creating it (with a commented example)
+	 *  when it does not exist.
+	 */
+	openPolicyFile: () => typedError<string, IpcError>(__TAURI_INVOKE("open_policy_file")),
 	startDemo: () => typedError<string, IpcError>(__TAURI_INVOKE("start_demo")),
 };
 
@@ -92,6 +115,12 @@ export type AgentLogView = {
 	path: string,
 	/**  Its last lines (at most 8 KiB), secrets redacted before they were written. */
 	tail: string,
+};
+
+export type AgentOnPath = {
+	agent: FoundAgent,
+	/**  An agent of this name is registered already. */
+	registered: boolean,
 };
 
 /**  A registered agent as the faces list it (a New run dialog offers these). */
@@ -196,8 +225,15 @@ export type AuditEventView = {
 	actor: string,
 	kind: string,
 	runId: string | null,
+	/**  The run's name, when the event belongs to one. */
+	runName: string | null,
 	stepSeq: number | null,
 	approvalId: string | null,
+	/**
+	 *  What happened in one sentence, from the typed payload (with approvals named by their
+	 *  action).
+	 */
+	sentence: string,
 	/**  What happened, as the chain hashed it (secrets already redacted). */
 	payload: Value,
 	prevHash: string,
@@ -216,6 +252,16 @@ export type Budget = {
 	reservedOutput: number,
 	toolSchemas: number,
 	margin: number,
+};
+
+/**  One tool call the model made. */
+export type CallView = {
+	/**  The function name the model used (`fs_read`). */
+	name: string,
+	/**  Its arguments as the model sent them (JSON text, possibly invalid). */
+	arguments: string,
+	/**  The step that carried it out, once there is one. */
+	step: number | null,
 };
 
 export type ChainDamage = {
@@ -322,6 +368,11 @@ export type Compat = {
 	 *  not compared: the agent may be upgraded under a run, which is told what happened meanwhile.
 	 */
 	externalAgent?: ExternalAgent | null,
+	/**
+	 *  The tools of the run's MCP servers as first offered: server → digest of its tools. Set when
+	 *  the servers first start; compared by every later attempt (a change suspends the run).
+	 */
+	mcpTools?: { [key in string]: string } | null,
 };
 
 export type ContextKind = "system" | "policy" | "goal" | "working_memory" | "fact" | "summary" | "history" | "recent_turn" | "tool_evidence" | "request";
@@ -386,6 +437,8 @@ export type DecidedView = {
 	runState: RunState,
 	grant: GrantView | null,
 };
+
+export type Decision = "allow" | "ask" | "deny";
 
 export type Digest = string;
 
@@ -542,6 +595,17 @@ export type Filter = {
 	until?: number | null,
 };
 
+/**  An agent found on `PATH`, as it would be registered. */
+export type FoundAgent = {
+	/**  The name it would be registered under. */
+	name: string,
+	label: string,
+	/**  Where the program is. */
+	path: string,
+	/**  The command that starts it in ACP mode. */
+	command: string[],
+};
+
 export type GcReport = {
 	dryRun: boolean,
 	keep: number,
@@ -621,6 +685,43 @@ export type Matcher =
 /**  A path glob every path of the action must match. */
 "glob";
 
+/**  A registered MCP server as the faces list it. */
+export type McpServerView = {
+	name: string,
+	/**  `stdio` (a program Reins starts) or `http`. */
+	transport: string,
+	/**  The command line (run without a shell) or the address. */
+	command: string,
+	/**  The keyring entries it is given, by name (`VAR=key`, or `bearer=key`). */
+	keys: string[],
+};
+
+/**  Whether the model server new LLM runs use answers, and what it offers. */
+export type ModelServerCheck = {
+	baseUrl: string,
+	/**  The model new runs ask for. */
+	model: string,
+	/**  The server answered `GET /models`. */
+	answers: boolean,
+	/**  The models it offers. */
+	models: string[],
+	/**  Whether `model` is among them. */
+	hasModel: boolean,
+	/**  Why not, with what to do. */
+	problem: string | null,
+};
+
+export type ModelTurnView = {
+	model: string,
+	/**  What the model said (Markdown as it wrote it). */
+	text: string,
+	calls: CallView[],
+	tokensIn: number | null,
+	tokensOut: number | null,
+	costUsd: number | null,
+	finishReason: string | null,
+};
+
 /**  Show this approval (a notification or the tray was clicked). */
 export type OpenApproval = {
 	id: string,
@@ -633,6 +734,39 @@ export type PageRequest = {
 	/**  Oldest first instead (with `before` meaning "after"). */
 	oldestFirst?: boolean,
 	limit?: number | null,
+};
+
+/**  What the policy would decide about an action, and why. */
+export type PolicyCheck = {
+	tool: string,
+	action: Value,
+	actionHash: string,
+	risk: Risk,
+	decision: Decision,
+	reasons: string[],
+	segments: Segment[],
+	policyFile: string | null,
+	policyVersion: string,
+};
+
+export type PolicyState = {
+	/**  The user's policy file. */
+	file: string,
+	fileExists: boolean,
+	/**  Why the file's current text is not in force; the last good rules below are. */
+	broken: string | null,
+	/**  The version recorded with each decision (changes with the rules in force). */
+	version: string,
+	/**  What Reins decides before any rule. */
+	builtIn: string[],
+	/**  The file's rules in force, in the order they are weighed: deny, then ask, then allow. */
+	rules: RuleLine[],
+	protected: ProtectedPlace[],
+};
+
+export type ProtectedPlace = {
+	place: string,
+	why: string,
 };
 
 export type ProviderDefaults = {
@@ -710,6 +844,18 @@ export type RollbackReport = {
 	checkpoint: number | null,
 };
 
+/**  One rule as people read it. */
+export type RuleLine = {
+	/**  Its number in its file. */
+	n: number,
+	decision: Decision,
+	/**  What it matches: `tool = "shell.exec", program = "touch"`. */
+	matches: string,
+	reason: string | null,
+	/**  The file it comes from. */
+	origin: string,
+};
+
 export type RunDetail = {
 	run: RunView,
 	attempts: AttemptView[],
@@ -724,7 +870,11 @@ export type RunDetail = {
 	/**  Files the run touched → sha256 at the recovery point (null: absent). */
 	files: { [key in string]: Digest | null },
 	auditEvents: number,
-	/**  What the latest resumed attempt was told: steps done, settled effects, outside changes. */
+	/**
+	 *  What the latest attempt that resumed an interrupted run was told: steps done, settled
+	 *  effects, outside changes (an attempt that only goes on after a review or an answer is no
+	 *  recovery and is left out).
+	 */
 	recoverySummary: RecoverySummary | null,
 	/**  The run's audit events, oldest first. */
 	audit: AuditEventView[],
@@ -834,6 +984,8 @@ export type StartLlm = {
 	/**  None: the provider defaults from Settings. */
 	model: string | null,
 	maxTurns: number | null,
+	/**  Registered MCP servers whose tools the model is offered, by name. */
+	mcp: string[] | null,
 };
 
 export type StepKind = 
@@ -885,6 +1037,8 @@ export type StepView = {
 	result: string | null,
 	/**  The result's first line for people (for a model call: what the model said or called). */
 	summary: string,
+	/**  A model call's turn in words (None for other steps). */
+	modelTurn: ModelTurnView | null,
 	startedAt: number,
 	endedAt: number | null,
 };
@@ -913,6 +1067,9 @@ export type ToolRecord = {
 	/**  The first line of the result, for people. */
 	summary: string,
 };
+
+/**  What is tried: a shell command, a file to change, or a URL to fetch. */
+export type TryKind = "command" | "path" | "url";
 
 /**  Model usage of a run. */
 export type UsageView = {

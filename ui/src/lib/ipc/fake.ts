@@ -1,7 +1,7 @@
 // An in-memory Backend for component tests: records every call, serves canned data.
 import type { Backend } from "./backend";
 import { BackendError } from "./backend";
-import type { ApprovalView, FactView, IpcError, RunSummary } from "./bindings";
+import type { AgentOnPath, ApprovalView, AuditEventView, FactView, IpcError, ModelServerCheck, PolicyCheck, PolicyState, RunSummary, Verification } from "./bindings";
 
 export interface Call {
   name: string;
@@ -12,6 +12,15 @@ export interface FakeData {
   approvals?: ApprovalView[];
   runs?: RunSummary[];
   facts?: FactView[];
+  /** The audit log, newest first, and what verifying it finds. */
+  audit?: AuditEventView[];
+  verification?: Verification;
+  /** What checking the model server finds, and the agents on PATH (name, registered). */
+  modelServer?: ModelServerCheck;
+  onPath?: AgentOnPath[];
+  /** The policy in force, and what trying something finds. */
+  policy?: PolicyState;
+  tried?: PolicyCheck;
   /** Decisions fail with this error from Rust (and the approval is replaced by `replacement`). */
   decisionError?: IpcError;
   replacement?: ApprovalView;
@@ -48,8 +57,24 @@ export function fakeBackend(data: FakeData = {}) {
     },
     memorySettings: () => ({ enabled: true, threshold: 0.7, categories: ["preferences"] }),
     memorySuggestions: () => [],
-    auditPage: () => ({ events: [], next: null }),
-    auditVerify: () => ({ intact: true, events: 0, head: null, anchor: { path: "", status: "missing", head: null }, damage: null, anchorCreatedAt: [], elapsedMs: 0 }),
+    checkModelServer: () =>
+      data.modelServer ?? { baseUrl: "http://127.0.0.1:11434/v1", model: "qwen3-coder", answers: false, models: [], hasModel: false, problem: "nothing answers" },
+    agentsOnPath: () => (data.onPath ?? []).map((a) => ({ ...a })),
+    registerFoundAgent: (name: string) => {
+      const found = (data.onPath ?? []).find((a) => a.agent.name === name);
+      if (!found) throw new BackendError({ code: "invalid_input", message: `no agent ${name} on PATH` });
+      found.registered = true;
+      return found.agent;
+    },
+    policyState: () =>
+      data.policy ?? { file: "/home/u/.config/reins/policy.toml", fileExists: false, broken: null, version: "rules/1:0", builtIn: [], rules: [], protected: [] },
+    policyTry: () => {
+      if (!data.tried) throw new BackendError({ code: "invalid_input", message: "nothing to try" });
+      return data.tried;
+    },
+    auditPage: () => ({ events: [...(data.audit ?? [])], next: null }),
+    auditVerify: () =>
+      data.verification ?? { intact: true, events: 0, head: null, anchor: { path: "", status: "missing", head: null }, damage: null, anchorCreatedAt: [], elapsedMs: 0 },
   };
   const backend = new Proxy({} as Backend, {
     get(_t, prop: string) {

@@ -145,7 +145,7 @@ fn a_pause_mid_turn_cancels_the_turn_ends_the_agent_and_resume_carries_on() -> a
 
     let out = cli.strict_cmd().args(["resume", &id]).output()?;
     assert!(out.status.success(), "{}", text(&out));
-    let out = cli.strict_cmd().args(["worker", "--once"]).output()?;
+    let out = super::bounded(cli.strict_cmd().args(["worker", "--once"]))?;
     assert!(out.status.success(), "{}", text(&out));
     let (_, show) = the_run(&cli)?;
     assert_eq!(show["run"]["state"], "succeeded", "{show}");
@@ -312,11 +312,11 @@ fn a_write_asked_for_again_after_a_crash_is_confirmed_from_the_journal_without_w
     let (code, said) = finish(child)?;
     assert_ne!(code, Some(0), "{said}");
     assert!(said.contains("after_confirm"), "{said}");
-    let out = cli
-        .strict_cmd()
-        .env("REINS_EFFECT_LOG", &effects)
-        .args(["worker", "--once"])
-        .output()?;
+    let out = super::bounded(
+        cli.strict_cmd()
+            .env("REINS_EFFECT_LOG", &effects)
+            .args(["worker", "--once"]),
+    )?;
     assert!(out.status.success(), "{}", text(&out));
     let (_, show) = the_run(&cli)?;
     assert_eq!(show["run"]["state"], "succeeded", "{show}");

@@ -74,22 +74,20 @@ impl Vendor {
                     "autoupdate": false,
                 });
                 std::fs::write(config.join("opencode.json"), settings.to_string())?;
+                opencode_installed_its_plugin_types(&config)?;
                 let program = agents_bin("opencode")?.join("opencode");
                 // Registered once per sandbox; a second run reuses it.
                 let listed = cli.json(&["agents", "list"])?;
                 if listed.to_string().contains("\"opencode\"") {
                     return Ok("opencode".into());
                 }
-                let out = cli
-                    .strict_cmd()
-                    .args([
-                        "agents",
-                        "add",
-                        "opencode",
-                        "--pass-env",
-                        "OPENCODE_DISABLE_MODELS_FETCH",
-                        "--",
-                    ])
+                let mut add = cli.strict_cmd();
+                add.args(["agents", "add", "opencode"]);
+                for var in OPENCODE_OFFLINE {
+                    add.args(["--pass-env", var]);
+                }
+                let out = add
+                    .arg("--")
                     .arg(&program)
                     .arg("acp")
                     .output()?;
@@ -139,11 +137,50 @@ fn start_with(cli: &Cli, agent: &str, goal: &str) -> anyhow::Result<Child> {
     start_in(cli, agent, goal, &cli.ws())
 }
 
+/// What opencode is told so that it starts offline: without these it fetches a model list and
+/// its default plugins from the network at start, and where the network drops packets it waits
+/// on them for as long as the test lets it.
+const OPENCODE_OFFLINE: [&str; 3] = [
+    "OPENCODE_DISABLE_MODELS_FETCH",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+    "OPENCODE_DISABLE_AUTOUPDATE",
+];
+
+/// At its first start opencode installs `@opencode-ai/plugin` from the npm registry into its
+/// config directory, and its first turn waits for that install; where the registry is slow or
+/// drops packets, the turn waits with it. This leaves what a finished install leaves behind (a
+/// `node_modules` and a lock naming the package), which is all opencode checks.
+fn opencode_installed_its_plugin_types(config: &std::path::Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(config.join("node_modules"))?;
+    let lock = serde_json::json!({
+        "lockfileVersion": 3,
+        "packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}},
+    });
+    std::fs::write(config.join("package-lock.json"), lock.to_string())?;
+    Ok(())
+}
+
+/// How long one `reins` command that drives an agent may take before the test fails with what
+/// it printed (Node starts slowly here; a healthy run takes seconds).
+const AGENT_RUN: Duration = Duration::from_secs(150);
+
+/// `reins` with the built-in policy, the sandbox's home for the agent, and opencode offline.
+fn agent_cmd(cli: &Cli) -> std::process::Command {
+    let mut c = cli.strict_cmd();
+    c.env("HOME", cli.tmp.path().join("home"));
+    for var in OPENCODE_OFFLINE {
+        c.env(var, "1");
+    }
+    c
+}
+
+/// `cmd`'s output within [`AGENT_RUN`].
+fn bounded(cmd: &mut std::process::Command) -> anyhow::Result<std::process::Output> {
+    common::output_within(cmd, AGENT_RUN)
+}
+
 fn start_in(cli: &Cli, agent: &str, goal: &str, ws: &std::path::Path) -> anyhow::Result<Child> {
-    Ok(cli
-        .strict_cmd()
-        .env("HOME", cli.tmp.path().join("home"))
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+    Ok(agent_cmd(cli)
         .args(["run", "--acp", goal, "--agent", agent, "--workspace"])
         .arg(ws)
         .stdout(Stdio::piped())
@@ -298,21 +335,19 @@ fn commands_are_judged_by_reins(vendor: Vendor) -> anyhow::Result<()> {
         mock_llm::text("Touched.", 8),
     ])?;
     let agent = vendor.agent(&cli, &mock)?;
-    let out = cli
-        .strict_cmd()
-        .env("HOME", cli.tmp.path().join("home"))
-        .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-        .env("REINS_POLICY", &policy)
-        .args([
-            "run",
-            "--acp",
-            "Touch a file",
-            "--agent",
-            &agent,
-            "--workspace",
-        ])
-        .arg(cli.ws())
-        .output()?;
+    let out = bounded(
+        agent_cmd(&cli)
+            .env("REINS_POLICY", &policy)
+            .args([
+                "run",
+                "--acp",
+                "Touch a file",
+                "--agent",
+                &agent,
+                "--workspace",
+            ])
+            .arg(cli.ws()),
+    )?;
     assert!(out.status.success(), "{}", text(&out));
     assert!(
         cli.ws().join("made-by-agent.txt").exists(),

@@ -199,9 +199,7 @@ fn reins_killed_while_a_card_waits_writes_once_after_the_restart_without_a_secon
     let id = card["id"].as_str().unwrap_or_default();
     let out = cli.strict_cmd().args(["approve", id]).output()?;
     assert!(out.status.success(), "{}", super::text(&out));
-    let out = counted(&cli, &effects, None)
-        .args(["worker", "--once"])
-        .output()?;
+    let out = super::bounded(counted(&cli, &effects, None).args(["worker", "--once"]))?;
     let mut worked = super::text(&out);
     assert!(out.status.success(), "{worked}");
     let run = cli.only_run()?;
@@ -256,9 +254,7 @@ fn reins_killed_right_after_an_approved_write_never_writes_it_again() -> anyhow:
     let (code, said) = finish(child)?;
     assert_ne!(code, Some(0), "{said}");
     assert!(said.contains("after_confirm"), "{said}");
-    let out = counted(&cli, &effects, None)
-        .args(["worker", "--once"])
-        .output()?;
+    let out = super::bounded(counted(&cli, &effects, None).args(["worker", "--once"]))?;
     assert!(out.status.success(), "{}", super::text(&out));
     assert_eq!(cli.read("NOTES.md")?, "hello\n");
     let ran = std::fs::read_to_string(&effects)?;
@@ -344,11 +340,7 @@ fn a_pause_mid_turn_ends_it_and_resume_loads_its_session_and_goes_on() -> anyhow
 
     let out = cli.strict_cmd().args(["resume", &id]).output()?;
     assert!(out.status.success(), "{}", super::text(&out));
-    let out = cli
-        .strict_cmd()
-        .env("HOME", cli.tmp.path().join("home"))
-        .args(["worker", "--once"])
-        .output()?;
+    let out = super::bounded(super::agent_cmd(&cli).args(["worker", "--once"]))?;
     let worked = super::text(&out);
     assert!(out.status.success(), "{worked}");
     // Its session was loaded (the old turn replayed to Reins is not news) and it went on.
@@ -361,6 +353,76 @@ fn a_pause_mid_turn_ends_it_and_resume_loads_its_session_and_goes_on() -> anyhow
     assert!(
         last.contains("turn was cancelled"),
         "the agent heard why: {last}"
+    );
+    Ok(())
+}
+
+/// Reins' memory server, handed to the agent in its session: Qwen Code calls its
+/// `memory_recall`, Reins recognises its own read-only tool in the permission request and allows it
+/// without a card, and the fact reaches the model; the audit log names the run and the agent.
+#[test]
+fn qwen_recalls_a_profile_fact_from_reins_memory_server() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let out = cli
+        .strict_cmd()
+        .args([
+            "memory",
+            "add",
+            "--category",
+            "preference",
+            "--key",
+            "editor",
+        ])
+        .args(["--value", "uses vim keybindings"])
+        .output()?;
+    assert!(out.status.success(), "{}", super::text(&out));
+    let mock = MockLlm::start(vec![
+        mock_llm::calls(
+            "Let me recall.",
+            &[(
+                "call_m1",
+                "mcp__reins-memory__memory_recall",
+                r#"{"query":"editor"}"#,
+            )],
+        ),
+        mock_llm::text("You use vim keybindings.", 3),
+    ])?;
+    let child = start(&cli, Vendor::Qwen, &mock, "which editor keys do I use?")?;
+    let (code, shown) = finish(child)?;
+    assert_eq!(code, Some(0), "{shown}");
+    // Qwen Code sends a tool result as a list of parts.
+    let messages = mock.seen()[1].body["messages"].clone();
+    let recalled = messages
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "tool"))
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    assert!(
+        recalled.contains("preference.editor: uses vim keybindings"),
+        "{recalled}"
+    );
+    assert!(
+        cli.json(&["approvals", "--all"])?
+            .as_array()
+            .is_some_and(Vec::is_empty),
+        "no card"
+    );
+
+    let id = cli.only_run()?;
+    let served = cli.json(&["audit", "list", "--kind", "memory.served"])?;
+    let event = &served["events"][0];
+    assert_eq!(event["runId"], id.as_str(), "{served}");
+    assert_eq!(event["payload"]["tool"], "memory_recall", "{served}");
+    assert_eq!(event["payload"]["agent"], "qwen-code 0.24.4", "{served}");
+    let fact = event["payload"]["facts"][0]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!fact.is_empty(), "{served}");
+    let context = super::text(&cli.strict_cmd().args(["show", &id, "--context"]).output()?);
+    assert!(
+        context.contains("preference.editor"),
+        "the brief's manifest has the fact: {context}"
     );
     Ok(())
 }

@@ -105,3 +105,67 @@ pub fn signal(child: &std::process::Child, sig: rustix::process::Signal) -> anyh
     let pid = rustix::process::Pid::from_child(child);
     Ok(rustix::process::kill_process(pid, sig)?)
 }
+
+/// `cmd`'s output, or an error with what it printed so far if it is still running after `limit`
+/// (then it is killed). A run that drives an external agent can wait on the agent forever; a test
+/// must fail with the reason instead of holding CI until its timeout.
+pub fn output_within(
+    cmd: &mut std::process::Command,
+    limit: std::time::Duration,
+) -> anyhow::Result<Output> {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    // Read both pipes as they fill, so a chatty child never blocks on a full pipe and what it
+    // said is there to show if it has to be killed.
+    let collect = |pipe: Option<Box<dyn Read + Send>>| {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&buf);
+        let reader = pipe.map(|mut p| {
+            std::thread::spawn(move || {
+                let mut chunk = [0u8; 8192];
+                while let Ok(n) = p.read(&mut chunk) {
+                    if n == 0 {
+                        break;
+                    }
+                    sink.lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .extend_from_slice(&chunk[..n]);
+                }
+            })
+        });
+        (buf, reader)
+    };
+    let (out, out_reader) = collect(child.stdout.take().map(|p| Box::new(p) as _));
+    let (err, err_reader) = collect(child.stderr.take().map(|p| Box::new(p) as _));
+    let take = |b: &Arc<Mutex<Vec<u8>>>| b.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!(
+                "{:?} still running after {}s, killed; it said:\n{}{}",
+                cmd.get_args().collect::<Vec<_>>(),
+                limit.as_secs(),
+                String::from_utf8_lossy(&take(&out)),
+                String::from_utf8_lossy(&take(&err))
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    for reader in [out_reader, err_reader].into_iter().flatten() {
+        let _ = reader.join();
+    }
+    Ok(Output {
+        status,
+        stdout: take(&out),
+        stderr: take(&err),
+    })
+}

@@ -45,7 +45,7 @@ impl AcpAgent {
             self.services.log.clone(),
         )
         .await?;
-        self.started = Some((process.pid, self.spec.command.join(" ")));
+        self.started = Some((process.pid(), self.spec.command.join(" ")));
         let init = &process.init;
         let info = init.agent_info.as_ref();
         let mut facts = ExternalAgent {
@@ -63,7 +63,10 @@ impl AcpAgent {
             Some(id) if can_load => {
                 let loaded = process
                     .conn
-                    .send_request(LoadSessionRequest::new(id.clone(), root.clone()))
+                    .send_request(
+                        LoadSessionRequest::new(id.clone(), root.clone())
+                            .mcp_servers(self.mcp_servers()),
+                    )
                     .block_task()
                     .await;
                 match loaded {
@@ -96,11 +99,21 @@ impl AcpAgent {
         })
     }
 
+    /// The MCP servers the agent's session gets: Reins' memory server, bound to this run.
+    fn mcp_servers(&self) -> Vec<agent_client_protocol::v1::schema::McpServer> {
+        self.services
+            .memory
+            .iter()
+            .map(|m| m.for_run(self.services.run))
+            .collect()
+    }
+
     async fn new_session(&mut self, process: &mut Process) -> Result<Opened, String> {
         let root = self.services.root.clone();
+        let servers = self.mcp_servers();
         let open = |p: &Process| {
             p.conn
-                .send_request(NewSessionRequest::new(root.clone()))
+                .send_request(NewSessionRequest::new(root.clone()).mcp_servers(servers.clone()))
                 .block_task()
         };
         let r = match open(process).await {

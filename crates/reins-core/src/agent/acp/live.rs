@@ -46,6 +46,6 @@ impl Sessions {
     pub fn is_kept(&self, run: RunId, pid: u32) -> bool {
         self.live
             .lock()
-            .is_ok_and(|m| m.get(&run).is_some_and(|l| l.process.pid == pid))
+            .is_ok_and(|m| m.get(&run).is_some_and(|l| l.process.pid() == pid))
     }
 }

@@ -27,6 +27,7 @@ use crate::ids::RunId;
 
 mod cancel;
 mod handshake;
+pub mod known;
 #[cfg(any(test, feature = "internals"))]
 mod landing;
 mod live;
@@ -106,6 +107,47 @@ pub struct Services {
     pub sessions: Arc<Sessions>,
     /// Where the agent's stderr is logged (bounded); none: kept in memory only.
     pub log: Option<std::path::PathBuf>,
+    /// Reins' memory server, offered to the agent in its session; none: not offered.
+    pub memory: Option<MemoryServer>,
+}
+
+/// How an external agent starts Reins' memory server (`reins mcp serve --run RUN`).
+#[derive(Clone, Debug)]
+pub struct MemoryServer {
+    /// The `reins` program.
+    pub program: std::path::PathBuf,
+    pub data_dir: std::path::PathBuf,
+    pub config_dir: std::path::PathBuf,
+}
+
+/// The name the memory server goes by in an agent's session.
+pub const MEMORY_SERVER_NAME: &str = "reins-memory";
+
+impl MemoryServer {
+    /// The session's `mcpServers` entry for run `run`.
+    pub fn for_run(
+        &self,
+        run: RunId,
+    ) -> agent_client_protocol::v1::schema::McpServer {
+        use agent_client_protocol::v1::schema::{EnvVariable, McpServer, McpServerStdio};
+        let args = vec![
+            "--data-dir".to_owned(),
+            self.data_dir.to_string_lossy().into_owned(),
+            "mcp".to_owned(),
+            "serve".to_owned(),
+            "--run".to_owned(),
+            run.to_string(),
+        ];
+        let env = vec![EnvVariable::new(
+            crate::data_dir::CONFIG_DIR_ENV,
+            self.config_dir.to_string_lossy(),
+        )];
+        McpServer::Stdio(
+            McpServerStdio::new(MEMORY_SERVER_NAME, self.program.clone())
+                .args(args)
+                .env(env),
+        )
+    }
 }
 
 /// The agent's checkpointed state: everything but the process.
@@ -269,7 +311,7 @@ impl AcpAgent {
     fn stderr(&self) -> String {
         self.live
             .as_ref()
-            .map(|l| l.process.stderr.text(2000))
+            .map(|l| l.process.stderr().text(2000))
             .unwrap_or_default()
     }
 

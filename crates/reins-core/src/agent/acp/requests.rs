@@ -120,6 +120,18 @@ impl AcpAgent {
                         args.insert(key.into(), v.clone());
                     }
                 }
+                // Some agents title a permission with the tool's input only; the title they gave
+                // the tool call itself says which tool it is.
+                let bare = args
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .is_none_or(|t| t.trim().is_empty() || t.trim_start().starts_with('{'));
+                if bare {
+                    if let Some(t) = self.state.calls.title(r.tool_call.tool_call_id.0.as_ref()) {
+                        let t: String = t.chars().take(500).collect();
+                        args.insert("title".into(), Value::String(t));
+                    }
+                }
                 self.state.calls.asked(r.tool_call.tool_call_id.0.as_ref());
                 let path = crate::tools::permission::reported_path(&Value::Object(args.clone()))
                     .map(|p| rel(std::path::Path::new(&p)));

@@ -13,12 +13,12 @@ use agent_client_protocol::v1::schema::{
 use agent_client_protocol::v1::{ConnectionTo, Responder};
 use agent_client_protocol::{Agent, ByteStreams, Client};
 use serde_json::Value;
-use tokio::io::AsyncReadExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use super::stderr::{Sink, Tail};
+use super::stderr::Tail;
 use crate::keys::Secret;
+use crate::process::{Piped, PipedError};
 
 /// Environment variables the agent process inherits from Reins; the spec names the others.
 const BASE_ENV: &[&str] = &[
@@ -46,9 +46,8 @@ pub struct Process {
     /// For tasks that report on the same channel (a prompt's end).
     pub events_tx: mpsc::UnboundedSender<Incoming>,
     pub init: InitializeResponse,
-    pub pid: u32,
-    pub stderr: Tail,
-    child: tokio::process::Child,
+    /// The agent's process: ended with its group when this is dropped.
+    piped: Piped,
     stop: Option<oneshot::Sender<()>>,
 }
 
@@ -64,50 +63,24 @@ impl Process {
         set: &[(&str, &str)],
         log: Option<PathBuf>,
     ) -> Result<Self, String> {
-        let (program, args) = argv.split_first().ok_or("the agent's command is empty")?;
-        let mut cmd = tokio::process::Command::new(program);
-        cmd.args(args)
-            .current_dir(root)
-            .env_clear()
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        for name in BASE_ENV.iter().copied().chain(passed.iter().map(String::as_str)) {
-            if let Some(v) = std::env::var_os(name) {
-                cmd.env(name, v);
+        let (piped, stdin, stdout) = crate::process::spawn_piped(crate::process::PipedSpec {
+            argv,
+            root,
+            base_env: BASE_ENV,
+            passed,
+            set,
+            keys: env,
+            log,
+        })
+        .map_err(|e| match e {
+            PipedError::EmptyCommand => "the agent's command is empty".to_owned(),
+            PipedError::Spawn { program, source } => {
+                format!("cannot start the agent `{program}`: {source}")
             }
-        }
-        for (name, value) in set {
-            cmd.env(name, value);
-        }
-        for (name, secret) in env {
-            cmd.env(name, secret.expose());
-        }
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start the agent `{program}`: {e}"))?;
-        let pid = child.id().ok_or("the agent exited at once")?;
-        let (Some(stdin), Some(stdout), Some(mut stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err("the agent's standard streams could not be opened".into());
-        };
-        let tail = Tail::default();
-        let keys = env.iter().map(|(_, s)| s.expose().to_owned()).collect();
-        let mut sink = Sink::new(tail.clone(), log, keys);
-        sink.note(&format!("started {} (process {pid})", argv.join(" ")));
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 8192];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                sink.push(&buf[..n]);
-            }
-            sink.flush();
-        });
+            PipedError::ExitedAtOnce => "the agent exited at once".to_owned(),
+            PipedError::NoStreams => "the agent's standard streams could not be opened".to_owned(),
+        })?;
+        let program = argv.first().cloned().unwrap_or_default();
         let (tx, events) = mpsc::unbounded_channel();
         let (conn_tx, conn_rx) = oneshot::channel();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -172,9 +145,7 @@ impl Process {
             events,
             events_tx: tx,
             init,
-            pid,
-            stderr: tail,
-            child,
+            piped,
             stop: Some(stop),
         })
     }
@@ -197,19 +168,24 @@ impl Process {
 
     /// Whether the process is still running.
     pub fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.piped.running()
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.piped.pid
+    }
+
+    /// The last of what the agent wrote to stderr.
+    pub fn stderr(&self) -> &Tail {
+        &self.piped.stderr
     }
 }
 
 impl Drop for Process {
-    /// Ends the connection, then the agent's whole process group.
+    /// Ends the connection; then `piped`, dropped, ends the agent's whole process group.
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(self.pid).unwrap_or(0)) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-        let _ = self.child.start_kill();
     }
 }

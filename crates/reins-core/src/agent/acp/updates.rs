@@ -62,6 +62,14 @@ pub(super) enum Seen {
 }
 
 impl Calls {
+    /// The title the agent gave tool call `id` when it reported it, if it did.
+    pub(super) fn title(&self, id: &str) -> Option<&str> {
+        self.calls
+            .get(&key(id))
+            .map(|c| c.title.as_str())
+            .filter(|t| !t.is_empty())
+    }
+
     /// The agent asked permission for tool call `id`.
     pub(super) fn asked(&mut self, id: &str) {
         self.entry(id).asked = true;

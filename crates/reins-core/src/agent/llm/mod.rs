@@ -1,7 +1,8 @@
 //! The LLM agent: an OpenAI-compatible tool-calling loop whose every move goes through the harness.
 //!
-//! It keeps the conversation and the calls still to make as plain data (serialised into every
-//! checkpoint), proposes a model call when it needs the model, hands each tool call to the step
+//! It keeps the calls still to make as plain data (serialised into every checkpoint) and the
+//! conversation, with the steps it saw done, as an append-only history the harness writes into the
+//! journal once; it proposes a model call when it needs the model, hands each tool call to the step
 //! protocol one at a time, and answers the model's malformed or unknown calls itself with an error
 //! the model can act on — a bounded number of times in a row before it gives up with a reason.
 
@@ -45,6 +46,9 @@ pub struct Spec {
     pub settings: provider::Settings,
     #[serde(default = "default_turns")]
     pub max_turns: u32,
+    /// MCP servers whose tools the model is offered, as registered when the run was created.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<crate::mcp::ServerSpec>,
 }
 
 fn default_turns() -> u32 {
@@ -76,13 +80,14 @@ struct Pending {
     args: Result<Value, String>,
 }
 
+/// What a checkpoint holds of the agent: bounded, whatever the length of the run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct State {
-    /// The conversation after the system prompt and goal, oldest first.
+    /// The conversation, in checkpoints written before it moved to the history (schema 1): read,
+    /// never written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     messages: Vec<Message>,
-    /// Index in `messages` of each assistant reply (a turn starts there).
-    turns: Vec<usize>,
     pending: VecDeque<Pending>,
     in_flight: Option<Pending>,
     model_calls: u32,
@@ -90,12 +95,34 @@ struct State {
     last_bad: Option<String>,
     finished: Option<String>,
     failed: Option<String>,
+    /// Without its `done` steps, which are in the history (older checkpoints had them here).
     working: WorkingMemory,
+}
+
+/// One entry of the agent's history, in the order they happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Entry {
+    /// A message of the conversation after the system prompt and goal.
+    Message(Message),
+    /// A step it saw done, for its working memory.
+    Done(DoneStep),
 }
 
 pub struct LlmAgent {
     spec: Spec,
     state: State,
+    /// The conversation, oldest first.
+    messages: Vec<Message>,
+    /// The steps it saw done, oldest first.
+    done: Vec<DoneStep>,
+    /// Whether each history entry, in order, was a message (else a done step).
+    order: Vec<bool>,
+    /// The digests of earlier turns made so far (not checkpointed: made again after a restore).
+    digests: prompt::Digests,
+    /// The tools the run's MCP servers offer in this attempt (not checkpointed: the harness offers
+    /// them again, checked against the run's compatibility record).
+    mcp: crate::mcp::Catalog,
 }
 
 impl LlmAgent {
@@ -110,19 +137,55 @@ impl LlmAgent {
                 working,
                 ..State::default()
             },
+            messages: Vec::new(),
+            done: Vec::new(),
+            order: Vec::new(),
+            digests: Vec::new(),
+            mcp: crate::mcp::Catalog::default(),
         }
     }
 
-    fn input(&self) -> ModelInput {
+    fn push_message(&mut self, message: Message) {
+        self.messages.push(message);
+        self.order.push(true);
+    }
+
+    fn push_done(&mut self, done: DoneStep) {
+        self.done.push(done);
+        self.order.push(false);
+    }
+
+    /// The working memory with the steps done.
+    fn working(&self) -> WorkingMemory {
+        WorkingMemory {
+            done: self.done.clone(),
+            ..self.state.working.clone()
+        }
+    }
+
+    fn input(&mut self) -> ModelInput {
+        // Each turn starts at an assistant reply.
+        let turns: Vec<usize> = self
+            .messages
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.role == provider::Role::Assistant)
+            .map(|(i, _)| i)
+            .collect();
         ModelInput {
             settings: self.spec.settings.clone(),
             parts: prompt::parts(
                 &self.spec,
-                &self.state.messages,
-                &self.state.turns,
-                &self.state.working,
+                &self.messages,
+                &turns,
+                &self.working(),
+                &mut self.digests,
             ),
-            tools: prompt::tools(),
+            tools: {
+                let mut tools = prompt::tools();
+                tools.extend(self.mcp.function_schemas());
+                tools
+            },
         }
     }
 
@@ -132,6 +195,8 @@ impl LlmAgent {
         for c in calls {
             let tool = if c.name == ASK_USER {
                 Some(ASK_USER.to_owned())
+            } else if self.mcp.by_function(&c.name).is_some() {
+                Some(crate::tools::mcp::TOOL.to_owned())
             } else {
                 crate::tools::tool_for_function(&c.name).map(str::to_owned)
             };
@@ -140,7 +205,11 @@ impl LlmAgent {
                 (None, _) => Some(format!(
                     "error: there is no tool named {:?}. The tools are: {}.",
                     c.name,
-                    prompt::tool_names().join(", ")
+                    prompt::tool_names()
+                        .into_iter()
+                        .chain(self.mcp.tools.iter().map(|t| t.function.clone()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )),
                 (Some(_), Err(e)) => Some(format!(
                     "error: the arguments of {} are not a JSON object ({e}). Call it again with valid JSON arguments.",
@@ -160,7 +229,7 @@ impl LlmAgent {
         }
         let all_bad = !calls.is_empty() && bad.len() == calls.len();
         for (id, text) in &bad {
-            self.state.messages.push(Message::tool(id, text.clone()));
+            self.push_message(Message::tool(id, text.clone()));
             self.state.last_bad = Some(text.clone());
         }
         if all_bad {
@@ -252,6 +321,8 @@ impl Agent for LlmAgent {
             });
         }
         if let Some(p) = self.state.pending.pop_front() {
+            // What is still queued after this call (the card says so): not the call itself.
+            self.state.working.pending = self.state.pending.iter().map(|p| p.name.clone()).collect();
             let why = self.state.working.intent.clone();
             let args = p.args.clone().unwrap_or_default();
             let next = if p.tool.as_deref() == Some(ASK_USER) {
@@ -260,6 +331,22 @@ impl Agent for LlmAgent {
                     .map(str::to_owned)
                     .unwrap_or_else(|| args.to_string());
                 Move::Ask { question }
+            } else if p.tool.as_deref() == Some(crate::tools::mcp::TOOL) {
+                // The server and tool the function stands for; the harness adds the rest.
+                let (server, tool) = self
+                    .mcp
+                    .by_function(&p.name)
+                    .map(|t| (t.server.clone(), t.tool.clone()))
+                    .unwrap_or_else(|| (String::new(), p.name.clone()));
+                Move::Call {
+                    call: ToolCall {
+                        tool: crate::tools::mcp::TOOL.into(),
+                        args: serde_json::json!({
+                            "server": server, "tool": tool, "arguments": args,
+                        }),
+                    },
+                    why,
+                }
             } else {
                 Move::Call {
                     call: ToolCall {
@@ -296,8 +383,8 @@ impl Agent for LlmAgent {
         let artifact = obs.artifact.as_ref().map(|d| d.to_string());
         let cut = excerpt(&obs.output, obs.seq, artifact.as_deref());
         let content = if obs.ok { cut } else { format!("error: {cut}") };
-        self.state.messages.push(Message::tool(&p.id, content));
-        self.state.working.done.push(DoneStep {
+        self.push_message(Message::tool(&p.id, content));
+        self.push_done(DoneStep {
             step: obs.seq,
             tool: obs.tool.clone(),
             status: status.into(),
@@ -316,8 +403,7 @@ impl Agent for LlmAgent {
 
     fn replied(&mut self, reply: &Completion) {
         self.state.model_calls += 1;
-        self.state.turns.push(self.state.messages.len());
-        self.state.messages.push(Message {
+        self.push_message(Message {
             role: provider::Role::Assistant,
             content: reply.text.clone(),
             tool_calls: reply.tool_calls.clone(),
@@ -343,12 +429,57 @@ impl Agent for LlmAgent {
     }
 
     fn restore(&mut self, state: &Value) -> Result<(), AgentError> {
+        let mcp = std::mem::take(&mut self.mcp);
+        *self = Self::new(self.spec.clone());
+        self.mcp = mcp;
         if state.is_null() {
-            *self = Self::new(self.spec.clone());
             return Ok(());
         }
         self.state =
             serde_json::from_value(state.clone()).map_err(|e| AgentError::State(e.to_string()))?;
+        // A checkpoint of schema 1 holds the history itself: it becomes the history's first
+        // entries (the harness writes them with the next checkpoint).
+        for m in std::mem::take(&mut self.state.messages) {
+            self.push_message(m);
+        }
+        for d in std::mem::take(&mut self.state.working.done) {
+            self.push_done(d);
+        }
+        Ok(())
+    }
+
+    fn history_len(&self) -> usize {
+        self.order.len()
+    }
+
+    fn history_since(&self, from: usize) -> Vec<Value> {
+        let Some(rest) = self.order.get(from..) else {
+            return Vec::new();
+        };
+        let before = self.order[..from].iter().filter(|m| **m).count();
+        let (mut m, mut d) = (before, from - before);
+        let mut out = Vec::with_capacity(rest.len());
+        for &is_message in rest {
+            let entry = if is_message {
+                m += 1;
+                self.messages.get(m - 1).cloned().map(Entry::Message)
+            } else {
+                d += 1;
+                self.done.get(d - 1).cloned().map(Entry::Done)
+            };
+            out.extend(entry.and_then(|e| serde_json::to_value(e).ok()));
+        }
+        out
+    }
+
+    fn restore_history(&mut self, entries: Vec<Value>) -> Result<(), AgentError> {
+        for (i, v) in entries.into_iter().enumerate() {
+            match serde_json::from_value(v) {
+                Ok(Entry::Message(m)) => self.push_message(m),
+                Ok(Entry::Done(d)) => self.push_done(d),
+                Err(e) => return Err(AgentError::State(format!("history entry {i}: {e}"))),
+            }
+        }
         Ok(())
     }
 
@@ -366,6 +497,14 @@ impl Agent for LlmAgent {
     }
 
     fn working_memory(&self) -> Option<WorkingMemory> {
-        Some(self.state.working.clone())
+        Some(self.working())
+    }
+
+    fn mcp_servers(&self) -> Vec<crate::mcp::ServerSpec> {
+        self.spec.mcp.clone()
+    }
+
+    fn offer_tools(&mut self, catalog: &crate::mcp::Catalog) {
+        self.mcp = catalog.clone();
     }
 }

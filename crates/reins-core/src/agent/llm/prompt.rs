@@ -3,6 +3,8 @@
 //! higher; a turn carrying a large result has a digest), and the latest turn — the one the model is
 //! answering now (hard).
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use super::working::WorkingMemory;
@@ -56,16 +58,22 @@ pub(super) fn tools() -> Vec<Value> {
     tools
 }
 
+/// The conversation's earlier turns as parts take them, with their digests, made once each: a turn
+/// older than the latest never changes, and a long run would otherwise copy and digest its whole
+/// history for every call.
+pub(super) type Digests = Vec<(Arc<[Message]>, Option<(Arc<[Message]>, String)>)>;
+
 pub(super) fn parts(
     spec: &Spec,
     messages: &[Message],
     turns: &[usize],
     working: &WorkingMemory,
+    digests: &mut Digests,
 ) -> Vec<Part> {
     let hard = |id: &str, kind: Kind, messages: Vec<Message>| Part {
         id: id.into(),
         kind,
-        messages,
+        messages: messages.into(),
         relevance: 1.0,
         importance: 1.0,
         age: 0,
@@ -102,6 +110,16 @@ pub(super) fn parts(
         let troubled = turn
             .iter()
             .any(|m| m.role == Role::Tool && m.content.starts_with("error:"));
+        let (shared, digest) = match digests.get(i) {
+            Some(d) => d.clone(),
+            None => {
+                let d: (Arc<[Message]>, _) = (turn.into(), digest(turn));
+                if digests.len() == i {
+                    digests.push(d.clone());
+                }
+                d
+            }
+        };
         parts.push(Part {
             id,
             kind: if age < RECENT_TURNS {
@@ -109,19 +127,19 @@ pub(super) fn parts(
             } else {
                 Kind::History
             },
-            messages: turn.to_vec(),
+            messages: shared,
             relevance: 0.5,
             importance: if troubled { 0.8 } else { 0.4 },
             age: u32::try_from(age).unwrap_or(u32::MAX),
             continuity: true,
-            digest: digest(turn),
+            digest,
         });
     }
     parts
 }
 
 /// The turn with each long tool result cut to a few lines and a reference to the whole.
-fn digest(turn: &[Message]) -> Option<(Vec<Message>, String)> {
+fn digest(turn: &[Message]) -> Option<(Arc<[Message]>, String)> {
     if !turn
         .iter()
         .any(|m| m.role == Role::Tool && m.content.len() > DIGEST_OVER_BYTES)
@@ -129,7 +147,7 @@ fn digest(turn: &[Message]) -> Option<(Vec<Message>, String)> {
         return None;
     }
     let mut artifacts = Vec::new();
-    let short = turn
+    let short: Vec<Message> = turn
         .iter()
         .map(|m| {
             if m.role != Role::Tool || m.content.len() <= DIGEST_OVER_BYTES {
@@ -148,5 +166,8 @@ fn digest(turn: &[Message]) -> Option<(Vec<Message>, String)> {
             )
         })
         .collect();
-    Some((short, format!("tool results {}", artifacts.join(", "))))
+    Some((
+        Arc::from(short),
+        format!("tool results {}", artifacts.join(", ")),
+    ))
 }

@@ -7,6 +7,7 @@ fn spec() -> Spec {
         goal: "fix the config".into(),
         settings: provider::Settings::default(),
         max_turns: 5,
+        mcp: Vec::new(),
     }
 }
 
@@ -126,8 +127,7 @@ async fn bad_calls_are_answered_then_the_run_fails_after_a_bound() -> anyhow::Re
     };
     assert!(reason.contains("3 times in a row"), "{reason}");
     // The model was told what was wrong each time.
-    let state: State = serde_json::from_value(a.state())?;
-    let errors: Vec<_> = state
+    let errors: Vec<_> = a
         .messages
         .iter()
         .filter(|m| m.role == provider::Role::Tool)
@@ -156,8 +156,11 @@ async fn state_survives_a_restore_mid_turn() -> anyhow::Result<()> {
         }
     );
     let saved = a.state();
+    assert!(saved.get("messages").is_none(), "the conversation is history: {saved}");
     let mut b = LlmAgent::new(spec());
     b.restore(&saved)?;
+    b.restore_history(a.history_since(0))?;
+    assert_eq!((b.messages.len(), b.history_len()), (1, 1), "the reply");
     b.observe(&Observation {
         seq: 2,
         tool: "ask_user".into(),
@@ -181,4 +184,70 @@ fn long_results_are_excerpted_with_a_reference() {
     assert!(e.contains("artifact sha256:abc in the blob store"), "{e}");
     assert!(e.contains("--step 7"), "{e}");
     assert_eq!(excerpt("short", 1, None), "short");
+}
+
+#[tokio::test]
+async fn history_is_written_once_and_rebuilds_the_same_conversation() -> anyhow::Result<()> {
+    let long = Spec {
+        max_turns: 50,
+        ..spec()
+    };
+    let mut a = LlmAgent::new(long.clone());
+    let mut sizes = Vec::new();
+    let mut saved = Vec::new();
+    for turn in 1..=20 {
+        assert!(matches!(a.next().await?, Move::Think(_)));
+        a.replied(&reply(
+            &format!("turn {turn}"),
+            &[(&format!("c{turn}"), "fs_read", r#"{"path":"a.txt"}"#)],
+        ));
+        a.next().await?;
+        a.observe(&Observation {
+            seq: 2 * turn,
+            tool: "fs.read".into(),
+            ok: true,
+            output: "x".repeat(2000),
+            artifact: None,
+        });
+        // What a checkpoint writes: the state, and the entries since the last one.
+        sizes.push(serde_json::to_vec(&a.state())?.len());
+        saved.extend(a.history_since(saved.len()));
+    }
+    assert_eq!(saved.len(), a.history_len(), "every entry written once");
+    assert!(
+        sizes[19] < sizes[1] + 200,
+        "the state does not grow with the run: {sizes:?}"
+    );
+    let mut b = LlmAgent::new(long);
+    b.restore(&a.state())?;
+    b.restore_history(saved)?;
+    assert_eq!(b.messages, a.messages);
+    assert_eq!(b.working_memory(), a.working_memory());
+    let (Move::Think(x), Move::Think(y)) = (a.next().await?, b.next().await?) else {
+        anyhow::bail!("both ask the model")
+    };
+    assert_eq!(x, y, "the same model input");
+    Ok(())
+}
+
+#[test]
+fn a_checkpoint_of_schema_1_with_the_conversation_inside_still_restores() -> anyhow::Result<()> {
+    let old = serde_json::json!({
+        "messages": [
+            {"role": "assistant", "content": "reading", "toolCalls": [
+                {"id": "c1", "name": "fs_read", "arguments": "{\"path\":\"a\"}"}]},
+            {"role": "tool", "content": "hello", "toolCallId": "c1"}
+        ],
+        "turns": [0],
+        "pending": [], "inFlight": null, "modelCalls": 1, "badReplies": 0, "lastBad": null,
+        "finished": null, "failed": null,
+        "working": {"goal": "g", "done": [{"step": 2, "tool": "fs.read", "status": "ok", "summary": "hello"}]}
+    });
+    let mut a = LlmAgent::new(spec());
+    a.restore(&old)?;
+    assert_eq!(a.messages.len(), 2);
+    assert_eq!(a.working_memory().map(|w| w.done.len()), Some(1));
+    assert_eq!(a.history_since(0).len(), 3, "written as history with the next checkpoint");
+    assert!(a.state().get("messages").is_none());
+    Ok(())
 }

@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::audit::event::sentence::{self, Lookup};
 use crate::error::Result;
 use crate::store::audit::AuditRow;
 use crate::store::StoreError;
@@ -17,19 +18,22 @@ pub struct AuditEventView {
     pub actor: String,
     pub kind: String,
     pub run_id: Option<String>,
+    /// The run's name, when the event belongs to one.
+    pub run_name: Option<String>,
     pub step_seq: Option<i64>,
     pub approval_id: Option<String>,
+    /// What happened in one sentence, from the typed payload (with approvals named by their
+    /// action).
+    pub sentence: String,
     /// What happened, as the chain hashed it (secrets already redacted).
     pub payload: serde_json::Value,
     pub prev_hash: String,
     pub hash: String,
 }
 
-impl TryFrom<AuditRow> for AuditEventView {
-    type Error = crate::Error;
-
+impl AuditEventView {
     /// The payload the harness wrote is JSON; one that is not is damage, named by its seq.
-    fn try_from(row: AuditRow) -> Result<Self> {
+    pub(crate) fn read(row: AuditRow, names: &Lookup) -> Result<Self> {
         let AuditRow {
             seq,
             at,
@@ -47,14 +51,18 @@ impl TryFrom<AuditRow> for AuditEventView {
             row: format!("seq {seq}"),
             detail: format!("column payload: {e}"),
         })?;
+        let sentence = sentence::of_stored(&kind, &actor, &payload, names);
+        let run_name = run_id.as_ref().and_then(|r| names.runs.get(r).cloned());
         Ok(Self {
             seq,
             at,
             actor,
             kind,
             run_id,
+            run_name,
             step_seq,
             approval_id,
+            sentence,
             payload,
             prev_hash,
             hash,
@@ -73,12 +81,12 @@ pub struct AuditPage {
 }
 
 impl AuditPage {
-    pub(crate) fn of(page: crate::audit::Page) -> Result<Self> {
+    pub(crate) fn of(page: crate::audit::Page, names: &Lookup) -> Result<Self> {
         let crate::audit::Page { events, next } = page;
         Ok(Self {
             events: events
                 .into_iter()
-                .map(AuditEventView::try_from)
+                .map(|row| AuditEventView::read(row, names))
                 .collect::<Result<_>>()?,
             next,
         })

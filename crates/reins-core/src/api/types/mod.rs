@@ -7,6 +7,7 @@ mod audit;
 mod memory;
 mod reviews;
 mod runs;
+mod turns;
 
 pub use audit::{AuditEventView, AuditPage};
 pub use memory::{FactDetailView, FactView, RememberedView, SuggestionView, VersionView};
@@ -15,3 +16,5 @@ pub use runs::{
     ActionView, AgentLogView, AttemptView, IntentView, Recovery, RetryView, RunDetail, RunSummary,
     RunView, StepView,
 };
+pub(crate) use turns::link_calls;
+pub use turns::{CallView, ModelTurnView};

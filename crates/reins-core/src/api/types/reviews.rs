@@ -172,6 +172,19 @@ fn subject_raw(action: &ActionView) -> String {
         }
         return crate::tools::permission::reported_path(args).unwrap_or_default();
     }
+    if action.tool == crate::tools::mcp::TOOL {
+        // The server and tool, and the path or URL it names, if its arguments name one.
+        let target = ["path", "file_path", "uri", "url", "source", "destination"]
+            .iter()
+            .find_map(|k| args["arguments"][*k].as_str())
+            .map(|t| format!(" {t}"))
+            .unwrap_or_default();
+        return format!(
+            "{} · {}{target}",
+            args["server"].as_str().unwrap_or("?"),
+            args["tool"].as_str().unwrap_or("?")
+        );
+    }
     if action.tool == "shell.exec" {
         if let Some(command) = args["command"].as_str() {
             return command.to_owned();

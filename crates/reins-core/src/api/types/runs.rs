@@ -77,7 +77,6 @@ impl RunSummary {
             goal: _,
             workspace,
             agent_kind,
-            agent_spec: _,
             compat: _,
             state,
             state_version: _,
@@ -144,7 +143,6 @@ impl From<RunRow> for RunView {
             goal,
             workspace,
             agent_kind,
-            agent_spec: _,
             compat,
             state,
             state_version,
@@ -265,6 +263,8 @@ pub struct StepView {
     pub result: Option<String>,
     /// The result's first line for people (for a model call: what the model said or called).
     pub summary: String,
+    /// A model call's turn in words (None for other steps).
+    pub model_turn: Option<super::ModelTurnView>,
     pub started_at: i64,
     pub ended_at: Option<i64>,
 }
@@ -294,6 +294,8 @@ impl From<StepRow> for StepView {
             args,
         } = action.into();
         let shown = |t: String| crate::seal::shown(&t).into_owned();
+        let result = result.map(shown);
+        let model_turn = super::ModelTurnView::of(kind, result.as_deref());
         Self {
             seq,
             kind,
@@ -308,7 +310,8 @@ impl From<StepRow> for StepView {
             risk,
             reasons: reasons.unwrap_or_default(),
             preview,
-            result: result.map(shown),
+            model_turn,
+            result,
             summary: shown(summary),
             started_at,
             ended_at,
@@ -401,7 +404,9 @@ pub struct RunDetail {
     /// Files the run touched → sha256 at the recovery point (null: absent).
     pub files: BTreeMap<String, Option<Digest>>,
     pub audit_events: usize,
-    /// What the latest resumed attempt was told: steps done, settled effects, outside changes.
+    /// What the latest attempt that resumed an interrupted run was told: steps done, settled
+    /// effects, outside changes (an attempt that only goes on after a review or an answer is no
+    /// recovery and is left out).
     pub recovery_summary: Option<crate::resume::RecoverySummary>,
     /// The run's audit events, oldest first.
     pub audit: Vec<AuditEventView>,

@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::ids::RunId;
 
 mod payload;
+pub mod sentence;
 
 pub use payload::*;
 
@@ -71,6 +72,20 @@ macro_rules! kinds {
                 match self {
                     $( Kind::$variant(_) => $name, )*
                 }
+            }
+
+            /// The event a stored `name` and payload record, read back into its typed payload.
+            /// Where several variants share a name, the first whose fields the payload has wins
+            /// (the table keeps their fields apart). None: the payload has none of their shapes.
+            pub fn decode(name: &str, payload: &serde_json::Value) -> Option<Kind> {
+                $(
+                    if name == $name {
+                        if let Ok(p) = <$payload as serde::Deserialize>::deserialize(payload) {
+                            return Some(Kind::$variant(p));
+                        }
+                    }
+                )*
+                None
             }
 
             fn payload(&self) -> serde_json::Value {
@@ -178,6 +193,8 @@ kinds! {
     SuggestionAccepted(SuggestionAccepted) = "memory.suggestion_accepted" [from],
     SuggestionDismissed(SuggestionDismissed) = "memory.suggestion_dismissed" [from],
     MemoryCleared(MemoryCleared) = "memory.cleared" [from],
+    /// An agent asked Reins' memory server (`reins mcp serve`) to recall or suggest a fact.
+    MemoryServed(MemoryServed) = "memory.served" [from],
     MemorySwitchedOn(MemorySetting) = "memory.switched_on",
     MemorySwitchedOff(MemorySetting) = "memory.switched_off",
     /// A memory setting (threshold, categories).

@@ -1,7 +1,7 @@
 //! The payload of each kind of audit event: the fields it must carry, serialized as the JSON the
 //! chain hashes.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use crate::approval::Scope;
 use crate::checkpoint::{DamageKind, Level};
 use crate::compat::Mismatch;
@@ -10,7 +10,7 @@ use crate::journal::{EffectClass, FileImage, IntentStatus};
 use crate::policy::{Decision, Risk, Verdict};
 use crate::run::RunState;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunCreated {
     pub name: String,
@@ -20,7 +20,7 @@ pub struct RunCreated {
     pub spec_hash: Digest,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunStateChanged {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -31,22 +31,22 @@ pub struct RunStateChanged {
 }
 
 /// A person moved a run from one state to another.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunMoved {
     pub from: RunState,
     pub to: RunState,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DrainPause {
     /// Always "worker drain".
-    pub by: &'static str,
+    pub by: String,
     pub worker: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PausedAtSafePoint {
     pub checkpoint: i64,
@@ -54,7 +54,7 @@ pub struct PausedAtSafePoint {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Resumed {
     pub from: RunState,
@@ -62,53 +62,53 @@ pub struct Resumed {
     pub force: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResumedAfterResolve {
     pub from: RunState,
     pub to: RunState,
     /// Always "intent.resolved".
-    pub after: &'static str,
+    pub after: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CompatOverridden {
     pub mismatches: Vec<Mismatch>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Cancelled {
     pub from: RunState,
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Reason {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RetryScheduled {
     pub n: u32,
     /// Always "transient".
-    pub class: &'static str,
+    pub class: String,
     pub error: String,
     pub delay_ms: i64,
     pub state: RunState,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Finished {
     pub state: RunState,
     pub summary: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptBegun {
     pub attempt: i64,
@@ -118,7 +118,7 @@ pub struct AttemptBegun {
     pub previous_owner_gone: bool,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AttemptLost {
     pub worker: Option<String>,
@@ -126,7 +126,7 @@ pub struct AttemptLost {
     pub fence: i64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrphanEnded {
     pub step: i64,
@@ -135,7 +135,7 @@ pub struct OrphanEnded {
     pub outcome: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CheckpointWritten {
     pub seq: i64,
@@ -144,7 +144,7 @@ pub struct CheckpointWritten {
     pub size: usize,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DamageDetected {
     pub seq: i64,
@@ -152,7 +152,7 @@ pub struct DamageDetected {
     pub recovery_point: Option<i64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PolicyDecided {
     pub step: i64,
@@ -164,7 +164,7 @@ pub struct PolicyDecided {
     pub policy: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepFinished {
     pub step: i64,
@@ -175,7 +175,7 @@ pub struct StepFinished {
     pub approval: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IntentPending {
     pub intent: String,
@@ -190,7 +190,7 @@ pub struct IntentPending {
     pub verdict: Option<Verdict>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IntentConfirmed {
     pub intent: String,
@@ -198,7 +198,7 @@ pub struct IntentConfirmed {
     pub post: Vec<FileImage>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IntentRecovered {
     pub intent: String,
@@ -206,7 +206,7 @@ pub struct IntentRecovered {
     pub settled_by: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IntentFailed {
     pub intent: String,
@@ -214,7 +214,7 @@ pub struct IntentFailed {
     pub error: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OutcomeUnknown {
     pub intent: String,
@@ -223,7 +223,7 @@ pub struct OutcomeUnknown {
     pub why: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IntentResolved {
     pub intent: String,
@@ -237,7 +237,7 @@ pub struct IntentResolved {
     pub post: Vec<FileImage>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRequested {
     pub approval: String,
@@ -252,14 +252,14 @@ pub struct ApprovalRequested {
     pub expires_at: i64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalWaiting {
     pub approval: String,
     pub step: i64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Approved {
     pub approval: String,
@@ -273,7 +273,7 @@ pub struct Approved {
     pub note: Option<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Edited {
     pub approval: String,
@@ -282,7 +282,7 @@ pub struct Edited {
     pub edited_preview_sha256: Digest,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Rejected {
     pub approval: String,
@@ -294,7 +294,7 @@ pub struct Rejected {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Expired {
     pub approval: String,
@@ -302,22 +302,24 @@ pub struct Expired {
     pub expires_at: i64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ClosedWithRun {
     pub approval: String,
     pub why: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+// A refreshed review's payload has these fields and more: reading it back must not take it for this.
+#[serde(deny_unknown_fields)]
 pub struct Superseded {
     pub approval: String,
     pub by: String,
     pub why: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Refreshed {
     pub approval: String,
@@ -326,7 +328,7 @@ pub struct Refreshed {
     pub preview_sha256: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelCalled {
     pub step: i64,
@@ -340,21 +342,21 @@ pub struct ModelCalled {
     pub facts_used: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QuestionAsked {
     pub step: i64,
     pub question: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QuestionAnswered {
     pub step: i64,
     pub answer: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrantCreated {
     pub grant: String,
@@ -365,7 +367,7 @@ pub struct GrantCreated {
     pub origin: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrantUsed {
     pub grant: String,
@@ -375,7 +377,7 @@ pub struct GrantUsed {
     pub action_hash: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BoundToPermission {
     pub step: i64,
@@ -386,7 +388,7 @@ pub struct BoundToPermission {
 
 /// An external agent was allowed to change files itself: the pre-images are kept (rollback covers
 /// the change), and the agent, not Reins, makes it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HandedToAgent {
     pub intent: String,
@@ -396,7 +398,7 @@ pub struct HandedToAgent {
 }
 
 /// Reins briefed an external agent: its goal, and the profile facts it may use (ids only).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentBriefed {
     pub step: i64,
@@ -406,7 +408,7 @@ pub struct AgentBriefed {
 
 /// A write asked for again that the journal holds done and the files already show (an external
 /// agent restarted after a crash): confirmed without writing.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AlreadyApplied {
     pub step: i64,
@@ -417,7 +419,7 @@ pub struct AlreadyApplied {
 
 /// An external agent's account of its own work: a tool call and its status, its plan, its token
 /// usage, a mode change. What it says, not what Reins decided.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentReported {
     /// `tool_call`, `plan`, `usage` or `mode`.
@@ -426,7 +428,7 @@ pub struct AgentReported {
 }
 
 /// An external agent reported a tool call that changes things, which it ran without asking Reins.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ActedUnasked {
     pub tool_call: String,
@@ -434,7 +436,7 @@ pub struct ActedUnasked {
     pub title: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GrantRevoked {
     pub grant: String,
@@ -444,13 +446,13 @@ pub struct GrantRevoked {
     pub uses: i64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RollbackSnapshot {
     pub to: i64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RollbackPerformed {
     pub to: i64,
@@ -458,7 +460,7 @@ pub struct RollbackPerformed {
     pub paths: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RetentionPruned {
     pub through: i64,
@@ -466,7 +468,7 @@ pub struct RetentionPruned {
     pub keep: usize,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FactWritten {
     pub fact: String,
@@ -476,21 +478,38 @@ pub struct FactWritten {
     pub step: Option<i64>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FactRefused {
     pub category: String,
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+/// A call to Reins' memory over MCP: which tool, for whom, about what, and what came of it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryServed {
+    pub tool: String,
+    /// The agent the server was started for, when Reins started it for a run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The recall's query, or the suggested fact's `category.key`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The facts a recall answered with, by id.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<String>,
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FactDeleted {
     pub fact: String,
     pub category: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemorySuggested {
     pub suggestion: String,
@@ -499,7 +518,7 @@ pub struct MemorySuggested {
     pub reason: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SuggestionAccepted {
     pub suggestion: String,
@@ -508,21 +527,21 @@ pub struct SuggestionAccepted {
     pub version: i64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SuggestionDismissed {
     pub suggestion: String,
     pub category: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemoryCleared {
     pub facts: u64,
     pub suggestions: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct MemorySetting {
     pub setting: String,
@@ -530,7 +549,7 @@ pub struct MemorySetting {
     pub to: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SettingChanged {
     pub key: String,
@@ -538,33 +557,33 @@ pub struct SettingChanged {
     pub new: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AnchorCreated {
-    pub reason: &'static str,
+    pub reason: String,
     pub adopted: crate::store::anchor::Mark,
     pub path: std::path::PathBuf,
 }
 
 /// A person accepts that the anchor was made again at `created_at_seq`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AnchorAcknowledged {
     pub created_at_seq: i64,
     pub by: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditVerified {
     pub events: i64,
     pub head: Option<crate::store::anchor::Mark>,
     /// The anchor's status (`agrees`, `behind`, …).
-    pub anchor: &'static str,
+    pub anchor: String,
     pub elapsed_ms: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditExported {
     pub format: crate::audit::ExportFormat,

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use crate::agent::script::Plan;
 use crate::blob::BlobStore;
-use crate::checkpoint::{self, stored, CheckpointV1, Level};
+use crate::checkpoint::{self, stored, Checkpoint, Level};
 use crate::engine::commit::Change;
 use crate::engine::{Engine, Silent};
 use crate::policy::PermitAll;
@@ -23,10 +23,10 @@ async fn a_checkpoint_over_one_mib_goes_to_the_blob_store_and_verifies() -> anyh
     };
     let run = engine.create_script_run(&plan, &ws).await?;
 
-    let big = CheckpointV1 {
+    let big = Checkpoint {
         goal: "g".into(),
         agent: serde_json::Value::String("x".repeat(checkpoint::INLINE_LIMIT + 10)),
-        ..CheckpointV1::default()
+        ..Checkpoint::default()
     };
     let prepared = engine.prepare(&big, Level::Step)?;
     assert!(

@@ -175,7 +175,6 @@ pub fn run_row(state: RunState) -> RunRow {
         goal: "g".into(),
         workspace: "/w".into(),
         agent_kind: "script".into(),
-        agent_spec: "{}".into(),
         compat: Compat::default(),
         state,
         state_version: 3,

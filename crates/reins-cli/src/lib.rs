@@ -1,0 +1,262 @@
+//! `reins`: run agents under the harness from a terminal. Every subcommand is a thin adapter over
+//! `reins_core::api`; this crate adds argument parsing, terminal output and exit codes only.
+//! [`main`] is the whole command: the `reins` binary calls it, and so does the desktop app when it
+//! is started under the name `reins` (the package installs one program under both names).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use reins_core::api::DataDir;
+use reins_core::api::{Options, Reins};
+
+mod commands;
+mod output;
+mod signals;
+
+/// Exit statuses, stable for scripts.
+pub mod exit {
+    pub const DONE: u8 = 0;
+    pub const RUN_FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const NEEDS_HUMAN: u8 = 3;
+}
+
+#[derive(Parser)]
+#[command(
+    name = "reins",
+    version,
+    about = "Run AI agents on your machine under a harness: durable checkpoints, crash recovery that never repeats a side effect, rollback.",
+    after_help = "Exit status: 0 done, 1 run failed (or a harness error), 2 usage or input error, 3 waiting for a human.\n\
+                  Data lives in the platform data dir (e.g. ~/.local/share/reins) unless --data-dir or REINS_DATA_DIR says otherwise."
+)]
+struct Cli {
+    /// Where the database and blob store live.
+    #[arg(long, global = true, env = "REINS_DATA_DIR", value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+
+    /// Print machine-readable JSON instead of text (stable field names, camelCase).
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// How long a worker owns a run without renewing its lease (a heartbeat renews it every third)
+    /// before another process may take it over.
+    #[arg(
+        long,
+        global = true,
+        env = "REINS_LEASE_SECS",
+        value_name = "SECS",
+        default_value_t = 30
+    )]
+    lease_secs: u32,
+
+    /// How many retries a run may use (transient failures and workers lost under it) before it
+    /// waits for a person.
+    #[arg(
+        long,
+        global = true,
+        env = "REINS_RETRY_MAX",
+        value_name = "N",
+        default_value_t = 10
+    )]
+    retry_max: u32,
+
+    /// Retries stop this long after a run's first one.
+    #[arg(
+        long,
+        global = true,
+        env = "REINS_RETRY_WINDOW_SECS",
+        value_name = "SECS",
+        default_value_t = 3600
+    )]
+    retry_window_secs: u32,
+
+    /// The policy file (TOML rules); default `policy.toml` in the config dir (`reins policy path`).
+    #[arg(long, global = true, env = "REINS_POLICY", value_name = "FILE")]
+    policy: Option<PathBuf>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start a run on a workspace folder — a plan file (--plan), the LLM agent on a goal (--llm) or
+    /// an external agent (--acp GOAL --agent CMD) — and drive it, printing a line per step and the
+    /// agent's text as it streams.
+    Run(Box<commands::run::Args>),
+    /// External agents (ACP) registered by name: add, list, remove.
+    #[command(subcommand)]
+    Agents(commands::agents::AgentsCommand),
+    /// MCP servers whose tools the LLM agent may be offered (`run --llm GOAL --mcp NAME`): add,
+    /// list, tools, remove; and `serve`, Reins' own memory as an MCP server for other agents.
+    #[command(subcommand)]
+    Mcp(commands::mcp::McpCommand),
+    /// Answer the question an agent asked (`ask_user`); without TEXT, show it.
+    Answer(commands::answer::Args),
+    /// API keys for model servers, kept only in the OS keyring: set, status, delete.
+    #[command(subcommand)]
+    Keys(commands::keys::KeysCommand),
+    /// Drive every runnable run (queued, or abandoned by a crashed worker).
+    Worker(commands::worker::Args),
+    /// List runs, newest first.
+    Ps,
+    /// Show one run: state, steps, checkpoints (with checksum status), intents, recovery point.
+    Show(commands::show::Args),
+    /// Pause a run: it stops at its next safe point, after writing and verifying a checkpoint.
+    Pause(commands::control::PauseArgs),
+    /// Resume a paused or suspended run (or withdraw a pause not yet reached).
+    Resume(commands::control::ResumeArgs),
+    /// Decide an effect whose outcome is unknown (after a crash or a part-way failure): --done,
+    /// --retry or --skip. Never decided automatically.
+    Resolve(commands::control::ResolveArgs),
+    /// Cancel a run for good. Its files stay as they are; `reins rollback` can restore them.
+    Cancel(commands::control::CancelArgs),
+    /// Restore the files a run touched to their state at a checkpoint (undoable).
+    Rollback(commands::rollback::Args),
+    /// Check the database, blob store, checkpoints and audit chain, and whether the model server
+    /// answers.
+    Doctor(commands::doctor::Args),
+    /// Retention: keep the last N checkpoints of finished runs, remove blobs nothing needs.
+    Gc(commands::gc::Args),
+    /// List actions waiting for your review (pending by default).
+    Approvals(commands::review::ListArgs),
+    /// Look at one approval.
+    #[command(subcommand)]
+    Approval(commands::review::ApprovalCommand),
+    /// Approve a pending action (optionally edited, optionally with a lasting grant).
+    Approve(commands::review::ApproveArgs),
+    /// Reject a pending action; the agent is told your reason.
+    Reject(commands::review::RejectArgs),
+    /// List grants (standing approvals) with their origin and use count; `grants revoke ID`.
+    Grants(commands::review::GrantsArgs),
+    /// Explain policy decisions without running anything.
+    #[command(subcommand)]
+    Policy(commands::policy::PolicyCommand),
+    /// The tamper-evident audit log: verify it, export it (JSONL or CSV), check an export, list it.
+    #[command(subcommand)]
+    Audit(commands::audit::AuditCommand),
+    /// Long-term profile memory: list, show, add, edit, delete, clear facts; review agents'
+    /// suggestions; switch memory off and on.
+    #[command(subcommand)]
+    Memory(commands::memory::MemoryCommand),
+}
+
+/// The program external agents start as Reins' memory server (`reins mcp serve`): this one when it
+/// is called `reins`; else the `reins` beside it. Installed, `/usr/bin/reins` is a link to the app,
+/// and the link's target by its own name would open the window instead.
+fn memory_server() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    if exe.file_name().is_some_and(|n| n == "reins") {
+        return Some(exe);
+    }
+    let beside = exe.parent()?.join("reins");
+    beside.is_file().then_some(beside)
+}
+
+/// The `reins` command, from the process's arguments to its exit status.
+pub fn main() -> ExitCode {
+    // `reins … | head`: a closed stdout ends the process quietly, as for any Unix tool.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.contains("failed printing to stdout") && text.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default_hook(info);
+    }));
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
+                // The ACP library warns of every request an agent sends that Reins does not
+                // implement (answered "method not found", as the protocol wants): not news.
+                .unwrap_or_else(|_| "warn,agent_client_protocol=error".into()),
+        )
+        .with_writer(output::RedactedStderr)
+        .init();
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::RUN_FAILED);
+        }
+    };
+    ExitCode::from(runtime.block_on(dispatch(cli)))
+}
+
+async fn dispatch(cli: Cli) -> u8 {
+    let json = cli.json;
+    // Checking an export needs no database (it may come from another machine).
+    if let Command::Audit(commands::audit::AuditCommand::VerifyExport(args)) = &cli.command {
+        return match commands::audit::verify_export(args, json) {
+            Ok(code) => code,
+            Err(e) => output::fail(&e, json),
+        };
+    }
+    let reins = match open(&cli).await {
+        Ok(r) => r,
+        Err(e) => return output::fail(&e, json),
+    };
+    let result = match cli.command {
+        Command::Run(args) => commands::run::exec(&reins, *args, json).await,
+        Command::Worker(args) => commands::worker::exec(&reins, args, json).await,
+        Command::Agents(cmd) => commands::agents::exec(&reins, cmd, json).await,
+        Command::Mcp(cmd) => commands::mcp::exec(&reins, cmd, json).await,
+        Command::Answer(args) => commands::answer::exec(&reins, args, json).await,
+        Command::Keys(cmd) => commands::keys::exec(&reins, cmd, json).await,
+        Command::Ps => commands::ps::exec(&reins, json).await,
+        Command::Show(args) => commands::show::exec(&reins, args, json).await,
+        Command::Pause(args) => commands::control::pause(&reins, args, json).await,
+        Command::Resume(args) => commands::control::resume(&reins, args, json).await,
+        Command::Resolve(args) => commands::control::resolve(&reins, args, json).await,
+        Command::Cancel(args) => commands::control::cancel(&reins, args, json).await,
+        Command::Rollback(args) => commands::rollback::exec(&reins, args, json).await,
+        Command::Doctor(args) => commands::doctor::exec(&reins, args, json).await,
+        Command::Gc(args) => commands::gc::exec(&reins, args, json).await,
+        Command::Approvals(args) => commands::review::list(&reins, args, json).await,
+        Command::Approval(commands::review::ApprovalCommand::Show(args)) => {
+            commands::review::show(&reins, args, json).await
+        }
+        Command::Approve(args) => commands::review::approve(&reins, args, json).await,
+        Command::Reject(args) => commands::review::reject(&reins, args, json).await,
+        Command::Grants(args) => commands::review::grants(&reins, args, json).await,
+        Command::Policy(cmd) => commands::policy::exec(&reins, cmd, json).await,
+        Command::Audit(cmd) => commands::audit::exec(&reins, cmd, json).await,
+        Command::Memory(cmd) => commands::memory::exec(&reins, cmd, json).await,
+    };
+    reins.close().await;
+    match result {
+        Ok(code) => code,
+        Err(e) => output::fail(&e, json),
+    }
+}
+
+async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
+    let data_dir = DataDir::resolve(cli.data_dir.clone())?;
+    Reins::open(
+        data_dir,
+        Options {
+            lease_ms: i64::from(cli.lease_secs.max(1)) * 1000,
+            retry: reins_core::api::RetryBudget {
+                max_retries: cli.retry_max,
+                window_ms: i64::from(cli.retry_window_secs) * 1000,
+                ..Default::default()
+            },
+            policy_file: cli.policy.clone(),
+            // External agents reach the profile memory through this very program.
+            memory_server: memory_server(),
+            ..Options::default()
+        },
+    )
+    .await
+}
