@@ -196,36 +196,8 @@ pub fn open_approval(app: &AppHandle, id: &str) {
     }
 }
 
-/// How often the policy file is looked at.
-const POLICY_POLL: Duration = Duration::from_millis(500);
-
-/// Reads the policy file again whenever it changes (its size, time or presence), so an edit in the
-/// user's editor decides the next action; a file that does not parse keeps the last good rules
-/// (the Policy view says why).
+/// Reads the policy file again whenever it changes, so an edit in the user's editor decides the
+/// next action; a file that does not parse keeps the last good rules (the Policy view says why).
 pub async fn watch_policy(reins: Arc<Reins>) {
-    let file = reins.policy_file().to_owned();
-    let seen = |f: &std::path::Path| {
-        std::fs::metadata(f)
-            .ok()
-            .map(|m| (m.len(), m.modified().ok()))
-    };
-    let mut last = seen(&file);
-    loop {
-        tokio::time::sleep(POLICY_POLL).await;
-        if reins.draining() {
-            return;
-        }
-        let now = seen(&file);
-        if now == last {
-            continue;
-        }
-        last = now;
-        match reins.reload_policy() {
-            Ok(state) => match state.broken {
-                Some(why) => tracing::warn!("the policy file changed but does not load: {why}"),
-                None => tracing::info!("policy file read again: {} rules", state.rules.len()),
-            },
-            Err(e) => tracing::warn!("cannot read the policy again: {e}"),
-        }
-    }
+    reins.watch_policy(reins_core::api::POLICY_POLL).await;
 }

@@ -81,3 +81,34 @@ async fn the_rules_are_shown_in_the_order_they_are_weighed_and_a_changed_file_is
     assert_eq!(touch().await?.decision, Decision::Allow);
     Ok(())
 }
+
+#[tokio::test]
+async fn work_done_while_the_policy_is_watched_follows_an_edited_file() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let reins = sb.reins_with_rules(ALLOW_TOUCH_ASK_RM).await?;
+    let state = reins.policy_state()?;
+    let ws = sb.ws();
+    let touch = || reins.policy_check("shell.exec", serde_json::json!({"command": "touch x"}), &ws);
+    // The work: edit the file, then wait (as a long run would) until a check follows it. Nothing
+    // calls reload_policy: the watch must.
+    let work = async {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        std::fs::write(
+            &state.file,
+            "[[rules]]\ndecision = \"ask\"\ntool = \"shell.exec\"\nprogram = \"touch\"\n",
+        )?;
+        for _ in 0..100 {
+            if touch().await?.decision == Decision::Ask {
+                return Ok::<_, anyhow::Error>(true);
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        Ok(false)
+    };
+    assert!(
+        reins.watching_policy(work).await?,
+        "the edited file was never read again"
+    );
+    assert_ne!(reins.policy_state()?.version, state.version);
+    Ok(())
+}

@@ -159,7 +159,7 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
     let poll = Duration::from_millis(500);
     crate::signals::drain_on_signal(reins.drain_flag());
     loop {
-        let waiting = match reins.drive(id, &printer).await? {
+        let waiting = match reins.watching_policy(reins.drive(id, &printer)).await? {
             DriveOutcome::Finished { state, .. } => return Ok(exit_for(state)),
             DriveOutcome::Skipped { state, .. } if state.is_terminal() => {
                 return Ok(exit_for(state))

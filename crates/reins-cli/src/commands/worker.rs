@@ -20,12 +20,13 @@ pub struct Args {
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let printer = Printer::new(json);
     crate::signals::drain_on_signal(reins.drain_flag());
+    // An edited policy file decides the next action, as in the app.
     let summary = reins
-        .work(
+        .watching_policy(reins.work(
             args.once,
             Duration::from_millis(args.poll_ms.max(50)),
             &printer,
-        )
+        ))
         .await?;
     if json {
         print_json(&summary);

@@ -30,7 +30,7 @@ pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
 pub use doctor::DoctorReport;
 pub use llm::{ContextView, KeyStatus, LlmRunRequest, UsageView, MAX_TURNS_LIMIT};
 pub use mcp::{McpServerView, McpToolView, McpToolsView};
-pub use policy_view::{PolicyState, ProtectedPlace};
+pub use policy_view::{PolicyState, ProtectedPlace, POLICY_POLL};
 pub use provider::{ModelServerCheck, ProviderDefaults};
 pub use review::{PolicyCheck, ProgramPowers};
 pub use runs::WorkSummary;

@@ -8,6 +8,9 @@ use super::Reins;
 use crate::error::{Error, Result};
 use crate::policy::rules::RuleLine;
 
+/// How often a watch looks at the policy file for changes.
+pub const POLICY_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// What the harness decides before and around the rules; no file can change these.
 const BUILT_IN: &[&str] = &[
     "Anything Reins cannot parse or does not understand is high risk, and is reviewed.",
@@ -78,5 +81,52 @@ impl Reins {
             tracing::warn!("the policy file did not load; the last good rules stay: {e}");
         }
         self.policy_state()
+    }
+
+    /// Reads the policy file again whenever it changes (size or modification time, looked at every
+    /// `poll`), until the harness drains; a policy given in code is never reloaded. The app and
+    /// `reins worker` both run this, so an edited file decides the next action without a restart.
+    pub async fn watch_policy(&self, poll: std::time::Duration) {
+        if self.rules.is_none() {
+            return;
+        }
+        let file = self.policy_file.clone();
+        let seen = |f: &std::path::Path| {
+            std::fs::metadata(f)
+                .ok()
+                .map(|m| (m.len(), m.modified().ok()))
+        };
+        let mut last = seen(&file);
+        loop {
+            tokio::time::sleep(poll).await;
+            if self.draining() {
+                return;
+            }
+            let now = seen(&file);
+            if now == last {
+                continue;
+            }
+            last = now;
+            match self.reload_policy() {
+                Ok(state) => match state.broken {
+                    Some(why) => tracing::warn!("the policy file changed but does not load: {why}"),
+                    None => tracing::info!("policy file read again: {} rules", state.rules.len()),
+                },
+                Err(e) => tracing::warn!("cannot read the policy again: {e}"),
+            }
+        }
+    }
+
+    /// Runs `work` while the policy file is watched (as the app watches it), so a long run or a
+    /// worker follows an edited file; returns what `work` returns.
+    pub async fn watching_policy<F: std::future::Future>(&self, work: F) -> F::Output {
+        let watch = async {
+            self.watch_policy(POLICY_POLL).await;
+            std::future::pending::<std::convert::Infallible>().await
+        };
+        tokio::select! {
+            out = work => out,
+            never = watch => match never {},
+        }
     }
 }
