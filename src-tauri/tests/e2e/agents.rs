@@ -214,6 +214,71 @@ async fn m_an_acp_run_started_in_the_app_stops_for_review_and_the_card_lands_the
         "acp-card-opencode",
     )
     .await?;
+    // opencode's run reads as its words, rendered as a model's are, between its steps.
+    let runs: serde_json::Value = serde_json::from_str(&home.reins(&["ps", "--json"], &[0])?)?;
+    let mut opencode_run = None;
+    for r in runs.as_array().into_iter().flatten() {
+        let id = r["id"].as_str().unwrap_or_default();
+        let show: serde_json::Value =
+            serde_json::from_str(&home.reins(&["show", id, "--json"], &[0])?)?;
+        if show["run"]["compat"]["externalAgent"]["name"] == "OpenCode" {
+            opencode_run = Some(id.to_owned());
+        }
+    }
+    let opencode_run = opencode_run.context("the opencode run is listed")?;
+    app.view("runs").await?;
+    app.click(&format!(
+        "[data-testid='run-row'][data-run='{opencode_run}'] button.run-name"
+    ))
+    .await?;
+    app.until("its words are on the timeline", || async {
+        Ok(app
+            .d()
+            .find_all(By::Css(
+                "[data-testid='agent-said'] [data-testid='model-text']",
+            ))
+            .await?
+            .len()
+            == 2)
+    })
+    .await?;
+    let mut said = Vec::new();
+    for t in app
+        .d()
+        .find_all(By::Css(
+            "[data-testid='agent-said'] [data-testid='model-text']",
+        ))
+        .await?
+    {
+        said.push(t.text().await?);
+    }
+    assert_eq!(said, ["I will write the notes.", "Done: NOTES.md written."]);
+    // In the order it happened: the words, then the write they led to; the closing words last.
+    let mut items = Vec::new();
+    for li in app
+        .d()
+        .find_all(By::Css("[data-testid='timeline'] > li"))
+        .await?
+    {
+        let kind = li.attr("data-testid").await?.unwrap_or_default();
+        let head = li.find(By::Css(".tool")).await?.text().await?;
+        items.push(format!("{kind}: {head}"));
+    }
+    let said = items
+        .iter()
+        .position(|i| i.starts_with("agent-said"))
+        .context("a message on the timeline")?;
+    assert!(
+        items
+            .get(said + 1)
+            .is_some_and(|i| i == "step: agent.permission" || i == "step: fs.write"),
+        "its words come just before the write they led to: {items:?}"
+    );
+    assert!(
+        items.last().is_some_and(|i| i.starts_with("agent-said")),
+        "its closing words come last: {items:?}"
+    );
+    app.screenshot("run-detail-acp").await?;
     app.quit().await
 }
 

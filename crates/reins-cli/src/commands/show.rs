@@ -467,6 +467,12 @@ fn render_agent(s: &mut String, d: &RunDetail) {
                         .unwrap_or_default()
                 ),
                 (_, Some("mode")) => format!("mode: {}", text("mode")),
+                (_, Some("message")) => {
+                    let said = text("text").replace('\n', " ⏎ ");
+                    let cut: String = said.chars().take(200).collect();
+                    let more = if cut.len() < said.len() { "…" } else { "" };
+                    format!("said: {cut}{more}")
+                }
                 (_, Some(what)) => format!("{what}: {}", p["detail"]),
                 _ => p.to_string(),
             };

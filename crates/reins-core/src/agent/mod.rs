@@ -186,7 +186,8 @@ pub trait Agent: Send + Sync {
 pub enum Account {
     /// Who the external agent is, as it said at `initialize`: into the run's compat record.
     Identified(crate::compat::ExternalAgent),
-    /// Something the agent said about its own work: `tool_call`, `plan`, `usage`, `mode`.
+    /// Something the agent said about its own work: `tool_call`, `plan`, `usage`, `mode`, or a
+    /// `message` it wrote (its words between tool calls).
     Update {
         what: &'static str,
         detail: serde_json::Value,

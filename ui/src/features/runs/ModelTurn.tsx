@@ -16,6 +16,15 @@ function shortArgs(args: string): string {
   return line.length > 48 ? `${line.slice(0, 48)}…` : line;
 }
 
+/** What a model or an agent wrote: its Markdown rendered to elements, raw HTML dropped. */
+export function Words({ text }: { text: string }) {
+  return (
+    <div className="model-text" data-testid="model-text">
+      <Markdown skipHtml>{text}</Markdown>
+    </div>
+  );
+}
+
 /**
  * A model call in words: what the model said (its Markdown rendered to elements; raw HTML is
  * dropped, never injected), the calls it made as chips that jump to their steps, then tokens and
@@ -29,9 +38,7 @@ export function ModelTurn({ turn, raw }: { turn: ModelTurnView; raw: string | nu
   return (
     <div className="model-turn" data-testid="model-turn">
       {turn.text.trim() ? (
-        <div className="model-text" data-testid="model-text">
-          <Markdown skipHtml>{turn.text}</Markdown>
-        </div>
+        <Words text={turn.text} />
       ) : (
         <div className="muted small">(no words, only calls)</div>
       )}

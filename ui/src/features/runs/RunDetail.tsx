@@ -6,7 +6,8 @@ import { setUi } from "../../lib/store";
 import { ago, duration, stateLabel, time } from "../../lib/format";
 import { DiffView } from "../approvals/DiffView";
 import { ContextManifests } from "./Manifests";
-import { ModelTurn } from "./ModelTurn";
+import { ModelTurn, Words } from "./ModelTurn";
+import { agentMessages, interleave, type Said } from "./said";
 
 function firstLine(s: string | null): string {
   return (s ?? "").split("\n")[0].slice(0, 300);
@@ -62,7 +63,12 @@ export function RunDetailView({ id }: { id: string }) {
           {u.costUsd != null && <span>${u.costUsd.toFixed(4)}</span>}
         </div>
       )}
-      <Timeline steps={d.steps} approvals={d.approvals} />
+      <Timeline
+        steps={d.steps}
+        approvals={d.approvals}
+        said={r.agentKind === "acp" ? agentMessages(d.audit) : []}
+        speaker={r.compat.externalAgent?.name ?? "The agent"}
+      />
       {d.recoverySummary && (
         <section className="panel">
           <h2>Recovery</h2>
@@ -98,7 +104,12 @@ export function RunDetailView({ id }: { id: string }) {
 
 /** What an external agent reported of its own work, and the end of its stderr. */
 function ExternalAgent({ d }: { d: RunDetail }) {
-  const reported = d.audit.filter((e) => e.kind === "agent.reported" || e.kind === "agent.acted_unasked");
+  // Its messages are on the timeline, in its words; this lists its account of its tools.
+  const reported = d.audit.filter(
+    (e) =>
+      (e.kind === "agent.reported" && (e.payload as { what?: unknown } | null)?.what !== "message") ||
+      e.kind === "agent.acted_unasked",
+  );
   const line = (p: Record<string, unknown>, kind: string): string => {
     if (kind === "agent.acted_unasked") return `acted without asking: ${String(p.kind ?? "")} ${String(p.title ?? "")}`;
     const detail = (p.detail ?? {}) as Record<string, unknown>;
@@ -130,13 +141,38 @@ function ExternalAgent({ d }: { d: RunDetail }) {
   );
 }
 
-function Timeline({ steps, approvals }: { steps: StepView[]; approvals: RunDetail["approvals"] }) {
+/** An external agent's message on the timeline, rendered as a model's words are. */
+function AgentSaid({ said, speaker }: { said: Said; speaker: string }) {
+  return (
+    <li className="step step-said" data-testid="agent-said">
+      <div className="step-head">
+        <span className="tool">{speaker} said</span>
+        <span className="muted">{time(said.at)}</span>
+      </div>
+      <div className="model-turn">
+        <Words text={said.text} />
+      </div>
+    </li>
+  );
+}
+
+export function Timeline({ steps, approvals, said, speaker }: {
+  steps: StepView[];
+  approvals: RunDetail["approvals"];
+  said: Said[];
+  speaker: string;
+}) {
   return (
     <section className="panel">
       <h2>Timeline</h2>
-      {steps.length === 0 && <div className="muted">No steps yet.</div>}
+      {steps.length === 0 && said.length === 0 && <div className="muted">No steps yet.</div>}
       <ol className="timeline" data-testid="timeline">
-        {steps.map((s) => {
+        {interleave(steps, said).map((item, k, items) => {
+          if ("said" in item) return <AgentSaid key={`said-${item.said.seq}`} said={item.said} speaker={speaker} />;
+          const s = item.step;
+          const before = items[k - 1];
+          // A request's reason is the message just above it: not shown twice.
+          const why = before && "said" in before && s.why && before.said.text.startsWith(s.why.replace(/…$/, "")) ? null : s.why;
           const decided = approvals.filter((a) => a.stepSeq === s.seq && a.status !== "pending" && a.status !== "superseded");
           return (
             <li key={s.seq} id={`step-${s.seq}`} className={`step step-${s.status}`} data-testid="step" data-status={s.status}>
@@ -151,7 +187,7 @@ function Timeline({ steps, approvals }: { steps: StepView[]; approvals: RunDetai
                 <ModelTurn turn={s.modelTurn} raw={s.result} />
               ) : (
                 <>
-                  {s.why && <div className="agent-text why">“{s.why}”</div>}
+                  {why && <div className="agent-text why">“{why}”</div>}
                   {s.result && <div className="result mono small">{firstLine(s.result)}</div>}
                 </>
               )}

@@ -58,6 +58,20 @@ fn a_write_waits_on_a_card_with_the_diff_and_lands_once_approved() -> anyhow::Re
     assert!(shown.contains("OpenCode 1.18.33"), "{shown}");
     assert!(shown.contains("the agent reported"), "{shown}");
     assert!(shown.contains("[completed]"), "{shown}");
+    // Its words are kept as it wrote them, each message once and in order, for the timeline.
+    let messages: Vec<&str> = show["audit"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "agent.reported" && e["payload"]["what"] == "message")
+        .filter_map(|e| e["payload"]["detail"]["text"].as_str())
+        .collect();
+    assert_eq!(
+        messages,
+        ["I will write the file.", "Done: NOTES.md written."],
+        "{show}"
+    );
+    assert!(shown.contains("said: I will write the file."), "{shown}");
     assert!(show["agentLog"]["path"].as_str().is_some(), "{show}");
     // The scripted server answered opencode's title request apart: the script was the work only.
     assert_eq!(mock.left(), 0);

@@ -102,7 +102,7 @@ impl AcpAgent {
         }
         self.state.in_turn = false;
         // What it says next is a new message, not the rest of the one it was cut off in.
-        self.state.said_ended = true;
+        self.end_message();
         self.state.tell.push(
             "Your last turn was cancelled because the person stopped the run (a pause) before you finished. Carry on with the task from where you were."
                 .into(),

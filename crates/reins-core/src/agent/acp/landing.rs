@@ -80,6 +80,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::agent::Agent as _;
 
     fn chunk(text: &str) -> Value {
         json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s",
@@ -107,6 +108,39 @@ mod tests {
         assert_eq!(why(agent.land(&write(2, "OTHER.md"))), None, "not given twice");
         agent.land(&chunk("Now the other one."));
         assert_eq!(why(agent.land(&write(3, "OTHER.md"))).as_deref(), Some("Now the other one."));
+    }
+
+    fn messages(agent: &mut AcpAgent) -> Vec<String> {
+        agent
+            .take_accounts()
+            .into_iter()
+            .filter_map(|a| match a {
+                crate::agent::Account::Update { what, detail } if what == super::super::MESSAGE => {
+                    detail["text"].as_str().map(str::to_owned)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_message_goes_on_the_timeline_once_when_it_ends() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut agent = AcpAgent::detached(dir.path());
+        agent.land(&chunk("I will write "));
+        agent.land(&chunk("the **notes**."));
+        assert!(messages(&mut agent).is_empty(), "not ended yet");
+        why(agent.land(&write(1, "NOTES.md")));
+        assert_eq!(messages(&mut agent), ["I will write the **notes**."]);
+        why(agent.land(&write(2, "OTHER.md")));
+        assert!(messages(&mut agent).is_empty(), "a message is reported once");
+        agent.land(&chunk("Key sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789 found."));
+        let tool = json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s",
+            "update": {"sessionUpdate": "tool_call", "toolCallId": "t1", "kind": "read", "title": "read"}}});
+        agent.land(&tool);
+        let said = messages(&mut agent);
+        assert_eq!(said.len(), 1);
+        assert!(said[0].starts_with("Key ") && !said[0].contains("abcdefghijklmnop"), "{said:?}");
     }
 
     #[test]

@@ -52,6 +52,10 @@ pub const VERSION: &str = "2";
 pub const DEFAULT_IDLE_TIMEOUT_S: u64 = 600;
 /// Prompts Reins sends after the first to carry a reviewer's reasons back to the agent.
 const MAX_FOLLOW_UPS: u32 = 5;
+/// What an agent's message is reported as on the run's timeline (`agent.reported`).
+pub const MESSAGE: &str = "message";
+/// Characters of one message kept on the timeline.
+const MAX_MESSAGE: usize = 4000;
 
 /// What an ACP run is created with: stored as its spec. Secrets are named, never held.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -308,6 +312,26 @@ impl AcpAgent {
         Ok(())
     }
 
+    /// The agent's message so far has ended (a tool call, a request or the turn's end came after
+    /// it): it goes on the run's timeline in the agent's words, once, secrets redacted.
+    pub(super) fn end_message(&mut self) {
+        if std::mem::replace(&mut self.state.said_ended, true) {
+            return;
+        }
+        let said = self.state.said.trim();
+        if said.is_empty() {
+            return;
+        }
+        let mut text: String = said.chars().take(MAX_MESSAGE).collect();
+        if text.len() < said.len() {
+            text.push('…');
+        }
+        self.accounts.push(Account::Update {
+            what: MESSAGE,
+            detail: serde_json::json!({ "text": crate::secrets::redact(&text) }),
+        });
+    }
+
     fn stderr(&self) -> String {
         self.live
             .as_ref()
@@ -333,7 +357,7 @@ impl AcpAgent {
         let v = serde_json::to_value(&n.update).unwrap_or(Value::Null);
         let kind = v.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
         if kind == "tool_call" || kind == "tool_call_update" {
-            self.state.said_ended = true;
+            self.end_message();
         }
         match self.state.calls.on_update(&v) {
             Seen::Nothing => {}
@@ -424,6 +448,7 @@ impl Agent for AcpAgent {
                 }
                 Incoming::TurnEnded(Ok(reason)) => {
                     self.state.in_turn = false;
+                    self.end_message();
                     if !self.state.tell.is_empty() && self.state.prompts <= MAX_FOLLOW_UPS {
                         if let Err(why) = self.prompt() {
                             return Ok(self.died(&why));

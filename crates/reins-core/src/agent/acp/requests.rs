@@ -202,7 +202,7 @@ impl AcpAgent {
             }
         };
         self.state.asked = Some(asked);
-        self.state.said_ended = true;
+        self.end_message();
         // Taken for every request, so a later one is never given an older message.
         let why = self.reason();
         Handled::Decide(match bound {

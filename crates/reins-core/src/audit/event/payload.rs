@@ -422,7 +422,7 @@ pub struct AlreadyApplied {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentReported {
-    /// `tool_call`, `plan`, `usage` or `mode`.
+    /// `tool_call`, `plan`, `usage`, `mode` or `message` (detail `{text}`: the agent's words).
     pub what: String,
     pub detail: serde_json::Value,
 }

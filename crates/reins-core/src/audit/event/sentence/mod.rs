@@ -392,7 +392,12 @@ impl Kind {
                 p.tokens
             ),
             Kind::AgentIdentified(p) => format!("The agent is {}", p.label()),
-            Kind::AgentReported(p) => format!("The agent reported its {}", words(&p.what)),
+            Kind::AgentReported(p) => match p.detail.get("text").and_then(|t| t.as_str()) {
+                Some(text) if p.what == crate::agent::acp::MESSAGE => {
+                    format!("The agent said “{}”", brief(text, 120))
+                }
+                _ => format!("The agent reported its {}", words(&p.what)),
+            },
             Kind::ActedUnasked(p) => format!(
                 "The agent ran '{}' ({}) without asking Reins: the run stopped",
                 brief(&p.title, 120),

@@ -120,3 +120,21 @@ fn a_policy_decision_names_the_step_the_risk_and_the_reasons() {
         "The policy asked for review of step 2 (shell.exec, high risk): deletes files recursively"
     );
 }
+
+#[test]
+fn an_agent_message_reads_as_its_words() {
+    let none = Lookup::default();
+    let said = ev::AgentReported {
+        what: "message".into(),
+        detail: serde_json::json!({"text": "I will **rotate** the logs.\nThen check."}),
+    };
+    assert_eq!(
+        stored(Actor::Agent, said, &none),
+        "The agent said “I will **rotate** the logs. …”"
+    );
+    let plan = ev::AgentReported {
+        what: "plan".into(),
+        detail: serde_json::json!({"entries": []}),
+    };
+    assert_eq!(stored(Actor::Agent, plan, &none), "The agent reported its plan");
+}
