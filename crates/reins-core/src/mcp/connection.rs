@@ -169,6 +169,25 @@ impl Connection {
             .unwrap_or_default()
     }
 
+    /// The stderr tail of a server that is gone, once it is whole: the transport may close before
+    /// the reader has drained the pipe, so wait (at most a second) until the process has ended and
+    /// the tail stopped growing.
+    async fn last_words(&mut self) -> String {
+        let mut last = self.stderr_tail(2000);
+        let mut steady = 0;
+        for _ in 0..20 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let now = self.stderr_tail(2000);
+            let ended = self.process.as_mut().is_none_or(|p| !p.running());
+            steady = if now == last && ended { steady + 1 } else { 0 };
+            last = now;
+            if steady >= 2 {
+                break;
+            }
+        }
+        last
+    }
+
     /// Whether it is still there to call.
     pub fn alive(&mut self) -> bool {
         let running = self.process.as_mut().is_none_or(Piped::running);
@@ -233,7 +252,7 @@ impl Connection {
                 } else {
                     format!(
                         "; the server is gone (it will be started again for the next call){}",
-                        stderr_note(&self.stderr_tail(2000))
+                        stderr_note(&self.last_words().await)
                     )
                 };
                 Err(format!(
