@@ -172,6 +172,7 @@ pub async fn kinds(reins: &Reins, run: RunId) -> anyhow::Result<Vec<String>> {
 }
 
 pub mod llm_setup;
+pub mod mock_anthropic;
 pub mod mock_llm;
 pub mod os;
 pub mod review;

@@ -140,12 +140,24 @@ enum Command {
     /// suggestions; switch memory off and on.
     #[command(subcommand)]
     Memory(commands::memory::MemoryCommand),
+    /// Claude Code's hooks: install or uninstall Reins' entries in its settings.
+    #[command(subcommand)]
+    Hooks(commands::hook::HooksCommand),
+    /// What Claude Code runs before and after each tool call (installed by `reins hooks install`):
+    /// the hook's JSON on stdin, Reins' decision on stdout; any error exits 2, blocking the call.
+    #[command(subcommand)]
+    Hook(commands::hook::HookCommand),
 }
 
 /// The program external agents start as Reins' memory server (`reins mcp serve`): this one when it
 /// is called `reins`; else the `reins` beside it. Installed, `/usr/bin/reins` is a link to the app,
 /// and the link's target by its own name would open the window instead.
 fn memory_server() -> Option<PathBuf> {
+    this_program()
+}
+
+/// This program as `reins`: itself when it is called so, else the `reins` beside it.
+pub(crate) fn this_program() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     if exe.file_name().is_some_and(|n| n == "reins") {
         return Some(exe);
@@ -180,6 +192,14 @@ pub fn main() -> ExitCode {
         .with_writer(output::RedactedStderr)
         .init();
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Hook(_)) {
+        // A hook that panics must still block the call: Claude Code lets it through on anything
+        // but exit 2.
+        std::panic::set_hook(Box::new(|info| {
+            eprintln!("Reins blocked this tool call: internal error: {info}");
+            std::process::exit(i32::from(commands::hook::BLOCK));
+        }));
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -187,6 +207,11 @@ pub fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
+            if matches!(cli.command, Command::Hook(_)) {
+                return ExitCode::from(commands::hook::blocked(&format!(
+                    "cannot start the async runtime: {e}"
+                )));
+            }
             eprintln!("error: cannot start the async runtime: {e}");
             return ExitCode::from(exit::RUN_FAILED);
         }
@@ -202,6 +227,16 @@ async fn dispatch(cli: Cli) -> u8 {
             Ok(code) => code,
             Err(e) => output::fail(&e, json),
         };
+    }
+    if let Command::Hook(cmd) = cli.command {
+        let opening = open_with(
+            cli.data_dir,
+            cli.lease_secs,
+            cli.retry_max,
+            cli.retry_window_secs,
+            cli.policy,
+        );
+        return commands::hook::exec(opening, cmd).await;
     }
     let reins = match open(&cli).await {
         Ok(r) => r,
@@ -233,6 +268,8 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Policy(cmd) => commands::policy::exec(&reins, cmd, json).await,
         Command::Audit(cmd) => commands::audit::exec(&reins, cmd, json).await,
         Command::Memory(cmd) => commands::memory::exec(&reins, cmd, json).await,
+        Command::Hooks(cmd) => commands::hook::hooks(&reins, cmd, json).await,
+        Command::Hook(_) => Ok(exit::USAGE),
     };
     reins.close().await;
     match result {
@@ -242,17 +279,34 @@ async fn dispatch(cli: Cli) -> u8 {
 }
 
 async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
-    let data_dir = DataDir::resolve(cli.data_dir.clone())?;
+    open_with(
+        cli.data_dir.clone(),
+        cli.lease_secs,
+        cli.retry_max,
+        cli.retry_window_secs,
+        cli.policy.clone(),
+    )
+    .await
+}
+
+async fn open_with(
+    data_dir: Option<PathBuf>,
+    lease_secs: u32,
+    retry_max: u32,
+    retry_window_secs: u32,
+    policy: Option<PathBuf>,
+) -> reins_core::api::Result<Reins> {
+    let data_dir = DataDir::resolve(data_dir)?;
     Reins::open(
         data_dir,
         Options {
-            lease_ms: i64::from(cli.lease_secs.max(1)) * 1000,
+            lease_ms: i64::from(lease_secs.max(1)) * 1000,
             retry: reins_core::api::RetryBudget {
-                max_retries: cli.retry_max,
-                window_ms: i64::from(cli.retry_window_secs) * 1000,
+                max_retries: retry_max,
+                window_ms: i64::from(retry_window_secs) * 1000,
                 ..Default::default()
             },
-            policy_file: cli.policy.clone(),
+            policy_file: policy,
             // External agents reach the profile memory through this very program.
             memory_server: memory_server(),
             ..Options::default()

@@ -6,6 +6,7 @@ pub mod audit;
 pub mod control;
 pub mod doctor;
 pub mod gc;
+pub mod hook;
 pub mod keys;
 pub mod mcp;
 pub mod memory;

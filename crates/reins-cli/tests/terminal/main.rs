@@ -7,6 +7,7 @@ mod common;
 mod acp;
 mod audit;
 mod chaos;
+mod claude;
 mod cli;
 mod control;
 mod crash;

@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::tools::ToolCall;
 
 pub mod acp;
+pub mod claude;
 pub mod llm;
 pub mod script;
 
@@ -58,6 +59,9 @@ pub enum Move {
     Suspend {
         reason: String,
     },
+    /// The agent runs outside Reins and asks nothing now (Claude Code between tool calls): the run
+    /// waits, attached, for its next request.
+    Detach,
 }
 
 /// What an agent wants to send the model, in pieces the context assembler can rank and cut.
@@ -178,6 +182,20 @@ pub trait Agent: Send + Sync {
     }
     /// The tools the run's MCP servers offer, once started.
     fn offer_tools(&mut self, _catalog: &crate::mcp::Catalog) {}
+    /// The agent runs outside Reins (Claude Code in a terminal): it keeps its own context and
+    /// changes the workspace itself, so a drive neither fingerprints the workspace nor tells it a
+    /// recovery summary — each of its requests is a drive of its own, not a resumption.
+    fn runs_outside(&self) -> bool {
+        false
+    }
+    /// A request from an agent that runs outside Reins (a Claude Code hook's), handed over at the
+    /// start of the drive that decides it; the agent proposes it next.
+    fn offer(&mut self, _request: &serde_json::Value) -> Result<(), AgentError> {
+        Err(AgentError::State(format!(
+            "a {} agent takes no requests from outside Reins",
+            self.kind()
+        )))
+    }
 }
 
 /// What an agent reports for the run's record besides its moves: its account of itself and its
@@ -216,6 +234,9 @@ pub fn build(
             spec,
         )?))),
         llm::KIND => Ok(Box::new(llm::LlmAgent::new(llm::Spec::from_json(spec)?))),
+        claude::KIND => Ok(Box::new(claude::HookedAgent::new(claude::Spec::from_json(
+            spec,
+        )?))),
         other => Err(AgentError::UnknownKind(other.to_owned())),
     }
 }

@@ -15,6 +15,7 @@ use crate::store::Store;
 mod agents;
 mod audit_log;
 mod doctor;
+mod hooks;
 mod llm;
 mod mcp;
 mod memory;
@@ -28,6 +29,11 @@ pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FI
 pub use crate::tools::mcp::Hints as McpHints;
 pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
 pub use doctor::DoctorReport;
+pub use hooks::{
+    claude_hooks_install, claude_hooks_uninstall, claude_hooks_view, claude_scope,
+    user_scope as claude_user_scope, write_settings, ClaudeHooksView, HookAnswer, HookOutcome,
+    SettingsChange, SettingsScope, DEFAULT_HOOK_DEADLINE, MAX_HOOK_INPUT,
+};
 pub use llm::{ContextView, KeyStatus, LlmRunRequest, UsageView, MAX_TURNS_LIMIT};
 pub use mcp::{McpServerView, McpToolView, McpToolsView};
 pub use policy_view::{PolicyState, ProtectedPlace, POLICY_POLL};

@@ -71,8 +71,22 @@ impl Engine {
     /// Drives one run until it finishes, needs a human, or is lost to another worker.
     #[instrument(skip_all, fields(run_id = %id), err)]
     pub async fn drive(&self, id: RunId, observer: &dyn Observer) -> Result<DriveOutcome> {
+        self.drive_with(id, observer, None).await
+    }
+
+    /// [`Engine::drive`], starting with `offer` handed to the agent: only a run that is attached
+    /// (waiting for its agent's next request) takes one; any other is skipped untouched.
+    pub(super) async fn drive_with<'a>(
+        &'a self,
+        id: RunId,
+        observer: &'a dyn Observer,
+        offer: Option<&'a super::hooked::Offer>,
+    ) -> Result<DriveOutcome> {
         let row = runs::get(self.store.pool(), id).await?;
         let now = now_ms();
+        if offer.is_some() && row.state != RunState::Attached {
+            return Ok(skipped(&row, now));
+        }
         let holder_gone = row.owner.as_deref().is_some_and(crate::worker::is_gone);
         let (to, adopting, gone) = match claimable(&row, now, self.draining(), holder_gone) {
             Claimable::Yes { to, adopting, gone } => (to, adopting, gone),
@@ -196,6 +210,14 @@ impl Engine {
             }
             Err(StartError::Fatal(e)) => return Err(e),
         };
+        if let Some(offer) = offer {
+            drive.offer = Some(offer);
+            if let Err(e) = drive.agent.offer(&offer.request) {
+                // Nothing was asked yet: the run goes back to waiting for the agent.
+                let _ = drive.detach().await;
+                return Err(e.into());
+            }
+        }
         match drive.run().await {
             Ok(outcome) => Ok(outcome),
             Err(e) => {

@@ -79,6 +79,29 @@ impl Engine {
         .await
     }
 
+    /// Creates a queued run of an agent that runs outside Reins (see `hooked.rs`).
+    pub(super) async fn create_external_run(
+        &self,
+        kind: &'static str,
+        version: &'static str,
+        name: &str,
+        goal: &str,
+        spec: String,
+        workspace: &Workspace,
+    ) -> Result<RunId> {
+        self.create_run(
+            NewRun {
+                kind,
+                version,
+                name,
+                goal,
+                spec,
+            },
+            workspace,
+        )
+        .await
+    }
+
     async fn create_run(&self, new: NewRun<'_>, workspace: &Workspace) -> Result<RunId> {
         let id = RunId::new();
         let now = now_ms();

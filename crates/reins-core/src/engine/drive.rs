@@ -107,6 +107,9 @@ pub(super) struct Drive<'a> {
     heartbeat: Heartbeat,
     /// The run's MCP servers, started for this attempt (see `mcp.rs`).
     pub(super) mcp: Option<crate::mcp::Hub>,
+    /// A request from an agent outside Reins this drive was started to decide (see `hooked.rs`):
+    /// it learns the seq of the step that decides it.
+    pub(super) offer: Option<&'a super::hooked::Offer>,
 }
 
 impl<'a> Drive<'a> {
@@ -252,6 +255,7 @@ impl<'a> Drive<'a> {
             api_key: None,
             token_counts: Default::default(),
             mcp: None,
+            offer: None,
             e,
             obs,
             run: row.id,
@@ -317,7 +321,12 @@ impl<'a> Drive<'a> {
                 Move::Think(input) => self.think(input).await?,
                 Move::Ask { question } => self.ask(question).await?,
                 Move::Prompt { text } => self.brief(text).await?,
-                Move::Call { call, why } => self.step(call, why, None).await?,
+                Move::Call { call, why } => {
+                    if let Some(offer) = self.offer.take() {
+                        offer.decided_by(self.cp.next_step);
+                    }
+                    self.step(call, why, None).await?
+                }
                 Move::Bound { call, permission } => {
                     self.step(call, None, Some(permission)).await?
                 }
@@ -326,6 +335,7 @@ impl<'a> Drive<'a> {
                 }
                 Move::Fail { reason } => return self.finish(RunState::Failed, &reason).await,
                 Move::Suspend { reason } => return self.suspend(&reason).await,
+                Move::Detach => return self.detach().await,
             };
             if let Some(outcome) = stopped {
                 return Ok(outcome);
@@ -480,6 +490,20 @@ impl<'a> Drive<'a> {
             state: RunState::Suspended,
             message: reason.into(),
             attempt: format!("suspended: {reason}"),
+        };
+        self.stop(change, stop).await
+    }
+
+    /// The agent outside Reins asks nothing now: checkpoint what it knows, let go of the run, and
+    /// leave it attached, waiting for the agent's next tool call.
+    pub(super) async fn detach(&mut self) -> Result<DriveOutcome> {
+        let note = "waiting for the agent's next tool call".to_owned();
+        let change = Change::default().checkpoint(self.checkpoint(Level::Step, note.clone())?);
+        let stop = Stop {
+            transition: Transition::Moves(vec![RunEvent::Detach], None),
+            state: RunState::Attached,
+            message: note.clone(),
+            attempt: note,
         };
         self.stop(change, stop).await
     }

@@ -50,6 +50,7 @@ mod drive;
 mod effect;
 mod heartbeat;
 mod history;
+mod hooked;
 mod intent;
 mod mcp;
 mod park;
@@ -69,6 +70,7 @@ mod think;
 
 pub use control::{Control, ResumeMode};
 pub use decision::{ApproveRequest, Decided, EditedAction};
+pub use hooked::Offer;
 pub use progress::{DriveOutcome, Observer, Progress, Silent};
 pub use question::MAX_TEXT as MAX_ANSWER;
 pub use resolve::{Resolution, Resolved};

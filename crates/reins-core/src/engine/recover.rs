@@ -88,6 +88,9 @@ impl Drive<'_> {
 
     /// Runs once per attempt, after the journal is settled.
     pub(super) async fn orient(&mut self) -> Result<()> {
+        if self.agent.runs_outside() {
+            return Ok(());
+        }
         let changed_outside = self.observe_workspace().await?;
         let resuming = self.attempt > 1
             || self.cp.next_step > 1

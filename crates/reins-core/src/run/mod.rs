@@ -22,13 +22,16 @@ pub enum RunState {
     Paused,
     /// Needs a human: outcome unknown, incompatible checkpoint, budget, I/O error.
     Suspended,
+    /// It follows an agent that runs outside Reins (Claude Code in a terminal, through its hooks):
+    /// nothing is in flight, and the run waits for the agent's next tool call.
+    Attached,
     Succeeded,
     Failed,
     Cancelled,
 }
 
 impl RunState {
-    pub const ALL: [RunState; 10] = [
+    pub const ALL: [RunState; 11] = [
         RunState::Queued,
         RunState::Running,
         RunState::AwaitingApproval,
@@ -36,6 +39,7 @@ impl RunState {
         RunState::PauseRequested,
         RunState::Paused,
         RunState::Suspended,
+        RunState::Attached,
         RunState::Succeeded,
         RunState::Failed,
         RunState::Cancelled,
@@ -50,6 +54,7 @@ impl RunState {
             RunState::PauseRequested => "pause_requested",
             RunState::Paused => "paused",
             RunState::Suspended => "suspended",
+            RunState::Attached => "attached",
             RunState::Succeeded => "succeeded",
             RunState::Failed => "failed",
             RunState::Cancelled => "cancelled",
@@ -115,10 +120,12 @@ pub enum RunEvent {
     Succeed,
     Fail,
     Cancel,
+    /// The agent outside Reins finished a tool call: the run waits for its next one.
+    Detach,
 }
 
 impl RunEvent {
-    pub const ALL: [RunEvent; 13] = [
+    pub const ALL: [RunEvent; 14] = [
         RunEvent::Start,
         RunEvent::AwaitApproval,
         RunEvent::Decide,
@@ -132,6 +139,7 @@ impl RunEvent {
         RunEvent::Succeed,
         RunEvent::Fail,
         RunEvent::Cancel,
+        RunEvent::Detach,
     ];
 }
 
@@ -152,6 +160,7 @@ impl RunEvent {
             RunEvent::Succeed => "succeed",
             RunEvent::Fail => "fail",
             RunEvent::Cancel => "be cancelled",
+            RunEvent::Detach => "wait for the agent's next tool call",
         }
     }
 }
@@ -201,6 +210,14 @@ const TABLE: &[(RunState, RunEvent, RunState)] = &[
     (S::Paused, E::Cancel, S::Cancelled),
     (S::Suspended, E::Resume, S::Queued),
     (S::Suspended, E::Cancel, S::Cancelled),
+    // A run that follows an agent outside Reins: each tool call it asks about is a drive, claimed
+    // by whoever hears it (the hook, or a worker carrying out a decision), that ends attached.
+    (S::Running, E::Detach, S::Attached),
+    (S::PauseRequested, E::Detach, S::Paused),
+    (S::Attached, E::Start, S::Running),
+    (S::Attached, E::RequestPause, S::Paused),
+    (S::Attached, E::Succeed, S::Succeeded),
+    (S::Attached, E::Cancel, S::Cancelled),
 ];
 
 /// The state after `event`, or `None` when the move is illegal.

@@ -39,6 +39,12 @@ use RunState as S;
 #[case(S::Paused, E::Cancel, S::Cancelled)]
 #[case(S::Suspended, E::Resume, S::Queued)]
 #[case(S::Suspended, E::Cancel, S::Cancelled)]
+#[case(S::Running, E::Detach, S::Attached)]
+#[case(S::PauseRequested, E::Detach, S::Paused)]
+#[case(S::Attached, E::Start, S::Running)]
+#[case(S::Attached, E::RequestPause, S::Paused)]
+#[case(S::Attached, E::Succeed, S::Succeeded)]
+#[case(S::Attached, E::Cancel, S::Cancelled)]
 fn legal(#[case] from: RunState, #[case] event: RunEvent, #[case] to: RunState) {
     assert_eq!(
         next(from, event),
@@ -49,6 +55,12 @@ fn legal(#[case] from: RunState, #[case] event: RunEvent, #[case] to: RunState) 
 
 /// The spec above, restated as a set, so every other (state, event) pair is checked to be illegal.
 const LEGAL: &[(RunState, RunEvent)] = &[
+    (S::Running, E::Detach),
+    (S::PauseRequested, E::Detach),
+    (S::Attached, E::Start),
+    (S::Attached, E::RequestPause),
+    (S::Attached, E::Succeed),
+    (S::Attached, E::Cancel),
     (S::Queued, E::Start),
     (S::Queued, E::Cancel),
     (S::Queued, E::RequestPause),

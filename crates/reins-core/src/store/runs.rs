@@ -95,6 +95,18 @@ pub async fn get(pool: &SqlitePool, id: RunId) -> Result<RunRow> {
     })
 }
 
+/// The newest run of agent `kind` named `name` (a Claude Code session's run), if any.
+pub async fn latest_named(pool: &SqlitePool, kind: &str, name: &str) -> Result<Option<RunRow>> {
+    let row = sqlx::query(
+        "SELECT * FROM runs WHERE agent_kind = ? AND name = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+    )
+    .bind(kind)
+    .bind(name)
+    .fetch_optional(pool)
+    .await?;
+    decode::optional(row)
+}
+
 /// The run's state as this transaction sees it.
 pub async fn state(tx: &mut Tx, id: RunId) -> Result<RunState> {
     let state: Option<String> = sqlx::query_scalar("SELECT state FROM runs WHERE id = ?")

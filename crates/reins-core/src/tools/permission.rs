@@ -201,8 +201,16 @@ fn implied(kind: &str, reported: &Value, ws: &Workspace) -> Result<Action, Strin
     let call = match kind {
         "edit" => {
             let path = path()?;
+            // A replacement made everywhere, or several, is read from the whole new text.
+            let whole = input.get("replace_all").and_then(Value::as_bool) == Some(true)
+                || input.get("edits").is_some();
             if let Some(content) = string_at(input, &["content"]) {
                 json!({"tool": "fs.write", "args": {"path": path, "content": content}})
+            } else if whole {
+                match diff(reported) {
+                    Some((_, new)) => json!({"tool": "fs.write", "args": {"path": path, "content": new}}),
+                    None => return Err("the agent's edit does not apply to the file as it is".into()),
+                }
             } else if let (Some(old), Some(new)) = (
                 string_at(input, &["old_string", "oldString", "old"]),
                 string_at(input, &["new_string", "newString", "new"]),
@@ -220,6 +228,12 @@ fn implied(kind: &str, reported: &Value, ws: &Workspace) -> Result<Action, Strin
         }
         "delete" => json!({"tool": "fs.delete", "args": {"path": path()?}}),
         "read" => json!({"tool": "fs.read", "args": {"path": path()?}}),
+        // A listing by pattern (Claude Code's Glob) may reach any depth below its folder.
+        "list" => json!({"tool": "fs.list", "args": {"path": path()?, "recursive": input.get("pattern").is_some()}}),
+        "search" => {
+            let pattern = string_at(input, &["pattern"]).ok_or("the agent's search names no pattern")?;
+            json!({"tool": "fs.search", "args": {"path": path()?, "pattern": pattern}})
+        }
         "execute" => {
             let command = string_at(input, &["command", "cmd"])
                 .ok_or("the agent's command is not given as a string")?;

@@ -1,0 +1,160 @@
+//! `reins hook claude-code`: what Claude Code runs before and after each tool call, once Reins'
+//! hooks are installed (`reins hooks install claude-code`). It reads the hook's JSON on stdin and,
+//! before a call, prints Reins' decision (allow, or deny with the reasons the model reads),
+//! waiting for a person when the policy asks for a review. It fails closed: Claude Code lets a
+//! call through when a hook exits 1, crashes or times out, so every error here — a store that
+//! cannot be opened, input that cannot be read, a panic — exits 2, which blocks the call, with one
+//! line on stderr saying why.
+//!
+//! `reins hooks install|uninstall claude-code`: adds Reins' entries to Claude Code's settings, or
+//! takes them out, leaving everything else as it was.
+
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use reins_core::api::{self, Reins, SettingsScope};
+
+use crate::exit;
+
+/// Claude Code's exit status for "block this call".
+pub const BLOCK: u8 = 2;
+
+#[derive(clap::Subcommand)]
+pub enum HookCommand {
+    /// Answer one Claude Code hook call: its JSON on stdin, Reins' decision on stdout.
+    #[command(name = "claude-code")]
+    ClaudeCode(HookArgs),
+}
+
+#[derive(clap::Args)]
+pub struct HookArgs {
+    /// Longest wait for a person, in seconds; past it the call is denied (and its card expired).
+    /// Keep it under the hook's timeout in Claude Code's settings (600 s as installed).
+    #[arg(long, value_name = "SECS", default_value_t = api::DEFAULT_HOOK_DEADLINE.as_secs())]
+    deadline: u64,
+}
+
+/// Runs the hook: stdin to stdout, and the exit status Claude Code acts on.
+pub async fn exec(
+    open: impl std::future::Future<Output = api::Result<Reins>>,
+    cmd: HookCommand,
+) -> u8 {
+    let HookCommand::ClaudeCode(args) = cmd;
+    let mut text = String::new();
+    if let Err(e) = std::io::stdin()
+        .take(reins_core::api::MAX_HOOK_INPUT as u64 + 1)
+        .read_to_string(&mut text)
+    {
+        return blocked(&format!("cannot read the hook's input: {e}"));
+    }
+    let reins = match open.await {
+        Ok(r) => r,
+        Err(e) => return blocked(&format!("cannot open Reins' store: {e}")),
+    };
+    let outcome = reins
+        .claude_hook(&text, Duration::from_secs(args.deadline))
+        .await;
+    reins.close().await;
+    match outcome {
+        Ok(outcome) => {
+            if let Some(answer) = outcome.answer {
+                println!("{}", answer.to_json());
+            }
+            exit::DONE
+        }
+        Err(e) => blocked(&e.to_string()),
+    }
+}
+
+/// Blocks the call: one line for Claude Code (which shows it to the model), exit 2.
+pub fn blocked(why: &str) -> u8 {
+    let line = why.replace('\n', " ");
+    eprintln!("Reins blocked this tool call: {line}");
+    BLOCK
+}
+
+#[derive(clap::Subcommand)]
+pub enum HooksCommand {
+    /// Add Reins' hooks to Claude Code's settings (the project's by default), keeping the rest.
+    Install(HooksArgs),
+    /// Take Reins' hooks out of Claude Code's settings, and nothing else.
+    Uninstall(HooksArgs),
+}
+
+#[derive(clap::Args)]
+pub struct HooksArgs {
+    /// The agent whose hooks these are (only `claude-code` for now).
+    #[arg(value_parser = ["claude-code"])]
+    agent: String,
+    /// The project folder: its `.claude/settings.local.json` (default: the current folder).
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    project: Option<PathBuf>,
+    /// Every project of this user: `~/.claude/settings.json`.
+    #[arg(long)]
+    user: bool,
+    /// Print the change without writing it.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub async fn hooks(reins: &Reins, cmd: HooksCommand, json: bool) -> api::Result<u8> {
+    let (install, args) = match cmd {
+        HooksCommand::Install(a) => (true, a),
+        HooksCommand::Uninstall(a) => (false, a),
+    };
+    let _ = &args.agent;
+    let scope = if args.user {
+        api::claude_user_scope()?
+    } else {
+        let dir = match args.project {
+            Some(d) => d,
+            None => std::env::current_dir()
+                .map_err(|e| api::Error::Invalid(format!("no current folder: {e}")))?,
+        };
+        let dir = dir.canonicalize().map_err(|e| {
+            api::Error::Invalid(format!("the project folder {}: {e}", dir.display()))
+        })?;
+        SettingsScope::Project(dir)
+    };
+    let change = if install {
+        let program = crate::this_program().ok_or_else(|| {
+            api::Error::Invalid("cannot tell where the `reins` program is".into())
+        })?;
+        api::claude_hooks_install(&scope, &reins.claude_hook_command(&program))?
+    } else {
+        api::claude_hooks_uninstall(&scope)?
+    };
+    let changed = change.changes_anything();
+    if changed && !args.dry_run {
+        api::write_settings(&change)?;
+    }
+    let file = change.path.display().to_string();
+    if json {
+        crate::output::print_json(&serde_json::json!({
+            "file": file, "changed": changed, "written": changed && !args.dry_run,
+            "diff": change.diff(),
+        }));
+    } else if !changed {
+        println!(
+            "{file}: nothing to change (Reins' hooks are {})",
+            if install {
+                "already there"
+            } else {
+                "not there"
+            }
+        );
+    } else if args.dry_run {
+        print!("{}", change.diff());
+        println!("(dry run: {file} is unchanged)");
+    } else if install {
+        println!(
+            "Reins' hooks are in {file}. Claude Code started in this {} now asks Reins before each tool call; `reins hooks uninstall claude-code{}` takes them out.",
+            if args.user { "user's projects" } else { "project" },
+            if args.user { " --user" } else { "" }
+        );
+    } else {
+        println!("Reins' hooks are out of {file}; the rest of it is as it was.");
+    }
+    Ok(exit::DONE)
+}

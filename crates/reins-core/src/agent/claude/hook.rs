@@ -1,0 +1,244 @@
+//! What a Claude Code hook sends (`PreToolUse`, `PostToolUse` on stdin), what Reins reads it as,
+//! and what it answers. A tool call is reported to the policy as an external agent's permission
+//! request (`agent.permission`) whose kind says what Reins reads it as: `Bash` is a command for the
+//! shell classifier; `Write`, `Edit`, `MultiEdit` are file changes (the whole new text worked out
+//! from the file on disk); `Read`, `Grep`, `Glob`, `LS` are reads; anything else — the web, MCP
+//! tools, tools Reins does not know — is a kind Reins cannot read, so high risk.
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+
+/// Largest hook input read.
+pub const MAX_INPUT_BYTES: usize = 10 * 1024 * 1024;
+
+/// The hook events Reins installs itself on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum Event {
+    PreToolUse,
+    PostToolUse,
+}
+
+/// One hook call as Claude Code sends it (fields Reins does not use are ignored: Claude Code adds
+/// some in new versions).
+#[derive(Clone, Debug, Deserialize)]
+pub struct Input {
+    pub session_id: String,
+    #[serde(default)]
+    pub transcript_path: Option<String>,
+    pub cwd: String,
+    pub hook_event_name: Event,
+    pub tool_name: String,
+    pub tool_input: Value,
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+    #[serde(default)]
+    pub tool_response: Option<Value>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the hook's input cannot be read: {0}")]
+pub struct InputError(pub String);
+
+impl Input {
+    pub fn parse(text: &str) -> Result<Self, InputError> {
+        if text.len() > MAX_INPUT_BYTES {
+            return Err(InputError("it is over 10 MiB".into()));
+        }
+        let input: Input = serde_json::from_str(text).map_err(|e| InputError(e.to_string()))?;
+        let bad = |what: &str| Err(InputError(what.into()));
+        if input.session_id.is_empty()
+            || input.session_id.len() > 200
+            || !input.session_id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return bad("`session_id` must be 1 to 200 letters, digits, `-` or `_`");
+        }
+        if !std::path::Path::new(&input.cwd).is_absolute() {
+            return bad("`cwd` must be an absolute path");
+        }
+        if input.tool_name.is_empty() || input.tool_name.len() > 200 {
+            return bad("`tool_name` must be 1 to 200 characters");
+        }
+        if !input.tool_input.is_object() {
+            return bad("`tool_input` must be an object");
+        }
+        Ok(input)
+    }
+
+    /// The tool call's id, or one made of the call itself when Claude Code sends none.
+    pub fn call_id(&self) -> String {
+        self.tool_use_id.clone().unwrap_or_else(|| {
+            crate::digest::Digest::of(
+                format!("{}\n{}", self.tool_name, self.tool_input).as_bytes(),
+            )
+            .to_string()
+        })
+    }
+
+    /// The call as an external agent's permission request (`{kind, title, rawInput, content}`):
+    /// `rawInput` is the tool's input as sent, so an edited approval can be handed back as it.
+    pub fn report(&self) -> Value {
+        let input = &self.tool_input;
+        let kind = match self.tool_name.as_str() {
+            "Bash" => "execute",
+            "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => "edit",
+            "Read" => "read",
+            "Grep" => "search",
+            "Glob" | "LS" => "list",
+            "WebFetch" | "WebSearch" => "fetch",
+            t if t.starts_with("mcp__") => "mcp",
+            _ => "other",
+        };
+        let mut report = Map::new();
+        report.insert("kind".into(), kind.into());
+        report.insert("title".into(), self.tool_name.clone().into());
+        let raw = match self.tool_name.as_str() {
+            // Where Claude Code searches or lists when it names no place: the session's folder.
+            "Grep" | "Glob" | "LS" if input.get("path").is_none() => {
+                let mut i = input.clone();
+                i["path"] = self.cwd.clone().into();
+                i
+            }
+            _ => input.clone(),
+        };
+        report.insert("rawInput".into(), raw);
+        if let Some(diff) = self.whole_new_text() {
+            report.insert("content".into(), json!([diff]));
+        }
+        Value::Object(report)
+    }
+
+    /// For an edit Reins cannot read from its input alone (several replacements, or one made
+    /// everywhere), the file's whole new text worked out from the disk, as a diff.
+    fn whole_new_text(&self) -> Option<Value> {
+        let input = &self.tool_input;
+        let path = input.get("file_path")?.as_str()?;
+        let edits: Vec<(&str, &str, bool)> = match self.tool_name.as_str() {
+            "Edit" if input.get("replace_all").and_then(Value::as_bool) == Some(true) => {
+                vec![(input.get("old_string")?.as_str()?, input.get("new_string")?.as_str()?, true)]
+            }
+            "MultiEdit" => input
+                .get("edits")?
+                .as_array()?
+                .iter()
+                .map(|e| {
+                    Some((
+                        e.get("old_string")?.as_str()?,
+                        e.get("new_string")?.as_str()?,
+                        e.get("replace_all").and_then(Value::as_bool) == Some(true),
+                    ))
+                })
+                .collect::<Option<_>>()?,
+            _ => return None,
+        };
+        let old = std::fs::read_to_string(path).ok()?;
+        let mut new = old.clone();
+        for (from, to, all) in edits {
+            // An edit that does not apply as Claude Code would apply it leaves the call unread.
+            if from.is_empty() || !new.contains(from) || (!all && new.matches(from).count() != 1) {
+                return None;
+            }
+            new = if all { new.replace(from, to) } else { new.replacen(from, to, 1) };
+        }
+        Some(json!({"type": "diff", "path": path, "oldText": old, "newText": new}))
+    }
+}
+
+/// What Reins answers a `PreToolUse` hook.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// Let the call run; `input` replaces the tool's input when a person edited it.
+    Allow { reason: String, input: Option<Value> },
+    /// Block it; Claude Code's model reads the reason.
+    Deny { reason: String },
+}
+
+impl Answer {
+    /// The hook's stdout.
+    pub fn to_json(&self) -> Value {
+        let mut out = json!({"hookEventName": "PreToolUse"});
+        match self {
+            Answer::Allow { reason, input } => {
+                out["permissionDecision"] = "allow".into();
+                out["permissionDecisionReason"] = reason.clone().into();
+                if let Some(input) = input {
+                    out["updatedInput"] = input.clone();
+                }
+            }
+            Answer::Deny { reason } => {
+                out["permissionDecision"] = "deny".into();
+                out["permissionDecisionReason"] = reason.clone().into();
+            }
+        }
+        json!({ "hookSpecificOutput": out })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(tool: &str, tool_input: Value) -> Input {
+        Input::parse(
+            &json!({"session_id": "abc-1", "cwd": "/w", "hook_event_name": "PreToolUse",
+                "tool_name": tool, "tool_input": tool_input, "tool_use_id": "toolu_1",
+                "permission_mode": "default", "something_new": 1})
+            .to_string(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn each_tool_is_reported_as_the_kind_reins_reads_it_as() {
+        for (tool, kind) in [
+            ("Bash", "execute"), ("Write", "edit"), ("Edit", "edit"), ("Read", "read"),
+            ("Grep", "search"), ("Glob", "list"), ("LS", "list"), ("WebFetch", "fetch"),
+            ("mcp__github__create_issue", "mcp"), ("Task", "other"), ("TodoWrite", "other"),
+        ] {
+            let r = input(tool, json!({})).report();
+            assert_eq!((r["kind"].as_str(), r["title"].as_str()), (Some(kind), Some(tool)));
+        }
+        // A search names the session's folder when Claude Code names none.
+        assert_eq!(input("Grep", json!({"pattern": "x"})).report()["rawInput"]["path"], "/w");
+    }
+
+    #[test]
+    fn several_edits_are_reported_as_the_whole_new_text_from_the_disk() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("a.txt");
+        std::fs::write(&path, "one two two\n").unwrap_or_else(|e| panic!("{e}"));
+        let p = path.display().to_string();
+        let multi = input("MultiEdit", json!({"file_path": p, "edits": [
+            {"old_string": "one", "new_string": "1"},
+            {"old_string": "two", "new_string": "2", "replace_all": true}]}));
+        assert_eq!(multi.report()["content"][0]["newText"], "1 2 2\n");
+        // An edit that would not apply (ambiguous) is left unread: no diff.
+        let ambiguous = input("MultiEdit", json!({"file_path": p, "edits": [{"old_string": "two", "new_string": "2"}]}));
+        assert!(ambiguous.report().get("content").is_none());
+        let all = input("Edit", json!({"file_path": p, "old_string": "two", "new_string": "2", "replace_all": true}));
+        assert_eq!(all.report()["content"][0]["newText"], "one 2 2\n");
+    }
+
+    #[test]
+    fn malformed_input_is_refused() {
+        for bad in [
+            json!({}).to_string(),
+            "not json".into(),
+            json!({"session_id": "../x", "cwd": "/w", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}).to_string(),
+            json!({"session_id": "a", "cwd": "w", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}).to_string(),
+            json!({"session_id": "a", "cwd": "/w", "hook_event_name": "Stop", "tool_name": "Bash", "tool_input": {}}).to_string(),
+            json!({"session_id": "a", "cwd": "/w", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": "ls"}).to_string(),
+        ] {
+            assert!(Input::parse(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_answer_is_claude_codes_pre_tool_use_output() {
+        let a = Answer::Allow { reason: "approved".into(), input: Some(json!({"command": "ls"})) };
+        assert_eq!(a.to_json()["hookSpecificOutput"]["permissionDecision"], "allow");
+        assert_eq!(a.to_json()["hookSpecificOutput"]["updatedInput"]["command"], "ls");
+        let d = Answer::Deny { reason: "no".into() }.to_json();
+        assert_eq!(d["hookSpecificOutput"]["permissionDecisionReason"], "no");
+        assert!(d["hookSpecificOutput"].get("updatedInput").is_none());
+    }
+}

@@ -1,0 +1,201 @@
+//! Claude Code under Reins, through its hooks: Claude Code runs in the user's terminal, and before
+//! each tool call its `PreToolUse` hook (`reins hook claude-code`) asks Reins. The session is a run
+//! of this kind with no loop of its own: each hook hands its request to a drive of the run
+//! ([`crate::engine::Offer`]), the agent proposes it as an `agent.permission` step — judged as the
+//! action it reports, by the same classifier, rules, grants and reviews as any other — and the run
+//! goes back to waiting, attached, for the next one. `PostToolUse` is recorded as the agent's
+//! account of what happened.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Account, Agent, AgentError, Move, Observation};
+use crate::tools::ToolCall;
+
+pub mod hook;
+pub mod settings;
+pub mod transcript;
+
+pub const KIND: &str = "claude-code";
+pub const VERSION: &str = "1";
+
+/// What a Claude Code run is created with: the session it follows and where it runs.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Spec {
+    pub session_id: String,
+    pub cwd: String,
+}
+
+impl Spec {
+    pub fn from_json(text: &str) -> Result<Self, AgentError> {
+        serde_json::from_str(text).map_err(|e| AgentError::Plan {
+            origin: "(stored)".into(),
+            detail: e.to_string(),
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::json!({"sessionId": self.session_id, "cwd": self.cwd}).to_string()
+    }
+
+    /// The run's name: how a later hook of the same session finds it.
+    pub fn run_name(session_id: &str) -> String {
+        format!("Claude Code session {session_id}")
+    }
+}
+
+/// What a hook hands the run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase",
+    tag = "hook"
+)]
+pub enum Request {
+    /// `PreToolUse`: the tool call to decide, as an `agent.permission` call, and the context.
+    Pre {
+        tool_use_id: String,
+        call: ToolCall,
+        why: Option<String>,
+    },
+    /// `PostToolUse`: what happened, for the record.
+    Post { detail: Value },
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct State {
+    /// The request being decided; proposed again by whoever carries its decision out.
+    pending: Option<Request>,
+    /// How many tool calls were decided in this session.
+    decided: u64,
+}
+
+pub struct HookedAgent {
+    state: State,
+    accounts: Vec<Account>,
+}
+
+impl HookedAgent {
+    /// The session's agent: it knows nothing but the request it is handed (the spec names the
+    /// session, for people and for finding the run).
+    pub fn new(_spec: Spec) -> Self {
+        Self {
+            state: State::default(),
+            accounts: Vec::new(),
+        }
+    }
+}
+
+/// The `what` of a `PostToolUse` record in `agent.reported`.
+pub const TOOL_RESULT: &str = "tool_result";
+
+#[async_trait]
+impl Agent for HookedAgent {
+    fn kind(&self) -> &'static str {
+        KIND
+    }
+
+    fn version(&self) -> &'static str {
+        VERSION
+    }
+
+    async fn next(&mut self) -> Result<Move, AgentError> {
+        Ok(match &self.state.pending {
+            Some(Request::Pre { call, why, .. }) => Move::Call {
+                call: call.clone(),
+                why: why.clone(),
+            },
+            Some(Request::Post { .. }) | None => Move::Detach,
+        })
+    }
+
+    fn observe(&mut self, _observation: &Observation) {
+        self.state.pending = None;
+        self.state.decided += 1;
+    }
+
+    fn state(&self) -> Value {
+        serde_json::to_value(&self.state).unwrap_or(Value::Null)
+    }
+
+    fn restore(&mut self, state: &Value) -> Result<(), AgentError> {
+        // A new run's first checkpoint holds no agent state yet.
+        if state.is_null() {
+            self.state = State::default();
+            return Ok(());
+        }
+        self.state = serde_json::from_value(state.clone())
+            .map_err(|e| AgentError::State(format!("Claude Code session state: {e}")))?;
+        Ok(())
+    }
+
+    fn runs_outside(&self) -> bool {
+        true
+    }
+
+    fn take_accounts(&mut self) -> Vec<Account> {
+        std::mem::take(&mut self.accounts)
+    }
+
+    fn offer(&mut self, request: &Value) -> Result<(), AgentError> {
+        let request: Request = serde_json::from_value(request.clone())
+            .map_err(|e| AgentError::State(format!("a hook's request cannot be read: {e}")))?;
+        if let Some(Request::Pre { .. }) = &self.state.pending {
+            return Err(AgentError::State(
+                "the session's run is still deciding another tool call".into(),
+            ));
+        }
+        match request {
+            Request::Post { detail } => self.accounts.push(Account::Update {
+                what: TOOL_RESULT,
+                detail,
+            }),
+            pre => self.state.pending = Some(pre),
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn pre() -> Value {
+        json!({"hook": "pre", "toolUseId": "t1", "why": "because",
+            "call": {"tool": "agent.permission", "args": {"kind": "read", "title": "Read"}}})
+    }
+
+    #[tokio::test]
+    async fn an_offered_call_is_proposed_until_it_is_observed_then_the_agent_detaches() {
+        let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into() });
+        assert_eq!(a.next().await.ok(), Some(Move::Detach));
+        a.offer(&pre()).unwrap_or_else(|e| panic!("{e}"));
+        // Proposed again after a restore (a decision carried out by another process).
+        let saved = a.state();
+        let mut b = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into() });
+        b.restore(&saved).unwrap_or_else(|e| panic!("{e}"));
+        for agent in [&mut a, &mut b] {
+            assert!(matches!(agent.next().await, Ok(Move::Call { .. })));
+            assert!(agent.offer(&pre()).is_err(), "a second call while one is decided");
+            agent.observe(&Observation { seq: 2, tool: "agent.permission".into(), ok: true, output: String::new(), artifact: None });
+            assert_eq!(agent.next().await.ok(), Some(Move::Detach));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_post_tool_use_is_an_account_and_no_step() {
+        let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into() });
+        a.offer(&json!({"hook": "post", "detail": {"tool": "Write", "ok": true}}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.next().await.ok(), Some(Move::Detach));
+        assert_eq!(a.take_accounts().len(), 1);
+        assert!(a.offer(&json!({"hook": "other"})).is_err());
+        assert!(a.restore(&json!({"pending": null, "decided": 1, "extra": 1})).is_err());
+    }
+}

@@ -1,0 +1,283 @@
+//! Reins' entries in Claude Code's settings: a command hook, `reins hook claude-code`, on
+//! `PreToolUse` for every tool (with a timeout long enough for a person) and on `PostToolUse`.
+//! Installing merges them into the file and keeps every other setting and hook; uninstalling takes
+//! out only Reins' own (found by their command). The change is worked out first, so a dry run can
+//! show it, and written whole (a temporary file renamed over the old one).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+/// What marks a hook command as Reins'.
+pub const MARK: &str = " hook claude-code";
+/// Claude Code's longest hook timeout, in seconds: the hook answers before it (see the deadline).
+pub const TIMEOUT_SECS: u64 = 600;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{path}: {detail}")]
+    Unreadable { path: String, detail: String },
+    #[error("{path} is not a JSON object of settings: {detail}")]
+    Malformed { path: String, detail: String },
+    #[error("cannot write {path}: {detail}")]
+    Write { path: String, detail: String },
+}
+
+/// Where the entries go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// `DIR/.claude/settings.local.json`: this project, this machine (not committed).
+    Project(PathBuf),
+    /// `~/.claude/settings.json`: every project of this user.
+    User(PathBuf),
+}
+
+impl Scope {
+    pub fn file(&self) -> PathBuf {
+        match self {
+            Scope::Project(dir) => dir.join(".claude").join("settings.local.json"),
+            Scope::User(home) => home.join(".claude").join("settings.json"),
+        }
+    }
+}
+
+/// A change to one settings file, worked out and not yet written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    pub path: PathBuf,
+    pub before: Option<String>,
+    pub after: String,
+}
+
+impl Change {
+    /// Whether writing it would change the file (a missing file counts as empty).
+    pub fn changes_anything(&self) -> bool {
+        self.before.as_deref().unwrap_or("") != self.after
+    }
+
+    /// A unified diff of the change, for a dry run.
+    pub fn diff(&self) -> String {
+        let before = self.before.clone().unwrap_or_default();
+        let path = self.path.display().to_string();
+        similar::TextDiff::from_lines(&before, &self.after)
+            .unified_diff()
+            .header(&path, &path)
+            .to_string()
+    }
+
+    pub fn write(&self) -> Result<(), SettingsError> {
+        let fail = |e: std::io::Error| SettingsError::Write {
+            path: self.path.display().to_string(),
+            detail: e.to_string(),
+        };
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        let tmp = self.path.with_extension("json.reins-tmp");
+        std::fs::write(&tmp, &self.after).map_err(fail)?;
+        std::fs::rename(&tmp, &self.path).map_err(fail)
+    }
+}
+
+fn read(path: &Path) -> Result<(Option<String>, Map<String, Value>), SettingsError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((None, Map::new())),
+        Err(e) => {
+            return Err(SettingsError::Unreadable {
+                path: path.display().to_string(),
+                detail: e.to_string(),
+            })
+        }
+    };
+    let malformed = |detail: String| SettingsError::Malformed {
+        path: path.display().to_string(),
+        detail,
+    };
+    let settings = if text.trim().is_empty() {
+        Map::new()
+    } else {
+        match serde_json::from_str::<Value>(&text).map_err(|e| malformed(e.to_string()))? {
+            Value::Object(m) => m,
+            _ => return Err(malformed("the top level is not an object".into())),
+        }
+    };
+    Ok((Some(text), settings))
+}
+
+fn is_ours(hook: &Value) -> bool {
+    hook["command"].as_str().is_some_and(|c| c.contains(MARK))
+}
+
+/// The event's matcher groups with Reins' hooks taken out (groups left empty go too).
+fn without_ours(groups: &Value, path: &Path) -> Result<Vec<Value>, SettingsError> {
+    let malformed = |detail: &str| SettingsError::Malformed {
+        path: path.display().to_string(),
+        detail: detail.into(),
+    };
+    let Some(groups) = groups.as_array() else {
+        return Err(malformed("a hook event's value is not a list"));
+    };
+    let mut kept = Vec::new();
+    for group in groups {
+        let mut group = group.clone();
+        let Some(hooks) = group.get_mut("hooks").and_then(Value::as_array_mut) else {
+            kept.push(group);
+            continue;
+        };
+        let before = hooks.len();
+        hooks.retain(|h| !is_ours(h));
+        if hooks.is_empty() && before > 0 {
+            continue;
+        }
+        kept.push(group);
+    }
+    Ok(kept)
+}
+
+fn render(settings: Map<String, Value>) -> String {
+    let mut text = serde_json::to_string_pretty(&Value::Object(settings)).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// The command of Reins' `PreToolUse` hook in the settings at `path`, when it is installed there.
+pub fn installed(path: &Path) -> Result<Option<String>, SettingsError> {
+    let (_, settings) = read(path)?;
+    let groups = settings
+        .get("hooks")
+        .and_then(|h| h.get("PreToolUse"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    Ok(groups
+        .iter()
+        .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+        .flatten()
+        .find(|h| is_ours(h))
+        .and_then(|h| h["command"].as_str().map(str::to_owned)))
+}
+
+/// Adds Reins' hooks (running `command`, which must contain [`MARK`]) to the settings at `path`,
+/// replacing Reins' earlier entries and keeping everything else.
+pub fn install(path: &Path, command: &str) -> Result<Change, SettingsError> {
+    let (before, mut settings) = read(path)?;
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(hooks) = hooks.as_object_mut() else {
+        return Err(SettingsError::Malformed {
+            path: path.display().to_string(),
+            detail: "`hooks` is not an object".into(),
+        });
+    };
+    for (event, timeout) in [("PreToolUse", TIMEOUT_SECS), ("PostToolUse", 30)] {
+        let mut groups = match hooks.get(event) {
+            Some(g) => without_ours(g, path)?,
+            None => Vec::new(),
+        };
+        groups.push(json!({
+            "matcher": "*",
+            "hooks": [{"type": "command", "command": command, "timeout": timeout}],
+        }));
+        hooks.insert(event.into(), Value::Array(groups));
+    }
+    Ok(Change {
+        path: path.to_owned(),
+        before,
+        after: render(settings),
+    })
+}
+
+/// Takes Reins' hooks out of the settings at `path`, and nothing else.
+pub fn uninstall(path: &Path) -> Result<Change, SettingsError> {
+    let (before, mut settings) = read(path)?;
+    let Some(before_text) = before.clone() else {
+        return Ok(Change {
+            path: path.to_owned(),
+            before: None,
+            after: String::new(),
+        });
+    };
+    if let Some(Value::Object(hooks)) = settings.get_mut("hooks") {
+        let events: Vec<String> = hooks.keys().cloned().collect();
+        for event in events {
+            let kept = without_ours(&hooks[&event], path)?;
+            if kept.is_empty() {
+                hooks.remove(&event);
+            } else {
+                hooks.insert(event, Value::Array(kept));
+            }
+        }
+        if hooks.is_empty() {
+            settings.remove("hooks");
+        }
+    }
+    let after = render(settings);
+    // Nothing of Reins' was there: the file stays exactly as it was.
+    let unchanged = serde_json::from_str::<Value>(&before_text).ok()
+        == serde_json::from_str::<Value>(&after).ok();
+    Ok(Change {
+        path: path.to_owned(),
+        after: if unchanged { before_text.clone() } else { after },
+        before,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CMD: &str = "'/usr/bin/reins' hook claude-code";
+
+    #[test]
+    fn install_keeps_other_hooks_and_settings_and_uninstall_takes_out_only_reins() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = Scope::Project(dir.path().to_owned()).file();
+        std::fs::create_dir_all(path.parent().unwrap_or(dir.path())).unwrap_or_else(|e| panic!("{e}"));
+        let theirs = json!({
+            "model": "opus",
+            "permissions": {"allow": ["Bash(npm test)"]},
+            "hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "my-linter"}]}],
+                "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+            },
+        });
+        std::fs::write(&path, theirs.to_string()).unwrap_or_else(|e| panic!("{e}"));
+        let change = install(&path, CMD).unwrap_or_else(|e| panic!("{e}"));
+        assert!(change.changes_anything() && change.diff().contains("+"), "{}", change.diff());
+        change.write().unwrap_or_else(|e| panic!("{e}"));
+        // Twice is the same as once.
+        let again = install(&path, CMD).unwrap_or_else(|e| panic!("{e}"));
+        assert!(!again.changes_anything(), "{}", again.diff());
+        let merged: Value = serde_json::from_str(&again.after).unwrap_or_else(|e| panic!("{e}"));
+        let pre = merged["hooks"]["PreToolUse"].as_array().cloned().unwrap_or_default();
+        assert_eq!(pre.len(), 2);
+        assert_eq!(pre[0]["hooks"][0]["command"], "my-linter");
+        assert_eq!(pre[1]["hooks"][0]["timeout"], 600);
+        assert_eq!(merged["hooks"]["PostToolUse"][0]["hooks"][0]["command"], CMD);
+        assert_eq!(installed(&path).ok().flatten().as_deref(), Some(CMD));
+        let out = uninstall(&path).unwrap_or_else(|e| panic!("{e}"));
+        out.write().unwrap_or_else(|e| panic!("{e}"));
+        let left: Value = serde_json::from_str(&out.after).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(left, theirs);
+        assert_eq!(installed(&path).ok().flatten(), None);
+        // Uninstalling again changes nothing, byte for byte.
+        assert!(!uninstall(&path).unwrap_or_else(|e| panic!("{e}")).changes_anything());
+    }
+
+    #[test]
+    fn a_file_that_is_not_settings_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("settings.json");
+        for bad in ["[1]", "{\"hooks\": []}", "{\"hooks\": {\"PreToolUse\": {}}}", "{nope"] {
+            std::fs::write(&path, bad).unwrap_or_else(|e| panic!("{e}"));
+            assert!(install(&path, CMD).is_err(), "{bad}");
+            assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some(bad));
+        }
+        // No file: uninstall has nothing to do; install creates it.
+        let none = dir.path().join("none.json");
+        assert!(!uninstall(&none).unwrap_or_else(|e| panic!("{e}")).changes_anything());
+        assert!(install(&none, CMD).unwrap_or_else(|e| panic!("{e}")).changes_anything());
+    }
+}

@@ -1,0 +1,208 @@
+//! Claude Code under Reins through its hooks: `reins hook claude-code` answers each `PreToolUse`
+//! with Reins' decision and records each `PostToolUse`; `reins hooks install|uninstall` puts Reins'
+//! entries into Claude Code's settings and takes them out (the app's Settings offers the same).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::Reins;
+use crate::agent::claude::hook::{Event, Input};
+use crate::agent::claude::{settings, transcript, Request, Spec};
+use crate::engine::Offer;
+use crate::error::{Error, Result};
+use crate::ids::RunId;
+
+pub use crate::agent::claude::hook::Answer as HookAnswer;
+pub use crate::agent::claude::settings::{Change as SettingsChange, Scope as SettingsScope};
+
+/// Largest hook input read (stdin).
+pub const MAX_HOOK_INPUT: usize = crate::agent::claude::hook::MAX_INPUT_BYTES;
+
+/// How long a hook waits for a person by default: a little under Claude Code's longest timeout
+/// (600 s, which Reins installs), so the hook answers before Claude Code gives up on it.
+pub const DEFAULT_HOOK_DEADLINE: std::time::Duration = std::time::Duration::from_secs(590);
+/// How long a `PostToolUse` record may wait for a busy run before it is given up.
+const POST_DEADLINE_MS: i64 = 5_000;
+
+/// What one hook call came to.
+#[derive(Debug)]
+pub struct HookOutcome {
+    pub run: RunId,
+    /// The answer (`PreToolUse`); None for a `PostToolUse`, which answers nothing.
+    pub answer: Option<HookAnswer>,
+}
+
+impl Reins {
+    /// Answers one Claude Code hook call (`text`: what it wrote on stdin), waiting for a person
+    /// until `deadline` at most.
+    pub async fn claude_hook(
+        &self,
+        text: &str,
+        deadline: std::time::Duration,
+    ) -> Result<HookOutcome> {
+        let input = Input::parse(text).map_err(|e| Error::Invalid(e.to_string()))?;
+        let run = self
+            .engine
+            .claude_session_run(&Spec {
+                session_id: input.session_id.clone(),
+                cwd: input.cwd.clone(),
+            })
+            .await?;
+        let until =
+            crate::clock::now_ms() + i64::try_from(deadline.as_millis()).unwrap_or(i64::MAX / 2);
+        match input.hook_event_name {
+            Event::PreToolUse => {
+                let why = input
+                    .transcript_path
+                    .as_deref()
+                    .map(|p| transcript::read(Path::new(p)))
+                    .and_then(|t| t.why());
+                let request = Request::Pre {
+                    tool_use_id: input.call_id(),
+                    call: crate::tools::ToolCall {
+                        tool: crate::tools::permission::TOOL.into(),
+                        args: input.report(),
+                    },
+                    why,
+                };
+                let offer = Offer::new(to_value(&request)?);
+                let answer = self.engine.decide_offer(run, &offer, until).await?;
+                Ok(HookOutcome {
+                    run,
+                    answer: Some(answer),
+                })
+            }
+            Event::PostToolUse => {
+                let offer = Offer::new(to_value(&Request::Post {
+                    detail: post_detail(&input),
+                })?);
+                let until = until.min(crate::clock::now_ms() + POST_DEADLINE_MS);
+                self.engine.record_offer(run, &offer, until).await?;
+                Ok(HookOutcome { run, answer: None })
+            }
+        }
+    }
+
+    /// The hook command this Reins installs: this program, with this data dir.
+    pub fn claude_hook_command(&self, program: &Path) -> String {
+        let quote = |s: &str| shell_words::quote(s).into_owned();
+        format!(
+            "{} --data-dir {}{}",
+            quote(&program.to_string_lossy()),
+            quote(&self.data_dir().to_string_lossy()),
+            settings::MARK
+        )
+    }
+}
+
+/// Claude Code on this machine and Reins' hooks in one settings file, for the app's Settings.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ClaudeHooksView {
+    /// Where `claude` is on `PATH`, if it is.
+    pub claude: Option<String>,
+    /// The settings file looked at.
+    pub file: String,
+    /// The command of Reins' hook there, when installed.
+    pub installed: Option<String>,
+}
+
+/// Claude Code on `PATH` and Reins' hooks in the settings of `scope`.
+pub fn claude_hooks_view(scope: &SettingsScope) -> Result<ClaudeHooksView> {
+    let file = scope.file();
+    let installed = settings::installed(&file).map_err(|e| Error::Invalid(e.to_string()))?;
+    let claude = std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|d| d.join("claude"))
+            .find(|p| p.is_file())
+            .map(|p| p.display().to_string())
+    });
+    Ok(ClaudeHooksView {
+        claude,
+        file: file.display().to_string(),
+        installed,
+    })
+}
+
+/// The scope a face names: a project folder (which must exist), or the user's.
+pub fn claude_scope(project: Option<&str>) -> Result<SettingsScope> {
+    match project.map(str::trim).filter(|p| !p.is_empty()) {
+        None => user_scope(),
+        Some(dir) => {
+            let path = Path::new(dir);
+            if !path.is_absolute() {
+                return Err(Error::Invalid(format!(
+                    "the project folder must be an absolute path: {dir}"
+                )));
+            }
+            let dir = path
+                .canonicalize()
+                .map_err(|e| Error::Invalid(format!("the project folder {dir}: {e}")))?;
+            if !dir.is_dir() {
+                return Err(Error::Invalid(format!("{} is not a folder", dir.display())));
+            }
+            Ok(SettingsScope::Project(dir))
+        }
+    }
+}
+
+/// Reins' hooks added to the settings of `scope`, running `command`: the change, not yet written.
+pub fn claude_hooks_install(scope: &SettingsScope, command: &str) -> Result<SettingsChange> {
+    settings::install(&scope.file(), command).map_err(|e| Error::Invalid(e.to_string()))
+}
+
+/// Reins' hooks taken out of the settings of `scope`: the change, not yet written.
+pub fn claude_hooks_uninstall(scope: &SettingsScope) -> Result<SettingsChange> {
+    settings::uninstall(&scope.file()).map_err(|e| Error::Invalid(e.to_string()))
+}
+
+/// Writes a change worked out by [`claude_hooks_install`] or [`claude_hooks_uninstall`].
+pub fn write_settings(change: &SettingsChange) -> Result<()> {
+    change.write().map_err(|e| Error::Invalid(e.to_string()))
+}
+
+/// The user's scope: `~/.claude/settings.json`.
+pub fn user_scope() -> Result<SettingsScope> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| SettingsScope::User(PathBuf::from(h)))
+        .ok_or_else(|| Error::Invalid("HOME is not set: say --project DIR instead".into()))
+}
+
+fn to_value(request: &Request) -> Result<Value> {
+    serde_json::to_value(request).map_err(|e| Error::Invalid(e.to_string()))
+}
+
+/// What a `PostToolUse` tells: the tool, whether it worked, and for a file tool the file's hash now.
+fn post_detail(input: &Input) -> Value {
+    let response = input.tool_response.clone().unwrap_or(Value::Null);
+    let ok = !(response.get("is_error").and_then(Value::as_bool) == Some(true)
+        || response.get("error").is_some_and(|e| !e.is_null())
+        || response.get("success").and_then(Value::as_bool) == Some(false));
+    let mut detail = json!({
+        "toolUseId": input.call_id(),
+        "tool": input.tool_name,
+        "ok": ok,
+    });
+    if let Some(path) = input.tool_input.get("file_path").and_then(Value::as_str) {
+        detail["path"] = path.into();
+        if matches!(
+            input.tool_name.as_str(),
+            "Write" | "Edit" | "MultiEdit" | "NotebookEdit"
+        ) {
+            detail["sha256"] = match std::fs::read(path) {
+                Ok(bytes) => crate::digest::Digest::of(&bytes).to_string().into(),
+                Err(_) => Value::Null,
+            };
+        }
+    }
+    if let Some(code) = response
+        .get("exitCode")
+        .or_else(|| response.get("exit_code"))
+    {
+        detail["exitCode"] = code.clone();
+    }
+    detail
+}
