@@ -47,6 +47,8 @@ pub const COMMANDS: &[&str] = &[
     "check_model_server",
     "agents_on_path",
     "register_found_agent",
+    "claude_hooks",
+    "set_claude_hooks",
     "policy_state",
     "policy_try",
     "open_policy_file",

@@ -77,6 +77,8 @@ pub fn specta() -> tauri_specta::Builder<tauri::Wry> {
             machine::check_model_server,
             machine::agents_on_path,
             machine::register_found_agent,
+            machine::claude_hooks,
+            machine::set_claude_hooks,
             policy::policy_state,
             policy::policy_try,
             policy::open_policy_file,
@@ -177,7 +179,7 @@ fn open_core() -> Result<Reins, reins_core::api::Error> {
 
 /// The `reins` CLI, which external agents start as Reins' memory server: the one installed beside
 /// the app (the .deb puts both in /usr/bin), else the first on PATH. None: agents go without it.
-fn reins_program() -> Option<std::path::PathBuf> {
+pub(crate) fn reins_program() -> Option<std::path::PathBuf> {
     let beside = std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|d| d.join("reins")))

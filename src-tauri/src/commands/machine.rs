@@ -1,7 +1,7 @@
 //! What the app finds on this machine for a first launch: whether the model server answers, and
 //! the agents Reins knows that are installed.
 
-use reins_core::api::{FoundAgent, ModelServerCheck};
+use reins_core::api::{self as api, ClaudeHooksView, FoundAgent, ModelServerCheck};
 use serde::Serialize;
 use tauri::State;
 
@@ -44,4 +44,40 @@ pub async fn agents_on_path(state: State<'_, AppState>) -> Result<Vec<AgentOnPat
 #[specta::specta]
 pub async fn register_found_agent(state: State<'_, AppState>, name: String) -> Result<FoundAgent> {
     Ok(state.reins.register_found_agent(&name)?)
+}
+
+/// Claude Code on `PATH`, and whether Reins' hooks are in the settings of `project` (a folder), or
+/// of the user (`~/.claude/settings.json`) when none is named.
+#[tauri::command]
+#[specta::specta]
+pub async fn claude_hooks(project: Option<String>) -> Result<ClaudeHooksView> {
+    let scope = api::claude_scope(project.as_deref())?;
+    Ok(api::claude_hooks_view(&scope)?)
+}
+
+/// Installs Reins' hooks there (or, with `install` false, takes them out); the hook runs the
+/// `reins` program installed beside the app, on the app's data dir.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_claude_hooks(
+    state: State<'_, AppState>,
+    project: Option<String>,
+    install: bool,
+) -> Result<ClaudeHooksView> {
+    let scope = api::claude_scope(project.as_deref())?;
+    let change = if install {
+        let program = crate::reins_program().ok_or_else(|| {
+            api::Error::Invalid(
+                "the `reins` program is not installed beside the app or on PATH: the hook needs it"
+                    .into(),
+            )
+        })?;
+        api::claude_hooks_install(&scope, &state.reins.claude_hook_command(&program))?
+    } else {
+        api::claude_hooks_uninstall(&scope)?
+    };
+    if change.changes_anything() {
+        api::write_settings(&change)?;
+    }
+    Ok(api::claude_hooks_view(&scope)?)
 }

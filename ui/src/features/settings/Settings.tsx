@@ -3,6 +3,7 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useBackend } from "../../lib/ipc/context";
 import { McpServers } from "./McpServers";
 import { AgentsOnThisMachine, ModelServerStatus } from "./Machine";
+import { ClaudeCodeHooks } from "./ClaudeCode";
 
 export function SettingsView() {
   const backend = useBackend();
@@ -63,6 +64,7 @@ export function SettingsView() {
         )}
       </section>
       <AgentsOnThisMachine />
+      <ClaudeCodeHooks />
       <McpServers />
       <section className="panel">
         <h2>Policy</h2>

@@ -82,6 +82,16 @@ export const commands = {
 	 *  the webview sends.
 	 */
 	registerFoundAgent: (name: string) => typedError<FoundAgent, IpcError>(__TAURI_INVOKE("register_found_agent", { name })),
+	/**
+	 *  Claude Code on `PATH`, and whether Reins' hooks are in the settings of `project` (a folder), or
+	 *  of the user (`~/.claude/settings.json`) when none is named.
+	 */
+	claudeHooks: (project: string | null) => typedError<ClaudeHooksView, IpcError>(__TAURI_INVOKE("claude_hooks", { project })),
+	/**
+	 *  Installs Reins' hooks there (or, with `install` false, takes them out); the hook runs the
+	 *  `reins` program installed beside the app, on the app's data dir.
+	 */
+	setClaudeHooks: (project: string | null, install: boolean) => typedError<ClaudeHooksView, IpcError>(__TAURI_INVOKE("set_claude_hooks", { project, install })),
 	/**  The policy in force (the watcher reads the file again when it changes). */
 	policyState: () => typedError<PolicyState, IpcError>(__TAURI_INVOKE("policy_state")),
 	/**
@@ -351,6 +361,16 @@ export type CheckpointSummary = {
 	createdAt: number,
 	/**  "ok" or what is wrong with it. */
 	status: string,
+};
+
+/**  Claude Code on this machine and Reins' hooks in one settings file, for the app's Settings. */
+export type ClaudeHooksView = {
+	/**  Where `claude` is on `PATH`, if it is. */
+	claude: string | null,
+	/**  The settings file looked at. */
+	file: string,
+	/**  The command of Reins' hook there, when installed. */
+	installed: string | null,
 };
 
 /**  What a run was created with, as stored in `runs.compat`. */
@@ -889,7 +909,12 @@ export type RunState = "queued" | "running" | "awaiting_approval" |
 /**  The agent asked the person a question (`ask_user`); `reins answer` carries the answer back. */
 "awaiting_input" | "pause_requested" | "paused" | 
 /**  Needs a human: outcome unknown, incompatible checkpoint, budget, I/O error. */
-"suspended" | "succeeded" | "failed" | "cancelled";
+"suspended" | 
+/**
+ *  It follows an agent that runs outside Reins (Claude Code in a terminal, through its hooks):
+ *  nothing is in flight, and the run waits for the agent's next tool call.
+ */
+"attached" | "succeeded" | "failed" | "cancelled";
 
 export type RunSummary = {
 	id: RunId,

@@ -18,6 +18,9 @@ export interface FakeData {
   /** What checking the model server finds, and the agents on PATH (name, registered). */
   modelServer?: ModelServerCheck;
   onPath?: AgentOnPath[];
+  /** Where `claude` is on PATH (none: not installed); Reins' hooks start installed in these files. */
+  claude?: string | null;
+  hooksIn?: string[];
   /** The policy in force, and what trying something finds. */
   policy?: PolicyState;
   tried?: PolicyCheck;
@@ -32,6 +35,12 @@ export function fakeBackend(data: FakeData = {}) {
     approvals: [...(data.approvals ?? [])],
     runs: [...(data.runs ?? [])],
     facts: [...(data.facts ?? [])],
+  };
+  const hooks = new Set(data.hooksIn ?? []);
+  const claudeFile = (project: string | null) => (project === null ? "/home/u/.claude/settings.json" : `${project}/.claude/settings.local.json`);
+  const claudeView = (project: string | null) => {
+    const file = claudeFile(project);
+    return { claude: data.claude ?? null, file, installed: hooks.has(file) ? "/usr/bin/reins --data-dir /d hook claude-code" : null };
   };
   const listeners = new Set<(e: { pending: number; newApprovals: string[] }) => void>();
   const record = (name: string, args: unknown[]) => calls.push({ name, args });
@@ -65,6 +74,14 @@ export function fakeBackend(data: FakeData = {}) {
       if (!found) throw new BackendError({ code: "invalid_input", message: `no agent ${name} on PATH` });
       found.registered = true;
       return found.agent;
+    },
+    claudeHooks: (project: string | null) => claudeView(project),
+    setClaudeHooks: (project: string | null, install: boolean) => {
+      if (project === "") throw new BackendError({ code: "invalid_input", message: "the project folder must be an absolute path: " });
+      const file = claudeFile(project);
+      hooks.delete(file);
+      if (install) hooks.add(file);
+      return claudeView(project);
     },
     policyState: () =>
       data.policy ?? { file: "/home/u/.config/reins/policy.toml", fileExists: false, broken: null, version: "rules/1:0", builtIn: [], rules: [], protected: [] },
