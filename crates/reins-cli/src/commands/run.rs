@@ -1,5 +1,6 @@
 //! `reins run --plan FILE --workspace DIR` · `reins run --llm GOAL --workspace DIR` ·
-//! `reins run --acp GOAL --agent CMD --workspace DIR`
+//! `reins run --acp GOAL --agent CMD --workspace DIR` ·
+//! `reins run --claude GOAL --workspace DIR` · `reins run --resume SESSION --workspace DIR`
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use crate::exit;
 use crate::output::Printer;
 
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("kind").required(true).args(["plan", "llm", "acp"])))]
+#[command(group(clap::ArgGroup::new("kind").args(["plan", "llm", "acp", "claude"])))]
 pub struct Args {
     /// The plan file (TOML): name, goal and a list of [[steps]] tool calls. See examples/plans/.
     #[arg(long, value_name = "FILE")]
@@ -30,8 +31,18 @@ pub struct Args {
     /// like a shell splits words but never run through a shell.
     #[arg(long, value_name = "CMD", requires = "acp")]
     agent: Option<String>,
-    /// With --acp: set VAR from the keyring entry KEY (`reins keys set KEY`); repeatable.
-    #[arg(long = "env", value_name = "VAR=KEY", requires = "acp", value_parser = crate::commands::agents::var_key)]
+    /// Run Claude Code headless on this goal (`claude -p` on its stream-json channel): every tool
+    /// call it asks for is judged by Reins' policy and reviewed in Reins' inbox.
+    #[arg(long, value_name = "GOAL")]
+    claude: Option<String>,
+    /// Resume the headless Claude Code session SESSION (its run's name ends with it): a card left
+    /// waiting by a Reins that stopped answers the same call when Claude Code asks again.
+    /// With --claude GOAL, GOAL is what the resumed session is told next.
+    #[arg(long, value_name = "SESSION", conflicts_with_all = ["plan", "llm", "acp"])]
+    resume: Option<String>,
+    /// With --acp or --claude: set VAR from the keyring entry KEY (`reins keys set KEY`), e.g.
+    /// ANTHROPIC_API_KEY=anthropic; repeatable. Keys never touch the disk or the logs.
+    #[arg(long = "env", value_name = "VAR=KEY", value_parser = crate::commands::agents::var_key)]
     env: Vec<(String, String)>,
     /// With --llm: offer the model the tools of this registered MCP server (`reins mcp list`);
     /// repeatable. Every call is reviewed with its exact arguments unless a rule allows it.
@@ -49,6 +60,8 @@ pub struct Args {
     /// Only create the run and leave it queued for a worker (`reins worker`, the desktop app).
     #[arg(long, conflicts_with = "no_wait")]
     queue: bool,
+    #[command(flatten)]
+    claude_args: crate::commands::claude_run::ClaudeArgs,
     #[command(flatten)]
     model: ModelArgs,
 }
@@ -118,6 +131,31 @@ impl ModelArgs {
 
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let printer = Printer::new(json);
+    if args.claude.is_some() || args.resume.is_some() {
+        if args.no_wait || args.queue {
+            return Err(reins_core::api::Error::Invalid(
+                "--no-wait and --queue are for runs Reins drives itself: a headless Claude Code session lives as long as `reins run --claude`, and `--resume SESSION` picks it up again".into(),
+            ));
+        }
+        return crate::commands::claude_run::exec(
+            reins,
+            crate::commands::claude_run::Session {
+                goal: args.claude,
+                resume: args.resume,
+                env: args.env,
+                workspace: args.workspace,
+            },
+            args.claude_args,
+            &printer,
+            json,
+        )
+        .await;
+    }
+    if !args.env.is_empty() && args.acp.is_none() {
+        return Err(reins_core::api::Error::Invalid(
+            "--env sets an external agent's variables: it goes with --acp or --claude".into(),
+        ));
+    }
     let id = match (args.plan, args.llm, args.acp) {
         (Some(plan), _, _) => {
             reins
@@ -146,7 +184,7 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
         }
         (None, None, None) => {
             return Err(reins_core::api::Error::Invalid(
-                "give --plan FILE, --llm GOAL or --acp GOAL --agent CMD".into(),
+                "give --plan FILE, --llm GOAL, --acp GOAL --agent CMD or --claude GOAL".into(),
             ))
         }
     };

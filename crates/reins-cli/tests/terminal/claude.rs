@@ -45,7 +45,7 @@ fn claude(cli: &Cli, mock: &MockAnthropic, prompt: &str) -> anyhow::Result<Child
 }
 
 /// The first pending card, as `reins approval show` gives it.
-fn card(cli: &Cli, child: &mut Child) -> anyhow::Result<Value> {
+pub(super) fn card(cli: &Cli, child: &mut Child) -> anyhow::Result<Value> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let list = cli.json(&["approvals"])?;
@@ -59,7 +59,7 @@ fn card(cli: &Cli, child: &mut Child) -> anyhow::Result<Value> {
                 .take()
                 .map(std::io::read_to_string)
                 .transpose()?;
-            anyhow::bail!("claude exited ({status}) before any card: {out:?}");
+            anyhow::bail!("the program exited ({status}) before any card: {out:?}");
         }
         anyhow::ensure!(Instant::now() < deadline, "no card after two minutes");
         std::thread::sleep(Duration::from_millis(200));
@@ -67,20 +67,20 @@ fn card(cli: &Cli, child: &mut Child) -> anyhow::Result<Value> {
 }
 
 /// Waits for Claude Code to end its turn; what it printed.
-fn finish(mut child: Child) -> anyhow::Result<String> {
+pub(super) fn finish(mut child: Child) -> anyhow::Result<String> {
     let deadline = Instant::now() + Duration::from_secs(120);
     while child.try_wait()?.is_none() {
         if Instant::now() > deadline {
             child.kill()?;
             anyhow::bail!(
-                "claude still running after two minutes: {}",
+                "still running after two minutes: {}",
                 text(&child.wait_with_output()?)
             );
         }
         std::thread::sleep(Duration::from_millis(100));
     }
     let out = child.wait_with_output()?;
-    anyhow::ensure!(out.status.success(), "claude failed: {}", text(&out));
+    anyhow::ensure!(out.status.success(), "it failed: {}", text(&out));
     Ok(text(&out))
 }
 

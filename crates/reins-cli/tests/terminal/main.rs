@@ -8,6 +8,7 @@ mod acp;
 mod audit;
 mod chaos;
 mod claude;
+mod claude_headless;
 mod cli;
 mod control;
 mod crash;

@@ -53,11 +53,12 @@ impl Reins {
             crate::clock::now_ms() + i64::try_from(deadline.as_millis()).unwrap_or(i64::MAX / 2);
         match input.hook_event_name {
             Event::PreToolUse => {
-                let why = input
-                    .transcript_path
-                    .as_deref()
-                    .map(|p| transcript::read(Path::new(p)))
-                    .and_then(|t| t.why());
+                let why = match input.transcript_path.as_deref() {
+                    Some(p) => transcript_for(Path::new(p), input.tool_use_id.as_deref())
+                        .await
+                        .why(),
+                    None => None,
+                };
                 let request = Request::Pre {
                     tool_use_id: input.call_id(),
                     call: crate::tools::ToolCall {
@@ -67,7 +68,10 @@ impl Reins {
                     why,
                 };
                 let offer = Offer::new(to_value(&request)?);
-                let answer = self.engine.decide_offer(run, &offer, until).await?;
+                let answer = self
+                    .engine
+                    .decide_offer(run, &offer, until, &crate::engine::Silent)
+                    .await?;
                 Ok(HookOutcome {
                     run,
                     answer: Some(answer),
@@ -78,7 +82,9 @@ impl Reins {
                     detail: post_detail(&input),
                 })?);
                 let until = until.min(crate::clock::now_ms() + POST_DEADLINE_MS);
-                self.engine.record_offer(run, &offer, until).await?;
+                self.engine
+                    .record_offer(run, &offer, until, &crate::engine::Silent)
+                    .await?;
                 Ok(HookOutcome { run, answer: None })
             }
         }
@@ -171,12 +177,31 @@ pub fn user_scope() -> Result<SettingsScope> {
         .ok_or_else(|| Error::Invalid("HOME is not set: say --project DIR instead".into()))
 }
 
+/// The transcript's tail once it shows tool call `tool_use_id`: Claude Code may call the hook
+/// before the call's own entry, and the words before it, are on disk. Waits half a second at most;
+/// then the card does with what is there.
+async fn transcript_for(path: &Path, tool_use_id: Option<&str>) -> transcript::Tail {
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    loop {
+        let text = transcript::tail_text(path);
+        let shown = match (&text, tool_use_id) {
+            (Some(t), Some(id)) => t.contains(id),
+            (_, None) => true,
+            (None, Some(_)) => false,
+        };
+        if shown || std::time::Instant::now() >= until {
+            return text.map(|t| transcript::of_lines(&t)).unwrap_or_default();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
 fn to_value(request: &Request) -> Result<Value> {
     serde_json::to_value(request).map_err(|e| Error::Invalid(e.to_string()))
 }
 
 /// What a `PostToolUse` tells: the tool, whether it worked, and for a file tool the file's hash now.
-fn post_detail(input: &Input) -> Value {
+pub(super) fn post_detail(input: &Input) -> Value {
     let response = input.tool_response.clone().unwrap_or(Value::Null);
     let ok = !(response.get("is_error").and_then(Value::as_bool) == Some(true)
         || response.get("error").is_some_and(|e| !e.is_null())

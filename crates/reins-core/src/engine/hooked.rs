@@ -23,7 +23,7 @@ use crate::store::{approvals, audit, runs, steps, StoreError};
 use crate::workspace::Workspace;
 
 use super::commit::Change;
-use super::{DriveOutcome, Engine, Silent};
+use super::{DriveOutcome, Engine, Observer, Silent};
 
 /// How often a waiting hook looks at its run.
 const POLL: std::time::Duration = std::time::Duration::from_millis(100);
@@ -42,6 +42,13 @@ impl Offer {
             request,
             seq: OnceLock::new(),
         }
+    }
+
+    /// Waits on step `seq`, already proposed (a card that outlived the process that asked).
+    pub fn answering(seq: i64) -> Self {
+        let offer = Self::new(Value::Null);
+        offer.decided_by(seq);
+        offer
     }
 
     /// The step deciding it, once proposed.
@@ -80,7 +87,13 @@ impl Engine {
     /// Hands `offer` (a tool call to decide) to run `id` and waits, until `deadline` (Unix ms), for
     /// its step to be decided: the answer for the agent. A card undecided at the deadline is
     /// expired and the call denied.
-    pub async fn decide_offer(&self, id: RunId, offer: &Offer, deadline: i64) -> Result<Answer> {
+    pub async fn decide_offer(
+        &self,
+        id: RunId,
+        offer: &Offer,
+        deadline: i64,
+        obs: &dyn Observer,
+    ) -> Result<Answer> {
         let pool = self.store.pool();
         let mut expired = false;
         loop {
@@ -130,10 +143,10 @@ impl Engine {
             }
             let outcome = match row.state {
                 RunState::Attached if offer.seq().is_none() => {
-                    Some(self.drive_with(id, &Silent, Some(offer)).await?)
+                    Some(self.drive_with(id, obs, Some(offer)).await?)
                 }
                 RunState::Queued | RunState::Running | RunState::PauseRequested => {
-                    Some(self.drive(id, &Silent).await?)
+                    Some(self.drive(id, obs).await?)
                 }
                 _ => None,
             };
@@ -149,19 +162,25 @@ impl Engine {
 
     /// Records `offer` (what happened to a tool call) on run `id` if the run can take it before
     /// `deadline`; false when it could not (the run was busy deciding something else).
-    pub async fn record_offer(&self, id: RunId, offer: &Offer, deadline: i64) -> Result<bool> {
+    pub async fn record_offer(
+        &self,
+        id: RunId,
+        offer: &Offer,
+        deadline: i64,
+        obs: &dyn Observer,
+    ) -> Result<bool> {
         loop {
             let row = runs::get(self.store.pool(), id).await?;
             match row.state {
                 RunState::Attached => {
-                    if let DriveOutcome::NeedsHuman { .. } =
-                        self.drive_with(id, &Silent, Some(offer)).await?
+                    if let DriveOutcome::NeedsHuman { .. } | DriveOutcome::Finished { .. } =
+                        self.drive_with(id, obs, Some(offer)).await?
                     {
                         return Ok(true);
                     }
                 }
                 RunState::Queued => {
-                    self.drive(id, &Silent).await?;
+                    self.drive(id, obs).await?;
                 }
                 s if s.is_terminal() => return Ok(false),
                 _ => {}
@@ -171,6 +190,23 @@ impl Engine {
             }
             tokio::time::sleep(POLL).await;
         }
+    }
+
+    /// The last step of run `id` when it is a tool call whose decision is not carried out yet (a
+    /// card still pending, or approved with nobody to carry it out): its seq and its call's
+    /// arguments. A Claude Code that asks for the same call again is answered by it.
+    pub async fn unanswered_offer(&self, id: RunId) -> Result<Option<(i64, Value)>> {
+        let pool = self.store.pool();
+        let seq = steps::max_seq(pool, id).await?;
+        let Some(step) = steps::get(pool, id, seq).await? else {
+            return Ok(None);
+        };
+        if step.tool != crate::tools::permission::TOOL
+            || !matches!(step.status, StepStatus::AwaitingReview | StepStatus::Running)
+        {
+            return Ok(None);
+        }
+        Ok(Some((seq, step.action.call().args.clone())))
     }
 
     /// The answer a decided step gives; None while it is undecided.

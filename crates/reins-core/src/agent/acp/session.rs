@@ -21,7 +21,7 @@ use crate::keys::Secret;
 use crate::process::{Piped, PipedError};
 
 /// Environment variables the agent process inherits from Reins; the spec names the others.
-const BASE_ENV: &[&str] = &[
+pub(crate) const BASE_ENV: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR",
     "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME", "SHELL",
 ];

@@ -15,6 +15,7 @@ use crate::tools::ToolCall;
 
 pub mod hook;
 pub mod settings;
+pub mod stream;
 pub mod transcript;
 
 pub const KIND: &str = "claude-code";
@@ -63,6 +64,15 @@ pub enum Request {
     },
     /// `PostToolUse`: what happened, for the record.
     Post { detail: Value },
+    /// The model's words between tool calls (a headless session's), for the timeline.
+    Said { text: String },
+    /// The session's turn ended (headless): the run finishes with Claude Code's last words, and
+    /// the turn's token usage goes on the record.
+    End {
+        ok: bool,
+        summary: String,
+        usage: Value,
+    },
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -90,6 +100,9 @@ impl HookedAgent {
     }
 }
 
+/// Characters of one message kept on the timeline.
+const MAX_MESSAGE: usize = 4000;
+
 /// The `what` of a `PostToolUse` record in `agent.reported`.
 pub const TOOL_RESULT: &str = "tool_result";
 
@@ -109,7 +122,13 @@ impl Agent for HookedAgent {
                 call: call.clone(),
                 why: why.clone(),
             },
-            Some(Request::Post { .. }) | None => Move::Detach,
+            Some(Request::End { ok: true, summary, .. }) => Move::Finish {
+                summary: summary.clone(),
+            },
+            Some(Request::End { summary, .. }) => Move::Fail {
+                reason: format!("Claude Code's turn ended in an error: {summary}"),
+            },
+            Some(Request::Post { .. } | Request::Said { .. }) | None => Move::Detach,
         })
     }
 
@@ -154,6 +173,29 @@ impl Agent for HookedAgent {
                 what: TOOL_RESULT,
                 detail,
             }),
+            Request::Said { text } => {
+                let mut kept: String = text.trim().chars().take(MAX_MESSAGE).collect();
+                if kept.len() < text.trim().len() {
+                    kept.push('…');
+                }
+                self.accounts.push(Account::Update {
+                    what: super::acp::MESSAGE,
+                    detail: serde_json::json!({ "text": crate::secrets::redact(&kept) }),
+                });
+            }
+            Request::End { ok, summary, usage } => {
+                if !usage.is_null() {
+                    self.accounts.push(Account::Update {
+                        what: "usage",
+                        detail: usage,
+                    });
+                }
+                self.state.pending = Some(Request::End {
+                    ok,
+                    summary,
+                    usage: Value::Null,
+                });
+            }
             pre => self.state.pending = Some(pre),
         }
         Ok(())

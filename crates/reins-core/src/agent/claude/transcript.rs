@@ -30,24 +30,20 @@ impl Tail {
     }
 }
 
-pub fn read(path: &std::path::Path) -> Tail {
+/// The transcript's last lines as text; None when it cannot be read.
+pub fn tail_text(path: &std::path::Path) -> Option<String> {
     use std::io::{Read as _, Seek as _};
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return Tail::default();
-    };
+    let mut file = std::fs::File::open(path).ok()?;
     let len = file.metadata().map(|m| m.len()).unwrap_or(0);
     let start = len.saturating_sub(TAIL_BYTES);
-    if file.seek(std::io::SeekFrom::Start(start)).is_err() {
-        return Tail::default();
-    }
+    file.seek(std::io::SeekFrom::Start(start)).ok()?;
     let mut bytes = Vec::new();
-    if file.take(TAIL_BYTES).read_to_end(&mut bytes).is_err() {
-        return Tail::default();
-    }
-    of_lines(&String::from_utf8_lossy(&bytes))
+    file.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-fn of_lines(text: &str) -> Tail {
+/// What a transcript's text tells.
+pub fn of_lines(text: &str) -> Tail {
     let mut tail = Tail::default();
     for line in text.lines() {
         let Ok(entry) = serde_json::from_str::<Value>(line) else {
@@ -112,6 +108,6 @@ mod tests {
         assert_eq!(tail.prompt.as_deref(), Some("write hello.txt"));
         assert_eq!(tail.said.as_deref(), Some("I will write it."));
         assert_eq!(tail.why().as_deref(), Some("I will write it.\n(prompt: write hello.txt)"));
-        assert_eq!(read(std::path::Path::new("/nonexistent/t.jsonl")), Tail::default());
+        assert_eq!(tail_text(std::path::Path::new("/nonexistent/t.jsonl")), None);
     }
 }

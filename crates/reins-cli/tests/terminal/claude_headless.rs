@@ -1,0 +1,160 @@
+//! The real Claude Code run headless by Reins (`reins run --claude GOAL`): its permission asks
+//! arrive on the stream-json control channel and are answered through the same path as the hooks'.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::acp::agents_bin;
+use super::claude::{card, finish};
+use super::common::{text, Cli};
+use reins_tests::mock_anthropic::{call, say, MockAnthropic};
+
+/// `reins run --claude GOAL` (or `--resume SESSION`) in the workspace, against the scripted model.
+fn headless(cli: &Cli, mock: &MockAnthropic, how: &[&str]) -> anyhow::Result<Child> {
+    let home = cli.tmp.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    Ok(cli
+        .strict_cmd()
+        .arg("run")
+        .args(how)
+        .arg("--claude-program")
+        .arg(agents_bin("claude")?.join("claude"))
+        .args([
+            "--pass-env",
+            "ANTHROPIC_BASE_URL",
+            "--pass-env",
+            "ANTHROPIC_API_KEY",
+            "--pass-env",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+            "--workspace",
+        ])
+        .arg(cli.ws())
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?)
+}
+
+fn reported(cli: &Cli, what: &str) -> anyhow::Result<Vec<Value>> {
+    let page = cli.json(&["audit", "list", "--limit", "500"])?;
+    Ok(page["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "agent.reported" && e["payload"]["what"] == what)
+        .map(|e| e["payload"]["detail"].clone())
+        .collect())
+}
+
+fn write_hello(cli: &Cli, times: usize) -> anyhow::Result<MockAnthropic> {
+    let path = cli.ws().join("hello.txt").display().to_string();
+    let write = call(
+        "I will write hello.txt.",
+        "Write",
+        json!({"file_path": path, "content": "hello from claude\n"}),
+    );
+    let mut script = vec![write; times];
+    script.push(say("Done: hello.txt is written."));
+    MockAnthropic::start(script)
+}
+
+#[test]
+fn a_headless_session_stops_for_review_and_finishes_once_approved() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let mock = write_hello(&cli, 1)?;
+    let mut child = headless(&cli, &mock, &["--claude", "Write hello.txt"])?;
+    let card = card(&cli, &mut child)?;
+    assert_eq!(card["agent"], "claude-code", "{card}");
+    let preview = card["preview"].as_str().unwrap_or_default();
+    assert!(preview.contains("+hello from claude"), "{preview}");
+    assert!(
+        !cli.ws().join("hello.txt").exists(),
+        "nothing before the review"
+    );
+    let id = card["id"].as_str().unwrap_or_default();
+    let out = cli.strict_cmd().args(["approve", id]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let said = finish(child)?;
+    assert!(said.contains("Done: hello.txt is written."), "{said}");
+    assert_eq!(cli.read("hello.txt")?, "hello from claude\n");
+
+    // The run finished with Claude Code's turn; its timeline has the words, the result and the
+    // token usage.
+    let run = cli.only_run()?;
+    let show = cli.json(&["show", &run])?;
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
+    let results = reported(&cli, "tool_result")?;
+    assert_eq!(results.len(), 1, "{results:?}");
+    assert_eq!(
+        (results[0]["tool"].as_str(), results[0]["ok"].as_bool()),
+        (Some("Write"), Some(true))
+    );
+    let usage = reported(&cli, "usage")?;
+    assert!(
+        usage
+            .first()
+            .is_some_and(|u| u["usage"]["input_tokens"].as_i64() > Some(0)),
+        "{usage:?}"
+    );
+    let words = reported(&cli, "message")?;
+    assert!(
+        words.iter().any(|w| w["text"] == "I will write hello.txt."),
+        "{words:?}"
+    );
+    Ok(())
+}
+
+#[test]
+fn a_card_outlives_a_killed_reins_and_the_resumed_session_is_answered_by_it() -> anyhow::Result<()>
+{
+    let cli = Cli::new()?;
+    // The first Write is asked by the session Reins is killed in; the resumed session asks again.
+    let mock = write_hello(&cli, 2)?;
+    let mut child = headless(&cli, &mock, &["--claude", "Write hello.txt"])?;
+    let card = card(&cli, &mut child)?;
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id())?)
+        .ok_or_else(|| anyhow::anyhow!("no pid"))?;
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL)?;
+    child.wait()?;
+    assert!(!cli.ws().join("hello.txt").exists());
+
+    // The card is still in the inbox; a person approves it with no Reins running.
+    let id = card["id"].as_str().unwrap_or_default();
+    let out = cli.strict_cmd().args(["approve", id]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+
+    let run = cli.only_run()?;
+    let show = cli.json(&["show", &run])?;
+    let name = show["run"]["name"].as_str().unwrap_or_default();
+    let session = name.rsplit(' ').next().unwrap_or_default().to_owned();
+    // No Claude Code left behind by the killed Reins (it would go on unheard).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = Command::new("pgrep")
+            .args(["-f", &format!("session-id {session}")])
+            .output()?;
+        match left.status.code() {
+            Some(1) => break,
+            Some(0) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            _ => anyhow::bail!("Claude Code outlived the killed Reins: {}", text(&left)),
+        }
+    }
+    let said = finish(headless(&cli, &mock, &["--resume", &session])?)?;
+    assert!(said.contains("Done"), "{said}");
+    assert_eq!(cli.read("hello.txt")?, "hello from claude\n");
+
+    // One card, one approval, one write.
+    let all = cli.json(&["approvals", "--all"])?;
+    assert_eq!(all.as_array().map(Vec::len), Some(1), "{all}");
+    let results = reported(&cli, "tool_result")?;
+    assert_eq!(results.len(), 1, "{results:?}");
+    let show = cli.json(&["show", &run])?;
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
+    Ok(())
+}
