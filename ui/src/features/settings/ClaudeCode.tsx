@@ -28,7 +28,9 @@ export function ClaudeCodeHooks() {
         policy decides, and what needs you waits here as a card. Errors block the call rather than let it through.
       </p>
       <div className="row small" data-testid="claude-found">
-        {v?.claude ? (
+        {!v && view.isFetching ? (
+          <span className="muted">looking for <code>claude</code>…</span>
+        ) : v?.claude ? (
           <span><span className="pill pill-done">found</span> <code>{v.claude}</code></span>
         ) : (
           <span><span className="pill">not on PATH</span> <code>claude</code> is not installed here (the hooks still work once it is)</span>
