@@ -37,6 +37,8 @@ pub fn say(text: &str) -> Turn {
 struct Inner {
     script: std::collections::VecDeque<Turn>,
     seen: Vec<Value>,
+    /// The `x-api-key` of each scripted request.
+    keys: Vec<Option<String>>,
     calls: usize,
 }
 
@@ -75,6 +77,11 @@ impl MockAnthropic {
     /// The bodies of the scripted requests, in order.
     pub fn seen(&self) -> Vec<Value> {
         self.lock().seen.clone()
+    }
+
+    /// The `x-api-key` each scripted request came with, in order.
+    pub fn api_keys(&self) -> Vec<Option<String>> {
+        self.lock().keys.clone()
     }
 
     /// Turns not yet used.
@@ -125,6 +132,7 @@ fn serve(conn: std::net::TcpStream, inner: &Mutex<Inner>) -> std::io::Result<()>
         let target = line.split_whitespace().nth(1).unwrap_or("").to_owned();
         let post = line.starts_with("POST");
         let mut length = 0usize;
+        let mut api_key = None;
         loop {
             let mut h = String::new();
             if reader.read_line(&mut h)? == 0 {
@@ -137,6 +145,8 @@ fn serve(conn: std::net::TcpStream, inner: &Mutex<Inner>) -> std::io::Result<()>
             if let Some((k, v)) = h.split_once(':') {
                 if k.eq_ignore_ascii_case("content-length") {
                     length = v.trim().parse().unwrap_or(0);
+                } else if k.eq_ignore_ascii_case("x-api-key") {
+                    api_key = Some(v.trim().to_owned());
                 }
             }
         }
@@ -154,11 +164,13 @@ fn serve(conn: std::net::TcpStream, inner: &Mutex<Inner>) -> std::io::Result<()>
                 match inner.script.pop_front().filter(|_| offers_tools) {
                     Some(turn) => {
                         inner.seen.push(body.clone());
+                        inner.keys.push(api_key.clone());
                         inner.calls += 1;
                         turn
                     }
                     None if offers_tools => {
                         inner.seen.push(body.clone());
+                        inner.keys.push(api_key.clone());
                         say("(the script has ended)")
                     }
                     None => say("A title"),

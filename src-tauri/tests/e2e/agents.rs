@@ -10,7 +10,7 @@ use reins_tests::mock_llm::{self, MockLlm};
 use super::*;
 
 /// An agent's command, as `scripts/agents` installs it.
-fn installed(program: &str) -> Result<PathBuf> {
+pub(crate) fn installed(program: &str) -> Result<PathBuf> {
     let dir = match std::env::var_os("REINS_AGENTS_DIR") {
         Some(d) => PathBuf::from(d),
         None => PathBuf::from(std::env::var("HOME")?).join(".cache/reins-agents"),

@@ -129,8 +129,14 @@ pub struct App {
 
 impl App {
     pub async fn launch(home: &Home) -> Result<Self> {
+        Self::launch_with(home, &[]).await
+    }
+
+    /// `launch`, with these variables set in the app's environment (a `PATH` with more programs).
+    pub async fn launch_with(home: &Home, env: &[(&str, &std::ffi::OsStr)]) -> Result<Self> {
         let (port, native) = (free_port()?, free_port()?);
         let tauri_driver = Command::new(tauri_driver_bin())
+            .envs(env.iter().copied())
             .args([
                 "--port",
                 &port.to_string(),

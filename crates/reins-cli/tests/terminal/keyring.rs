@@ -272,3 +272,52 @@ fn codex_is_signed_in_with_the_key_from_the_keyring_and_asks_in_its_read_only_mo
     assert!(found.is_empty(), "the key is on disk in {found:?}");
     Ok(())
 }
+
+#[test]
+#[ignore = "needs a Secret Service on the session bus: scripts/test runs it under dbus-run-session"]
+fn a_headless_claude_code_signs_in_with_the_keyrings_key_and_it_stays_off_disk(
+) -> anyhow::Result<()> {
+    use reins_tests::mock_anthropic::{say, MockAnthropic};
+    anyhow::ensure!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no session bus: run this under dbus-run-session (see scripts/test)"
+    );
+    let cli = Cli::new()?;
+    let name = format!("reins-anthropic-{}", std::process::id());
+    let key = "sk-ant-it-Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz";
+    let out = set_key(&cli, &name, key)?;
+    assert!(out.status.success(), "keys set: {}", text(&out));
+    let mock = MockAnthropic::start(vec![say("Nothing to do.")])?;
+    let home = cli.tmp.path().join("home");
+    std::fs::create_dir_all(&home)?;
+    let out = cli
+        .strict_cmd()
+        .env("HOME", &home)
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env_remove("ANTHROPIC_API_KEY")
+        .args(["run", "--claude", "Say hello", "--claude-program"])
+        .arg(crate::acp::agents_bin("claude")?.join("claude"))
+        .args(["--env", &format!("ANTHROPIC_API_KEY={name}")])
+        .args([
+            "--pass-env",
+            "ANTHROPIC_BASE_URL",
+            "--pass-env",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        ])
+        .arg("--workspace")
+        .arg(cli.ws())
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!text(&out).contains(key));
+    let keys = mock.api_keys();
+    assert!(
+        !keys.is_empty(),
+        "Claude Code never asked the model: {}",
+        text(&out)
+    );
+    assert!(keys.iter().all(|k| k.as_deref() == Some(key)), "{keys:?}");
+    let found = files_containing(&cli.data(), key.as_bytes())?;
+    assert!(found.is_empty(), "the key is on disk in {found:?}");
+    Ok(())
+}
