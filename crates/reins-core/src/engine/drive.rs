@@ -494,20 +494,6 @@ impl<'a> Drive<'a> {
         self.stop(change, stop).await
     }
 
-    /// The agent outside Reins asks nothing now: checkpoint what it knows, let go of the run, and
-    /// leave it attached, waiting for the agent's next tool call.
-    pub(super) async fn detach(&mut self) -> Result<DriveOutcome> {
-        let note = "waiting for the agent's next tool call".to_owned();
-        let change = Change::default().checkpoint(self.checkpoint(Level::Step, note.clone())?);
-        let stop = Stop {
-            transition: Transition::Moves(vec![RunEvent::Detach], None),
-            state: RunState::Attached,
-            message: note.clone(),
-            attempt: note,
-        };
-        self.stop(change, stop).await
-    }
-
     /// Writes a checkpoint of the context as it stands, alone in its change; returns its seq.
     pub(super) async fn write_checkpoint(&mut self, level: Level, note: String) -> Result<i64> {
         let change = Change::default().checkpoint(self.checkpoint(level, note)?);

@@ -23,6 +23,9 @@ use crate::store::{approvals, audit, runs, steps, StoreError};
 use crate::workspace::Workspace;
 
 use super::commit::Change;
+use super::drive::{Drive, Stop};
+use crate::checkpoint::Level;
+use crate::run::RunEvent;
 use super::{DriveOutcome, Engine, Observer, Silent};
 
 /// How often a waiting hook looks at its run.
@@ -289,4 +292,20 @@ impl Engine {
 
 fn by(a: &approvals::ApprovalRow) -> String {
     a.decided_by.clone().unwrap_or_else(|| "a person".into())
+}
+
+impl Drive<'_> {
+    /// The agent outside Reins asks nothing now: checkpoint what it knows, let go of the run, and
+    /// leave it attached, waiting for the agent's next tool call.
+    pub(super) async fn detach(&mut self) -> Result<DriveOutcome> {
+        let note = "waiting for the agent's next tool call".to_owned();
+        let change = Change::default().checkpoint(self.checkpoint(Level::Step, note.clone())?);
+        let stop = Stop {
+            transition: Transition::Moves(vec![RunEvent::Detach], None),
+            state: RunState::Attached,
+            message: note.clone(),
+            attempt: note,
+        };
+        self.stop(change, stop).await
+    }
 }
