@@ -218,6 +218,28 @@ pub enum Account {
     },
 }
 
+/// Characters of one agent message kept on the timeline.
+const MAX_MESSAGE: usize = 4000;
+
+impl Account {
+    /// An external agent's message for the timeline (`agent.reported` `message`): trimmed, cut to
+    /// 4,000 characters, secrets redacted; None when it says nothing.
+    pub fn message(said: &str) -> Option<Self> {
+        let said = said.trim();
+        if said.is_empty() {
+            return None;
+        }
+        let mut text: String = said.chars().take(MAX_MESSAGE).collect();
+        if text.len() < said.len() {
+            text.push('…');
+        }
+        Some(Account::Update {
+            what: acp::MESSAGE,
+            detail: serde_json::json!({ "text": crate::secrets::redact(&text) }),
+        })
+    }
+}
+
 /// Builds the agent a run was created with, from its stored kind and spec. `services` lends an
 /// external agent what it needs (keys, the live sessions); the others need nothing.
 pub fn build(

@@ -54,8 +54,6 @@ pub const DEFAULT_IDLE_TIMEOUT_S: u64 = 600;
 const MAX_FOLLOW_UPS: u32 = 5;
 /// What an agent's message is reported as on the run's timeline (`agent.reported`).
 pub const MESSAGE: &str = "message";
-/// Characters of one message kept on the timeline.
-const MAX_MESSAGE: usize = 4000;
 
 /// What an ACP run is created with: stored as its spec. Secrets are named, never held.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -318,18 +316,7 @@ impl AcpAgent {
         if std::mem::replace(&mut self.state.said_ended, true) {
             return;
         }
-        let said = self.state.said.trim();
-        if said.is_empty() {
-            return;
-        }
-        let mut text: String = said.chars().take(MAX_MESSAGE).collect();
-        if text.len() < said.len() {
-            text.push('…');
-        }
-        self.accounts.push(Account::Update {
-            what: MESSAGE,
-            detail: serde_json::json!({ "text": crate::secrets::redact(&text) }),
-        });
+        self.accounts.extend(Account::message(&self.state.said));
     }
 
     fn stderr(&self) -> String {

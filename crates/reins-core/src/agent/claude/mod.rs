@@ -100,9 +100,6 @@ impl HookedAgent {
     }
 }
 
-/// Characters of one message kept on the timeline.
-const MAX_MESSAGE: usize = 4000;
-
 /// The `what` of a `PostToolUse` record in `agent.reported`.
 pub const TOOL_RESULT: &str = "tool_result";
 
@@ -173,16 +170,7 @@ impl Agent for HookedAgent {
                 what: TOOL_RESULT,
                 detail,
             }),
-            Request::Said { text } => {
-                let mut kept: String = text.trim().chars().take(MAX_MESSAGE).collect();
-                if kept.len() < text.trim().len() {
-                    kept.push('…');
-                }
-                self.accounts.push(Account::Update {
-                    what: super::acp::MESSAGE,
-                    detail: serde_json::json!({ "text": crate::secrets::redact(&kept) }),
-                });
-            }
+            Request::Said { text } => self.accounts.extend(Account::message(&text)),
             Request::End { ok, summary, usage } => {
                 if !usage.is_null() {
                     self.accounts.push(Account::Update {
