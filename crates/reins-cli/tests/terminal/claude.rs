@@ -26,10 +26,15 @@ fn install(cli: &Cli) -> anyhow::Result<PathBuf> {
 
 /// `claude -p PROMPT` in the workspace, with its own home, against the scripted model.
 fn claude(cli: &Cli, mock: &MockAnthropic, prompt: &str) -> anyhow::Result<Child> {
+    claude_with(cli, mock, &["-p", prompt])
+}
+
+/// `claude ARGS…` in the workspace, as [`claude`].
+fn claude_with(cli: &Cli, mock: &MockAnthropic, args: &[&str]) -> anyhow::Result<Child> {
     let home = cli.tmp.path().join("home");
     std::fs::create_dir_all(&home)?;
     Ok(Command::new(agents_bin("claude")?.join("claude"))
-        .args(["-p", prompt])
+        .args(args)
         .current_dir(cli.ws())
         .env("HOME", &home)
         .env("ANTHROPIC_BASE_URL", mock.base_url())
@@ -336,5 +341,142 @@ fn uninstall_takes_out_reins_hooks_and_leaves_the_users_own() -> anyhow::Result<
     let left: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("settings.local.json"))?)?;
     assert_eq!(left, theirs);
+    Ok(())
+}
+
+/// A notebook as Jupyter writes it: one code cell with an output, one markdown cell.
+const NOTEBOOK: &str = "{\n \"cells\": [\n  {\n   \"cell_type\": \"code\",\n   \"execution_count\": 1,\n   \"id\": \"c1\",\n   \"metadata\": {},\n   \"outputs\": [\n    {\n     \"name\": \"stdout\",\n     \"output_type\": \"stream\",\n     \"text\": [\n      \"2\\n\"\n     ]\n    }\n   ],\n   \"source\": [\n    \"print(1 + 1)\"\n   ]\n  },\n  {\n   \"cell_type\": \"markdown\",\n   \"id\": \"m1\",\n   \"metadata\": {},\n   \"source\": \"# Sums\"\n  }\n ],\n \"metadata\": {\n  \"language_info\": {\n   \"name\": \"python\"\n  }\n },\n \"nbformat\": 4,\n \"nbformat_minor\": 5\n}\n";
+
+#[test]
+fn a_notebook_edit_is_a_file_change_with_the_exact_diff_and_rolls_back() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    install(&cli)?;
+    let path = cli.ws().join("sums.ipynb");
+    std::fs::write(&path, NOTEBOOK)?;
+    let p = path.display().to_string();
+    // Claude Code edits a notebook only after reading it: the read is allowed, the edit asks.
+    let mock = MockAnthropic::start(vec![
+        call("Reading it first.", "Read", json!({"file_path": p})),
+        call(
+            "Now the cell.",
+            "NotebookEdit",
+            json!({"notebook_path": p, "cell_id": "c1", "new_source": "print(2 + 2)"}),
+        ),
+        say("Done."),
+    ])?;
+    let mut child = claude(&cli, &mock, "Make the sum 2 + 2")?;
+    let card = card(&cli, &mut child)?;
+    let content = &card["action"]["args"]["content"][0];
+    let new = content["newText"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        new.contains("\"source\": \"print(2 + 2)\"") && !new.contains("\"output_type\""),
+        "the card shows the cell's new source and its outputs gone: {card}"
+    );
+    let preview = card["preview"].as_str().unwrap_or_default();
+    assert!(
+        preview.contains("+   \"source\": \"print(2 + 2)\""),
+        "{preview}"
+    );
+    assert!(card["reasons"].to_string().contains("fs.write"), "{card}");
+    let id = card["id"].as_str().unwrap_or_default();
+    let out = cli.strict_cmd().args(["approve", id]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    finish(child)?;
+    // What Claude Code wrote is, byte for byte, what the card showed.
+    assert_eq!(std::fs::read_to_string(&path)?, new);
+    let events = events(&cli)?;
+    let reported: Vec<Value> = events
+        .iter()
+        .filter(|e| e["kind"] == "agent.reported")
+        .map(|e| e["payload"]["detail"].clone())
+        .filter(|d| d["tool"] == "NotebookEdit")
+        .collect();
+    let hash = reins_core::api::Digest::of(new.as_bytes()).to_string();
+    assert_eq!(
+        reported.first().map(|d| d["sha256"].clone()),
+        Some(hash.into()),
+        "{reported:?}"
+    );
+    let run = cli.only_run()?;
+    let out = cli
+        .strict_cmd()
+        .args(["rollback", &run, "--to", "1"])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&path)?, NOTEBOOK, "{}", text(&out));
+    Ok(())
+}
+
+#[test]
+fn an_mcp_tool_is_judged_by_the_mcp_rules() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let config = cli.tmp.path().join("config");
+    std::fs::create_dir_all(&config)?;
+    std::fs::write(
+        config.join("policy.toml"),
+        r#"
+[[rules]]
+decision = "allow"
+server = "files"
+mcp_tool = "list_*"
+
+[[rules]]
+decision = "deny"
+server = "files"
+mcp_tool = "write_file"
+reason = "files change through Write, where the diff is shown"
+"#,
+    )?;
+    install(&cli)?;
+    let servers = cli.tmp.path().join("mcp.json");
+    let fs_server = agents_bin("mcp-server-filesystem")?.join("mcp-server-filesystem");
+    std::fs::write(
+        &servers,
+        json!({"mcpServers": {"files": {"command": fs_server, "args": [cli.ws()]}}}).to_string(),
+    )?;
+    let ws = cli.ws().display().to_string();
+    let mock = MockAnthropic::start(vec![
+        call(
+            "Writing it with the server.",
+            "mcp__files__write_file",
+            json!({"path": format!("{ws}/by-mcp.txt"), "content": "x"}),
+        ),
+        call(
+            "Listing instead.",
+            "mcp__files__list_directory",
+            json!({"path": ws}),
+        ),
+        say("Done."),
+    ])?;
+    let servers = servers.display().to_string();
+    let child = claude_with(
+        &cli,
+        &mock,
+        &[
+            "-p",
+            "Save x",
+            "--mcp-config",
+            &servers,
+            "--strict-mcp-config",
+        ],
+    )?;
+    finish(child)?;
+    assert!(!cli.ws().join("by-mcp.txt").exists(), "the deny rule held");
+    let seen = mock.seen();
+    anyhow::ensure!(seen.len() == 3, "the model was asked {} times", seen.len());
+    let denied = mock_anthropic::tool_results(&seen[1]);
+    assert!(
+        denied.len() == 1 && denied[0].1 && denied[0].2.contains("files change through Write"),
+        "{denied:?}"
+    );
+    // The next request carries both results: the listing's ran.
+    let results = mock_anthropic::tool_results(&seen[2]);
+    let listed = results.iter().find(|r| r.0 != denied[0].0);
+    assert!(
+        listed.is_some_and(|(_, is_error, said)| !is_error && said.contains("[DIR] .claude")),
+        "the allow rule let the listing run: {results:?}"
+    );
+    let all = cli.json(&["approvals", "--all"])?;
+    assert_eq!(all.as_array().map(Vec::len), Some(0), "no card: {all}");
     Ok(())
 }

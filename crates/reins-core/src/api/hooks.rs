@@ -211,7 +211,10 @@ pub(super) fn post_detail(input: &Input) -> Value {
         "tool": input.tool_name,
         "ok": ok,
     });
-    if let Some(path) = input.tool_input.get("file_path").and_then(Value::as_str) {
+    let file = ["file_path", "notebook_path"]
+        .into_iter()
+        .find_map(|k| input.tool_input.get(k).and_then(Value::as_str));
+    if let Some(path) = file {
         detail["path"] = path.into();
         if matches!(
             input.tool_name.as_str(),

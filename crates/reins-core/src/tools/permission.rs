@@ -94,7 +94,7 @@ impl Permission {
                 Ok(a) => (Some(Box::new(a)), None),
                 Err(e) => (None, Some(format!("the suggested fact cannot be read: {e}"))),
             },
-            None => match implied(&kind, &reported, ws) {
+            None => match implied(&kind, &title, &reported, ws) {
                 Ok(a) => (Some(Box::new(a)), None),
                 Err(why) => (None, Some(why)),
             },
@@ -133,6 +133,7 @@ impl Permission {
 fn first_path(a: &Action) -> Option<String> {
     match a {
         Action::Shell(cmd) => Some(cmd.display()),
+        Action::Mcp(call) => Some(format!("`{}` of the MCP server `{}`", call.tool, call.server)),
         _ => a.paths().first().map(|p| p.to_string()),
     }
 }
@@ -164,7 +165,7 @@ pub fn reported_path(reported: &Value) -> Option<String> {
     let input = &reported["rawInput"];
     if let Some(p) = string_at(
         input,
-        &["file_path", "filePath", "filepath", "path", "absolute_path"],
+        &["file_path", "filePath", "filepath", "path", "absolute_path", "notebook_path"],
     ) {
         return Some(p.to_owned());
     }
@@ -190,8 +191,20 @@ fn diff(reported: &Value) -> Option<(&str, &str)> {
     })
 }
 
+/// What an MCP tool's name `mcp__SERVER__TOOL` (Claude Code's naming) says: its server and tool.
+/// A server's own name has no `__` in it (Claude Code makes every other character `_`), so the
+/// first `__` after the prefix ends it.
+pub fn mcp_tool_name(title: &str) -> Option<(&str, &str)> {
+    let (server, tool) = title.strip_prefix("mcp__")?.split_once("__")?;
+    (!server.is_empty() && !tool.is_empty()).then_some((server, tool))
+}
+
+/// What Reins knows of an MCP server an agent started itself: only the agent's name for it. An
+/// approval of its tool is bound to that name, never to a server Reins started.
+pub const AGENT_MCP_IDENTITY: &str = "started by the agent";
+
 /// The action a report amounts to, or why it cannot be read as one.
-fn implied(kind: &str, reported: &Value, ws: &Workspace) -> Result<Action, String> {
+fn implied(kind: &str, title: &str, reported: &Value, ws: &Workspace) -> Result<Action, String> {
     let input = &reported["rawInput"];
     let path = || {
         reported_path(reported)
@@ -233,6 +246,20 @@ fn implied(kind: &str, reported: &Value, ws: &Workspace) -> Result<Action, Strin
         "search" => {
             let pattern = string_at(input, &["pattern"]).ok_or("the agent's search names no pattern")?;
             json!({"tool": "fs.search", "args": {"path": path()?, "pattern": pattern}})
+        }
+        // A tool of an MCP server the agent started is judged as a call of Reins' own MCP tools
+        // is, by the MCP rules: what it does is the server's own, so never below medium.
+        "mcp" => {
+            let (server, tool) = mcp_tool_name(title)
+                .ok_or_else(|| format!("the agent's MCP tool {title:?} is not named mcp__SERVER__TOOL"))?;
+            return super::McpCall::parse(&json!({
+                "server": server,
+                "tool": tool,
+                "arguments": input,
+                "identity": format!("{AGENT_MCP_IDENTITY}: {server}"),
+            }))
+            .map(Action::Mcp)
+            .map_err(|e| e.to_string());
         }
         "execute" => {
             let command = string_at(input, &["command", "cmd"])
@@ -382,6 +409,45 @@ mod tests {
             json!({"kind": "edit", "rawInput": {"file_path": ".git/config", "content": "x"}}),
         );
         assert_eq!(protected.risk, Risk::High, "{protected:?}");
+    }
+
+    #[test]
+    fn an_agents_mcp_tool_is_judged_by_the_mcp_rules() {
+        let (_tmp, ws) = ws();
+        let rules = RuleSet::parse(
+            r#"
+[[rules]]
+decision = "allow"
+server = "github"
+mcp_tool = "list_*"
+
+[[rules]]
+decision = "deny"
+server = "github"
+mcp_tool = "delete_*"
+reason = "nobody deletes repositories from an agent"
+"#,
+            "test.toml",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let p = RulePolicy::with_rules(Protected::NONE, rules);
+        let report = |tool: &str, args: serde_json::Value| json!({"kind": "mcp", "title": tool, "rawInput": args});
+        let listed = judge(&p, &ws, report("mcp__github__list_issues", json!({"repo": "a/b"})));
+        assert_eq!(listed.decision, Decision::Allow, "{listed:?}");
+        assert!(listed.reasons[0].contains("`list_issues` of the MCP server `github`"), "{listed:?}");
+        let deleted = judge(&p, &ws, report("mcp__github__delete_repo", json!({"repo": "a/b"})));
+        assert_eq!(deleted.decision, Decision::Deny, "{deleted:?}");
+        // No rule: what it does is the server's own, so medium and asked; a tool name containing
+        // `__` keeps it (the server's name ends at the first one).
+        let other = judge(&p, &ws, report("mcp__jira__make__issue", json!({})));
+        assert_eq!((other.risk, other.decision), (Risk::Medium, Decision::Ask), "{other:?}");
+        assert!(other.reasons[0].contains("`make__issue` of the MCP server `jira`"), "{other:?}");
+        // Its arguments are Reins' to read: a protected path among them is high.
+        let secret = judge(&p, &ws, report("mcp__github__list_files", json!({"dir": ".git/hooks"})));
+        assert_eq!(secret.risk, Risk::High, "{secret:?}");
+        // A name that is not mcp__SERVER__TOOL is not understood.
+        let odd = judge(&p, &ws, report("mcp__github", json!({})));
+        assert_eq!((odd.risk, odd.decision), (Risk::High, Decision::Ask), "{odd:?}");
     }
 
     #[test]

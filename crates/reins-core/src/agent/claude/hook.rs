@@ -1,9 +1,10 @@
 //! What a Claude Code hook sends (`PreToolUse`, `PostToolUse` on stdin), what Reins reads it as,
 //! and what it answers. A tool call is reported to the policy as an external agent's permission
 //! request (`agent.permission`) whose kind says what Reins reads it as: `Bash` is a command for the
-//! shell classifier; `Write`, `Edit`, `MultiEdit` are file changes (the whole new text worked out
-//! from the file on disk); `Read`, `Grep`, `Glob`, `LS` are reads; anything else — the web, MCP
-//! tools, tools Reins does not know — is a kind Reins cannot read, so high risk.
+//! shell classifier; `Write`, `Edit`, `MultiEdit`, `NotebookEdit` are file changes (the whole new
+//! text worked out from the file on disk); `Read`, `Grep`, `Glob`, `LS` are reads; `mcp__SERVER__TOOL`
+//! is a call of an MCP server's tool, judged by the MCP rules; anything else — the web, tools Reins
+//! does not know — is a kind Reins cannot read, so high risk.
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -107,10 +108,17 @@ impl Input {
         Value::Object(report)
     }
 
-    /// For an edit Reins cannot read from its input alone (several replacements, or one made
-    /// everywhere), the file's whole new text worked out from the disk, as a diff.
+    /// For an edit Reins cannot read from its input alone (several replacements, one made
+    /// everywhere, a notebook's cell), the file's whole new text worked out from the disk, as a diff.
     fn whole_new_text(&self) -> Option<Value> {
         let input = &self.tool_input;
+        if self.tool_name == "NotebookEdit" {
+            let path = input.get("notebook_path")?.as_str()?;
+            let old = std::fs::read_to_string(path).ok()?;
+            // A notebook edit that does not apply is left unread, as below.
+            let new = super::notebook::edited(&old, input).ok()?;
+            return Some(json!({"type": "diff", "path": path, "oldText": old, "newText": new}));
+        }
         let path = input.get("file_path")?.as_str()?;
         let edits: Vec<(&str, &str, bool)> = match self.tool_name.as_str() {
             "Edit" if input.get("replace_all").and_then(Value::as_bool) == Some(true) => {
@@ -216,6 +224,21 @@ mod tests {
         assert!(ambiguous.report().get("content").is_none());
         let all = input("Edit", json!({"file_path": p, "old_string": "two", "new_string": "2", "replace_all": true}));
         assert_eq!(all.report()["content"][0]["newText"], "one 2 2\n");
+    }
+
+    #[test]
+    fn a_notebook_edit_is_reported_as_the_notebooks_whole_new_text() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("n.ipynb");
+        let old = "{\n \"cells\": [\n  {\n   \"cell_type\": \"markdown\",\n   \"id\": \"m\",\n   \"metadata\": {},\n   \"source\": \"a\"\n  }\n ]\n}\n";
+        std::fs::write(&path, old).unwrap_or_else(|e| panic!("{e}"));
+        let p = path.display().to_string();
+        let edit = input("NotebookEdit", json!({"notebook_path": p, "cell_id": "m", "new_source": "b"}));
+        let report = edit.report();
+        assert_eq!(report["content"][0]["path"], p.as_str());
+        assert_eq!(report["content"][0]["newText"], old.replace("\"a\"", "\"b\""));
+        let missing = input("NotebookEdit", json!({"notebook_path": p, "cell_id": "zz", "new_source": "b"}));
+        assert!(missing.report().get("content").is_none());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use super::{Account, Agent, AgentError, Move, Observation};
 use crate::tools::ToolCall;
 
 pub mod hook;
+pub mod notebook;
 pub mod settings;
 pub mod stream;
 pub mod transcript;
