@@ -41,6 +41,8 @@ pub async fn exec(
     cmd: HookCommand,
 ) -> u8 {
     let HookCommand::ClaudeCode(args) = cmd;
+    // Every call redacts what it records; the patterns build on the other core meanwhile.
+    std::thread::spawn(api::prepare_secret_patterns);
     let mut text = String::new();
     if let Err(e) = std::io::stdin()
         .take(reins_core::api::MAX_HOOK_INPUT as u64 + 1)
