@@ -112,12 +112,21 @@ fn owner_only(db: &Path) {
     }
 }
 
+/// Connections a store keeps by default: a worker's drive, its heartbeat and the app's reads at once.
+pub const DEFAULT_CONNECTIONS: u32 = 4;
+
 impl Store {
     /// Opens (creating if missing) the database at `path` and brings its schema up to date.
     ///
     /// An existing file is first checked read-only: not SQLite, a schema that cannot be read, or a
     /// newer schema → an error naming the file, and not one byte of it is written.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub async fn open(path: &Path) -> Result<Self> {
+        Self::open_with(path, DEFAULT_CONNECTIONS).await
+    }
+
+    /// Opens the database with at most `connections` connections (1 to 16).
+    pub async fn open_with(path: &Path, connections: u32) -> Result<Self> {
         // Processes opening the same data dir at once (the app and a CLI, two workers) take turns
         // for the checks and the migration: a database half-way through being created must not be
         // read as damaged, nor two migrations race. Released when `_opening` drops.
@@ -130,7 +139,7 @@ impl Store {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full);
         let pool = SqlitePoolOptions::new()
-            .max_connections(4)
+            .max_connections(connections.clamp(1, 16))
             // A local file needs no liveness ping before each use: that ping is a round trip per transaction.
             .test_before_acquire(false)
             .connect_with(options)
@@ -285,13 +294,13 @@ async fn check_existing(path: &Path) -> Result<()> {
     let options = connect_options(path)?
         .read_only(true)
         .immutable(has_no_wal(path));
-    let pool = SqlitePoolOptions::new()
-        .max_connections(1)
-        .connect_with(options)
+    // One connection, not a pool: this runs on every open, and a short-lived `reins` (a Claude
+    // Code hook) pays for each statement's round trip to SQLite's thread.
+    let mut conn = sqlx::ConnectOptions::connect(&options)
         .await
         .map_err(|source| classify_open_error(path, source))?;
-    let outcome = inspect(&pool, path).await;
-    pool.close().await;
+    let outcome = inspect(&mut conn, path).await;
+    let _ = sqlx::Connection::close(conn).await;
     outcome
 }
 
@@ -304,37 +313,37 @@ fn has_no_wal(path: &Path) -> bool {
 }
 
 /// The checks every open makes, read-only: the schema can be read, the schema version is one this
-/// build knows, and the runs table can be walked. Cheap (it does not grow with the history), so
+/// build knows, and the tables can be walked into. Cheap (it does not grow with the history), so
 /// every command can afford it; `reins doctor` runs SQLite's full integrity check. Damage found
 /// later surfaces as an error naming the database, and a run that meets it is suspended.
-async fn inspect(pool: &SqlitePool, path: &Path) -> Result<()> {
+async fn inspect(conn: &mut sqlx::SqliteConnection, path: &Path) -> Result<()> {
     let corrupt = |source| classify_open_error(path, source);
     let tables: Vec<String> =
         sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .fetch_all(pool)
+            .fetch_all(&mut *conn)
             .await
             .map_err(corrupt)?;
-    // Each table's root page and its first leaf; and the runs table whole (one row per run).
-    for table in tables.iter().filter(|t| !t.starts_with("sqlite_")) {
-        let quoted = table.replace('"', "\"\"");
-        sqlx::query(&format!("SELECT * FROM \"{quoted}\" LIMIT 1"))
-            .fetch_optional(pool)
-            .await
-            .map_err(corrupt)?;
-    }
-    if tables.iter().any(|t| t == "runs") {
-        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM runs")
-            .fetch_one(pool)
-            .await
-            .map_err(corrupt)?;
-    }
-    if !tables.iter().any(|t| t == "_sqlx_migrations") {
-        return Ok(());
-    }
-    let found: Option<i64> = sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations")
-        .fetch_one(pool)
+    // In one statement: each table's root page and its first leaf (read from the table itself,
+    // not an index), the runs table whole (one row per run), and the newest migration applied.
+    let mut parts: Vec<String> = tables
+        .iter()
+        .filter(|t| !t.starts_with("sqlite_"))
+        .map(|t| {
+            let quoted = t.replace('"', "\"\"");
+            format!("(SELECT COUNT(*) FROM (SELECT * FROM \"{quoted}\" NOT INDEXED LIMIT 1))")
+        })
+        .collect();
+    let has = |name: &str| tables.iter().any(|t| t == name);
+    parts.push(if has("runs") { "(SELECT COUNT(*) FROM runs)" } else { "0" }.into());
+    parts.push(
+        if has("_sqlx_migrations") { "(SELECT MAX(version) FROM _sqlx_migrations)" } else { "NULL" }
+            .into(),
+    );
+    let row = sqlx::query(&format!("SELECT {}", parts.join(", ")))
+        .fetch_one(&mut *conn)
         .await
         .map_err(corrupt)?;
+    let found: Option<i64> = sqlx::Row::try_get(&row, parts.len() - 1).map_err(corrupt)?;
     let supported = Store::supported_schema();
     match found {
         Some(found) if found > supported => Err(StoreError::NewerSchema {
