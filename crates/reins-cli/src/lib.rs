@@ -229,12 +229,14 @@ async fn dispatch(cli: Cli) -> u8 {
         };
     }
     if let Command::Hook(cmd) = cli.command {
+        // One connection: a hook does one thing at a time, and Claude Code waits for it.
         let opening = open_with(
             cli.data_dir,
             cli.lease_secs,
             cli.retry_max,
             cli.retry_window_secs,
             cli.policy,
+            1,
         );
         return commands::hook::exec(opening, cmd).await;
     }
@@ -285,6 +287,7 @@ async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
         cli.retry_max,
         cli.retry_window_secs,
         cli.policy.clone(),
+        reins_core::api::DEFAULT_CONNECTIONS,
     )
     .await
 }
@@ -295,6 +298,7 @@ async fn open_with(
     retry_max: u32,
     retry_window_secs: u32,
     policy: Option<PathBuf>,
+    connections: u32,
 ) -> reins_core::api::Result<Reins> {
     let data_dir = DataDir::resolve(data_dir)?;
     Reins::open(
@@ -309,6 +313,7 @@ async fn open_with(
             policy_file: policy,
             // External agents reach the profile memory through this very program.
             memory_server: memory_server(),
+            connections,
             ..Options::default()
         },
     )

@@ -79,8 +79,9 @@ pub use crate::policy::{Context as PolicyContext, Decision, Policy, Risk, Verdic
 pub use crate::provider::{Price, DEFAULT_BASE_URL, DEFAULT_MODEL};
 pub use crate::resume::{RecoverySummary, SettledEffect};
 pub use crate::run::{RunEvent, RunState};
-pub use crate::secrets::redact;
+pub use crate::secrets::{prepare as prepare_secret_patterns, redact};
 pub use crate::step::{StepKind, StepStatus};
+pub use crate::store::DEFAULT_CONNECTIONS;
 pub use crate::tools::{Action, ToolCall};
 
 /// Default lease: how long a worker owns a run without writing before another may take it over.
@@ -99,6 +100,9 @@ pub struct Options {
     /// The `reins` program: external agents are given `reins mcp serve` (the profile memory) as
     /// an MCP server. None: they are not.
     pub memory_server: Option<std::path::PathBuf>,
+    /// Database connections at most. A process that does one thing at a time (a Claude Code hook)
+    /// opens one, and so saves opening and closing the others.
+    pub connections: u32,
 }
 
 impl Default for Options {
@@ -110,6 +114,7 @@ impl Default for Options {
             policy: None,
             secrets: None,
             memory_server: None,
+            connections: crate::store::DEFAULT_CONNECTIONS,
         }
     }
 }
@@ -136,7 +141,7 @@ pub struct Reins {
 impl Reins {
     pub async fn open(data_dir: DataDir, options: Options) -> Result<Self> {
         data_dir.ensure()?;
-        let store = Store::open(&data_dir.database()).await?;
+        let store = Store::open_with(&data_dir.database(), options.connections).await?;
         let blobs = BlobStore::open(&data_dir.blobs())?;
         let config_dir = crate::data_dir::config_dir()?;
         let policy_file = options
