@@ -30,6 +30,8 @@ pub struct Session {
     pub resume: Option<String>,
     pub env: Vec<(String, String)>,
     pub workspace: PathBuf,
+    /// Stop at the first card instead of waiting for its decision.
+    pub no_wait: bool,
 }
 
 pub async fn exec(
@@ -51,6 +53,7 @@ pub async fn exec(
         pass_env: args.pass_env,
         review_deadline: args.review_deadline.map(Duration::from_secs),
         log,
+        stop_at_card: session.no_wait,
     };
     crate::signals::drain_on_signal(reins.drain_flag());
     if !json {
@@ -72,6 +75,11 @@ pub async fn exec(
         println!(
             "Claude Code session {} (run {})",
             outcome.session, outcome.run
+        );
+    } else if outcome.state == RunState::AwaitingApproval && session.no_wait {
+        println!(
+            "Claude Code session {} waits for a person: {}\n  see: reins approvals; reins show {}",
+            outcome.session, outcome.summary, outcome.run
         );
     } else {
         println!(

@@ -33,6 +33,10 @@ pub struct HookArgs {
     /// Keep it under the hook's timeout in Claude Code's settings (600 s as installed).
     #[arg(long, value_name = "SECS", default_value_t = api::DEFAULT_HOOK_DEADLINE.as_secs())]
     deadline: u64,
+    /// The hook Reins gives a Claude Code it runs headless (`reins run --claude`): a call a person
+    /// must decide is answered "ask", and waits on Claude Code's control channel.
+    #[arg(long, hide = true)]
+    headless: bool,
 }
 
 /// Runs the hook: stdin to stdout, and the exit status Claude Code acts on.
@@ -55,7 +59,7 @@ pub async fn exec(
         Err(e) => return blocked(&format!("cannot open Reins' store: {e}")),
     };
     let outcome = reins
-        .claude_hook(&text, Duration::from_secs(args.deadline))
+        .claude_hook(&text, Duration::from_secs(args.deadline), args.headless)
         .await;
     reins.close().await;
     match outcome {

@@ -54,7 +54,8 @@ pub struct Args {
     /// The folder the agent works in; every file path is jailed beneath it.
     #[arg(long, value_name = "DIR")]
     workspace: PathBuf,
-    /// Return as soon as the run needs a human (exit 3) instead of waiting for one.
+    /// Return as soon as the run needs a human (exit 3) instead of waiting for one. A headless
+    /// Claude Code session is stopped at its card; once decided, a worker starts it again.
     #[arg(long)]
     no_wait: bool,
     /// Only create the run and leave it queued for a worker (`reins worker`, the desktop app).
@@ -132,9 +133,9 @@ impl ModelArgs {
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let printer = Printer::new(json);
     if args.claude.is_some() || args.resume.is_some() {
-        if args.no_wait || args.queue {
+        if args.queue {
             return Err(reins_core::api::Error::Invalid(
-                "--no-wait and --queue are for runs Reins drives itself: a headless Claude Code session lives as long as `reins run --claude`, and `--resume SESSION` picks it up again".into(),
+                "--queue is for runs Reins drives itself: a headless Claude Code session starts with `reins run --claude`; with --no-wait it stops at its first card and a worker carries it on".into(),
             ));
         }
         return crate::commands::claude_run::exec(
@@ -144,6 +145,7 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
                 resume: args.resume,
                 env: args.env,
                 workspace: args.workspace,
+                no_wait: args.no_wait,
             },
             args.claude_args,
             &printer,

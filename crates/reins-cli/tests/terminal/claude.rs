@@ -148,11 +148,11 @@ fn a_write_waits_on_a_card_lands_once_approved_is_recorded_and_rolls_back() -> a
     let (is_error, _) = told(&mock)?;
     assert!(!is_error);
 
-    // The session is a run of Claude Code, waiting for its next call; the audit log has the
-    // decision, and what happened after (PostToolUse) with the file's hash.
+    // The session is a run of Claude Code, finished when the session ended (SessionEnd); the
+    // audit log has the decision, and what happened after (PostToolUse) with the file's hash.
     let run = cli.only_run()?;
     let show = cli.json(&["show", &run])?;
-    assert_eq!(show["run"]["state"], "attached", "{show}");
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
     assert_eq!(show["run"]["agentKind"], "claude-code", "{show}");
     let events = events(&cli)?;
     assert!(
@@ -171,6 +171,15 @@ fn a_write_waits_on_a_card_lands_once_approved_is_recorded_and_rolls_back() -> a
         "{reported}"
     );
     assert_eq!(reported["sha256"], hash, "{reported}");
+    let finished = events.iter().find(|e| e["kind"] == "run.finished");
+    let finished = finished.map(|e| e["payload"]["summary"].clone());
+    assert!(
+        finished
+            .as_ref()
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.starts_with("The Claude Code session ended")),
+        "{finished:?}"
+    );
 
     // What Claude Code wrote, Reins rolls back: the pre-image was kept before it heard yes.
     let out = cli
@@ -298,6 +307,35 @@ fn no_decision_before_the_hooks_deadline_denies_and_expires_the_card() -> anyhow
     let id = card["id"].as_str().unwrap_or_default();
     let after = cli.json(&["approval", "show", id])?;
     assert_eq!(after["status"], "expired", "{after}");
+    Ok(())
+}
+
+#[test]
+fn a_session_that_ends_while_a_card_waits_expires_the_card_and_finishes_its_run(
+) -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    install(&cli)?;
+    let mock = write_hello(&cli);
+    let mut child = claude(&cli, &mock, "Write hello.txt")?;
+    let card = card(&cli, &mut child)?;
+    // The person stops Claude Code while it waits on the card (Ctrl-C, as a terminal sends it).
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id())?)
+        .ok_or_else(|| anyhow::anyhow!("no pid"))?;
+    rustix::process::kill_process(pid, rustix::process::Signal::INT)?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait()?.is_none() {
+        anyhow::ensure!(Instant::now() < deadline, "Claude Code did not stop");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!cli.ws().join("hello.txt").exists());
+    // Nobody is left to carry the call out: the card is expired, not left to be approved, and the
+    // session's run is finished.
+    let id = card["id"].as_str().unwrap_or_default();
+    let after = cli.json(&["approval", "show", id])?;
+    assert_eq!(after["status"], "expired", "{after}");
+    assert_eq!(cli.json(&["approvals"])?.as_array().map(Vec::len), Some(0));
+    let show = cli.json(&["show", &cli.only_run()?])?;
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
     Ok(())
 }
 

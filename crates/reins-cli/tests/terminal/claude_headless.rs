@@ -158,3 +158,121 @@ fn a_card_outlives_a_killed_reins_and_the_resumed_session_is_answered_by_it() ->
     assert_eq!(show["run"]["state"], "succeeded", "{show}");
     Ok(())
 }
+
+#[test]
+fn with_no_wait_the_session_stops_at_its_card_and_a_worker_carries_it_on_once_decided(
+) -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    // The first Write is asked by the session `--no-wait` stops; the worker's session asks again.
+    let mock = write_hello(&cli, 2)?;
+    let child = headless(&cli, &mock, &["--claude", "Write hello.txt", "--no-wait"])?;
+    let out = child.wait_with_output()?;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(text(&out).contains("waits for a person"), "{}", text(&out));
+    assert!(!cli.ws().join("hello.txt").exists());
+    let run = cli.only_run()?;
+    let show = cli.json(&["show", &run])?;
+    assert_eq!(show["run"]["state"], "awaiting_approval", "{show}");
+    let name = show["run"]["name"].as_str().unwrap_or_default();
+    let session = name.rsplit(' ').next().unwrap_or_default().to_owned();
+    let left = Command::new("pgrep")
+        .args(["-f", &format!("session-id {session}")])
+        .output()?;
+    assert_eq!(
+        left.status.code(),
+        Some(1),
+        "Claude Code was stopped: {}",
+        text(&left)
+    );
+
+    let cards = cli.json(&["approvals"])?;
+    let id = cards[0]["id"].as_str().unwrap_or_default().to_owned();
+    let out = cli.strict_cmd().args(["approve", &id]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+
+    // While another process holds the session, neither a second start nor a worker runs it.
+    let lock = std::fs::File::open(cli.data().join(format!("locks/claude-code-{session}.lock")))?;
+    lock.try_lock()?;
+    let twice = headless(&cli, &mock, &["--resume", &session])?.wait_with_output()?;
+    assert!(!twice.status.success(), "{}", text(&twice));
+    assert!(
+        text(&twice).contains("already running under Reins"),
+        "{}",
+        text(&twice)
+    );
+    let idle = worker(&cli, &mock)?;
+    assert!(idle.status.success(), "{}", text(&idle));
+    assert!(!cli.ws().join("hello.txt").exists(), "{}", text(&idle));
+    assert_eq!(mock.seen().len(), 1, "Claude Code was not started again");
+    drop(lock);
+
+    // The worker starts the session again; the card's decision answers the repeated call.
+    let out = worker(&cli, &mock)?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(cli.read("hello.txt")?, "hello from claude\n");
+    let show = cli.json(&["show", &run])?;
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
+    let told = mock.seen()[1].to_string();
+    assert!(
+        told.contains(reins_core::api::CLAUDE_AFTER_REVIEW),
+        "{told}"
+    );
+    // One card, one approval, one write.
+    let all = cli.json(&["approvals", "--all"])?;
+    assert_eq!(all.as_array().map(Vec::len), Some(1), "{all}");
+    assert_eq!(reported(&cli, "tool_result")?.len(), 1);
+    Ok(())
+}
+
+/// `reins worker --once` with the environment the session was started with.
+fn worker(cli: &Cli, mock: &MockAnthropic) -> anyhow::Result<std::process::Output> {
+    Ok(cli
+        .strict_cmd()
+        .args(["worker", "--once"])
+        .env("HOME", cli.tmp.path().join("home"))
+        .env("ANTHROPIC_BASE_URL", mock.base_url())
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .stdin(Stdio::null())
+        .output()?)
+}
+
+#[test]
+fn every_call_of_a_headless_session_is_judged_by_reins_even_those_claude_code_lets_through(
+) -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    std::fs::write(cli.ws().join("a.txt"), "notes\n")?;
+    let path = cli.ws().join("a.txt").display().to_string();
+    // Claude Code runs a Read and `ls` without asking anyone: Reins' hook judges them first.
+    let mock = MockAnthropic::start(vec![
+        call("Reading.", "Read", json!({"file_path": path})),
+        call(
+            "Listing.",
+            "Bash",
+            json!({"command": "ls", "description": "list"}),
+        ),
+        say("Done."),
+    ])?;
+    let out =
+        headless(&cli, &mock, &["--claude", "Read a.txt", "--no-wait"])?.wait_with_output()?;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let show = cli.json(&["show", &cli.only_run()?])?;
+    let steps = show["steps"].as_array().cloned().unwrap_or_default();
+    let seen: Vec<(&str, &str)> = steps
+        .iter()
+        .map(|s| {
+            (
+                s["action"]["args"]["title"].as_str().unwrap_or_default(),
+                s["status"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    // The read is allowed by the policy; the command waits on a card, and Claude Code with it.
+    assert_eq!(
+        seen,
+        [("Read", "done"), ("Bash", "awaiting_review")],
+        "{show}"
+    );
+    assert_eq!(cli.json(&["approvals"])?.as_array().map(Vec::len), Some(1));
+    Ok(())
+}

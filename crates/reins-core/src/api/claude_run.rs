@@ -17,7 +17,7 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
 use super::Reins;
 use crate::agent::claude::hook::{Answer, Event, Input};
 use crate::agent::claude::stream::{self, Line, ToolUse};
-use crate::agent::claude::{Request, Spec};
+use crate::agent::claude::{Headless, Request, Spec};
 use crate::engine::{Observer, Offer, Progress};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
@@ -50,7 +50,22 @@ pub struct ClaudeRunRequest {
     pub review_deadline: Option<Duration>,
     /// Where Claude Code's stderr is logged (bounded, redacted); none: kept in memory only.
     pub log: Option<PathBuf>,
+    /// Stop Claude Code as soon as an ask waits for a person (`--no-wait`, a worker): the card
+    /// stays in the inbox, and once it is decided a worker starts the session again.
+    pub stop_at_card: bool,
 }
+
+/// Set for a headless Claude Code to the session's id: Reins' hooks, if the user installed them,
+/// let that session's calls through to the control channel instead of deciding them twice.
+pub const HEADLESS_ENV: &str = "REINS_CLAUDE_HEADLESS";
+
+/// Set for a headless Claude Code started again on its session to the step whose card outlived
+/// the Reins that asked: Reins' hook leaves that call to the control channel, where the card
+/// answers it (the hook, another process, cannot tell whether it was answered already).
+pub const CARRIED_ENV: &str = "REINS_CLAUDE_CARRIED";
+
+/// What Claude Code is told when a worker starts it again after a person decided its card.
+pub const AFTER_REVIEW: &str = "A person has now decided the tool call you were waiting on. Carry on with your task where you left off: make that tool call again to get its answer.";
 
 /// Where a headless session ended.
 #[derive(Clone, Debug)]
@@ -104,11 +119,31 @@ impl Reins {
                 ))
             })?;
         let keys = self.claude_keys(&req.env).await?;
+        // Claude Code asks on its channel only for the calls its own rules do not let through
+        // (reads, `ls`, its allow list): Reins' hook judges every call first.
+        let (hook, config_dir) = self.headless_hook()?;
         let spec = Spec {
             session_id: session.clone(),
             cwd: cwd_text.clone(),
+            headless: Some(Headless {
+                program: program.to_string_lossy().into_owned(),
+                env: req.env.clone(),
+                pass_env: req.pass_env.clone(),
+                review_deadline_s: req.review_deadline.map(|d| d.as_secs()),
+            }),
         };
+        // One Claude Code per session: a second `reins run --resume`, or a worker, is refused
+        // while this one runs. The lock goes with this process, however it ends.
+        let _session = self.claude_session_lock(&session)?;
         let run = self.engine.claude_session_run(&spec).await?;
+        // The call whose card outlived the Reins that asked, captured before anything records
+        // (a record drives the run, and carries an approved card out): when the resumed Claude
+        // Code asks for it again, the card's decision answers it.
+        let mut carried = self.engine.unanswered_offer(run).await?;
+        let carried_seq = carried
+            .as_ref()
+            .map(|(seq, _)| seq.to_string())
+            .unwrap_or_default();
         obs.on(&Progress::Created {
             run,
             name: Spec::run_name(&session),
@@ -118,8 +153,6 @@ impl Reins {
             self.resume(run, crate::engine::ResumeMode::Continue)
                 .await?;
         }
-        // The call whose card outlived the Reins that asked: a new ask for the same call waits on it.
-        let mut carried = self.engine.unanswered_offer(run).await?;
 
         // Claude Code dies with this Reins (killed or crashed) instead of going on unheard: its
         // asks would go nowhere, and its session is resumed from disk anyway.
@@ -147,13 +180,20 @@ impl Reins {
             Some(id) => argv.extend(["--resume".into(), id.clone()]),
             None => argv.extend(["--session-id".into(), session.clone()]),
         }
+        argv.extend(["--settings".into(), hook.to_string()]);
+        let config_dir = config_dir.to_string_lossy().into_owned();
         let (mut piped, mut stdin, stdout) =
             crate::process::spawn_piped(crate::process::PipedSpec {
                 argv: &argv,
                 root: &cwd,
                 base_env: crate::agent::acp::session::BASE_ENV,
                 passed: &req.pass_env,
-                set: &[],
+                // Reins' own hooks, when installed, leave this session's asks to the channel.
+                set: &[
+                    (HEADLESS_ENV, &session),
+                    (crate::data_dir::CONFIG_DIR_ENV, &config_dir),
+                    (CARRIED_ENV, &carried_seq),
+                ],
                 keys: &keys,
                 log: req.log.clone(),
             })
@@ -172,6 +212,10 @@ impl Reins {
         let mut lines = tokio::io::BufReader::new(stdout).lines();
         let mut uses: BTreeMap<String, ToolUse> = BTreeMap::new();
         let mut said = String::new();
+        // What Claude Code said and did, recorded while the run waits for its next call. A record
+        // never drives a run that is deciding a call: that would carry an approved card out
+        // before the ask it answers has found it.
+        let mut unrecorded: std::collections::VecDeque<Request> = Default::default();
         let mut watch = tokio::time::interval(WATCH);
         let stopped = |state: RunState, summary: String| ClaudeRunOutcome {
             run,
@@ -234,8 +278,8 @@ impl Reins {
                         obs.on(&Progress::Text {
                             text: text.trim_end().to_owned(),
                         });
-                        self.record(run, Request::Said { text: text.clone() })
-                            .await?;
+                        unrecorded.push_back(Request::Said { text: text.clone() });
+                        self.record_now(run, &mut unrecorded).await?;
                         said = text;
                     }
                     for u in tool_uses {
@@ -257,32 +301,47 @@ impl Reins {
                         tool_input: input.clone(),
                         tool_use_id,
                         tool_response: None,
+                        reason: None,
                     };
                     let report = ask.report();
-                    let offer = match carried.take() {
-                        Some((seq, args))
-                            if args["rawInput"] == report["rawInput"]
-                                && args["title"] == report["title"] =>
-                        {
-                            Offer::answering(seq)
-                        }
-                        other => {
-                            carried = other;
-                            Offer::new(to_value(&Request::Pre {
-                                tool_use_id: ask.call_id(),
-                                call: crate::tools::ToolCall {
-                                    tool: crate::tools::permission::TOOL.into(),
-                                    args: report,
-                                },
-                                why: Some(said.clone()).filter(|s| !s.trim().is_empty()),
-                            })?)
-                        }
+                    // The card that outlived the Reins that asked (taken once: the same call
+                    // asked again later is judged again), or the one Reins' hook just put in the
+                    // inbox for this call: the ask waits on it.
+                    let outlived = carried
+                        .take_if(|(_, args)| super::hooks::same_call(args, &report))
+                        .map(|(seq, _)| seq);
+                    let waiting = match outlived {
+                        Some(seq) => Some(seq),
+                        None => self
+                            .engine
+                            .unanswered_offer(run)
+                            .await?
+                            .filter(|(_, args)| super::hooks::same_call(args, &report))
+                            .map(|(seq, _)| seq),
+                    };
+                    let offer = match waiting {
+                        Some(seq) => Offer::answering(seq),
+                        None => Offer::new(to_value(&Request::Pre {
+                            tool_use_id: ask.call_id(),
+                            call: crate::tools::ToolCall {
+                                tool: crate::tools::permission::TOOL.into(),
+                                args: report,
+                            },
+                            why: Some(said.clone()).filter(|s| !s.trim().is_empty()),
+                        })?),
                     };
                     let until = crate::clock::now_ms()
                         + i64::try_from(deadline.as_millis()).unwrap_or(i64::MAX / 4);
-                    let decided = self.engine.decide_offer(run, &offer, until, &told);
+                    let decided = self.engine.decide_offer(run, &offer, until, true, &told);
                     let answer = tokio::select! {
                         answer = decided => answer?,
+                        () = self.until_card(run), if req.stop_at_card => {
+                            drop(piped);
+                            return Ok(stopped(
+                                self.run_state(run).await?,
+                                "a tool call waits for a person; once its card is decided, a worker (`reins worker`, the app) starts the session again and the card answers the call".into(),
+                            ));
+                        }
                         () = self.until_draining() => {
                             drop(piped);
                             return Ok(stopped(
@@ -295,9 +354,13 @@ impl Reins {
                         Answer::Allow { input: edited, .. } => {
                             stream::allow(&request_id, edited.as_ref().unwrap_or(&input))
                         }
-                        Answer::Deny { reason } => stream::deny(&request_id, reason),
+                        // Waiting, Reins never answers "ask"; were it to, the call is refused.
+                        Answer::Deny { reason } | Answer::Ask { reason } => {
+                            stream::deny(&request_id, reason)
+                        }
                     };
                     send(&mut stdin, &reply).await?;
+                    self.record_now(run, &mut unrecorded).await?;
                 }
                 Line::Control {
                     request_id,
@@ -325,9 +388,11 @@ impl Reins {
                             tool_input: used.input,
                             tool_use_id: Some(used.id),
                             tool_response: Some(response),
+                            reason: None,
                         };
                         let detail = super::hooks::post_detail(&done);
-                        self.record(run, Request::Post { detail }).await?;
+                        unrecorded.push_back(Request::Post { detail });
+                        self.record_now(run, &mut unrecorded).await?;
                     }
                 }
                 Line::Result {
@@ -342,6 +407,9 @@ impl Reins {
                     } else {
                         text
                     };
+                    for request in std::mem::take(&mut unrecorded) {
+                        self.record(run, request).await?;
+                    }
                     self.record(
                         run,
                         Request::End {
@@ -364,6 +432,34 @@ impl Reins {
         }
     }
 
+    /// A worker's turn on headless run `id` (see [`Engine::headless_claude`]): Claude Code is
+    /// started again on its session, as it was first started, and stopped again at the next card.
+    /// A session another process runs is an [`Error::Conflict`].
+    pub(crate) async fn resume_headless_claude(
+        &self,
+        id: RunId,
+        spec: Spec,
+        obs: &dyn Observer,
+    ) -> Result<ClaudeRunOutcome> {
+        let headless = spec.headless.unwrap_or_default();
+        let decided = self.engine.unanswered_offer(id).await?.is_some();
+        let log = self.data_dir().join("logs");
+        let log = std::fs::create_dir_all(&log)
+            .ok()
+            .map(|()| log.join("claude-code.log"));
+        let req = ClaudeRunRequest {
+            goal: decided.then(|| AFTER_REVIEW.to_owned()),
+            resume: Some(spec.session_id),
+            program: Some(PathBuf::from(headless.program)),
+            env: headless.env,
+            pass_env: headless.pass_env,
+            review_deadline: headless.review_deadline_s.map(Duration::from_secs),
+            log,
+            stop_at_card: true,
+        };
+        self.run_claude(req, Path::new(&spec.cwd), obs).await
+    }
+
     /// The keys named by `env`, read from the keyring now: a missing one stops the run before
     /// anything starts.
     async fn claude_keys(&self, env: &BTreeMap<String, String>) -> Result<Vec<(String, Secret)>> {
@@ -378,11 +474,88 @@ impl Reins {
         Ok(keys)
     }
 
+    /// The settings that give a headless Claude Code Reins' `PreToolUse` hook (`--headless`), and
+    /// the config dir the hook reads the policy from.
+    fn headless_hook(&self) -> Result<(Value, PathBuf)> {
+        let reins = self.engine.reins_program().ok_or_else(|| {
+            Error::Invalid(
+                "Reins cannot tell where its `reins` program is, and without its hook Claude Code would let some calls through unjudged: put `reins` on PATH".into(),
+            )
+        })?;
+        let quote = |p: &Path| shell_words::quote(&p.to_string_lossy()).into_owned();
+        let mut command = format!(
+            "{} --data-dir {}",
+            quote(&reins.program),
+            quote(&reins.data_dir)
+        );
+        if self.policy_file() != reins.config_dir.join("policy.toml") {
+            command.push_str(&format!(" --policy {}", quote(self.policy_file())));
+        }
+        command.push_str(" hook claude-code --headless");
+        let settings = json!({"hooks": {"PreToolUse": [{
+            "matcher": "*",
+            "hooks": [{"type": "command", "command": command,
+                       "timeout": crate::agent::claude::settings::TIMEOUT_SECS}],
+        }]}});
+        Ok((settings, reins.config_dir.clone()))
+    }
+
+    /// Returns once run `run` waits on a card (or can no longer be looked at).
+    async fn until_card(&self, run: RunId) {
+        while matches!(self.run_state(run).await, Ok(s) if s != RunState::AwaitingApproval) {
+            tokio::time::sleep(WATCH).await;
+        }
+    }
+
+    /// Holds session `session` for this process: refused while another holds it.
+    fn claude_session_lock(&self, session: &str) -> Result<std::fs::File> {
+        let dir = self.data_dir().join("locks");
+        let io = |context: String| move |source| Error::Io { context, source };
+        std::fs::create_dir_all(&dir).map_err(io(format!("cannot create {}", dir.display())))?;
+        let path = dir.join(format!("claude-code-{session}.lock"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(io(format!("cannot open {}", path.display())))?;
+        match file.try_lock() {
+            Ok(()) => Ok(file),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Conflict(format!(
+                "Claude Code session {session} is already running under Reins (a `reins run --claude`, or a worker)"
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => {
+                Err(io(format!("cannot lock {}", path.display()))(e))
+            }
+        }
+    }
+
     /// Returns once Reins is asked to stop (Ctrl-C, SIGTERM).
     async fn until_draining(&self) {
         while !self.draining() {
             tokio::time::sleep(WATCH).await;
         }
+    }
+
+    /// Records what waits in `unrecorded`, in order, while the run waits for Claude Code's next
+    /// call; the rest stays for later.
+    async fn record_now(
+        &self,
+        run: RunId,
+        unrecorded: &mut std::collections::VecDeque<Request>,
+    ) -> Result<()> {
+        while let Some(request) = unrecorded.front() {
+            let offer = Offer::new(to_value(request)?);
+            if !self
+                .engine
+                .record_if_attached(run, &offer, &crate::engine::Silent)
+                .await?
+            {
+                break;
+            }
+            unrecorded.pop_front();
+        }
+        Ok(())
     }
 
     /// Records what Claude Code said or did (no decision: nothing to tell the person watching).

@@ -28,7 +28,8 @@ const POST_DEADLINE_MS: i64 = 5_000;
 /// What one hook call came to.
 #[derive(Debug)]
 pub struct HookOutcome {
-    pub run: RunId,
+    /// The session's run; None for a `SessionEnd` of a session with no run still open.
+    pub run: Option<RunId>,
     /// The answer (`PreToolUse`); None for a `PostToolUse`, which answers nothing.
     pub answer: Option<HookAnswer>,
 }
@@ -36,17 +37,38 @@ pub struct HookOutcome {
 impl Reins {
     /// Answers one Claude Code hook call (`text`: what it wrote on stdin), waiting for a person
     /// until `deadline` at most.
+    ///
+    /// `headless`: the hook Reins gives a session it runs headless (`reins run --claude`). It
+    /// judges every call, and when a person must decide it puts the card in the inbox and answers
+    /// "ask", so Claude Code asks on its control channel, where Reins waits on the card. Such a
+    /// session is recorded from its stream, so the hooks a user installed record nothing for it.
     pub async fn claude_hook(
         &self,
         text: &str,
         deadline: std::time::Duration,
+        headless: bool,
     ) -> Result<HookOutcome> {
         let input = Input::parse(text).map_err(|e| Error::Invalid(e.to_string()))?;
+        let runs_headless = std::env::var(super::claude_run::HEADLESS_ENV)
+            .ok()
+            .as_deref()
+            == Some(input.session_id.as_str());
+        if (runs_headless && !headless) || (headless && input.hook_event_name != Event::PreToolUse)
+        {
+            return Ok(HookOutcome {
+                run: None,
+                answer: None,
+            });
+        }
+        if input.hook_event_name == Event::SessionEnd {
+            return self.claude_session_end(&input).await;
+        }
         let run = self
             .engine
             .claude_session_run(&Spec {
                 session_id: input.session_id.clone(),
                 cwd: input.cwd.clone(),
+                headless: None,
             })
             .await?;
         let until =
@@ -59,21 +81,34 @@ impl Reins {
                         .why(),
                     None => None,
                 };
-                let request = Request::Pre {
-                    tool_use_id: input.call_id(),
-                    call: crate::tools::ToolCall {
-                        tool: crate::tools::permission::TOOL.into(),
-                        args: input.report(),
-                    },
-                    why,
+                let report = input.report();
+                if headless {
+                    if let Some(answer) = self.carried_call(run, &report).await? {
+                        return Ok(HookOutcome {
+                            run: Some(run),
+                            answer: Some(answer),
+                        });
+                    }
+                }
+                // The same call asked again (Claude Code started again on the session, or
+                // retrying) is answered by the card it already has.
+                let offer = match self.engine.unanswered_offer(run).await? {
+                    Some((seq, args)) if same_call(&args, &report) => Offer::answering(seq),
+                    _ => Offer::new(to_value(&Request::Pre {
+                        tool_use_id: input.call_id(),
+                        call: crate::tools::ToolCall {
+                            tool: crate::tools::permission::TOOL.into(),
+                            args: report,
+                        },
+                        why,
+                    })?),
                 };
-                let offer = Offer::new(to_value(&request)?);
                 let answer = self
                     .engine
-                    .decide_offer(run, &offer, until, &crate::engine::Silent)
+                    .decide_offer(run, &offer, until, !headless, &crate::engine::Silent)
                     .await?;
                 Ok(HookOutcome {
-                    run,
+                    run: Some(run),
                     answer: Some(answer),
                 })
             }
@@ -85,9 +120,45 @@ impl Reins {
                 self.engine
                     .record_offer(run, &offer, until, &crate::engine::Silent)
                     .await?;
-                Ok(HookOutcome { run, answer: None })
+                Ok(HookOutcome {
+                    run: Some(run),
+                    answer: None,
+                })
             }
+            Event::SessionEnd => self.claude_session_end(&input).await,
         }
+    }
+
+    /// A headless session started again asks for the call whose card outlived the Reins that
+    /// asked (its step in [`super::claude_run::CARRIED_ENV`]): it is left to the control channel,
+    /// where the card answers it once. "Ask" sends it there.
+    async fn carried_call(&self, run: RunId, report: &Value) -> Result<Option<HookAnswer>> {
+        let Some(seq) = std::env::var(super::claude_run::CARRIED_ENV)
+            .ok()
+            .and_then(|s| s.parse::<i64>().ok())
+        else {
+            return Ok(None);
+        };
+        let proposed = self.engine.offered_call(run, seq).await?;
+        Ok(proposed
+            .filter(|args| same_call(args, report))
+            .map(|_| HookAnswer::Ask {
+                reason: format!("the card of step {seq} in Reins answers this call"),
+            }))
+    }
+
+    /// `SessionEnd`: the session's run finishes (a card still waiting is expired).
+    async fn claude_session_end(&self, input: &Input) -> Result<HookOutcome> {
+        let until = crate::clock::now_ms() + POST_DEADLINE_MS;
+        let run = self
+            .engine
+            .end_claude_session(
+                &input.session_id,
+                &session_ended(input.reason.as_deref()),
+                until,
+            )
+            .await?;
+        Ok(HookOutcome { run, answer: None })
     }
 
     /// The hook command this Reins installs: this program, with this data dir.
@@ -194,6 +265,24 @@ async fn transcript_for(path: &Path, tool_use_id: Option<&str>) -> transcript::T
         }
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
+}
+
+/// Whether a call proposed earlier (`proposed`, its step's arguments) is the call `asked` reports.
+pub(super) fn same_call(proposed: &Value, asked: &Value) -> bool {
+    proposed["rawInput"] == asked["rawInput"] && proposed["title"] == asked["title"]
+}
+
+/// A session run's last words, from Claude Code's reason for ending it.
+fn session_ended(reason: Option<&str>) -> String {
+    let why = match reason {
+        Some("prompt_input_exit") => "the person left Claude Code",
+        Some("clear") => "the person cleared the conversation (/clear)",
+        Some("logout") => "the person logged out",
+        Some("resume") => "the person switched to another session (/resume)",
+        Some("bypass_permissions_disabled") => "bypass-permissions mode was turned off",
+        _ => "Claude Code exited",
+    };
+    format!("The Claude Code session ended: {why}.")
 }
 
 fn to_value(request: &Request) -> Result<Value> {

@@ -29,7 +29,10 @@ mod types;
 pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
 pub use crate::tools::mcp::Hints as McpHints;
 pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
-pub use claude_run::{ClaudeRunOutcome, ClaudeRunRequest, DEFAULT_REVIEW_DEADLINE};
+pub use claude_run::{
+    ClaudeRunOutcome, ClaudeRunRequest, AFTER_REVIEW as CLAUDE_AFTER_REVIEW,
+    DEFAULT_REVIEW_DEADLINE,
+};
 pub use doctor::DoctorReport;
 pub use hooks::{
     claude_hooks_install, claude_hooks_uninstall, claude_hooks_view, claude_scope,

@@ -25,6 +25,10 @@ use crate::workspace::Workspace;
 
 /// Bytes of an external agent's stderr log a run's detail shows.
 const AGENT_LOG_TAIL: usize = 8 * 1024;
+/// How long a worker leaves a headless Claude Code session that could not be started again.
+const HELD_BACK_MS: i64 = 60_000;
+/// How long a worker leaves a headless Claude Code session another process runs.
+const BUSY_MS: i64 = 1_000;
 
 #[derive(Clone, Debug, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -84,6 +88,8 @@ impl Reins {
         let mut summary = WorkSummary::default();
         // Runs this loop let go into a retry backoff: a drain pauses them where they wait.
         let mut backing_off: Vec<RunId> = Vec::new();
+        // Headless Claude Code sessions that could not be started again, and until when they wait.
+        let mut held_back: std::collections::HashMap<RunId, i64> = Default::default();
         // Pending approvals whose files change on disk are superseded at once; overdue ones expire.
         let mut watch = match crate::approval::watch::Watch::new() {
             Ok(w) => Some(w),
@@ -104,7 +110,10 @@ impl Reins {
                     self.engine.expire_due().await?;
                 }
             }
-            let ids = self.engine.runnable().await?;
+            let now = crate::clock::now_ms();
+            held_back.retain(|_, until| *until > now);
+            let mut ids = self.engine.runnable().await?;
+            ids.retain(|id| !held_back.contains_key(id));
             if ids.is_empty() {
                 if once {
                     // A run waiting out a retry backoff is still this worker's work.
@@ -124,6 +133,27 @@ impl Reins {
             for id in ids {
                 if self.engine.draining() {
                     return self.drained(summary, &backing_off).await;
+                }
+                if let Some(spec) = self.engine.headless_claude(id).await? {
+                    match self.resume_headless_claude(id, spec, observer).await {
+                        Ok(outcome) => match outcome.state {
+                            s if s.is_terminal() => summary.finished += 1,
+                            RunState::Paused => summary.paused += 1,
+                            _ => summary.waiting += 1,
+                        },
+                        // Its own `reins run --claude` drives it: look again later.
+                        Err(Error::Conflict(_)) => {
+                            held_back.insert(id, crate::clock::now_ms() + BUSY_MS);
+                            continue;
+                        }
+                        Err(e) => {
+                            tracing::warn!(run_id = %id, "cannot start Claude Code again for this run; trying again in a minute: {e}");
+                            held_back.insert(id, crate::clock::now_ms() + HELD_BACK_MS);
+                            continue;
+                        }
+                    }
+                    summary.driven += 1;
+                    continue;
                 }
                 let outcome = self.engine.drive(id, observer).await?;
                 match outcome {

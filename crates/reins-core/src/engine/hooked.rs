@@ -87,14 +87,62 @@ impl Engine {
         .await
     }
 
+    /// The headless Claude Code session run `id` follows, when it is one a worker can start again
+    /// (`reins run --claude` recorded how); None for any other run.
+    pub async fn headless_claude(&self, id: RunId) -> Result<Option<Spec>> {
+        let pool = self.store.pool();
+        if runs::get(pool, id).await?.agent_kind != KIND {
+            return Ok(None);
+        }
+        let spec = Spec::from_json(&runs::spec(pool, id).await?)?;
+        Ok(spec.headless.is_some().then_some(spec))
+    }
+
+    /// Ends the run following Claude Code session `session_id`, which Claude Code says has ended
+    /// (`reason`: its words for why). A card still waiting in the inbox is expired — nobody is left
+    /// to carry its call out — and the run finishes with `summary`. None when the session has no
+    /// run still open (it never asked anything, or its run already ended: a headless run finishes
+    /// with its turn); a paused or suspended run is left as the person left it.
+    pub async fn end_claude_session(
+        &self,
+        session_id: &str,
+        summary: &str,
+        deadline: i64,
+    ) -> Result<Option<RunId>> {
+        let name = Spec::run_name(session_id);
+        let Some(row) = runs::latest_named(self.store.pool(), KIND, &name).await? else {
+            return Ok(None);
+        };
+        if row.state.is_terminal() || matches!(row.state, RunState::Paused | RunState::Suspended)
+        {
+            return Ok(None);
+        }
+        if let Some((seq, _)) = self.unanswered_offer(row.id).await? {
+            self.expire_step(row.id, seq, "the Claude Code session ended before a decision")
+                .await?;
+        }
+        let end = crate::agent::claude::Request::End {
+            ok: true,
+            summary: summary.to_owned(),
+            usage: Value::Null,
+        };
+        let request = serde_json::to_value(&end).map_err(|e| Error::Invalid(e.to_string()))?;
+        let ended = self
+            .record_offer(row.id, &Offer::new(request), deadline, &Silent)
+            .await?;
+        Ok(ended.then_some(row.id))
+    }
+
     /// Hands `offer` (a tool call to decide) to run `id` and waits, until `deadline` (Unix ms), for
     /// its step to be decided: the answer for the agent. A card undecided at the deadline is
-    /// expired and the call denied.
+    /// expired and the call denied. With `wait` false, a card is not waited for: the answer is
+    /// [`Answer::Ask`] as soon as it is in the inbox.
     pub async fn decide_offer(
         &self,
         id: RunId,
         offer: &Offer,
         deadline: i64,
+        wait: bool,
         obs: &dyn Observer,
     ) -> Result<Answer> {
         let pool = self.store.pool();
@@ -106,10 +154,18 @@ impl Engine {
                     if let Some(answer) = self.answer_of(id, &step).await? {
                         return Ok(answer);
                     }
+                    if !wait && self.card_pending(id, seq).await? {
+                        return Ok(Answer::Ask {
+                            reason: format!(
+                                "Reins asks a person: step {seq} of run {id} waits in the inbox"
+                            ),
+                        });
+                    }
                 }
                 if now >= deadline && !expired {
                     expired = true;
-                    self.expire_step(id, seq).await?;
+                    self.expire_step(id, seq, "the agent's hook stopped waiting for a decision")
+                        .await?;
                 }
                 if now >= deadline + GRACE_MS {
                     return Ok(Answer::Deny {
@@ -195,6 +251,23 @@ impl Engine {
         }
     }
 
+    /// Records `offer` on run `id` if the run waits for its agent's next request now (attached);
+    /// false, untouched, when it does not.
+    pub async fn record_if_attached(
+        &self,
+        id: RunId,
+        offer: &Offer,
+        obs: &dyn Observer,
+    ) -> Result<bool> {
+        if runs::get(self.store.pool(), id).await?.state != RunState::Attached {
+            return Ok(false);
+        }
+        Ok(matches!(
+            self.drive_with(id, obs, Some(offer)).await?,
+            DriveOutcome::NeedsHuman { .. } | DriveOutcome::Finished { .. }
+        ))
+    }
+
     /// The last step of run `id` when it is a tool call whose decision is not carried out yet (a
     /// card still pending, or approved with nobody to carry it out): its seq and its call's
     /// arguments. A Claude Code that asks for the same call again is answered by it.
@@ -210,6 +283,14 @@ impl Engine {
             return Ok(None);
         }
         Ok(Some((seq, step.action.call().args.clone())))
+    }
+
+    /// The arguments of the tool call step `seq` of run `id` decided, if it is one.
+    pub async fn offered_call(&self, id: RunId, seq: i64) -> Result<Option<Value>> {
+        let step = steps::get(self.store.pool(), id, seq).await?;
+        Ok(step
+            .filter(|s| s.tool == crate::tools::permission::TOOL)
+            .map(|s| s.action.call().args.clone()))
     }
 
     /// The answer a decided step gives; None while it is undecided.
@@ -257,8 +338,15 @@ impl Engine {
         }))
     }
 
-    /// Expires the pending card of step `seq`, if one is pending: the hook stopped waiting.
-    async fn expire_step(&self, id: RunId, seq: i64) -> Result<()> {
+    /// Whether step `seq` of run `id` waits on a card nobody has decided.
+    async fn card_pending(&self, id: RunId, seq: i64) -> Result<bool> {
+        let card = approvals::latest_for_step(self.store.pool(), id, seq).await?;
+        Ok(card.is_some_and(|c| c.status == Status::Pending))
+    }
+
+    /// Expires the pending card of step `seq`, if one is pending: nobody waits for it any more
+    /// (`why`).
+    async fn expire_step(&self, id: RunId, seq: i64, why: &str) -> Result<()> {
         let Some(row) = approvals::latest_for_step(self.store.pool(), id, seq).await? else {
             return Ok(());
         };
@@ -269,7 +357,7 @@ impl Engine {
             id: row.id.clone(),
             status: Status::Expired,
             by: "system".into(),
-            note: Some("the agent's hook stopped waiting for a decision".into()),
+            note: Some(why.into()),
             scope: None,
             edited: None,
         }])

@@ -155,6 +155,12 @@ impl Engine {
         self
     }
 
+    /// The `reins` program and the dirs it is started with (external agents' memory server,
+    /// headless Claude Code's hook); None when it is not known.
+    pub fn reins_program(&self) -> Option<&crate::agent::acp::MemoryServer> {
+        self.memory_server.as_ref()
+    }
+
     pub fn secrets(&self) -> &Arc<dyn crate::keys::SecretStore> {
         &self.secrets
     }

@@ -1,5 +1,5 @@
-//! What a Claude Code hook sends (`PreToolUse`, `PostToolUse` on stdin), what Reins reads it as,
-//! and what it answers. A tool call is reported to the policy as an external agent's permission
+//! What a Claude Code hook sends (`PreToolUse`, `PostToolUse`, `SessionEnd` on stdin), what Reins
+//! reads it as, and what it answers. A tool call is reported to the policy as an external agent's permission
 //! request (`agent.permission`) whose kind says what Reins reads it as: `Bash` is a command for the
 //! shell classifier; `Write`, `Edit`, `MultiEdit`, `NotebookEdit` are file changes (the whole new
 //! text worked out from the file on disk); `Read`, `Grep`, `Glob`, `LS` are reads; `mcp__SERVER__TOOL`
@@ -17,6 +17,9 @@ pub const MAX_INPUT_BYTES: usize = 10 * 1024 * 1024;
 pub enum Event {
     PreToolUse,
     PostToolUse,
+    /// The session ended: Claude Code exited, or the person cleared the conversation or logged
+    /// out. Its run finishes.
+    SessionEnd,
 }
 
 /// One hook call as Claude Code sends it (fields Reins does not use are ignored: Claude Code adds
@@ -28,12 +31,18 @@ pub struct Input {
     pub transcript_path: Option<String>,
     pub cwd: String,
     pub hook_event_name: Event,
+    /// The tool (`PreToolUse`, `PostToolUse`; empty for `SessionEnd`).
+    #[serde(default)]
     pub tool_name: String,
+    #[serde(default)]
     pub tool_input: Value,
     #[serde(default)]
     pub tool_use_id: Option<String>,
     #[serde(default)]
     pub tool_response: Option<Value>,
+    /// Why the session ended (`SessionEnd`): `clear`, `logout`, `prompt_input_exit`, `other`…
+    #[serde(default)]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -55,6 +64,12 @@ impl Input {
         }
         if !std::path::Path::new(&input.cwd).is_absolute() {
             return bad("`cwd` must be an absolute path");
+        }
+        if input.hook_event_name == Event::SessionEnd {
+            if input.reason.as_ref().is_some_and(|r| r.len() > 200) {
+                return bad("`reason` must be at most 200 characters");
+            }
+            return Ok(input);
         }
         if input.tool_name.is_empty() || input.tool_name.len() > 200 {
             return bad("`tool_name` must be 1 to 200 characters");
@@ -158,6 +173,9 @@ pub enum Answer {
     Allow { reason: String, input: Option<Value> },
     /// Block it; Claude Code's model reads the reason.
     Deny { reason: String },
+    /// Let Claude Code ask for permission: a headless session's card waits in Reins' inbox, and
+    /// Claude Code's ask comes to Reins on its control channel, where the card answers it.
+    Ask { reason: String },
 }
 
 impl Answer {
@@ -174,6 +192,10 @@ impl Answer {
             }
             Answer::Deny { reason } => {
                 out["permissionDecision"] = "deny".into();
+                out["permissionDecisionReason"] = reason.clone().into();
+            }
+            Answer::Ask { reason } => {
+                out["permissionDecision"] = "ask".into();
                 out["permissionDecisionReason"] = reason.clone().into();
             }
         }
@@ -250,9 +272,23 @@ mod tests {
             json!({"session_id": "a", "cwd": "w", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}).to_string(),
             json!({"session_id": "a", "cwd": "/w", "hook_event_name": "Stop", "tool_name": "Bash", "tool_input": {}}).to_string(),
             json!({"session_id": "a", "cwd": "/w", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": "ls"}).to_string(),
+            json!({"session_id": "a", "cwd": "/w", "hook_event_name": "PreToolUse", "tool_input": {}}).to_string(),
+            json!({"session_id": "a", "cwd": "/w", "hook_event_name": "SessionEnd", "reason": "x".repeat(201)}).to_string(),
         ] {
             assert!(Input::parse(&bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_session_end_names_no_tool() {
+        let end = Input::parse(
+            &json!({"session_id": "abc-1", "transcript_path": "/t.jsonl", "cwd": "/w",
+                "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
+            .to_string(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(end.hook_event_name, Event::SessionEnd);
+        assert_eq!(end.reason.as_deref(), Some("prompt_input_exit"));
     }
 
     #[test]
@@ -263,5 +299,7 @@ mod tests {
         let d = Answer::Deny { reason: "no".into() }.to_json();
         assert_eq!(d["hookSpecificOutput"]["permissionDecisionReason"], "no");
         assert!(d["hookSpecificOutput"].get("updatedInput").is_none());
+        let a = Answer::Ask { reason: "a card waits".into() }.to_json();
+        assert_eq!(a["hookSpecificOutput"]["permissionDecision"], "ask");
     }
 }

@@ -28,6 +28,28 @@ pub const VERSION: &str = "1";
 pub struct Spec {
     pub session_id: String,
     pub cwd: String,
+    /// How a headless session is started again (`reins run --claude`); none for a session in the
+    /// user's terminal, which only its hooks report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headless: Option<Headless>,
+}
+
+/// What a worker needs to start a headless session again once a person decided its card: the
+/// program and the names of what it is given — never a key itself.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Headless {
+    /// The `claude` program as it was found.
+    pub program: String,
+    /// Environment variables set from the keyring: variable → key name.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Environment variables passed through from the environment of whoever starts it.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+    /// How long one ask waits for a decision, in seconds.
+    #[serde(default)]
+    pub review_deadline_s: Option<u64>,
 }
 
 impl Spec {
@@ -39,7 +61,11 @@ impl Spec {
     }
 
     pub fn to_json(&self) -> String {
-        serde_json::json!({"sessionId": self.session_id, "cwd": self.cwd}).to_string()
+        let mut spec = serde_json::json!({"sessionId": self.session_id, "cwd": self.cwd});
+        if let Some(headless) = &self.headless {
+            spec["headless"] = serde_json::to_value(headless).unwrap_or(Value::Null);
+        }
+        spec.to_string()
     }
 
     /// The run's name: how a later hook of the same session finds it.
@@ -204,12 +230,12 @@ mod tests {
 
     #[tokio::test]
     async fn an_offered_call_is_proposed_until_it_is_observed_then_the_agent_detaches() {
-        let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into() });
+        let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into(), headless: None });
         assert_eq!(a.next().await.ok(), Some(Move::Detach));
         a.offer(&pre()).unwrap_or_else(|e| panic!("{e}"));
         // Proposed again after a restore (a decision carried out by another process).
         let saved = a.state();
-        let mut b = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into() });
+        let mut b = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into(), headless: None });
         b.restore(&saved).unwrap_or_else(|e| panic!("{e}"));
         for agent in [&mut a, &mut b] {
             assert!(matches!(agent.next().await, Ok(Move::Call { .. })));
@@ -221,7 +247,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_post_tool_use_is_an_account_and_no_step() {
-        let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into() });
+        let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into(), headless: None });
         a.offer(&json!({"hook": "post", "detail": {"tool": "Write", "ok": true}}))
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(a.next().await.ok(), Some(Move::Detach));

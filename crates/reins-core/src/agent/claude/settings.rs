@@ -1,5 +1,6 @@
 //! Reins' entries in Claude Code's settings: a command hook, `reins hook claude-code`, on
-//! `PreToolUse` for every tool (with a timeout long enough for a person) and on `PostToolUse`.
+//! `PreToolUse` for every tool (with a timeout long enough for a person), on `PostToolUse`, and on
+//! `SessionEnd` (which finishes the session's run).
 //! Installing merges them into the file and keeps every other setting and hook; uninstalling takes
 //! out only Reins' own (found by their command). The change is worked out first, so a dry run can
 //! show it, and written whole (a temporary file renamed over the old one).
@@ -12,6 +13,10 @@ use serde_json::{json, Map, Value};
 pub const MARK: &str = " hook claude-code";
 /// Claude Code's longest hook timeout, in seconds: the hook answers before it (see the deadline).
 pub const TIMEOUT_SECS: u64 = 600;
+/// The hooks installed: the event, and its timeout in seconds. Claude Code waits for a
+/// `SessionEnd` hook as long as its timeout says (60 s at most), so the session's run is finished
+/// before Claude Code exits.
+const EVENTS: [(&str, u64); 3] = [("PreToolUse", TIMEOUT_SECS), ("PostToolUse", 30), ("SessionEnd", 10)];
 
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
@@ -171,15 +176,19 @@ pub fn install(path: &Path, command: &str) -> Result<Change, SettingsError> {
             detail: "`hooks` is not an object".into(),
         });
     };
-    for (event, timeout) in [("PreToolUse", TIMEOUT_SECS), ("PostToolUse", 30)] {
+    for (event, timeout) in EVENTS {
         let mut groups = match hooks.get(event) {
             Some(g) => without_ours(g, path)?,
             None => Vec::new(),
         };
-        groups.push(json!({
-            "matcher": "*",
+        let mut group = json!({
             "hooks": [{"type": "command", "command": command, "timeout": timeout}],
-        }));
+        });
+        // Tool events match tools by name: every tool. A session's end is taken whatever its reason.
+        if event != "SessionEnd" {
+            group["matcher"] = "*".into();
+        }
+        groups.push(group);
         hooks.insert(event.into(), Value::Array(groups));
     }
     Ok(Change {
@@ -256,6 +265,8 @@ mod tests {
         assert_eq!(pre[0]["hooks"][0]["command"], "my-linter");
         assert_eq!(pre[1]["hooks"][0]["timeout"], 600);
         assert_eq!(merged["hooks"]["PostToolUse"][0]["hooks"][0]["command"], CMD);
+        assert_eq!(merged["hooks"]["SessionEnd"][0]["hooks"][0]["command"], CMD);
+        assert!(merged["hooks"]["SessionEnd"][0].get("matcher").is_none());
         assert_eq!(installed(&path).ok().flatten().as_deref(), Some(CMD));
         let out = uninstall(&path).unwrap_or_else(|e| panic!("{e}"));
         out.write().unwrap_or_else(|e| panic!("{e}"));
