@@ -70,8 +70,17 @@ impl Observer for Printer {
         }
         if let Progress::Text { text } = p {
             let start = !self.mid_line.swap(true, Ordering::Relaxed);
-            let text = text.replace('\n', "\n    ");
-            let _ = write!(out, "{}{text}", if start { "    " } else { "" });
+            // Text that ends its line leaves the next one to start indented, as a new one.
+            let (body, ends) = match text.strip_suffix('\n') {
+                Some(body) => (body, true),
+                None => (text.as_str(), false),
+            };
+            let body = body.replace('\n', "\n    ");
+            let _ = write!(out, "{}{body}", if start { "    " } else { "" });
+            if ends {
+                let _ = writeln!(out);
+                self.mid_line.store(false, Ordering::Relaxed);
+            }
             let _ = out.flush();
             return;
         }
@@ -149,7 +158,7 @@ impl Observer for Printer {
                 };
                 let why = why
                     .as_ref()
-                    .map(|w| format!("\n       why: {w}"))
+                    .map(|w| format!("\n       why: {}", w.replace('\n', "\n            ")))
                     .unwrap_or_default();
                 writeln!(out, "  {mark} #{seq} {tool:<9} {status:<8} {summary}  [checkpoint {checkpoint}]{reused}{why}")
             }

@@ -78,7 +78,7 @@ pub async fn exec(
         );
     } else if outcome.state == RunState::AwaitingApproval && session.no_wait {
         println!(
-            "Claude Code session {} waits for a person: {}\n  see: reins approvals; reins show {}",
+            "Claude Code stopped at a card (session {}): {}\n  once it is decided, a worker (`reins worker`, the app) starts the session again and the card answers the call\n  see: reins approvals; reins show {}",
             outcome.session, outcome.summary, outcome.run
         );
     } else {

@@ -254,7 +254,7 @@ fn render(d: &RunDetail) -> String {
         for (line, step) in lines.zip(&d.steps) {
             let _ = writeln!(s, "  {line}");
             if let Some(why) = &step.why {
-                let _ = writeln!(s, "       why: {why}");
+                let _ = writeln!(s, "       why: {}", why.replace('\n', "\n            "));
             }
         }
     }

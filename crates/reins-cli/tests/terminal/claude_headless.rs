@@ -168,7 +168,7 @@ fn with_no_wait_the_session_stops_at_its_card_and_a_worker_carries_it_on_once_de
     let child = headless(&cli, &mock, &["--claude", "Write hello.txt", "--no-wait"])?;
     let out = child.wait_with_output()?;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    assert!(text(&out).contains("waits for a person"), "{}", text(&out));
+    assert!(text(&out).contains("stopped at a card"), "{}", text(&out));
     assert!(!cli.ws().join("hello.txt").exists());
     let run = cli.only_run()?;
     let show = cli.json(&["show", &run])?;

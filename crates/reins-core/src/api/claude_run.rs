@@ -276,7 +276,7 @@ impl Reins {
                 Line::Assistant { text, tool_uses } => {
                     if !text.trim().is_empty() {
                         obs.on(&Progress::Text {
-                            text: text.trim_end().to_owned(),
+                            text: format!("{}\n", text.trim_end()),
                         });
                         unrecorded.push_back(Request::Said { text: text.clone() });
                         self.record_now(run, &mut unrecorded).await?;
@@ -339,7 +339,7 @@ impl Reins {
                             drop(piped);
                             return Ok(stopped(
                                 self.run_state(run).await?,
-                                "a tool call waits for a person; once its card is decided, a worker (`reins worker`, the app) starts the session again and the card answers the call".into(),
+                                "a tool call waits for a person".into(),
                             ));
                         }
                         () = self.until_draining() => {
