@@ -5,6 +5,7 @@ mod app_facade;
 mod at_rest;
 mod audit_words;
 mod checkpoint_damage;
+mod claude_hooks;
 mod control;
 mod findings;
 mod house;

@@ -36,6 +36,7 @@ impl Engine {
                 spec: plan.to_json(),
             },
             workspace,
+            false,
         )
         .await
     }
@@ -56,6 +57,7 @@ impl Engine {
                 spec: spec.to_json(),
             },
             workspace,
+            false,
         )
         .await
     }
@@ -75,11 +77,13 @@ impl Engine {
                 spec: spec.to_json(),
             },
             workspace,
+            false,
         )
         .await
     }
 
-    /// Creates a queued run of an agent that runs outside Reins (see `hooked.rs`).
+    /// Creates a queued run of an agent that runs outside Reins (see `hooked.rs`): the one open
+    /// run by its name — while another is open, [`StoreError::Conflict`](crate::store::StoreError).
     pub(super) async fn create_external_run(
         &self,
         kind: &'static str,
@@ -98,11 +102,17 @@ impl Engine {
                 spec,
             },
             workspace,
+            true,
         )
         .await
     }
 
-    async fn create_run(&self, new: NewRun<'_>, workspace: &Workspace) -> Result<RunId> {
+    async fn create_run(
+        &self,
+        new: NewRun<'_>,
+        workspace: &Workspace,
+        sole: bool,
+    ) -> Result<RunId> {
         let id = RunId::new();
         let now = now_ms();
         let spec_hash = crate::digest::Digest::of(new.spec.as_bytes());
@@ -149,6 +159,7 @@ impl Engine {
         let change = Change::rows(vec![Write::RunInsert {
             row: Box::new(row),
             spec: new.spec,
+            sole,
         }])
             .checkpoint(self.prepare(&first, Level::Task)?)
             .event(event);

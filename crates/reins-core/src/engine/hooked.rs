@@ -76,15 +76,26 @@ impl Engine {
         }
         let ws = Workspace::open(std::path::Path::new(&spec.cwd))
             .map_err(|e| Error::Invalid(format!("the session's folder cannot be opened: {e}")))?;
-        self.create_external_run(
-            KIND,
-            VERSION,
-            &name,
-            &format!("Claude Code session {} in {}", spec.session_id, spec.cwd),
-            spec.to_json(),
-            &ws,
-        )
-        .await
+        let created = self
+            .create_external_run(
+                KIND,
+                VERSION,
+                &name,
+                &format!("Claude Code session {} in {}", spec.session_id, spec.cwd),
+                spec.to_json(),
+                &ws,
+            )
+            .await;
+        match created {
+            // Another hook of the session (Claude Code runs reads side by side) created it first.
+            Err(Error::Store(StoreError::Conflict(_))) => {
+                match runs::latest_named(self.store.pool(), KIND, &name).await? {
+                    Some(row) => Ok(row.id),
+                    None => Err(Error::Invalid(format!("{name}: its run vanished"))),
+                }
+            }
+            other => other,
+        }
     }
 
     /// The headless Claude Code session run `id` follows, when it is one a worker can start again

@@ -107,6 +107,19 @@ pub async fn latest_named(pool: &SqlitePool, kind: &str, name: &str) -> Result<O
     decode::optional(row)
 }
 
+/// Whether the newest run of `kind` named `name` is still open (neither succeeded nor failed), as
+/// this transaction sees it.
+pub async fn newest_named_open(tx: &mut Tx, kind: &str, name: &str) -> Result<bool> {
+    let state: Option<String> = sqlx::query_scalar(
+        "SELECT state FROM runs WHERE agent_kind = ? AND name = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+    )
+    .bind(kind)
+    .bind(name)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(state.is_some_and(|s| s != "succeeded" && s != "failed"))
+}
+
 /// The run's state as this transaction sees it.
 pub async fn state(tx: &mut Tx, id: RunId) -> Result<RunState> {
     let state: Option<String> = sqlx::query_scalar("SELECT state FROM runs WHERE id = ?")

@@ -38,7 +38,13 @@ pub enum Write {
         gone_owner: Option<String>,
         lost: Option<String>,
     },
-    RunInsert { row: Box<RunRow>, spec: String },
+    /// A new run. `sole`: refused ([`StoreError::Conflict`]) while the newest run of its kind by
+    /// its name is still open (neither succeeded nor failed) — an outside agent's session has one.
+    RunInsert {
+        row: Box<RunRow>,
+        spec: String,
+        sole: bool,
+    },
     RunCompat(Compat),
     /// Holds a queued run back until then (a retry's backoff).
     RunNotBefore(i64),
@@ -194,7 +200,15 @@ async fn apply_one(
         Write::Grant(g) => return grants::insert(tx, g).await,
         Write::GrantUsed(id) => return grants::used(tx, id, now).await,
         Write::GrantRevoked(id) => return grants::revoke(tx, id, now).await,
-        Write::RunInsert { row, spec } => return runs::insert(tx, row, spec).await,
+        Write::RunInsert { row, spec, sole } => {
+            if *sole && runs::newest_named_open(tx, &row.agent_kind, &row.name).await? {
+                return Err(StoreError::Conflict(format!(
+                    "a run named {:?} is open already",
+                    row.name
+                )));
+            }
+            return runs::insert(tx, row, spec).await;
+        }
         _ => {}
     }
     let run = of_run(run)?;

@@ -1,0 +1,53 @@
+//! Claude Code's hooks as separate processes would call them: Claude Code runs read-only tools
+//! side by side, so the first calls of a session arrive at once, each in its own `reins hook`.
+
+use std::sync::Arc;
+
+use reins_tests::{raw_db, PermitAll, Sandbox};
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_calls_side_by_side_make_one_run_for_the_session() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    // Two processes' worth of Reins on one data dir.
+    let a = sb.reins(Arc::new(PermitAll)).await?;
+    let b = sb.reins(Arc::new(PermitAll)).await?;
+    let ws = sb.ws().canonicalize()?.display().to_string();
+    let deadline = std::time::Duration::from_secs(30);
+    for n in 0..12 {
+        let call = |tool_use: &str| {
+            json!({"session_id": format!("side-by-side-{n}"), "cwd": ws,
+                "hook_event_name": "PreToolUse", "tool_name": "Read",
+                "tool_input": {"file_path": format!("{ws}/README.md")},
+                "tool_use_id": tool_use})
+            .to_string()
+        };
+        let (first, second) = (call("toolu_a"), call("toolu_b"));
+        let (x, y) = tokio::join!(
+            a.claude_hook(&first, deadline, false),
+            b.claude_hook(&second, deadline, false)
+        );
+        let (x, y) = (x?, y?);
+        assert_eq!(x.run, y.run, "session {n}: both calls went to one run");
+        for answer in [x.answer, y.answer] {
+            assert!(
+                matches!(answer, Some(reins_core::api::HookAnswer::Allow { .. })),
+                "{answer:?}"
+            );
+        }
+    }
+    let db = raw_db(&a).await?;
+    let per_session: Vec<(String, i64)> =
+        sqlx::query_as("SELECT name, COUNT(*) FROM runs GROUP BY name HAVING COUNT(*) > 1")
+            .fetch_all(&db)
+            .await?;
+    assert!(
+        per_session.is_empty(),
+        "sessions with two runs: {per_session:?}"
+    );
+    let runs: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM runs")
+        .fetch_one(&db)
+        .await?;
+    assert_eq!(runs, 12);
+    Ok(())
+}
