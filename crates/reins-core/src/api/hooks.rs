@@ -49,7 +49,7 @@ impl Reins {
         headless: bool,
     ) -> Result<HookOutcome> {
         let input = Input::parse(text).map_err(|e| Error::Invalid(e.to_string()))?;
-        let runs_headless = std::env::var(super::claude_run::HEADLESS_ENV)
+        let runs_headless = std::env::var(super::claude_launch::HEADLESS_ENV)
             .ok()
             .as_deref()
             == Some(input.session_id.as_str());
@@ -130,10 +130,10 @@ impl Reins {
     }
 
     /// A headless session started again asks for the call whose card outlived the Reins that
-    /// asked (its step in [`super::claude_run::CARRIED_ENV`]): it is left to the control channel,
+    /// asked (its step in [`super::claude_launch::CARRIED_ENV`]): it is left to the control channel,
     /// where the card answers it once. "Ask" sends it there.
     async fn carried_call(&self, run: RunId, report: &Value) -> Result<Option<HookAnswer>> {
-        let Some(seq) = std::env::var(super::claude_run::CARRIED_ENV)
+        let Some(seq) = std::env::var(super::claude_launch::CARRIED_ENV)
             .ok()
             .and_then(|s| s.parse::<i64>().ok())
         else {

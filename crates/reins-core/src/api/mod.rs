@@ -14,6 +14,7 @@ use crate::store::Store;
 
 mod agents;
 mod audit_log;
+mod claude_launch;
 mod claude_run;
 mod doctor;
 mod hooks;
@@ -29,10 +30,8 @@ mod types;
 pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
 pub use crate::tools::mcp::Hints as McpHints;
 pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
-pub use claude_run::{
-    ClaudeRunOutcome, ClaudeRunRequest, AFTER_REVIEW as CLAUDE_AFTER_REVIEW,
-    DEFAULT_REVIEW_DEADLINE,
-};
+pub use claude_launch::AFTER_REVIEW as CLAUDE_AFTER_REVIEW;
+pub use claude_run::{ClaudeRunOutcome, ClaudeRunRequest, DEFAULT_REVIEW_DEADLINE};
 pub use doctor::DoctorReport;
 pub use hooks::{
     claude_hooks_install, claude_hooks_uninstall, claude_hooks_view, claude_scope,
