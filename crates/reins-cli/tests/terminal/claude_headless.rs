@@ -226,9 +226,18 @@ fn with_no_wait_the_session_stops_at_its_card_and_a_worker_carries_it_on_once_de
 
 /// `reins worker --once` with the environment the session was started with.
 fn worker(cli: &Cli, mock: &MockAnthropic) -> anyhow::Result<std::process::Output> {
+    reins_with_model(cli, mock, &["worker", "--once"])
+}
+
+/// `reins ARGS…` with the environment the session was started with.
+fn reins_with_model(
+    cli: &Cli,
+    mock: &MockAnthropic,
+    args: &[&str],
+) -> anyhow::Result<std::process::Output> {
     Ok(cli
         .strict_cmd()
-        .args(["worker", "--once"])
+        .args(args)
         .env("HOME", cli.tmp.path().join("home"))
         .env("ANTHROPIC_BASE_URL", mock.base_url())
         .env("ANTHROPIC_API_KEY", "sk-test")
@@ -274,5 +283,26 @@ fn every_call_of_a_headless_session_is_judged_by_reins_even_those_claude_code_le
         "{show}"
     );
     assert_eq!(cli.json(&["approvals"])?.as_array().map(Vec::len), Some(1));
+    Ok(())
+}
+
+#[test]
+fn approving_with_drive_carries_a_stopped_session_on_at_once() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let mock = write_hello(&cli, 2)?;
+    let out =
+        headless(&cli, &mock, &["--claude", "Write hello.txt", "--no-wait"])?.wait_with_output()?;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let cards = cli.json(&["approvals"])?;
+    let id = cards[0]["id"].as_str().unwrap_or_default().to_owned();
+    let out = reins_with_model(&cli, &mock, &["approve", &id, "--drive"])?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(cli.read("hello.txt")?, "hello from claude\n");
+    let show = cli.json(&["show", &cli.only_run()?])?;
+    assert_eq!(show["run"]["state"], "succeeded", "{show}");
+    assert_eq!(
+        cli.json(&["approvals", "--all"])?.as_array().map(Vec::len),
+        Some(1)
+    );
     Ok(())
 }

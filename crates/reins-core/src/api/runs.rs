@@ -74,8 +74,43 @@ impl Reins {
         Ok(id)
     }
 
+    /// Drives run `id` until it finishes or needs a person. A headless Claude Code session's run
+    /// is carried on by starting Claude Code again on its session, which stops at the next card.
     pub async fn drive(&self, id: RunId, observer: &dyn Observer) -> Result<DriveOutcome> {
+        let carried_on = matches!(
+            self.run_state(id).await?,
+            RunState::Queued | RunState::Running | RunState::PauseRequested
+        );
+        if let Some(spec) = self
+            .engine
+            .headless_claude(id)
+            .await?
+            .filter(|_| carried_on)
+        {
+            return match self.resume_headless_claude(id, spec, observer).await {
+                Err(Error::Conflict(reason)) => Ok(DriveOutcome::Skipped {
+                    state: self.run_state(id).await?,
+                    reason,
+                }),
+                other => other.map(Self::claude_outcome),
+            };
+        }
         self.engine.drive(id, observer).await
+    }
+
+    /// Where a headless Claude Code session stopped, as a drive's outcome.
+    fn claude_outcome(outcome: crate::api::ClaudeRunOutcome) -> DriveOutcome {
+        if outcome.state.is_terminal() {
+            DriveOutcome::Finished {
+                state: outcome.state,
+                summary: outcome.summary,
+            }
+        } else {
+            DriveOutcome::NeedsHuman {
+                state: outcome.state,
+                reason: outcome.summary,
+            }
+        }
     }
 
     /// Drives runnable runs until none is left (`once`) or forever, polling every `poll`.
@@ -136,9 +171,12 @@ impl Reins {
                 }
                 if let Some(spec) = self.engine.headless_claude(id).await? {
                     match self.resume_headless_claude(id, spec, observer).await {
-                        Ok(outcome) => match outcome.state {
-                            s if s.is_terminal() => summary.finished += 1,
-                            RunState::Paused => summary.paused += 1,
+                        Ok(outcome) => match Self::claude_outcome(outcome) {
+                            DriveOutcome::Finished { .. } => summary.finished += 1,
+                            DriveOutcome::NeedsHuman {
+                                state: RunState::Paused,
+                                ..
+                            } => summary.paused += 1,
                             _ => summary.waiting += 1,
                         },
                         // Its own `reins run --claude` drives it: look again later.
