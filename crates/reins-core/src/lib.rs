@@ -22,9 +22,9 @@ macro_rules! rooms {
 }
 
 rooms!(
-    agent, approval, audit, blob, checkpoint, clock, compat, context, data_dir, digest, engine,
-    error, failure, ids, input_file, journal, keys, mcp, memory, policy, process, provider, resume,
-    run, seal, secrets, step, store, tools, worker, workspace,
+    agent, approval, audit, blob, checkpoint, clock, compat, context, data_dir, device, digest,
+    engine, error, failure, ids, input_file, journal, keys, mcp, memory, policy, process, provider,
+    resume, run, seal, secrets, step, store, tools, worker, workspace,
 );
 
 // Declared by hand: it defines `fault_point!`, which a macro-expanded module could not export.

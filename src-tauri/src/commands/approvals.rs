@@ -1,10 +1,10 @@
 use reins_core::api::ApprovalView;
-use reins_core::api::{ApproveRequest, DecidedView as Decided, EditedAction};
+use reins_core::api::DecidedView as Decided;
 use tauri::State;
 
 use super::changing;
 use crate::args::{self, Approve};
-use crate::error::{IpcError, Result};
+use crate::error::Result;
 use crate::state::AppState;
 
 /// Who decided, as the audit log records it: the desktop user.
@@ -23,9 +23,7 @@ pub async fn list_approvals(
     state: State<'_, AppState>,
     status: Option<String>,
 ) -> Result<Vec<ApprovalView>> {
-    let status = status.unwrap_or_else(|| "pending".into());
-    let status = reins_core::api::ApprovalStatus::parse(&status)
-        .ok_or_else(|| IpcError::invalid(format!("no approval status {status:?}")))?;
+    let status = args::approval_status(status.as_deref())?;
     Ok(state.reins.approvals(Some(status), None).await?)
 }
 
@@ -40,18 +38,7 @@ pub async fn approval(state: State<'_, AppState>, id: String) -> Result<Approval
 #[specta::specta]
 pub async fn approve(state: State<'_, AppState>, id: String, approve: Approve) -> Result<Decided> {
     let id = args::id("approval", &id)?;
-    approve.check()?;
-    let edited = approve
-        .edited_args
-        .map(|args| EditedAction { tool: None, args });
-    let req = ApproveRequest {
-        scope: approve.scope,
-        pattern: approve.pattern.filter(|p| !p.trim().is_empty()),
-        edited,
-        note: approve.note.filter(|n| !n.trim().is_empty()),
-        expect_hash: Some(approve.expect_hash),
-        by: reviewer(),
-    };
+    let req = approve.request(reviewer())?;
     changing(&state, |r| async move { r.approve(&id, req).await }).await
 }
 
@@ -59,12 +46,7 @@ pub async fn approve(state: State<'_, AppState>, id: String, approve: Approve) -
 #[specta::specta]
 pub async fn reject(state: State<'_, AppState>, id: String, reason: String) -> Result<Decided> {
     let id = args::id("approval", &id)?;
-    let reason = args::line("reason", reason.trim())?;
-    if reason.is_empty() {
-        return Err(IpcError::invalid(
-            "say why: the agent reads the reason and tries another way",
-        ));
-    }
+    let reason = args::reason(&reason)?;
     changing(&state, |r| async move {
         r.reject(&id, &reason, &reviewer()).await
     })

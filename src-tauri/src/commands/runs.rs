@@ -70,7 +70,7 @@ pub async fn start_llm_run(state: State<'_, AppState>, start: StartLlm) -> Resul
         .unwrap_or_default()
         .iter()
         .map(|n| args::line("MCP server", n.trim()))
-        .collect::<Result<Vec<_>>>()?;
+        .collect::<reins_core::api::Result<Vec<_>>>()?;
     // The provider defaults from Settings, the run's name and limits are decided by the core.
     let request = LlmRunRequest {
         goal,

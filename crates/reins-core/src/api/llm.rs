@@ -227,6 +227,14 @@ impl Reins {
     }
 
     /// Whether there was a key to delete.
+    /// A key from the keyring, for the harness's own use (a TLS key of `reins serve`). Never for a
+    /// face to show.
+    pub async fn keys_get(&self, name: &str) -> Result<Option<Secret>> {
+        let store = Arc::clone(self.engine.secrets());
+        let name = name.to_owned();
+        Ok(crate::keys::off_thread(move || store.get(&name)).await?)
+    }
+
     pub async fn keys_delete(&self, name: &str) -> Result<bool> {
         let store = Arc::clone(self.engine.secrets());
         let name = name.to_owned();

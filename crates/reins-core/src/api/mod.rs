@@ -16,7 +16,9 @@ mod agents;
 mod audit_log;
 mod claude_launch;
 mod claude_run;
+mod devices;
 mod doctor;
+pub mod face;
 mod hooks;
 mod llm;
 mod mcp;
@@ -32,6 +34,7 @@ pub use crate::tools::mcp::Hints as McpHints;
 pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
 pub use claude_launch::AFTER_REVIEW as CLAUDE_AFTER_REVIEW;
 pub use claude_run::{ClaudeRunOutcome, ClaudeRunRequest, DEFAULT_REVIEW_DEADLINE};
+pub use devices::{DeviceView, PairedView, PairingView};
 pub use doctor::DoctorReport;
 pub use hooks::{
     claude_hooks_install, claude_hooks_uninstall, claude_hooks_view, claude_scope,

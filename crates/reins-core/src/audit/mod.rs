@@ -19,6 +19,8 @@
 //!   budget used and the fact ids it included — never the prompt), `question.asked` [agent],
 //!   `question.answered` [user]
 //! - grants: `grant.created`, `grant.revoked` [user], `grant.used` [harness]
+//! - devices for remote approvals: `device.pairing_offered`, `device.revoked` [user],
+//!   `device.paired` [system] (names and ids, never a code or a token)
 //! - rollback: `rollback.snapshot`, `rollback.performed` [user]
 //! - retention: `retention.pruned`, `retention.gc` [user]
 //! - memory (ids and categories only, never a key or a value): `memory.fact_added`,

@@ -46,6 +46,7 @@ mod control;
 mod create;
 mod decide;
 mod decision;
+mod devices;
 mod drive;
 mod effect;
 mod heartbeat;
@@ -70,6 +71,7 @@ mod think;
 
 pub use control::{Control, ResumeMode};
 pub use decision::{ApproveRequest, Decided, EditedAction};
+pub use devices::PairingOffer;
 pub use hooked::Offer;
 pub use progress::{DriveOutcome, Observer, Progress, Silent};
 pub use question::MAX_TEXT as MAX_ANSWER;

@@ -20,6 +20,7 @@ pub mod audit_read;
 pub mod blobs;
 pub mod checkpoints;
 mod decode;
+pub mod devices;
 pub mod grants;
 pub mod history;
 pub mod intents;

@@ -4,6 +4,7 @@
 //! write that finds its row moved on fails, and nothing of the change commits.
 
 use super::approvals::{self, ApprovalRow, DecisionWrite, Edit};
+use super::devices::{self, DeviceRow, PairingRow};
 use super::grants::{self, GrantRow};
 use super::intents::{self, IntentRow};
 use super::manifests::{self, ManifestRow};
@@ -148,6 +149,16 @@ pub enum Write {
     GrantUsed(String),
     /// Fails with `Conflict` when it is already revoked.
     GrantRevoked(String),
+    /// A one-time pairing code offered to a device (`reins serve pair`).
+    PairingOffered(Box<PairingRow>),
+    /// A device exchanged pairing `pairing` for its token; fails with `Conflict` when the code was
+    /// used meanwhile or has expired.
+    Paired {
+        pairing: String,
+        device: Box<DeviceRow>,
+    },
+    /// Fails with `Conflict` when the device is already revoked.
+    DeviceRevoked(String),
 }
 
 /// What a write reports back.
@@ -200,6 +211,11 @@ async fn apply_one(
         Write::Grant(g) => return grants::insert(tx, g).await,
         Write::GrantUsed(id) => return grants::used(tx, id, now).await,
         Write::GrantRevoked(id) => return grants::revoke(tx, id, now).await,
+        Write::PairingOffered(p) => return devices::insert_pairing(tx, p).await,
+        Write::Paired { pairing, device } => {
+            return devices::pair(tx, pairing, device, now).await
+        }
+        Write::DeviceRevoked(id) => return devices::revoke(tx, id, now).await,
         Write::RunInsert { row, spec, sole } => {
             if *sole && runs::newest_named_open(tx, &row.agent_kind, &row.name).await? {
                 return Err(StoreError::Conflict(format!(
@@ -358,6 +374,9 @@ async fn apply_one(
         | Write::Grant(_)
         | Write::GrantUsed(_)
         | Write::GrantRevoked(_)
+        | Write::PairingOffered(_)
+        | Write::Paired { .. }
+        | Write::DeviceRevoked(_)
         | Write::RunInsert { .. } => {}
     }
     Ok(())

@@ -9,9 +9,11 @@ use serde::Serialize;
 
 use crate::ids::RunId;
 
+mod device;
 mod payload;
 pub mod sentence;
 
+pub use device::*;
 pub use payload::*;
 
 /// Who caused an event.
@@ -168,6 +170,9 @@ kinds! {
     GrantCreated(GrantCreated) = "grant.created" [from],
     GrantUsed(GrantUsed) = "grant.used" [from],
     GrantRevoked(GrantRevoked) = "grant.revoked" [from],
+    PairingOffered(PairingOffered) = "device.pairing_offered" [from],
+    DevicePaired(DeviceChanged) = "device.paired",
+    DeviceRevoked(DeviceChanged) = "device.revoked",
     /// An external agent's write ran under the permission it was granted at an earlier step.
     BoundToPermission(BoundToPermission) = "grant.bound_to_permission" [from],
     /// An external agent was allowed to change files itself, its pre-images kept first.

@@ -373,6 +373,12 @@ impl Kind {
                 words(&p.scope),
                 plural(p.uses.max(0) as u64, "time", "times")
             ),
+            Kind::PairingOffered(p) => format!(
+                "{who} offered a one-time pairing code for a device named {:?}",
+                p.name
+            ),
+            Kind::DevicePaired(p) => format!("Device {:?} was paired for remote approvals", p.name),
+            Kind::DeviceRevoked(p) => format!("{who} revoked device {:?}", p.name),
             Kind::BoundToPermission(p) => format!(
                 "Step {} ran under the permission granted at step {}",
                 p.step, p.permission

@@ -1,0 +1,183 @@
+//! What a face's client may send — the app's webview, a browser over `reins serve` — checked
+//! before the harness sees it. Both faces use these same checks. The client is treated as possibly
+//! compromised: unknown fields are refused, sizes are capped, ids must look like ids.
+
+use serde::Deserialize;
+
+use super::{ApproveRequest, EditedAction, Error, Result, RunId, Scope};
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::Invalid(message.into())
+}
+
+/// Edited content, a goal, a reason: generous for a file, tiny for a database.
+pub const MAX_TEXT: usize = 4 * 1024 * 1024;
+pub const MAX_LINE: usize = 4096;
+
+pub fn run_id(text: &str) -> Result<RunId> {
+    text.parse()
+        .map_err(|_| invalid(format!("{text:?} is not a run id")))
+}
+
+/// Approval and fact ids are UUIDs (or unique hex prefixes of them, as the CLI accepts).
+pub fn id(what: &str, text: &str) -> Result<String> {
+    let ok =
+        (4..=36).contains(&text.len()) && text.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    if ok {
+        Ok(text.to_owned())
+    } else {
+        Err(invalid(format!("{text:?} is not a {what} id")))
+    }
+}
+
+pub fn line(what: &str, text: &str) -> Result<String> {
+    if text.len() > MAX_LINE {
+        return Err(invalid(format!(
+            "the {what} is too long ({} bytes, at most {MAX_LINE})",
+            text.len()
+        )));
+    }
+    if text
+        .chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err(invalid(format!("the {what} contains control characters")));
+    }
+    Ok(text.to_owned())
+}
+
+pub fn path(what: &str, text: &str) -> Result<std::path::PathBuf> {
+    let text = line(what, text.trim())?;
+    if text.is_empty() {
+        return Err(invalid(format!("choose a {what}")));
+    }
+    let p = std::path::PathBuf::from(&text);
+    if !p.is_absolute() {
+        return Err(invalid(format!(
+            "the {what} must be an absolute path, not {text:?}"
+        )));
+    }
+    Ok(p)
+}
+
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Approve {
+    pub scope: Scope,
+    /// A grant pattern (a command prefix or a path glob); exact action when absent.
+    pub pattern: Option<String>,
+    /// The action's arguments as the person edited them; this is what runs.
+    pub edited_args: Option<serde_json::Value>,
+    pub note: Option<String>,
+    /// The action hash the card showed: refused if the approval now holds another.
+    pub expect_hash: String,
+}
+
+impl Approve {
+    pub fn check(&self) -> Result<()> {
+        if let Some(p) = &self.pattern {
+            line("pattern", p)?;
+        }
+        if let Some(n) = &self.note {
+            line("note", n)?;
+        }
+        if let Some(a) = &self.edited_args {
+            if !a.is_object() {
+                return Err(invalid("edited arguments must be an object"));
+            }
+            if a.to_string().len() > MAX_TEXT {
+                return Err(invalid("the edited action is too large"));
+            }
+        }
+        let h = &self.expect_hash;
+        if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(invalid(
+                "expectHash must be the 64-hex action hash the card showed",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The checked request, decided `by` (who, as the audit log records it).
+    pub fn request(self, by: String) -> Result<ApproveRequest> {
+        self.check()?;
+        Ok(ApproveRequest {
+            scope: self.scope,
+            pattern: self.pattern.filter(|p| !p.trim().is_empty()),
+            edited: self
+                .edited_args
+                .map(|args| EditedAction { tool: None, args }),
+            note: self.note.filter(|n| !n.trim().is_empty()),
+            expect_hash: Some(self.expect_hash),
+            by,
+        })
+    }
+}
+
+/// A rejection's reason: required, since the agent reads it and tries another way.
+pub fn reason(text: &str) -> Result<String> {
+    let reason = line("reason", text.trim())?;
+    if reason.is_empty() {
+        return Err(invalid(
+            "say why: the agent reads the reason and tries another way",
+        ));
+    }
+    Ok(reason)
+}
+
+/// An approval status filter; None is `pending`.
+pub fn approval_status(status: Option<&str>) -> Result<super::ApprovalStatus> {
+    let status = status.unwrap_or("pending");
+    super::ApprovalStatus::parse(status)
+        .ok_or_else(|| invalid(format!("no approval status {status:?}")))
+}
+
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartLlm {
+    pub goal: String,
+    pub workspace: String,
+    /// None: the provider defaults from Settings.
+    pub model: Option<String>,
+    pub max_turns: Option<u32>,
+    /// Registered MCP servers whose tools the model is offered, by name.
+    pub mcp: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StartAcp {
+    pub goal: String,
+    pub workspace: String,
+    /// A registered agent's name, or a command line (never run through a shell).
+    pub agent: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_lines_are_checked() {
+        assert!(id("approval", "0193a1b2").is_ok());
+        assert!(id("approval", "../../etc").is_err(), "paths are not ids");
+        assert!(id("approval", "abc").is_err(), "too short to be unique");
+        assert!(line("reason", &"x".repeat(MAX_LINE + 1)).is_err());
+        assert!(
+            line("reason", "ok\u{1b}[31m").is_err(),
+            "no terminal escapes"
+        );
+        assert!(path("workspace", "relative/dir").is_err());
+        assert!(path("workspace", "/tmp").is_ok());
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let bad =
+            serde_json::json!({"scope": "once", "expectHash": "ab".repeat(32), "sql": "DROP"});
+        assert!(serde_json::from_value::<Approve>(bad).is_err());
+    }
+}
