@@ -53,6 +53,12 @@ pub const COMMANDS: &[&str] = &[
     "policy_try",
     "open_policy_file",
     "start_demo",
+    "remote_status",
+    "remote_start",
+    "remote_stop",
+    "remote_pair",
+    "list_devices",
+    "revoke_device",
 ];
 
 fn main() {

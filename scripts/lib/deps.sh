@@ -44,6 +44,10 @@ deps_test() {
   command -v xvfb-run >/dev/null || missing+=(xvfb)
   command -v xauth >/dev/null || missing+=(xauth)
   command -v xdotool >/dev/null || missing+=(xdotool)
+  # The web face (`reins serve`) in a real browser, and requests made as a person would make them.
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v chromedriver >/dev/null || missing+=(chromium-driver)
+  command -v curl >/dev/null || missing+=(curl)
   apt_install "${missing[@]}"
   command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version ^2
 }

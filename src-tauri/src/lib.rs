@@ -83,6 +83,12 @@ pub fn specta() -> tauri_specta::Builder<tauri::Wry> {
             policy::policy_try,
             policy::open_policy_file,
             demo::start_demo,
+            remote::remote_status,
+            remote::remote_start,
+            remote::remote_stop,
+            remote::remote_pair,
+            remote::list_devices,
+            remote::revoke_device,
         ])
         .events(tauri_specta::collect_events![
             events::Changed,
@@ -234,6 +240,7 @@ pub fn run() {
             app.manage(AppState {
                 reins: reins.clone(),
                 wake: wake.clone(),
+                remote: std::sync::Mutex::new(None),
             });
             if let Err(e) = tray::build(app.handle()) {
                 tracing::warn!("no tray icon ({e}); closing the window quits");

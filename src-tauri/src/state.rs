@@ -11,4 +11,6 @@ pub struct AppState {
     /// Woken after a command or the in-process worker changed something, so the UI hears of it
     /// without waiting for the next poll.
     pub wake: Arc<Notify>,
+    /// `reins serve` inside the app (Settings → Remote approvals); None: not serving.
+    pub remote: std::sync::Mutex<Option<reins_serve::Running>>,
 }

@@ -61,6 +61,7 @@ fn the_faces_and_the_tests_outside_the_core_use_only_its_api() -> anyhow::Result
     let mut through_the_door = 0;
     for dir in [
         "crates/reins-cli",
+        "crates/reins-serve",
         "src-tauri/src",
         "src-tauri/tests",
         "tests",

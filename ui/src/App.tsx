@@ -14,21 +14,23 @@ import { Rules } from "./features/rules/Rules";
 import { SettingsView } from "./features/settings/Settings";
 import { Policy } from "./features/policy/Policy";
 
-const NAV: { view: View; label: string; key: string }[] = [
-  { view: "approvals", label: "Approvals", key: "1" },
-  { view: "runs", label: "Runs", key: "2" },
-  { view: "memory", label: "Memory", key: "3" },
-  { view: "audit", label: "Audit log", key: "4" },
-  { view: "rules", label: "Rules", key: "5" },
-  { view: "policy", label: "Policy", key: "6" },
-  { view: "settings", label: "Settings", key: "7" },
+const NAV: { view: View; label: string; key: string; web: boolean }[] = [
+  { view: "approvals", label: "Approvals", key: "1", web: true },
+  { view: "runs", label: "Runs", key: "2", web: true },
+  { view: "memory", label: "Memory", key: "3", web: true },
+  { view: "audit", label: "Audit log", key: "4", web: true },
+  { view: "rules", label: "Rules", key: "5", web: true },
+  // The policy file and the machine's settings are edited on the machine.
+  { view: "policy", label: "Policy", key: "6", web: false },
+  { view: "settings", label: "Settings", key: "7", web: false },
 ];
 
-export function App({ backend, client }: { backend: Backend; client: QueryClient }) {
+/** `signOut`: a browser forgets its device token (the desktop app has none). */
+export function App({ backend, client, signOut }: { backend: Backend; client: QueryClient; signOut?: () => void }) {
   return (
     <BackendProvider backend={backend}>
       <QueryClientProvider client={client}>
-        <Shell />
+        <Shell signOut={signOut} />
       </QueryClientProvider>
     </BackendProvider>
   );
@@ -53,7 +55,7 @@ function useLiveData() {
   }, [backend, qc]);
 }
 
-function Shell() {
+function Shell({ signOut }: { signOut?: () => void }) {
   useLiveData();
   const ui = useUi();
   const backend = useBackend();
@@ -65,7 +67,7 @@ function Shell() {
         <div className="brand">
           <span className="logo" aria-hidden>R</span> Reins
         </div>
-        {NAV.map((n) => (
+        {NAV.filter((n) => backend.face === "desktop" || n.web).map((n) => (
           <button
             key={n.view}
             className={`nav ${ui.view === n.view ? "active" : ""}`}
@@ -78,6 +80,12 @@ function Shell() {
             )}
           </button>
         ))}
+        {signOut && (
+          <button className="nav sign-out" data-testid="sign-out" onClick={signOut}
+            title="Forget this browser's device token (revoke it on the machine: reins serve revoke)">
+            <span>Sign out</span>
+          </button>
+        )}
       </nav>
       <main className="content">
         {ui.view === "approvals" && <Inbox />}

@@ -147,6 +147,9 @@ enum Command {
     /// the hook's JSON on stdin, Reins' decision on stdout; any error exits 2, blocking the call.
     #[command(subcommand)]
     Hook(commands::hook::HookCommand),
+    /// Approve from a browser or a phone: the inbox over HTTP (127.0.0.1 by default) for paired
+    /// devices; `serve pair`, `serve devices`, `serve revoke`.
+    Serve(commands::serve::Args),
 }
 
 /// The program external agents start as Reins' memory server (`reins mcp serve`): this one when it
@@ -244,6 +247,15 @@ async fn dispatch(cli: Cli) -> u8 {
         Ok(r) => r,
         Err(e) => return output::fail(&e, json),
     };
+    if let Command::Serve(args) = cli.command {
+        let reins = std::sync::Arc::new(reins);
+        let result = commands::serve::exec(std::sync::Arc::clone(&reins), args, json).await;
+        reins.close().await;
+        return match result {
+            Ok(code) => code,
+            Err(e) => output::fail(&e, json),
+        };
+    }
     let result = match cli.command {
         Command::Run(args) => commands::run::exec(&reins, *args, json).await,
         Command::Worker(args) => commands::worker::exec(&reins, args, json).await,
@@ -271,7 +283,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Audit(cmd) => commands::audit::exec(&reins, cmd, json).await,
         Command::Memory(cmd) => commands::memory::exec(&reins, cmd, json).await,
         Command::Hooks(cmd) => commands::hook::hooks(&reins, cmd, json).await,
-        Command::Hook(_) => Ok(exit::USAGE),
+        Command::Hook(_) | Command::Serve(_) => Ok(exit::USAGE),
     };
     reins.close().await;
     match result {

@@ -7,6 +7,7 @@ pub mod audit;
 pub mod machine;
 pub mod memory;
 pub mod policy;
+pub mod remote;
 pub mod rules;
 pub mod runs;
 pub mod settings;

@@ -16,5 +16,6 @@ pub mod ps;
 pub mod review;
 pub mod rollback;
 pub mod run;
+pub mod serve;
 pub mod show;
 pub mod worker;

@@ -6,6 +6,7 @@ mod common;
 
 mod acp;
 mod audit;
+mod browser;
 mod chaos;
 mod claude;
 mod claude_headless;
@@ -20,3 +21,4 @@ mod mcp;
 mod memory;
 mod model_server;
 mod review;
+mod serve;

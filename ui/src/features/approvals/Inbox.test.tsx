@@ -182,3 +182,25 @@ describe("triage rules", () => {
     expect(nextIndex(1, 3, 1)).toBe(2);
   });
 });
+
+describe("in a browser paired with reins serve", () => {
+  it("offers the inbox's views only, and opens a card from the list", async () => {
+    mount([approval(), approval({ id: "0193aaaa-0000-7000-8000-000000000002", subject: "b.conf" })], { face: "web" });
+    await screen.findByTestId("approval-card");
+    const views = [...document.querySelectorAll("nav .nav")].map((n) => n.getAttribute("data-view"));
+    expect(views).toEqual(["approvals", "runs", "memory", "audit", "rules"]);
+    // Nothing opened yet: at a phone's width the list shows; opening one shows its card instead.
+    expect(document.querySelector(".inbox")?.classList.contains("has-open")).toBe(false);
+    fireEvent.click(screen.getAllByTestId("queue-item")[1]);
+    await waitFor(() => expect(document.querySelector(".inbox")?.classList.contains("has-open")).toBe(true));
+    expect(screen.getByTestId("approval-card").getAttribute("data-approval")).toBe("0193aaaa-0000-7000-8000-000000000002");
+    fireEvent.click(screen.getByTestId("back-to-list"));
+    await waitFor(() => expect(document.querySelector(".inbox")?.classList.contains("has-open")).toBe(false));
+  });
+
+  it("does not offer to start runs on the machine", async () => {
+    mount([], { face: "web" });
+    await screen.findByTestId("inbox-empty");
+    expect(screen.queryByTestId("start-demo")).toBeNull();
+  });
+});

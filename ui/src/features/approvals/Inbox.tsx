@@ -26,7 +26,8 @@ export function Inbox() {
   // until the next decision, even when the queue moves on.
   const [notice, setNotice] = useState<string | null>(null);
 
-  const index = Math.max(0, list.findIndex((a) => a.id === ui.approvalId));
+  const opened = list.findIndex((a) => a.id === ui.approvalId);
+  const index = Math.max(0, opened);
   const current: ApprovalView | undefined = list[index];
 
   useEffect(() => {
@@ -118,7 +119,8 @@ export function Inbox() {
   if (!list.length) return <EmptyInbox notice={notice} />;
 
   return (
-    <div className="inbox">
+    // At a phone's width the queue and the card take turns: the list, then the card opened from it.
+    <div className={`inbox ${opened >= 0 ? "has-open" : ""}`}>
       <aside className="queue" aria-label="Pending approvals">
         <div className="queue-head">
           <strong>{list.length} waiting</strong>
@@ -153,6 +155,9 @@ export function Inbox() {
         <div className="keys muted"><kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve · <kbd>r</kbd> reject · <kbd>e</kbd> edit</div>
       </aside>
       <div className="inbox-main">
+        <button className="narrow-only back" data-testid="back-to-list" onClick={() => setUi({ approvalId: null })}>
+          ← All approvals ({list.length})
+        </button>
         {notice && <div className="notice inbox-notice" role="alert">{notice}</div>}
         {current && (
           <Card key={current.id} a={current} runName={names.get(current.runId) ?? shortId(current.runId)}>
@@ -180,7 +185,8 @@ function EmptyInbox({ notice }: { notice: string | null }) {
     mutationFn: () => backend.startDemo(),
     onSuccess: () => void qc.invalidateQueries(),
   });
-  const first = (runs.data?.length ?? 0) === 0;
+  // The demo starts a run on this machine: the desktop app's, not a paired browser's.
+  const first = (runs.data?.length ?? 0) === 0 && backend.face === "desktop";
   return (
     <div className="empty" data-testid="inbox-empty">
       {notice && <div className="notice" role="alert">{notice}</div>}

@@ -19,9 +19,11 @@ export function Runs() {
     <div className="page">
       <header className="page-head">
         <h1>Runs</h1>
-        <button className="primary" data-testid="new-run" onClick={() => setStarting(!starting)}>
-          {starting ? "Close" : "New run…"}
-        </button>
+        {backend.face === "desktop" && (
+          <button className="primary" data-testid="new-run" onClick={() => setStarting(!starting)}>
+            {starting ? "Close" : "New run…"}
+          </button>
+        )}
       </header>
       {starting && <StartRun onStarted={() => setStarting(false)} />}
       {runs.error && <div className="error" role="alert">{(runs.error as Error).message}</div>}

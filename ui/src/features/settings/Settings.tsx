@@ -4,6 +4,7 @@ import { useBackend } from "../../lib/ipc/context";
 import { McpServers } from "./McpServers";
 import { AgentsOnThisMachine, ModelServerStatus } from "./Machine";
 import { ClaudeCodeHooks } from "./ClaudeCode";
+import { RemoteApprovals } from "./RemoteApprovals";
 
 export function SettingsView() {
   const backend = useBackend();
@@ -65,6 +66,7 @@ export function SettingsView() {
       </section>
       <AgentsOnThisMachine />
       <ClaudeCodeHooks />
+      <RemoteApprovals />
       <McpServers />
       <section className="panel">
         <h2>Policy</h2>

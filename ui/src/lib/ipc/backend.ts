@@ -1,5 +1,5 @@
 // The one door to Rust. Only this folder imports @tauri-apps/*: screens get a `Backend`, the real
-// one here or the fake one in tests.
+// one here, the HTTP one (`http.ts`) in a browser, or the fake one in tests.
 import { commands, events, type ErrorCode, type IpcError } from "./bindings";
 
 type Commands = typeof commands;
@@ -7,6 +7,8 @@ type Ok<R> = R extends { status: "ok"; data: infer D } ? D : never;
 type Unwrapped<F> = F extends (...args: infer A) => Promise<infer R> ? (...args: A) => Promise<Ok<R>> : never;
 
 export type Backend = { [K in keyof Commands]: Unwrapped<Commands[K]> } & {
+  /** The desktop app, or a browser paired with `reins serve` (which offers only the inbox's part). */
+  face: "desktop" | "web";
   /** Something shown changed; returns an unsubscribe function. */
   onChanged(cb: (e: { pending: number; newApprovals: string[] }) => void): () => void;
   /** A notification or the tray asked to show an approval. */
@@ -45,6 +47,7 @@ export function tauriBackend(): Backend {
   }
   return {
     ...(wrapped as { [K in keyof Commands]: Unwrapped<Commands[K]> }),
+    face: "desktop",
     onChanged: (cb) => listen(events.changed, cb),
     onOpenApproval: (cb) => listen(events.openApproval, (p) => cb(p.id)),
   };

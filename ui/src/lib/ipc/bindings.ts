@@ -105,6 +105,16 @@ export const commands = {
 	 */
 	openPolicyFile: () => typedError<string, IpcError>(__TAURI_INVOKE("open_policy_file")),
 	startDemo: () => typedError<string, IpcError>(__TAURI_INVOKE("start_demo")),
+	remoteStatus: () => typedError<RemoteStatus, IpcError>(__TAURI_INVOKE("remote_status")),
+	/**
+	 *  Starts serving on `listen` (default 127.0.0.1:8787): TLS with a self-signed certificate when
+	 *  the address is not loopback.
+	 */
+	remoteStart: (listen: string | null) => typedError<RemoteStatus, IpcError>(__TAURI_INVOKE("remote_start", { listen })),
+	remoteStop: () => typedError<RemoteStatus, IpcError>(__TAURI_INVOKE("remote_stop")),
+	remotePair: (name: string) => typedError<Pairing, IpcError>(__TAURI_INVOKE("remote_pair", { name })),
+	listDevices: () => typedError<DeviceView[], IpcError>(__TAURI_INVOKE("list_devices")),
+	revokeDevice: (id: string) => typedError<DeviceView, IpcError>(__TAURI_INVOKE("revoke_device", { id })),
 };
 
 /** Events */
@@ -460,6 +470,15 @@ export type DecidedView = {
 
 export type Decision = "allow" | "ask" | "deny";
 
+/**  A device as the faces list it. Never its token. */
+export type DeviceView = {
+	id: string,
+	name: string,
+	createdAt: number,
+	lastUsedAt: number | null,
+	revokedAt: number | null,
+};
+
 export type Digest = string;
 
 /**  A person's edit of the proposed action: what runs if approved. */
@@ -756,6 +775,16 @@ export type PageRequest = {
 	limit?: number | null,
 };
 
+export type Pairing = {
+	code: string,
+	name: string,
+	expiresAt: number,
+	/**  The link to open on the device; None while not serving. */
+	link: string | null,
+	/**  The link (or the code) as a QR code, a PNG data URL. */
+	qr: string,
+};
+
 /**  What the policy would decide about an action, and why. */
 export type PolicyCheck = {
 	tool: string,
@@ -835,6 +864,14 @@ export type RememberedView =
 { outcome: "unchanged"; fact: FactView } | 
 /**  Waiting for the user. */
 { outcome: "suggested"; suggestion: SuggestionView };
+
+export type RemoteStatus = {
+	/**  The address browsers open; None: not serving. */
+	url: string | null,
+	fingerprint: string | null,
+	/**  What listening there exposes (None on loopback). */
+	exposure: string | null,
+};
 
 export type RetryView = {
 	n: number,

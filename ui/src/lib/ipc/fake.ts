@@ -27,6 +27,8 @@ export interface FakeData {
   /** Decisions fail with this error from Rust (and the approval is replaced by `replacement`). */
   decisionError?: IpcError;
   replacement?: ApprovalView;
+  /** Which face the views are shown in (default the desktop app). */
+  face?: "desktop" | "web";
 }
 
 export function fakeBackend(data: FakeData = {}) {
@@ -44,7 +46,32 @@ export function fakeBackend(data: FakeData = {}) {
   };
   const listeners = new Set<(e: { pending: number; newApprovals: string[] }) => void>();
   const record = (name: string, args: unknown[]) => calls.push({ name, args });
+  let serving: string | null = null;
+  const devices = [{ id: "0193dddd-0000-7000-8000-000000000001", name: "old phone", createdAt: Date.now() - 86_400_000, lastUsedAt: null, revokedAt: null as number | null }];
+  const remote = () => ({ url: serving, fingerprint: null, exposure: serving && !serving.includes("127.0.0.1") ? "listening beyond this machine" : null });
   const handlers: Record<string, (...args: never[]) => unknown> = {
+    remoteStatus: () => remote(),
+    remoteStart: (listen: string | null) => {
+      serving = `http://${listen ?? "127.0.0.1:8787"}/`;
+      return remote();
+    },
+    remoteStop: () => {
+      serving = null;
+      return remote();
+    },
+    remotePair: (name: string) => ({
+      code: "7KQ2M-XD4PA",
+      name,
+      expiresAt: Date.now() + 300_000,
+      link: serving ? `${serving}#pair=7KQ2M-XD4PA` : null,
+      qr: "data:image/png;base64,iVBORw0KGgo=",
+    }),
+    listDevices: () => devices.filter((d) => d.revokedAt === null),
+    revokeDevice: (id: string) => {
+      const d = devices.find((x) => x.id === id);
+      if (d) d.revokedAt = Date.now();
+      return d;
+    },
     listApprovals: () => [...state.approvals],
     listRuns: () => [...state.runs],
     approve: (id: string) => {
@@ -101,6 +128,7 @@ export function fakeBackend(data: FakeData = {}) {
           return () => listeners.delete(cb);
         };
       if (prop === "onOpenApproval") return () => () => {};
+      if (prop === "face") return data.face ?? "desktop";
       return async (...args: unknown[]) => {
         record(prop, args);
         const h = handlers[prop];

@@ -1,0 +1,99 @@
+//! Live updates over Server-Sent Events. One watcher per server looks at the store's change stamp
+//! (so changes made by a worker, the app or the CLI on the same data dir show up too) and tells
+//! every connected browser what the desktop app's `changed` event tells its window.
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use futures_util::Stream;
+use reins_core::api::{ApprovalStatus, Reins};
+use serde::Serialize;
+use tokio::sync::{broadcast, Notify};
+
+use crate::Shared;
+
+/// How often the store is looked at when nothing in this server said it changed.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Something the screens show changed; the browser refetches what it displays.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Changed {
+    pub pending: u32,
+    /// Approvals that became pending since the last event, oldest first.
+    pub new_approvals: Vec<String>,
+}
+
+pub async fn watch(reins: Arc<Reins>, wake: Arc<Notify>, tx: broadcast::Sender<Changed>) {
+    let mut last = None;
+    let mut known: Option<HashSet<String>> = None;
+    loop {
+        tokio::select! {
+            _ = wake.notified() => {}
+            _ = tokio::time::sleep(POLL) => {}
+        }
+        let stamp = match reins.change_stamp().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!("cannot read the store: {e}");
+                continue;
+            }
+        };
+        if last == Some(stamp) {
+            continue;
+        }
+        last = Some(stamp);
+        let pending = match reins.approvals(Some(ApprovalStatus::Pending), None).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::warn!("cannot list approvals: {e}");
+                continue;
+            }
+        };
+        let new_approvals = match &known {
+            Some(k) => pending
+                .iter()
+                .filter(|a| !k.contains(&a.id))
+                .map(|a| a.id.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        known = Some(pending.iter().map(|a| a.id.clone()).collect());
+        // Nobody listening is fine: the next browser to connect refetches anyway.
+        let _ = tx.send(Changed {
+            pending: u32::try_from(pending.len()).unwrap_or(u32::MAX),
+            new_approvals,
+        });
+    }
+}
+
+pub async fn events(
+    State(shared): State<Arc<Shared>>,
+) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+    let rx = shared.changes.subscribe();
+    // A first event at once: the browser knows the stream is up and fetches what it shows.
+    let stream = futures_util::stream::unfold((true, rx), |(first, mut rx)| async move {
+        if first {
+            return Some((Ok(Event::default().event("ready").data("{}")), (false, rx)));
+        }
+        let changed = match rx.recv().await {
+            Ok(c) => c,
+            // Fell behind: something changed, the browser refetches everything.
+            Err(broadcast::error::RecvError::Lagged(_)) => Changed {
+                pending: 0,
+                new_approvals: Vec::new(),
+            },
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        let data = serde_json::to_string(&changed).unwrap_or_else(|_| "{}".into());
+        Some((
+            Ok(Event::default().event("changed").data(data)),
+            (false, rx),
+        ))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
