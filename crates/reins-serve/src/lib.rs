@@ -81,6 +81,8 @@ pub struct Shared {
     /// When each device's "last used" was last written.
     seen: Mutex<HashMap<String, i64>>,
     fingerprint: Option<String>,
+    /// The pending approvals' JSON while nothing changes.
+    pending: Mutex<Option<routes::reviews::Cached>>,
 }
 
 /// A running server.
@@ -198,6 +200,7 @@ pub async fn start(reins: Arc<Reins>, config: Config) -> Result<Running, ServeEr
         wake: Arc::clone(&wake),
         seen: Mutex::new(HashMap::new()),
         fingerprint: material.as_ref().map(|m| m.fingerprint.clone()),
+        pending: Mutex::new(None),
     });
     let app = routes::router(Arc::clone(&shared))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))

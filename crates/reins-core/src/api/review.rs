@@ -41,17 +41,40 @@ impl Reins {
         run: Option<RunId>,
     ) -> Result<Vec<ApprovalView>> {
         self.engine.expire_due().await?;
-        let mut views = Vec::new();
-        for row in approvals::list(self.store().pool(), status, run).await? {
-            views.push(self.approval_view(row).await?);
+        let rows = approvals::list(self.store().pool(), status, run).await?;
+        // The cards' runs in one query: a thousand pending cards are a thousand runs.
+        let mut ids: Vec<RunId> = rows.iter().map(|r| r.run_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let runs: std::collections::HashMap<RunId, crate::store::runs::RunRow> =
+            crate::store::runs::get_many(self.store().pool(), &ids)
+                .await?
+                .into_iter()
+                .map(|r| (r.id, r))
+                .collect();
+        let mut views = Vec::with_capacity(rows.len());
+        for row in rows {
+            let run = match runs.get(&row.run_id) {
+                Some(run) => run.clone(),
+                None => crate::store::runs::get(self.store().pool(), row.run_id).await?,
+            };
+            views.push(self.view_with_run(row, &run).await?);
         }
         Ok(views)
     }
 
     /// The view of an approval, with the facts its context used resolved to their text now.
     pub(super) async fn approval_view(&self, row: ApprovalRow) -> Result<ApprovalView> {
-        let facts = self.facts_by_id(row.context.memory.clone()).await?;
         let run = crate::store::runs::get(self.store().pool(), row.run_id).await?;
+        self.view_with_run(row, &run).await
+    }
+
+    async fn view_with_run(
+        &self,
+        row: ApprovalRow,
+        run: &crate::store::runs::RunRow,
+    ) -> Result<ApprovalView> {
+        let facts = self.facts_by_id(row.context.memory.clone()).await?;
         let agent = match &run.compat.external_agent {
             Some(a) => a.label(),
             None => run.agent_kind.clone(),

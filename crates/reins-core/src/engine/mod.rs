@@ -71,7 +71,6 @@ mod think;
 
 pub use control::{Control, ResumeMode};
 pub use decision::{ApproveRequest, Decided, EditedAction};
-pub use devices::PairingOffer;
 pub use hooked::Offer;
 pub use progress::{DriveOutcome, Observer, Progress, Silent};
 pub use question::MAX_TEXT as MAX_ANSWER;

@@ -95,6 +95,19 @@ pub async fn get(pool: &SqlitePool, id: RunId) -> Result<RunRow> {
     })
 }
 
+/// The runs with these ids, in one statement (a list of approvals names a run per card).
+pub async fn get_many(pool: &SqlitePool, ids: &[RunId]) -> Result<Vec<RunRow>> {
+    let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+    let json = serde_json::to_string(&ids)
+        .map_err(|e| StoreError::Invalid(format!("run ids do not encode: {e}")))?;
+    decode::all(
+        &sqlx::query("SELECT * FROM runs WHERE id IN (SELECT value FROM json_each(?))")
+            .bind(json)
+            .fetch_all(pool)
+            .await?,
+    )
+}
+
 /// The newest run of agent `kind` named `name` (a Claude Code session's run), if any.
 pub async fn latest_named(pool: &SqlitePool, kind: &str, name: &str) -> Result<Option<RunRow>> {
     let row = sqlx::query(

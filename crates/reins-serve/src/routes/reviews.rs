@@ -4,9 +4,11 @@ use std::sync::Arc;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use reins_core::api::face::{self, Approve};
-use reins_core::api::{ApprovalView, DecidedView, GrantView};
+use reins_core::api::{ApprovalStatus, ApprovalView, DecidedView, GrantView};
 use serde::Deserialize;
 
 use crate::body::Body;
@@ -28,12 +30,49 @@ pub fn query<T>(q: std::result::Result<Query<T>, QueryRejection>) -> Result<T> {
     })
 }
 
+/// The inbox as JSON, kept while nothing changes: every browser refetches it on every change, and
+/// a thousand cards are a megabyte of JSON to build.
+pub struct Cached {
+    stamp: (i64, i64),
+    /// The earliest expiry among the cards: after it, one may have expired.
+    valid_until: i64,
+    body: axum::body::Bytes,
+}
+
 pub async fn list(
     State(s): State<Arc<Shared>>,
     q: std::result::Result<Query<ListQuery>, QueryRejection>,
-) -> Result<Json<Vec<ApprovalView>>> {
+) -> Result<Response> {
     let status = face::approval_status(query(q)?.status.as_deref())?;
-    Ok(Json(s.reins.approvals(Some(status), None).await?))
+    if status != ApprovalStatus::Pending {
+        return Ok(Json(s.reins.approvals(Some(status), None).await?).into_response());
+    }
+    // The stamp is read first: a change made while the list is built changes it again, so a list
+    // newer than its stamp is at worst built once more.
+    let stamp = s.reins.change_stamp().await?;
+    let now = reins_core::api::now_ms();
+    if let Some(c) = s.pending.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        if c.stamp == stamp && now < c.valid_until {
+            return Ok(json_bytes(c.body.clone()));
+        }
+    }
+    let views = s.reins.approvals(Some(status), None).await?;
+    let body = axum::body::Bytes::from(serde_json::to_vec(&views).map_err(|e| {
+        HttpError::from(reins_core::api::Error::Invalid(format!(
+            "cannot encode: {e}"
+        )))
+    })?);
+    let valid_until = views.iter().map(|v| v.expires_at).min().unwrap_or(i64::MAX);
+    *s.pending.lock().unwrap_or_else(|p| p.into_inner()) = Some(Cached {
+        stamp,
+        valid_until,
+        body: body.clone(),
+    });
+    Ok(json_bytes(body))
+}
+
+fn json_bytes(body: axum::body::Bytes) -> Response {
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 pub async fn show(
