@@ -72,12 +72,15 @@ pub async fn host_and_origin(
     req: Request,
     next: Next,
 ) -> Response {
+    // HTTP/2 (a browser over TLS) names the host in the request's authority, not a Host header.
     let host = req
         .headers()
         .get(header::HOST)
         .and_then(|h| h.to_str().ok())
-        .unwrap_or("");
-    if !shared.hosts.allows(host) {
+        .map(str::to_owned)
+        .or_else(|| req.uri().authority().map(|a| a.as_str().to_owned()))
+        .unwrap_or_default();
+    if !shared.hosts.allows(&host) {
         return refused(
             "this server does not answer to that Host (start it with `--allow-host NAME` to add one)",
         );

@@ -10,8 +10,12 @@ use sha2::{Digest as _, Sha256};
 
 use crate::ServeError;
 
-/// The keyring entry holding a made certificate's private key (PKCS#8, base64).
-pub const KEY_NAME: &str = "reins-serve-tls-key";
+/// The keyring entry holding the private key (PKCS#8, base64) of the certificate made for the data
+/// dir at `root`: one per data dir, as each keeps its own certificate.
+pub fn key_name(root: &Path) -> String {
+    let digest = reins_core::api::Digest::of(root.as_os_str().as_encoded_bytes());
+    format!("reins-serve-tls-{}", digest.short())
+}
 
 pub struct Material {
     pub cert_pem: Vec<u8>,
@@ -63,7 +67,8 @@ pub async fn self_signed(reins: &Reins, names: &[String]) -> Result<Material, Se
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD;
     let file = cert_file(reins.data_dir());
-    let kept_key = match reins.keys_get(KEY_NAME).await {
+    let key_name = key_name(reins.data_dir());
+    let kept_key = match reins.keys_get(&key_name).await {
         Ok(k) => Ok(k),
         Err(e) => Err(e.to_string()),
     };
@@ -87,7 +92,7 @@ pub async fn self_signed(reins: &Reins, names: &[String]) -> Result<Material, Se
     let fingerprint = fingerprint(made.cert.der());
     let kept = match kept_key {
         Ok(_) => reins
-            .keys_set(KEY_NAME, Secret::new(b64.encode(&key_der)))
+            .keys_set(&key_name, Secret::new(b64.encode(&key_der)))
             .await
             .map_err(|e| e.to_string()),
         Err(e) => Err(e),
@@ -101,7 +106,7 @@ pub async fn self_signed(reins: &Reins, names: &[String]) -> Result<Material, Se
             std::fs::write(&file, &cert_pem)
                 .map_err(|e| ServeError::Tls(format!("cannot write {}: {e}", file.display())))?;
             format!(
-                "TLS with a new self-signed certificate ({}; its key is in the OS keyring as {KEY_NAME})",
+                "TLS with a new self-signed certificate ({}; its key is in the OS keyring as {key_name})",
                 file.display()
             )
         }

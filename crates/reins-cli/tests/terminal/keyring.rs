@@ -321,3 +321,35 @@ fn a_headless_claude_code_signs_in_with_the_keyrings_key_and_it_stays_off_disk(
     assert!(found.is_empty(), "the key is on disk in {found:?}");
     Ok(())
 }
+
+#[test]
+#[ignore = "needs a Secret Service on the session bus: scripts/test runs it under dbus-run-session"]
+fn the_serve_certificate_key_is_kept_in_the_keyring_and_nowhere_on_disk() -> anyhow::Result<()> {
+    anyhow::ensure!(
+        std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some(),
+        "no session bus: run this under dbus-run-session with gnome-keyring-daemon --unlock (see scripts/test)"
+    );
+    let cli = Cli::new()?;
+    let fingerprint = |cli: &Cli| -> anyhow::Result<String> {
+        let server = crate::serve::Server::start(cli, &["--tls"])?;
+        let pairing = cli.json(&["serve", "pair", "--name", "tablet"])?;
+        drop(server);
+        Ok(pairing["fingerprint"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned())
+    };
+    let first = fingerprint(&cli)?;
+    assert_eq!(first.len(), 95, "{first}");
+    assert_eq!(
+        fingerprint(&cli)?,
+        first,
+        "the same certificate on the next start"
+    );
+    assert!(cli.data().join("serve/cert.pem").is_file());
+    assert!(
+        files_containing(&cli.data(), b"PRIVATE KEY")?.is_empty(),
+        "the certificate's private key is not on disk"
+    );
+    Ok(())
+}

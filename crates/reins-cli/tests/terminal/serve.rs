@@ -483,3 +483,31 @@ async fn a_web_decision_is_bound_to_the_card_single_and_audited_with_the_device(
     }
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_a_made_certificate_checks_the_host_over_http2_too() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let server = Server::start(&cli, &["--tls"])?;
+    let url = format!("https://127.0.0.1:{}/api/approvals", server.port);
+    // A browser over TLS speaks HTTP/2: the host is in the request's authority, not a header.
+    let code = |extra: &[&str]| -> anyhow::Result<String> {
+        curl_status(&[&["-k", "--http2"], extra, &[url.as_str()]].concat())
+    };
+    assert_eq!(code(&[])?, "401", "reaches the token check");
+    assert_eq!(code(&["-H", "Host: evil.example"])?, "403");
+    assert_eq!(code(&["--http1.1"])?, "401");
+    let plain = format!("http://127.0.0.1:{}/api/approvals", server.port);
+    assert_ne!(curl_status(&[&plain])?, "401", "no plain HTTP beside TLS");
+    // The pairing link carries the certificate's fingerprint.
+    let pairing = cli.json(&["serve", "pair", "--name", "tablet"])?;
+    let fp = pairing["fingerprint"]
+        .as_str()
+        .unwrap_or_default()
+        .replace(':', "");
+    assert_eq!(fp.len(), 64, "{pairing}");
+    assert!(pairing["link"]
+        .as_str()
+        .unwrap_or_default()
+        .ends_with(&format!("&fp={fp}")));
+    Ok(())
+}
