@@ -10,6 +10,7 @@ mod lifecycle;
 mod notifications;
 mod one_program;
 mod policy;
+mod remote;
 mod reviews;
 mod tray;
 mod views;

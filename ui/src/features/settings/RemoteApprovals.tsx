@@ -38,12 +38,12 @@ export function RemoteApprovals() {
       {url ? (
         <div className="row">
           <span>Serving at <code data-testid="remote-url">{url}</code></span>
-          <button onClick={() => stop.mutate()} disabled={stop.isPending}>Stop</button>
+          <button data-testid="remote-stop" onClick={() => stop.mutate()} disabled={stop.isPending}>Stop</button>
         </div>
       ) : (
         <form className="row" onSubmit={(e) => { e.preventDefault(); start.mutate(); }}>
           <label className="field"><span>Listen on</span><input name="listen" value={listen} onChange={(e) => setListen(e.target.value)} /></label>
-          <button className="primary" type="submit" disabled={start.isPending}>Start</button>
+          <button className="primary" type="submit" data-testid="remote-start" disabled={start.isPending}>Start</button>
         </form>
       )}
       {status.data?.exposure && <div className="notice" role="alert">{status.data.exposure}</div>}
@@ -52,7 +52,7 @@ export function RemoteApprovals() {
       <h3>Pair a device</h3>
       <form className="row" onSubmit={(e) => { e.preventDefault(); if (name.trim()) pair.mutate(); }}>
         <input name="device-name" placeholder="my phone" value={name} onChange={(e) => setName(e.target.value)} />
-        <button type="submit" disabled={!name.trim() || pair.isPending}>Pair…</button>
+        <button type="submit" data-testid="pair-device" disabled={!name.trim() || pair.isPending}>Pair…</button>
       </form>
       {pairing && (
         <div className="pairing" data-testid="pairing">
@@ -77,7 +77,7 @@ export function RemoteApprovals() {
                 <td>{d.name}</td>
                 <td>{ago(d.createdAt)}</td>
                 <td>{d.lastUsedAt ? ago(d.lastUsedAt) : "never"}</td>
-                <td><button className="danger small" onClick={() => revoke.mutate(d.id)}>Revoke</button></td>
+                <td><button className="danger small" data-testid="revoke-device" onClick={() => revoke.mutate(d.id)}>Revoke</button></td>
               </tr>
             ))}
           </tbody>
