@@ -120,7 +120,8 @@ async fn main() -> anyhow::Result<()> {
 
         let t = Instant::now();
         let mut n = 0u64;
-        reins_core::store::scan::events_between(store.path(), 0, i64::MAX, |row| {
+        let source = store.scan_source()?;
+        reins_core::store::scan::events_between(&source, 0, i64::MAX, |row| {
             n += u64::from(row.seq > 0);
             Ok(true)
         })?;

@@ -42,6 +42,15 @@ impl DataDir {
         self.root.join("reins.db")
     }
 
+    /// This machine's record of the highest audit chain head it has seen in the shared database at
+    /// `url` (team mode): one file per database, named by a digest of its URL without password.
+    pub fn team_anchor(&self, url: &str) -> PathBuf {
+        let shown = crate::store::redacted(url);
+        let digest = crate::digest::Digest::of(shown.as_bytes());
+        let short: String = digest.as_str().chars().take(16).collect();
+        self.root.join(format!("team-{short}.audit-head"))
+    }
+
     pub fn blobs(&self) -> PathBuf {
         self.root.join("blobs")
     }

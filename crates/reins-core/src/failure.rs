@@ -9,9 +9,8 @@ use crate::blob::BlobError;
 use crate::error::Error;
 use crate::store::StoreError;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum FailureClass {
     /// Busy database, a timeout: likely to pass. Retried with backoff.

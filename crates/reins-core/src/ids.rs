@@ -41,31 +41,7 @@ macro_rules! uuid_id {
         }
 
         // Stored as the hyphenated text the database has always held.
-        impl sqlx::Type<sqlx::Sqlite> for $name {
-            fn type_info() -> sqlx::sqlite::SqliteTypeInfo {
-                <String as sqlx::Type<sqlx::Sqlite>>::type_info()
-            }
-
-            fn compatible(ty: &sqlx::sqlite::SqliteTypeInfo) -> bool {
-                <String as sqlx::Type<sqlx::Sqlite>>::compatible(ty)
-            }
-        }
-
-        impl<'q> sqlx::Encode<'q, sqlx::Sqlite> for $name {
-            fn encode_by_ref(
-                &self,
-                buf: &mut Vec<sqlx::sqlite::SqliteArgumentValue<'q>>,
-            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
-                <String as sqlx::Encode<'q, sqlx::Sqlite>>::encode(self.to_string(), buf)
-            }
-        }
-
-        impl<'r> sqlx::Decode<'r, sqlx::Sqlite> for $name {
-            fn decode(value: sqlx::sqlite::SqliteValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
-                let text = <&str as sqlx::Decode<'r, sqlx::Sqlite>>::decode(value)?;
-                Ok(text.parse()?)
-            }
-        }
+        $crate::store::column::text_column!($name, |v| v.to_string(), |s| s.parse::<$name>());
     };
 }
 

@@ -108,6 +108,9 @@ pub struct Options {
     /// Database connections at most. A process that does one thing at a time (a Claude Code hook)
     /// opens one, and so saves opening and closing the others.
     pub connections: u32,
+    /// A shared PostgreSQL database (`postgres://…`, team mode) instead of the SQLite file in the
+    /// data dir. The data dir still holds this machine's audit head anchor and its logs.
+    pub database: Option<String>,
 }
 
 impl Default for Options {
@@ -120,6 +123,7 @@ impl Default for Options {
             secrets: None,
             memory_server: None,
             connections: crate::store::DEFAULT_CONNECTIONS,
+            database: None,
         }
     }
 }
@@ -131,6 +135,10 @@ impl std::fmt::Debug for Options {
             .field("retry", &self.retry)
             .field("policy_file", &self.policy_file)
             .field("policy", &self.policy.as_ref().map(|p| p.version()))
+            .field(
+                "database",
+                &self.database.as_deref().map(crate::store::redacted),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -146,7 +154,12 @@ pub struct Reins {
 impl Reins {
     pub async fn open(data_dir: DataDir, options: Options) -> Result<Self> {
         data_dir.ensure()?;
-        let store = Store::open_with(&data_dir.database(), options.connections).await?;
+        let store = match &options.database {
+            None => Store::open_with(&data_dir.database(), options.connections).await?,
+            Some(url) => {
+                Store::open_postgres(url, &data_dir.team_anchor(url), options.connections).await?
+            }
+        };
         let blobs = BlobStore::open(&data_dir.blobs())?;
         let config_dir = crate::data_dir::config_dir()?;
         let policy_file = options
@@ -198,9 +211,9 @@ impl Reins {
         self.data_dir.root()
     }
 
-    /// The database file.
+    /// The database file, or the shared database's URL (without its password) in team mode.
     pub fn database(&self) -> std::path::PathBuf {
-        self.data_dir.database()
+        self.store().path().to_owned()
     }
 
     /// The user's policy file (it may not exist: then only the built-in defaults apply).

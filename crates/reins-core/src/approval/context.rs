@@ -2,7 +2,7 @@
 //! this action, and what it has read — so a person can judge the action without reading the log.
 
 use serde::{Deserialize, Serialize};
-use sqlx::SqlitePool;
+use crate::store::Pool;
 
 use crate::agent::llm::WorkingMemory;
 use crate::ids::RunId;
@@ -37,7 +37,7 @@ pub struct ContextSummary {
 impl ContextSummary {
     /// From the agent's working memory when it keeps one (the LLM agent), else from the journal.
     pub async fn build(
-        pool: &SqlitePool,
+        pool: &Pool,
         run: RunId,
         goal: &str,
         seq: i64,

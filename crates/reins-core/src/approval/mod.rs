@@ -13,9 +13,8 @@ pub use context::ContextSummary;
 pub use grant::{GrantSpec, Matcher};
 
 /// How far an approval reaches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Scope {
     /// Only this action, this once.
@@ -46,9 +45,8 @@ impl std::fmt::Display for Scope {
 }
 
 /// Where a review checkpoint stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename = "ApprovalStatus")]
 pub enum Status {

@@ -146,7 +146,7 @@ pub async fn export(
         from = to;
     }
     let filter = req.filter.clone();
-    let db = store.path().to_owned();
+    let db = store.scan_source()?;
     let format = req.format;
     let mut out = Writer::new(&target.partial, format)?;
     let (tell, mut told) = tokio::sync::watch::channel(0u64);

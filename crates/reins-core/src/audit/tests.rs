@@ -91,7 +91,7 @@ fn forged(from_seq: i64, prev: &str, n: i64) -> Vec<AuditRow> {
 
 async fn insert_raw(store: &Store, rows: &[AuditRow]) -> anyhow::Result<()> {
     for r in rows {
-        sqlx::query("INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash) VALUES (?,?,?,?,?,?,?,?,?,?)")
+        sqlx::query("INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)")
             .bind(r.seq).bind(r.at).bind(&r.actor).bind(&r.kind).bind(&r.run_id).bind(r.step_seq)
             .bind(&r.approval_id).bind(&r.payload).bind(&r.prev_hash).bind(&r.hash)
             .execute(store.pool()).await?;

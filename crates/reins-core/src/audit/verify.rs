@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
-use sqlx::SqlitePool;
+use crate::store::Pool;
 
 use crate::store::anchor::{AnchorError, Head, Mark};
 use crate::store::audit::{AuditRow, GENESIS};
@@ -298,7 +298,7 @@ async fn walk(store: &Store, anchor: Option<&Head>, split_at: i64) -> Result<Wal
         i64::MAX
     };
     let boundary = audit_read::last_before(store.pool(), middle).await?;
-    let db = store.path().to_owned();
+    let db = store.scan_source()?;
     let joined = tokio::task::spawn_blocking(move || {
         std::thread::scope(|scope| {
             let second = (middle != i64::MAX).then(|| {
@@ -342,7 +342,7 @@ async fn walk(store: &Store, anchor: Option<&Head>, split_at: i64) -> Result<Wal
 
 /// Walks seqs in `[lo, hi)`, expecting the first to be `start.0` chained to `start.1`.
 fn stretch(
-    db: &std::path::Path,
+    db: &crate::store::scan::Source,
     lo: i64,
     hi: i64,
     start: (i64, String),
@@ -389,7 +389,7 @@ fn stretch(
 }
 
 /// Names the damage at the first event that does not chain.
-async fn classify(pool: &SqlitePool, bad: Bad) -> Result<Damage, StoreError> {
+async fn classify(pool: &Pool, bad: Bad) -> Result<Damage, StoreError> {
     let Bad {
         expected_seq: e,
         prev_hash: prev,

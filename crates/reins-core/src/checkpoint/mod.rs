@@ -21,9 +21,8 @@ pub const SCHEMA_VERSION: i64 = 2;
 /// Payloads larger than this go to the blob store; the row keeps the hash.
 pub const INLINE_LIMIT: usize = 1024 * 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, sqlx::Type)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 #[serde(rename = "CheckpointLevel")]
 pub enum Level {

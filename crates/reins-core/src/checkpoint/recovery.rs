@@ -11,9 +11,8 @@ pub enum Health {
     Invalid,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize, sqlx::Type)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 // Two types named Damage reach the app\'s TypeScript; serde\'s container name is what specta uses.
 #[serde(rename = "CheckpointDamageKind")]

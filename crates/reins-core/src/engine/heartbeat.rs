@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use sqlx::SqlitePool;
+use crate::store::Pool;
 
 use crate::clock::now_ms;
 use crate::ids::RunId;
@@ -53,7 +53,7 @@ pub(super) struct Heartbeat {
 impl Heartbeat {
     /// Renews every third of `lease_ms`. Needs a Tokio runtime.
     pub(super) fn start(
-        pool: SqlitePool,
+        pool: Pool,
         run: RunId,
         fence: i64,
         lease_ms: i64,

@@ -39,10 +39,8 @@ mod tests;
     Hash,
     Serialize,
     serde::Deserialize,
-    sqlx::Type,
 )]
 #[serde(rename_all = "snake_case")]
-#[sqlx(type_name = "TEXT", rename_all = "snake_case")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
 pub enum Risk {
     Low,

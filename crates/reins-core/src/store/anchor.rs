@@ -91,8 +91,13 @@ impl Anchor {
     pub fn for_database(db: &Path) -> Self {
         let mut name = db.as_os_str().to_owned();
         name.push(".audit-head");
+        Self::at(&PathBuf::from(name))
+    }
+
+    /// An anchor kept in the file `path` (a shared database's, in this machine's data dir).
+    pub fn at(path: &Path) -> Self {
         Self {
-            path: PathBuf::from(name),
+            path: path.to_owned(),
             queue: Arc::default(),
         }
     }

@@ -2,8 +2,8 @@
 //! status = 'pending'`), so a decision is never overwritten — not by a second person, not by a stale
 //! worker.
 
-use sqlx::types::Json;
-use sqlx::{SqliteExecutor, SqlitePool};
+use super::column::{Json, JsonOpt};
+use super::{Executor, Pool};
 
 use super::decode::{self, Stored};
 use super::{Result, StoreError, Tx};
@@ -23,16 +23,16 @@ pub struct ApprovalRow {
     pub action: RecordedCall,
     pub action_hash: String,
     pub risk: Risk,
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<Vec<String>>")]
     pub reasons: Vec<String>,
-    #[sqlx(json(nullable))]
+    #[sqlx(try_from = "JsonOpt<Vec<Segment>>")]
     pub segments: Option<Vec<Segment>>,
     pub preview: String,
     pub preview_sha256: String,
     /// The files as they were when the preview was made.
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<Vec<FileImage>>")]
     pub pre_images: Vec<FileImage>,
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<ContextSummary>")]
     pub context: ContextSummary,
     pub policy: String,
     pub status: Status,
@@ -47,7 +47,7 @@ pub struct ApprovalRow {
     pub edited_preview: Option<String>,
     /// The edit's verdict as the person saw it (None: no edit, or decided before it was recorded).
     pub edited_risk: Option<Risk>,
-    #[sqlx(json(nullable))]
+    #[sqlx(try_from = "JsonOpt<Vec<String>>")]
     pub edited_reasons: Option<Vec<String>>,
     pub superseded_by: Option<String>,
     pub stale_reason: Option<String>,
@@ -84,7 +84,7 @@ pub async fn insert(tx: &mut Tx, a: &ApprovalRow) -> Result<()> {
     sqlx::query(
         "INSERT INTO approvals (id, run_id, step_seq, tool, action, action_hash, risk, reasons, segments,
             preview, preview_sha256, pre_images, context, policy, status, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
     )
     .bind(&a.id)
     .bind(a.run_id)
@@ -108,8 +108,8 @@ pub async fn insert(tx: &mut Tx, a: &ApprovalRow) -> Result<()> {
     Ok(())
 }
 
-pub async fn get<'e>(db: impl SqliteExecutor<'e>, id: &str) -> Result<Option<ApprovalRow>> {
-    let row = sqlx::query("SELECT * FROM approvals WHERE id = ?")
+pub async fn get<'e>(db: impl Executor<'e>, id: &str) -> Result<Option<ApprovalRow>> {
+    let row = sqlx::query("SELECT * FROM approvals WHERE id = $1")
         .bind(id)
         .fetch_optional(db)
         .await?;
@@ -117,7 +117,7 @@ pub async fn get<'e>(db: impl SqliteExecutor<'e>, id: &str) -> Result<Option<App
 }
 
 /// An approval by its id or a unique prefix of it (people type short ids).
-pub async fn find(pool: &SqlitePool, id_or_prefix: &str) -> Result<Option<ApprovalRow>> {
+pub async fn find(pool: &Pool, id_or_prefix: &str) -> Result<Option<ApprovalRow>> {
     if id_or_prefix.len() < 4
         || !id_or_prefix
             .chars()
@@ -126,7 +126,7 @@ pub async fn find(pool: &SqlitePool, id_or_prefix: &str) -> Result<Option<Approv
         return get(pool, id_or_prefix).await;
     }
     let rows: Vec<ApprovalRow> = decode::all(
-        &sqlx::query("SELECT * FROM approvals WHERE id >= ? AND id < ? || 'g' LIMIT 2")
+        &sqlx::query("SELECT * FROM approvals WHERE id >= $1 AND id < $2 || 'g' LIMIT 2")
             .bind(id_or_prefix)
             .bind(id_or_prefix)
             .fetch_all(pool)
@@ -143,12 +143,12 @@ pub async fn find(pool: &SqlitePool, id_or_prefix: &str) -> Result<Option<Approv
 
 /// The newest approval for a step (a superseded one has a newer successor).
 pub async fn latest_for_step<'e>(
-    db: impl SqliteExecutor<'e>,
+    db: impl Executor<'e>,
     run: RunId,
     seq: i64,
 ) -> Result<Option<ApprovalRow>> {
     let row = sqlx::query(
-        "SELECT * FROM approvals WHERE run_id = ? AND step_seq = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+        "SELECT * FROM approvals WHERE run_id = $1 AND step_seq = $2 ORDER BY created_at DESC, id DESC LIMIT 1",
     )
     .bind(run)
     .bind(seq)
@@ -158,13 +158,13 @@ pub async fn latest_for_step<'e>(
 }
 
 pub async fn list(
-    pool: &SqlitePool,
+    pool: &Pool,
     status: Option<Status>,
     run: Option<RunId>,
 ) -> Result<Vec<ApprovalRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT * FROM approvals WHERE (?1 IS NULL OR status = ?1) AND (?2 IS NULL OR run_id = ?2)
+            "SELECT * FROM approvals WHERE ($1 IS NULL OR status = $1) AND ($2 IS NULL OR run_id = $2)
              ORDER BY created_at, id",
         )
         .bind(status)
@@ -174,10 +174,10 @@ pub async fn list(
     )
 }
 
-pub async fn pending_due(pool: &SqlitePool, now: i64) -> Result<Vec<ApprovalRow>> {
+pub async fn pending_due(pool: &Pool, now: i64) -> Result<Vec<ApprovalRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= ? ORDER BY expires_at",
+            "SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at",
         )
         .bind(now)
         .fetch_all(pool)
@@ -209,10 +209,10 @@ pub struct Edit {
 
 pub async fn decide(tx: &mut Tx, id: &str, d: &DecisionWrite<'_>) -> Result<()> {
     let done = sqlx::query(
-        "UPDATE approvals SET status = ?, decided_at = ?, decided_by = ?, note = ?, scope = ?,
-            edited_action = ?, edited_hash = ?, edited_preview = ?, edited_risk = ?, edited_reasons = ?,
-            pre_images = COALESCE(?, pre_images)
-         WHERE id = ? AND status = 'pending'",
+        "UPDATE approvals SET status = $1, decided_at = $2, decided_by = $3, note = $4, scope = $5,
+            edited_action = $6, edited_hash = $7, edited_preview = $8, edited_risk = $9, edited_reasons = $10,
+            pre_images = COALESCE($11, pre_images)
+         WHERE id = $12 AND status = 'pending'",
     )
     .bind(d.status)
     .bind(d.now)
@@ -239,9 +239,9 @@ pub async fn decide(tx: &mut Tx, id: &str, d: &DecisionWrite<'_>) -> Result<()> 
 /// Marks an approval superseded by `by` (pending or approved-but-not-yet-run).
 pub async fn supersede(tx: &mut Tx, id: &str, by: &str, why: &str, now: i64) -> Result<()> {
     let done = sqlx::query(
-        "UPDATE approvals SET status = 'superseded', superseded_by = ?, stale_reason = ?,
-            decided_at = COALESCE(decided_at, ?)
-         WHERE id = ? AND status IN ('pending', 'approved')",
+        "UPDATE approvals SET status = 'superseded', superseded_by = $1, stale_reason = $2,
+            decided_at = COALESCE(decided_at, $3)
+         WHERE id = $4 AND status IN ('pending', 'approved')",
     )
     .bind(by)
     .bind(why)
@@ -260,8 +260,8 @@ pub async fn supersede(tx: &mut Tx, id: &str, by: &str, why: &str, now: i64) -> 
 /// Ends every pending approval of a run that will never carry it out (cancelled). Returns their ids.
 pub async fn close_for_run(tx: &mut Tx, run: RunId, why: &str, now: i64) -> Result<Vec<String>> {
     let ids: Vec<String> = sqlx::query_scalar(
-        "UPDATE approvals SET status = 'expired', decided_at = ?, decided_by = 'system', note = ?
-         WHERE run_id = ? AND status = 'pending' RETURNING id",
+        "UPDATE approvals SET status = 'expired', decided_at = $1, decided_by = 'system', note = $2
+         WHERE run_id = $3 AND status = 'pending' RETURNING id",
     )
     .bind(now)
     .bind(why)

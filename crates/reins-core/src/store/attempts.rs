@@ -1,7 +1,7 @@
 //! The `attempts` table: each execution or recovery of a run.
 
-use sqlx::types::Json;
-use sqlx::SqlitePool;
+use super::column::{Json, JsonOpt};
+use super::Pool;
 
 use super::decode::{self, Stored};
 use super::{Result, Tx};
@@ -17,7 +17,7 @@ pub struct AttemptRow {
     pub ended_at: Option<i64>,
     pub outcome: Option<String>,
     /// The recovery summary this attempt gave its agent, when it resumed the run.
-    #[sqlx(json(nullable))]
+    #[sqlx(try_from = "JsonOpt<RecoverySummary>")]
     pub recovery: Option<RecoverySummary>,
 }
 
@@ -30,7 +30,7 @@ impl Stored for AttemptRow {
 pub async fn start(tx: &mut Tx, run: RunId, worker: &str, fence: i64, now: i64) -> Result<i64> {
     let n: i64 = sqlx::query_scalar(
         "INSERT INTO attempts (run_id, n, worker, fence, started_at)
-         VALUES (?1, (SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE run_id = ?1), ?2, ?3, ?4)
+         VALUES ($1, (SELECT COALESCE(MAX(n), 0) + 1 FROM attempts WHERE run_id = $1), $2, $3, $4)
          RETURNING n",
     )
     .bind(run.to_string())
@@ -45,7 +45,7 @@ pub async fn start(tx: &mut Tx, run: RunId, worker: &str, fence: i64, now: i64) 
 /// Closes every attempt of the run still open (a crashed worker never closed its own).
 pub async fn end_open(tx: &mut Tx, run: RunId, outcome: &str, now: i64) -> Result<()> {
     sqlx::query(
-        "UPDATE attempts SET ended_at = ?, outcome = ? WHERE run_id = ? AND ended_at IS NULL",
+        "UPDATE attempts SET ended_at = $1, outcome = $2 WHERE run_id = $3 AND ended_at IS NULL",
     )
     .bind(now)
     .bind(outcome)
@@ -55,9 +55,9 @@ pub async fn end_open(tx: &mut Tx, run: RunId, outcome: &str, now: i64) -> Resul
     Ok(())
 }
 
-pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<AttemptRow>> {
+pub async fn list(pool: &Pool, run: RunId) -> Result<Vec<AttemptRow>> {
     decode::all(
-        &sqlx::query("SELECT * FROM attempts WHERE run_id = ? ORDER BY n")
+        &sqlx::query("SELECT * FROM attempts WHERE run_id = $1 ORDER BY n")
             .bind(run)
             .fetch_all(pool)
             .await?,
@@ -70,7 +70,7 @@ pub async fn set_recovery(
     n: i64,
     summary: &RecoverySummary,
 ) -> Result<()> {
-    sqlx::query("UPDATE attempts SET recovery = ? WHERE run_id = ? AND n = ?")
+    sqlx::query("UPDATE attempts SET recovery = $1 WHERE run_id = $2 AND n = $3")
         .bind(Json(summary))
         .bind(run.to_string())
         .bind(n)

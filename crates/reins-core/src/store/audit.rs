@@ -2,7 +2,8 @@
 //! change each event records. `hash = SHA-256(prev_hash ‖ canonical event)`.
 
 use serde::Serialize;
-use sqlx::SqlitePool;
+use super::dialect::Sql;
+use super::Pool;
 
 use super::anchor::Mark;
 use super::scan::EventRef;
@@ -249,19 +250,18 @@ fn chain(mut seq: i64, mut prev_hash: String, entries: &[Entry], now: i64) -> Ve
         .collect()
 }
 
-fn push_rows(q: &mut sqlx::QueryBuilder<'_, sqlx::Sqlite>, rows: &[Row], now: i64) {
-    q.push_values(rows.iter(), |mut b, r| {
-        b.push_bind(r.seq)
-            .push_bind(now)
-            .push_bind(r.actor)
-            .push_bind(r.kind)
-            .push_bind(r.run_id.clone())
-            .push_bind(r.step)
-            .push_bind(r.approval.clone())
-            .push_bind(r.payload.clone())
-            .push_bind(r.prev_hash.clone())
-            .push_bind(r.hash.clone());
-    });
+/// `VALUES (…), (…)` of the rows, each field a parameter.
+fn push_rows(q: &mut Sql<'_>, rows: &[Row], now: i64) -> Result<()> {
+    q.push("VALUES ");
+    for (i, r) in rows.iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.bind(r.seq)?.push(", ").bind(now)?.push(", ");
+        q.bind(r.actor.to_owned())?.push(", ").bind(r.kind.to_owned())?.push(", ");
+        q.bind(r.run_id.clone())?.push(", ").bind(r.step)?.push(", ");
+        q.bind(r.approval.clone())?.push(", ").bind(r.payload.clone())?.push(", ");
+        q.bind(r.prev_hash.clone())?.push(", ").bind(r.hash.clone())?.push(")");
+    }
+    Ok(())
 }
 
 /// The anchor marks among `rows`, and the last row (the new head).
@@ -301,22 +301,23 @@ async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) 
     }
     if let Some((o, (seq, hash))) = owner.and_then(|o| o.remembered().map(|h| (o, h))) {
         let rows = chain(seq, hash.clone(), events, now);
-        let mut insert = sqlx::QueryBuilder::new(
+        let mut insert = Sql::new(
             "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash)
              SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9, column10 FROM (",
         );
-        push_rows(&mut insert, &rows, now);
+        push_rows(&mut insert, &rows, now)?;
         insert
-            .push(") WHERE (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1) IS ")
-            .push_bind(hash)
+            .push(") AS v WHERE (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1) IS NOT DISTINCT FROM ")
+            .bind(hash)?
             .push(" AND EXISTS (SELECT 1 FROM runs WHERE id = ")
-            .push_bind(o.run.to_string())
+            .bind(o.run.to_string())?
             .push(" AND fence = ")
-            .push_bind(o.fence)
+            .bind(o.fence)?
             // Only while plainly running: a pause request sends the append down the slow path,
             // which notices it.
             .push(" AND state = 'running')");
-        let done = insert.build().execute(&mut **tx).await?;
+        let (sql, args) = insert.into_parts();
+        let done = sqlx::query_with(&sql, args).execute(&mut **tx).await?;
         if done.rows_affected() == rows.len() as u64 {
             tx.appended(marks_of(&rows));
             let last = rows.last().map(|r| (r.seq, r.hash.clone()));
@@ -327,7 +328,7 @@ async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) 
     let (state, last_seq, last_hash): (Option<String>, Option<i64>, Option<String>) = match owner {
         Some(o) => {
             sqlx::query_as(
-                "SELECT (SELECT state FROM runs WHERE id = ? AND fence = ?),
+                "SELECT (SELECT state FROM runs WHERE id = $1 AND fence = $2),
                         (SELECT seq FROM audit_events ORDER BY seq DESC LIMIT 1),
                         (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1)",
             )
@@ -364,11 +365,12 @@ async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) 
         events,
         now,
     );
-    let mut insert = sqlx::QueryBuilder::new(
+    let mut insert = Sql::new(
         "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash) ",
     );
-    push_rows(&mut insert, &rows, now);
-    insert.build().execute(&mut **tx).await?;
+    push_rows(&mut insert, &rows, now)?;
+    let (sql, args) = insert.into_parts();
+    sqlx::query_with(&sql, args).execute(&mut **tx).await?;
     tx.appended(marks_of(&rows));
     let last = rows.last().map(|r| (r.seq, r.hash.clone()));
     if let Some(o) = owner {
@@ -378,10 +380,10 @@ async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) 
 }
 
 /// The anchor marks the table holds now: seq 1, every `MARK_EVERY`th seq, and the head.
-pub async fn marks(pool: &SqlitePool) -> Result<Vec<Mark>> {
+pub async fn marks(pool: &Pool) -> Result<Vec<Mark>> {
     let rows: Vec<(i64, String)> = sqlx::query_as(
         "SELECT seq, hash FROM audit_events
-         WHERE seq = 1 OR seq % ? = 0 OR seq = (SELECT MAX(seq) FROM audit_events)
+         WHERE seq = 1 OR seq % $1 = 0 OR seq = (SELECT MAX(seq) FROM audit_events)
          ORDER BY seq",
     )
     .bind(super::anchor::MARK_EVERY)
@@ -393,9 +395,9 @@ pub async fn marks(pool: &SqlitePool) -> Result<Vec<Mark>> {
         .collect())
 }
 
-pub async fn for_run(pool: &SqlitePool, run: RunId) -> Result<Vec<AuditRow>> {
+pub async fn for_run(pool: &Pool, run: RunId) -> Result<Vec<AuditRow>> {
     Ok(
-        sqlx::query_as("SELECT * FROM audit_events WHERE run_id = ? ORDER BY seq")
+        sqlx::query_as("SELECT * FROM audit_events WHERE run_id = $1 ORDER BY seq")
             .bind(run.to_string())
             .fetch_all(pool)
             .await?,
@@ -403,7 +405,7 @@ pub async fn for_run(pool: &SqlitePool, run: RunId) -> Result<Vec<AuditRow>> {
 }
 
 #[cfg(test)]
-pub async fn all(pool: &SqlitePool) -> Result<Vec<AuditRow>> {
+pub async fn all(pool: &Pool) -> Result<Vec<AuditRow>> {
     Ok(sqlx::query_as("SELECT * FROM audit_events ORDER BY seq")
         .fetch_all(pool)
         .await?)
@@ -412,7 +414,7 @@ pub async fn all(pool: &SqlitePool) -> Result<Vec<AuditRow>> {
 /// What a screen watching the store compares to notice that something changed, whichever process
 /// changed it: the audit chain's head and the latest run update. (Every decision, step, state
 /// change and memory edit appends an audit event; run rows change with every state move.)
-pub async fn change_stamp(pool: &SqlitePool) -> Result<(i64, i64)> {
+pub async fn change_stamp(pool: &Pool) -> Result<(i64, i64)> {
     Ok(sqlx::query_as(
         "SELECT (SELECT COALESCE(MAX(seq), 0) FROM audit_events), \
                 (SELECT COALESCE(MAX(updated_at), 0) FROM runs)",

@@ -2,7 +2,8 @@
 //! commits in the same transaction as the intent that needs it (no extra fsync, no window where one
 //! exists without the other). Larger blobs go to the file store (`crate::blob`).
 
-use sqlx::SqlitePool;
+use super::dialect::Sql;
+use super::Pool;
 
 use super::Result;
 use crate::digest::Digest;
@@ -11,7 +12,7 @@ use crate::digest::Digest;
 pub const INLINE_LIMIT: usize = 1024 * 1024;
 
 pub(crate) const INSERT: &str =
-    "INSERT INTO blobs (sha256, size, bytes) VALUES (?, ?, ?) ON CONFLICT (sha256) DO NOTHING";
+    "INSERT INTO blobs (sha256, size, bytes) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING";
 
 pub(crate) fn bind_insert<'q>(
     q: super::steps::Query<'q>,
@@ -24,9 +25,9 @@ pub(crate) fn bind_insert<'q>(
 }
 
 /// The bytes, if stored here. The caller verifies them against the digest.
-pub async fn get(pool: &SqlitePool, digest: &Digest) -> Result<Option<Vec<u8>>> {
+pub async fn get(pool: &Pool, digest: &Digest) -> Result<Option<Vec<u8>>> {
     Ok(
-        sqlx::query_scalar("SELECT bytes FROM blobs WHERE sha256 = ?")
+        sqlx::query_scalar("SELECT bytes FROM blobs WHERE sha256 = $1")
             .bind(digest.as_str())
             .fetch_optional(pool)
             .await?,
@@ -34,7 +35,7 @@ pub async fn get(pool: &SqlitePool, digest: &Digest) -> Result<Option<Vec<u8>>> 
 }
 
 /// (count, total bytes, digests whose bytes do not match their name).
-pub async fn check(pool: &SqlitePool) -> Result<(usize, u64, Vec<String>)> {
+pub async fn check(pool: &Pool) -> Result<(usize, u64, Vec<String>)> {
     let rows: Vec<(String, Vec<u8>)> = sqlx::query_as("SELECT sha256, bytes FROM blobs")
         .fetch_all(pool)
         .await?;
@@ -49,7 +50,7 @@ pub async fn check(pool: &SqlitePool) -> Result<(usize, u64, Vec<String>)> {
 
 /// Counts (and unless `dry_run`, deletes) the rows whose digest is not in `needed`.
 pub async fn unreferenced(
-    pool: &SqlitePool,
+    pool: &Pool,
     needed: &std::collections::BTreeSet<Digest>,
     dry_run: bool,
 ) -> Result<u64> {
@@ -62,13 +63,10 @@ pub async fn unreferenced(
         .collect();
     if !dry_run {
         for chunk in doomed.chunks(500) {
-            let mut q = sqlx::QueryBuilder::new("DELETE FROM blobs WHERE sha256 IN (");
-            let mut list = q.separated(", ");
-            for name in chunk {
-                list.push_bind(name.clone());
-            }
-            q.push(")");
-            q.build().execute(pool).await?;
+            let mut q = Sql::new("DELETE FROM blobs WHERE sha256 IN ");
+            q.bind_list(chunk.iter().map(String::as_str))?;
+            let (sql, args) = q.into_parts();
+            sqlx::query_with(&sql, args).execute(pool).await?;
         }
     }
     Ok(doomed.len() as u64)

@@ -1,7 +1,7 @@
 //! The `checkpoints` table and the record of damage the harness has recovered past.
 //! Rows are immutable once written; `seq` is assigned inside the writing transaction.
 
-use sqlx::SqlitePool;
+use super::Pool;
 
 use super::decode::{self, Stored};
 use super::{Result, StoreError, Tx};
@@ -48,7 +48,7 @@ pub async fn insert(tx: &mut Tx, run: RunId, cp: &NewCheckpoint<'_>) -> Result<i
     };
     let seq: i64 = sqlx::query_scalar(
         "INSERT INTO checkpoints (run_id, seq, level, schema_version, payload, blob, size, sha256, created_at)
-         VALUES (?1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = ?1), ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8)
          RETURNING seq",
     )
     .bind(run.to_string())
@@ -64,10 +64,10 @@ pub async fn insert(tx: &mut Tx, run: RunId, cp: &NewCheckpoint<'_>) -> Result<i
     Ok(seq)
 }
 
-pub async fn get(pool: &SqlitePool, run: RunId, seq: i64) -> Result<CheckpointRow> {
+pub async fn get(pool: &Pool, run: RunId, seq: i64) -> Result<CheckpointRow> {
     let row = sqlx::query(
         "SELECT seq, level, schema_version, payload, blob, size, sha256, created_at
-         FROM checkpoints WHERE run_id = ? AND seq = ?",
+         FROM checkpoints WHERE run_id = $1 AND seq = $2",
     )
     .bind(run)
     .bind(seq)
@@ -78,11 +78,11 @@ pub async fn get(pool: &SqlitePool, run: RunId, seq: i64) -> Result<CheckpointRo
     })
 }
 
-pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<CheckpointRow>> {
+pub async fn list(pool: &Pool, run: RunId) -> Result<Vec<CheckpointRow>> {
     decode::all(
         &sqlx::query(
             "SELECT seq, level, schema_version, payload, blob, size, sha256, created_at
-             FROM checkpoints WHERE run_id = ? ORDER BY seq",
+             FROM checkpoints WHERE run_id = $1 ORDER BY seq",
         )
         .bind(run)
         .fetch_all(pool)
@@ -91,9 +91,9 @@ pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<CheckpointRow>> {
 }
 
 /// The lowest and highest checkpoint seq of a run (None when it has none).
-pub async fn seq_range(pool: &SqlitePool, run: RunId) -> Result<Option<(i64, i64)>> {
+pub async fn seq_range(pool: &Pool, run: RunId) -> Result<Option<(i64, i64)>> {
     let (lo, hi): (Option<i64>, Option<i64>) =
-        sqlx::query_as("SELECT MIN(seq), MAX(seq) FROM checkpoints WHERE run_id = ?")
+        sqlx::query_as("SELECT MIN(seq), MAX(seq) FROM checkpoints WHERE run_id = $1")
             .bind(run)
             .fetch_one(pool)
             .await?;
@@ -111,7 +111,7 @@ pub struct Sealed {
 
 /// Streams the checkpoints with `from <= seq < to` to `each`, oldest first, as they arrive.
 pub async fn each_sealed(
-    pool: &SqlitePool,
+    pool: &Pool,
     run: RunId,
     from: i64,
     to: i64,
@@ -120,7 +120,7 @@ pub async fn each_sealed(
     use futures_util::TryStreamExt as _;
     let mut rows = sqlx::query_as::<_, (i64, i64, Option<Vec<u8>>, Option<String>, String)>(
         "SELECT seq, schema_version, payload, blob, sha256 FROM checkpoints
-         WHERE run_id = ? AND seq >= ? AND seq < ? ORDER BY seq",
+         WHERE run_id = $1 AND seq >= $2 AND seq < $3 ORDER BY seq",
     )
     .bind(run)
     .bind(from)
@@ -139,7 +139,7 @@ pub async fn each_sealed(
 }
 
 /// Every blob hash a checkpoint points to (for the store's consistency check).
-pub async fn blob_refs(pool: &SqlitePool) -> Result<Vec<String>> {
+pub async fn blob_refs(pool: &Pool) -> Result<Vec<String>> {
     Ok(
         sqlx::query_scalar("SELECT blob FROM checkpoints WHERE blob IS NOT NULL")
             .fetch_all(pool)
@@ -166,7 +166,7 @@ pub async fn acknowledge_damage(
     now: i64,
 ) -> Result<bool> {
     let done = sqlx::query(
-        "INSERT INTO checkpoint_damage (run_id, seq, kind, detected_at) VALUES (?, ?, ?, ?)
+        "INSERT INTO checkpoint_damage (run_id, seq, kind, detected_at) VALUES ($1, $2, $3, $4)
          ON CONFLICT (run_id, seq) DO NOTHING",
     )
     .bind(run.to_string())
@@ -178,10 +178,10 @@ pub async fn acknowledge_damage(
     Ok(done.rows_affected() == 1)
 }
 
-pub async fn damage(pool: &SqlitePool, run: RunId) -> Result<Vec<DamageRow>> {
+pub async fn damage(pool: &Pool, run: RunId) -> Result<Vec<DamageRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT seq FROM checkpoint_damage WHERE run_id = ? ORDER BY seq",
+            "SELECT seq FROM checkpoint_damage WHERE run_id = $1 ORDER BY seq",
         )
         .bind(run)
         .fetch_all(pool)
@@ -190,9 +190,9 @@ pub async fn damage(pool: &SqlitePool, run: RunId) -> Result<Vec<DamageRow>> {
 }
 
 /// Checkpoints up to this seq were removed by retention (0: none).
-pub async fn pruned_through(pool: &SqlitePool, run: RunId) -> Result<i64> {
+pub async fn pruned_through(pool: &Pool, run: RunId) -> Result<i64> {
     Ok(
-        sqlx::query_scalar::<_, i64>("SELECT through FROM checkpoint_pruned WHERE run_id = ?")
+        sqlx::query_scalar::<_, i64>("SELECT through FROM checkpoint_pruned WHERE run_id = $1")
             .bind(run.to_string())
             .fetch_optional(pool)
             .await?
@@ -201,9 +201,9 @@ pub async fn pruned_through(pool: &SqlitePool, run: RunId) -> Result<i64> {
 }
 
 /// (seq, size, blob) of a run's checkpoints, oldest first: what retention weighs.
-pub async fn sizes(pool: &SqlitePool, run: RunId) -> Result<Vec<(i64, i64, Option<String>)>> {
+pub async fn sizes(pool: &Pool, run: RunId) -> Result<Vec<(i64, i64, Option<String>)>> {
     Ok(
-        sqlx::query_as("SELECT seq, size, blob FROM checkpoints WHERE run_id = ? ORDER BY seq")
+        sqlx::query_as("SELECT seq, size, blob FROM checkpoints WHERE run_id = $1 ORDER BY seq")
             .bind(run.to_string())
             .fetch_all(pool)
             .await?,
@@ -212,20 +212,23 @@ pub async fn sizes(pool: &SqlitePool, run: RunId) -> Result<Vec<(i64, i64, Optio
 
 /// Removes a run's checkpoints up to `through` (and their damage records) and remembers it.
 pub async fn prune(tx: &mut Tx, run: RunId, through: i64, now: i64) -> Result<u64> {
-    let removed = sqlx::query("DELETE FROM checkpoints WHERE run_id = ? AND seq <= ?")
+    let removed = sqlx::query("DELETE FROM checkpoints WHERE run_id = $1 AND seq <= $2")
         .bind(run.to_string())
         .bind(through)
         .execute(&mut **tx)
         .await?
         .rows_affected();
-    sqlx::query("DELETE FROM checkpoint_damage WHERE run_id = ? AND seq <= ?")
+    sqlx::query("DELETE FROM checkpoint_damage WHERE run_id = $1 AND seq <= $2")
         .bind(run.to_string())
         .bind(through)
         .execute(&mut **tx)
         .await?;
     sqlx::query(
-        "INSERT INTO checkpoint_pruned (run_id, through, at) VALUES (?, ?, ?)
-         ON CONFLICT (run_id) DO UPDATE SET through = MAX(through, excluded.through), at = excluded.at",
+        "INSERT INTO checkpoint_pruned (run_id, through, at) VALUES ($1, $2, $3)
+         ON CONFLICT (run_id) DO UPDATE
+         SET through = CASE WHEN checkpoint_pruned.through > excluded.through
+                            THEN checkpoint_pruned.through ELSE excluded.through END,
+             at = excluded.at",
     )
     .bind(run.to_string())
     .bind(through)
@@ -238,7 +241,7 @@ pub async fn prune(tx: &mut Tx, run: RunId, through: i64, now: i64) -> Result<u6
 /// Records that a resume verified the run's checkpoints through `through`.
 pub async fn verified(tx: &mut Tx, run: RunId, through: i64, sha256: &str) -> Result<()> {
     sqlx::query(
-        "INSERT INTO checkpoint_verified (run_id, through, sha256) VALUES (?, ?, ?)
+        "INSERT INTO checkpoint_verified (run_id, through, sha256) VALUES ($1, $2, $3)
          ON CONFLICT (run_id) DO UPDATE SET through = excluded.through, sha256 = excluded.sha256",
     )
     .bind(run.to_string())
@@ -251,11 +254,11 @@ pub async fn verified(tx: &mut Tx, run: RunId, through: i64, sha256: &str) -> Re
 
 /// The checkpoint a resume last verified through, if it is still stored with the checksum it had
 /// then (a row changed or removed since is not trusted: everything is verified again).
-pub async fn verified_through(pool: &SqlitePool, run: RunId) -> Result<Option<i64>> {
+pub async fn verified_through(pool: &Pool, run: RunId) -> Result<Option<i64>> {
     Ok(sqlx::query_scalar(
         "SELECT v.through FROM checkpoint_verified v
          JOIN checkpoints c ON c.run_id = v.run_id AND c.seq = v.through AND c.sha256 = v.sha256
-         WHERE v.run_id = ?",
+         WHERE v.run_id = $1",
     )
     .bind(run.to_string())
     .fetch_optional(pool)

@@ -3,33 +3,33 @@
 //! an error naming the table, the row and the column — never a silent default. Above this edge the
 //! harness's data is typed.
 
-use sqlx::sqlite::SqliteRow;
+use super::DbRow;
 use sqlx::{FromRow, Row as _};
 
 use super::{Result, StoreError};
 
 /// A row type read from one table.
-pub(crate) trait Stored: for<'r> FromRow<'r, SqliteRow> {
+pub(crate) trait Stored: for<'r> FromRow<'r, DbRow> {
     const TABLE: &'static str;
     /// The columns that name one row, for error messages.
     const KEY: &'static [&'static str];
 }
 
 /// One row, decoded.
-pub(crate) fn one<T: Stored>(row: &SqliteRow) -> Result<T> {
+pub(crate) fn one<T: Stored>(row: &DbRow) -> Result<T> {
     T::from_row(row).map_err(|e| damaged::<T>(row, e))
 }
 
 /// Rows, decoded; the first damaged one is the error.
-pub(crate) fn all<T: Stored>(rows: &[SqliteRow]) -> Result<Vec<T>> {
+pub(crate) fn all<T: Stored>(rows: &[DbRow]) -> Result<Vec<T>> {
     rows.iter().map(one).collect()
 }
 
-pub(crate) fn optional<T: Stored>(row: Option<SqliteRow>) -> Result<Option<T>> {
+pub(crate) fn optional<T: Stored>(row: Option<DbRow>) -> Result<Option<T>> {
     row.as_ref().map(one).transpose()
 }
 
-fn damaged<T: Stored>(row: &SqliteRow, e: sqlx::Error) -> StoreError {
+fn damaged<T: Stored>(row: &DbRow, e: sqlx::Error) -> StoreError {
     let key: Vec<String> = T::KEY
         .iter()
         .map(|column| {

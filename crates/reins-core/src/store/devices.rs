@@ -1,7 +1,7 @@
 //! The `pairings` and `devices` tables: one-time codes offered to a browser or phone, and the
 //! devices that exchanged one for a token. Only hashes of codes and tokens are stored.
 
-use sqlx::SqlitePool;
+use super::Pool;
 
 use super::decode::{self, Stored};
 use super::{Result, StoreError, Tx};
@@ -39,7 +39,7 @@ impl Stored for DeviceRow {
 
 pub async fn insert_pairing(tx: &mut Tx, p: &PairingRow) -> Result<()> {
     sqlx::query(
-        "INSERT INTO pairings (id, code_sha256, name, created_at, expires_at) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO pairings (id, code_sha256, name, created_at, expires_at) VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(&p.id)
     .bind(&p.code_sha256)
@@ -52,9 +52,9 @@ pub async fn insert_pairing(tx: &mut Tx, p: &PairingRow) -> Result<()> {
 }
 
 /// The pairing whose code hashes to `code_sha256`, used or not.
-pub async fn pairing_by_code(pool: &SqlitePool, code_sha256: &str) -> Result<Option<PairingRow>> {
+pub async fn pairing_by_code(pool: &Pool, code_sha256: &str) -> Result<Option<PairingRow>> {
     decode::optional(
-        sqlx::query("SELECT * FROM pairings WHERE code_sha256 = ?")
+        sqlx::query("SELECT * FROM pairings WHERE code_sha256 = $1")
             .bind(code_sha256)
             .fetch_optional(pool)
             .await?,
@@ -65,8 +65,8 @@ pub async fn pairing_by_code(pool: &SqlitePool, code_sha256: &str) -> Result<Opt
 /// `Conflict` when the code was used meanwhile or has expired by `now`: a code works once.
 pub async fn pair(tx: &mut Tx, pairing: &str, device: &DeviceRow, now: i64) -> Result<()> {
     let used = sqlx::query(
-        "UPDATE pairings SET used_at = ?, device_id = ?
-          WHERE id = ? AND used_at IS NULL AND expires_at > ?",
+        "UPDATE pairings SET used_at = $1, device_id = $2
+          WHERE id = $3 AND used_at IS NULL AND expires_at > $4",
     )
     .bind(now)
     .bind(&device.id)
@@ -80,7 +80,7 @@ pub async fn pair(tx: &mut Tx, pairing: &str, device: &DeviceRow, now: i64) -> R
         ));
     }
     sqlx::query(
-        "INSERT INTO devices (id, name, token_sha256, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO devices (id, name, token_sha256, created_at) VALUES ($1, $2, $3, $4)",
     )
     .bind(&device.id)
     .bind(&device.name)
@@ -92,9 +92,9 @@ pub async fn pair(tx: &mut Tx, pairing: &str, device: &DeviceRow, now: i64) -> R
 }
 
 /// The live (unrevoked) device whose token hashes to `token_sha256`.
-pub async fn live_by_token(pool: &SqlitePool, token_sha256: &str) -> Result<Option<DeviceRow>> {
+pub async fn live_by_token(pool: &Pool, token_sha256: &str) -> Result<Option<DeviceRow>> {
     decode::optional(
-        sqlx::query("SELECT * FROM devices WHERE token_sha256 = ? AND revoked_at IS NULL")
+        sqlx::query("SELECT * FROM devices WHERE token_sha256 = $1 AND revoked_at IS NULL")
             .bind(token_sha256)
             .fetch_optional(pool)
             .await?,
@@ -102,7 +102,7 @@ pub async fn live_by_token(pool: &SqlitePool, token_sha256: &str) -> Result<Opti
 }
 
 /// Every device, live ones first, newest first.
-pub async fn list(pool: &SqlitePool) -> Result<Vec<DeviceRow>> {
+pub async fn list(pool: &Pool) -> Result<Vec<DeviceRow>> {
     decode::all(
         &sqlx::query("SELECT * FROM devices ORDER BY revoked_at IS NOT NULL, created_at DESC")
             .fetch_all(pool)
@@ -112,12 +112,12 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<DeviceRow>> {
 
 /// The live device named by its id, a unique prefix of it (4 characters or more), or its exact
 /// name.
-pub async fn find_live(pool: &SqlitePool, key: &str) -> Result<DeviceRow> {
+pub async fn find_live(pool: &Pool, key: &str) -> Result<DeviceRow> {
     let prefix_ok = key.len() >= 4 && key.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
     let rows: Vec<DeviceRow> = decode::all(
         &sqlx::query(
             "SELECT * FROM devices WHERE revoked_at IS NULL
-               AND (id = ?1 OR name = ?1 OR (?2 AND id >= ?1 AND id < ?1 || 'g'))
+               AND (id = $1 OR name = $1 OR ($2 AND id >= $1 AND id < $1 || 'g'))
              LIMIT 2",
         )
         .bind(key)
@@ -137,7 +137,7 @@ pub async fn find_live(pool: &SqlitePool, key: &str) -> Result<DeviceRow> {
 
 pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
     let done =
-        sqlx::query("UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+        sqlx::query("UPDATE devices SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
             .bind(now)
             .bind(id)
             .execute(&mut **tx)
@@ -152,8 +152,8 @@ pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
 
 /// Notes when a device was last seen. Bookkeeping, not a change of the harness's state: one
 /// statement, no audit event (the decisions the device makes are audited).
-pub async fn touch(pool: &SqlitePool, id: &str, at: i64) -> Result<()> {
-    sqlx::query("UPDATE devices SET last_used_at = ? WHERE id = ?")
+pub async fn touch(pool: &Pool, id: &str, at: i64) -> Result<()> {
+    sqlx::query("UPDATE devices SET last_used_at = $1 WHERE id = $2")
         .bind(at)
         .bind(id)
         .execute(pool)

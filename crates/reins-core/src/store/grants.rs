@@ -1,8 +1,9 @@
 //! The `grants` table: standing permissions, created only by an approval decision, counted on every
 //! use, revocable.
 
-use sqlx::SqlitePool;
+use super::Pool;
 
+use super::column::JsonOpt;
 use super::decode::{self, Stored};
 use super::{Result, StoreError, Tx};
 use crate::approval::{Matcher, Scope};
@@ -28,7 +29,7 @@ pub struct GrantRow {
     pub risk: Option<Risk>,
     /// For a prefix grant: the options of the approved command beyond the prefix, the only ones
     /// a covered command may have (None: made before grants recorded them, so none).
-    #[sqlx(json(nullable))]
+    #[sqlx(try_from = "JsonOpt<Vec<String>>")]
     pub options: Option<Vec<String>>,
 }
 
@@ -40,7 +41,7 @@ impl Stored for GrantRow {
 pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
     sqlx::query(
         "INSERT INTO grants (id, scope, run_id, workspace, tool, matcher, pattern, origin, uses, created_at, risk, options)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $10, $11)",
     )
     .bind(&g.id)
     .bind(g.scope)
@@ -52,7 +53,7 @@ pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
     .bind(&g.origin)
     .bind(g.created_at)
     .bind(g.risk)
-    .bind(g.options.as_ref().map(sqlx::types::Json))
+    .bind(g.options.as_ref().map(super::column::Json))
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -60,15 +61,15 @@ pub async fn insert(tx: &mut Tx, g: &GrantRow) -> Result<()> {
 
 /// Live grants for a tool that may apply to `run` on `workspace`.
 pub async fn live_for(
-    pool: &SqlitePool,
+    pool: &Pool,
     tool: &str,
     run: RunId,
     workspace: &str,
 ) -> Result<Vec<GrantRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT * FROM grants WHERE tool = ? AND revoked_at IS NULL
-               AND (scope = 'always' OR (scope = 'run' AND run_id = ?) OR (scope = 'workspace' AND workspace = ?))
+            "SELECT * FROM grants WHERE tool = $1 AND revoked_at IS NULL
+               AND (scope = 'always' OR (scope = 'run' AND run_id = $2) OR (scope = 'workspace' AND workspace = $3))
              ORDER BY created_at",
         )
         .bind(tool)
@@ -79,7 +80,7 @@ pub async fn live_for(
     )
 }
 
-pub async fn list(pool: &SqlitePool) -> Result<Vec<GrantRow>> {
+pub async fn list(pool: &Pool) -> Result<Vec<GrantRow>> {
     decode::all(
         &sqlx::query("SELECT * FROM grants ORDER BY created_at")
             .fetch_all(pool)
@@ -90,7 +91,7 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<GrantRow>> {
 /// Counts a use; fails when the grant was revoked meanwhile.
 pub async fn used(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
     let done = sqlx::query(
-        "UPDATE grants SET uses = uses + 1, last_used_at = ? WHERE id = ? AND revoked_at IS NULL",
+        "UPDATE grants SET uses = uses + 1, last_used_at = $1 WHERE id = $2 AND revoked_at IS NULL",
     )
     .bind(now)
     .bind(id)
@@ -103,12 +104,12 @@ pub async fn used(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
 }
 
 /// A grant by its full id, or a unique prefix of at least 4 id characters.
-pub async fn find(pool: &SqlitePool, id: &str) -> Result<GrantRow> {
+pub async fn find(pool: &Pool, id: &str) -> Result<GrantRow> {
     // No LIKE wildcards get through: the prefix is compared as a range.
     let prefix_ok = id.len() >= 4 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
     let rows: Vec<GrantRow> = decode::all(
         &sqlx::query(
-            "SELECT * FROM grants WHERE id = ?1 OR (?2 AND id >= ?1 AND id < ?1 || 'g') LIMIT 2",
+            "SELECT * FROM grants WHERE id = $1 OR ($2 AND id >= $1 AND id < $1 || 'g') LIMIT 2",
         )
         .bind(id)
         .bind(prefix_ok)
@@ -137,7 +138,7 @@ pub async fn find(pool: &SqlitePool, id: &str) -> Result<GrantRow> {
 
 /// Revokes a live grant; fails with `Conflict` when it was revoked meanwhile.
 pub async fn revoke(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
-    let done = sqlx::query("UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL")
+    let done = sqlx::query("UPDATE grants SET revoked_at = $1 WHERE id = $2 AND revoked_at IS NULL")
         .bind(now)
         .bind(id)
         .execute(&mut **tx)

@@ -1,7 +1,7 @@
 //! The `agent_history` table: an agent's append-only history, entry by entry (see
 //! `checkpoint::HistoryRef`). Entries are written once, with the checkpoint that first covers them.
 
-use sqlx::SqlitePool;
+use super::Pool;
 
 use super::{Result, Tx};
 use crate::ids::RunId;
@@ -12,7 +12,7 @@ pub async fn put(tx: &mut Tx, run: RunId, from: i64, entries: &[String]) -> Resu
     for (k, entry) in entries.iter().enumerate() {
         let idx = from + i64::try_from(k).unwrap_or(i64::MAX);
         sqlx::query(
-            "INSERT INTO agent_history (run_id, idx, entry) VALUES (?, ?, ?)
+            "INSERT INTO agent_history (run_id, idx, entry) VALUES ($1, $2, $3)
              ON CONFLICT (run_id, idx) DO UPDATE SET entry = excluded.entry",
         )
         .bind(run.to_string())
@@ -25,9 +25,9 @@ pub async fn put(tx: &mut Tx, run: RunId, from: i64, entries: &[String]) -> Resu
 }
 
 /// The first `len` entries of a run's history, in order (fewer when some are missing).
-pub async fn first(pool: &SqlitePool, run: RunId, len: i64) -> Result<Vec<(i64, String)>> {
+pub async fn first(pool: &Pool, run: RunId, len: i64) -> Result<Vec<(i64, String)>> {
     Ok(sqlx::query_as(
-        "SELECT idx, entry FROM agent_history WHERE run_id = ? AND idx < ? ORDER BY idx",
+        "SELECT idx, entry FROM agent_history WHERE run_id = $1 AND idx < $2 ORDER BY idx",
     )
     .bind(run.to_string())
     .bind(len)

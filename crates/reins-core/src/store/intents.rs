@@ -2,9 +2,10 @@
 //! (confirmed, business_failed, unknown, skipped) after, exactly once: settling is guarded by
 //! `status = 'pending'`.
 
-use sqlx::types::Json;
-use sqlx::{SqliteExecutor, SqlitePool};
+use super::column::Json;
+use super::{Executor, Pool};
 
+use super::dialect::batch;
 use super::decode::{self, Stored};
 use super::{blobs, steps, Result, StoreError, Tx};
 use crate::digest::Digest;
@@ -22,9 +23,9 @@ pub struct IntentRow {
     pub action_hash: String,
     pub effect_class: EffectClass,
     pub status: IntentStatus,
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<Vec<FileImage>>")]
     pub pre_images: Vec<FileImage>,
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<Vec<FileImage>>")]
     pub post_images: Vec<FileImage>,
     pub result: Option<String>,
     pub settled_by: Option<String>,
@@ -41,10 +42,10 @@ impl Stored for IntentRow {
 const INSERT: &str =
     "INSERT INTO intents (id, run_id, step_seq, tool, action, action_hash, effect_class, status,
                           pre_images, post_images, result, settled_by, fence, created_at, settled_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
 
-const SETTLE: &str = "UPDATE intents SET status = ?, result = ?, settled_by = ?, settled_at = ?
-     WHERE run_id = ? AND step_seq = ? AND status = 'pending'";
+const SETTLE: &str = "UPDATE intents SET status = $1, result = $2, settled_by = $3, settled_at = $4
+     WHERE run_id = $5 AND step_seq = $6 AND status = 'pending'";
 
 fn bind_insert<'q>(q: steps::Query<'q>, run: RunId, intent: &'q IntentRow) -> steps::Query<'q> {
     q.bind(&intent.id)
@@ -98,11 +99,23 @@ pub async fn insert_with_step(
     intent: &IntentRow,
     pre_images: &[&[u8]],
 ) -> Result<()> {
-    let mut sql = format!("{};\n{INSERT}", steps::INSERT);
-    for _ in pre_images {
-        sql.push_str(";\n");
-        sql.push_str(blobs::INSERT);
+    if !tx.dialect().batches() {
+        steps::bind_insert(sqlx::query(steps::INSERT), run, step)
+            .execute(&mut **tx)
+            .await?;
+        bind_insert(sqlx::query(INSERT), run, intent)
+            .execute(&mut **tx)
+            .await?;
+        for bytes in pre_images {
+            blobs::bind_insert(sqlx::query(blobs::INSERT), &Digest::of(bytes), bytes)
+                .execute(&mut **tx)
+                .await?;
+        }
+        return Ok(());
     }
+    let mut statements = vec![steps::INSERT, INSERT];
+    statements.extend(pre_images.iter().map(|_| blobs::INSERT));
+    let sql = batch(&statements);
     let mut q = bind_insert(
         steps::bind_insert(sqlx::query(&sql), run, step),
         run,
@@ -154,15 +167,27 @@ pub async fn settle_with_step(
     now: i64,
 ) -> Result<()> {
     // The step first, and only while its intent is pending; then the intent.
-    let sql = format!(
-        "{} AND EXISTS (SELECT 1 FROM intents i WHERE i.run_id = steps.run_id AND i.step_seq = steps.seq AND i.status = 'pending');\n{SETTLE}",
+    let finish = format!(
+        "{} AND EXISTS (SELECT 1 FROM intents i WHERE i.run_id = steps.run_id AND i.step_seq = steps.seq AND i.status = 'pending')",
         steps::FINISH
     );
-    let q = steps::bind_finish(sqlx::query(&sql), run, step_seq, step_status, result, now);
-    let done = bind_settle(q, run, step_seq, status, result, settled_by, now)
-        .execute(&mut **tx)
-        .await?;
-    settled_once(done.rows_affected(), 2, run, step_seq)
+    let rows = if tx.dialect().batches() {
+        let sql = batch(&[&finish, SETTLE]);
+        let q = steps::bind_finish(sqlx::query(&sql), run, step_seq, step_status, result, now);
+        bind_settle(q, run, step_seq, status, result, settled_by, now)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected()
+    } else {
+        let q = steps::bind_finish(sqlx::query(&finish), run, step_seq, step_status, result, now);
+        let finished = q.execute(&mut **tx).await?.rows_affected();
+        let settled = bind_settle(sqlx::query(SETTLE), run, step_seq, status, result, settled_by, now)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected();
+        finished + settled
+    };
+    settled_once(rows, 2, run, step_seq)
 }
 
 fn settled_once(rows: u64, expected: u64, run: RunId, step_seq: i64) -> Result<()> {
@@ -175,10 +200,10 @@ fn settled_once(rows: u64, expected: u64, run: RunId, step_seq: i64) -> Result<(
     }
 }
 
-pub async fn pending<'e>(db: impl SqliteExecutor<'e>, run: RunId) -> Result<Vec<IntentRow>> {
+pub async fn pending<'e>(db: impl Executor<'e>, run: RunId) -> Result<Vec<IntentRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT * FROM intents WHERE run_id = ? AND status = 'pending' ORDER BY step_seq",
+            "SELECT * FROM intents WHERE run_id = $1 AND status = 'pending' ORDER BY step_seq",
         )
         .bind(run)
         .fetch_all(db)
@@ -187,11 +212,11 @@ pub async fn pending<'e>(db: impl SqliteExecutor<'e>, run: RunId) -> Result<Vec<
 }
 
 pub async fn for_step<'e>(
-    db: impl SqliteExecutor<'e>,
+    db: impl Executor<'e>,
     run: RunId,
     seq: i64,
 ) -> Result<Option<IntentRow>> {
-    let row = sqlx::query("SELECT * FROM intents WHERE run_id = ? AND step_seq = ?")
+    let row = sqlx::query("SELECT * FROM intents WHERE run_id = $1 AND step_seq = $2")
         .bind(run)
         .bind(seq)
         .fetch_optional(db)
@@ -199,9 +224,9 @@ pub async fn for_step<'e>(
     decode::optional(row)
 }
 
-pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<IntentRow>> {
+pub async fn list(pool: &Pool, run: RunId) -> Result<Vec<IntentRow>> {
     decode::all(
-        &sqlx::query("SELECT * FROM intents WHERE run_id = ? ORDER BY step_seq")
+        &sqlx::query("SELECT * FROM intents WHERE run_id = $1 ORDER BY step_seq")
             .bind(run)
             .fetch_all(pool)
             .await?,
@@ -210,7 +235,7 @@ pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<IntentRow>> {
 
 /// The pre-images of every intent (what rollback and recovery depend on), for retention and the
 /// blob store's consistency check.
-pub async fn all_pre_images(pool: &SqlitePool) -> Result<Vec<FileImage>> {
+pub async fn all_pre_images(pool: &Pool) -> Result<Vec<FileImage>> {
     let rows = sqlx::query("SELECT run_id, step_seq, pre_images FROM intents")
         .fetch_all(pool)
         .await?;
@@ -223,7 +248,7 @@ pub async fn all_pre_images(pool: &SqlitePool) -> Result<Vec<FileImage>> {
 
 #[derive(sqlx::FromRow)]
 struct PreImages {
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<Vec<FileImage>>")]
     pre_images: Vec<FileImage>,
 }
 
@@ -233,9 +258,9 @@ impl Stored for PreImages {
 }
 
 /// Intents whose id starts with `prefix`, with their run (a person types the first characters).
-pub async fn find(pool: &SqlitePool, prefix: &str) -> Result<Vec<(RunId, IntentRow)>> {
+pub async fn find(pool: &Pool, prefix: &str) -> Result<Vec<(RunId, IntentRow)>> {
     let rows: Vec<(RunId, String)> = sqlx::query_as(
-        "SELECT run_id, id FROM intents WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 10",
+        "SELECT run_id, id FROM intents WHERE substr(id, 1, CAST($1 AS INTEGER)) = $2 ORDER BY id LIMIT 10",
     )
     .bind(i64::try_from(prefix.len()).unwrap_or(i64::MAX))
     .bind(prefix)
@@ -243,7 +268,7 @@ pub async fn find(pool: &SqlitePool, prefix: &str) -> Result<Vec<(RunId, IntentR
     .await?;
     let mut found = Vec::new();
     for (run, id) in rows {
-        let row = sqlx::query("SELECT * FROM intents WHERE id = ?")
+        let row = sqlx::query("SELECT * FROM intents WHERE id = $1")
             .bind(&id)
             .fetch_one(pool)
             .await?;
@@ -266,8 +291,8 @@ pub async fn settle_by_person(
     now: i64,
 ) -> Result<()> {
     let done = sqlx::query(
-        "UPDATE intents SET status = ?, result = ?, settled_by = ?, settled_at = ?
-         WHERE run_id = ? AND step_seq = ? AND status IN ('pending', 'unknown')",
+        "UPDATE intents SET status = $1, result = $2, settled_by = $3, settled_at = $4
+         WHERE run_id = $5 AND step_seq = $6 AND status IN ('pending', 'unknown')",
     )
     .bind(status)
     .bind(result)
@@ -295,14 +320,14 @@ pub async fn settle_by_person(
 /// The audit event recording the decision keeps everything the rows held.
 pub async fn forget_for_retry(tx: &mut Tx, run: RunId, step_seq: i64) -> Result<()> {
     let done = sqlx::query(
-        "DELETE FROM intents WHERE run_id = ? AND step_seq = ? AND status IN ('pending', 'unknown')",
+        "DELETE FROM intents WHERE run_id = $1 AND step_seq = $2 AND status IN ('pending', 'unknown')",
     )
     .bind(run.to_string())
     .bind(step_seq)
     .execute(&mut **tx)
     .await?;
     settled_once(done.rows_affected(), 1, run, step_seq)?;
-    sqlx::query("DELETE FROM steps WHERE run_id = ? AND seq = ?")
+    sqlx::query("DELETE FROM steps WHERE run_id = $1 AND seq = $2")
         .bind(run.to_string())
         .bind(step_seq)
         .execute(&mut **tx)
@@ -311,10 +336,10 @@ pub async fn forget_for_retry(tx: &mut Tx, run: RunId, step_seq: i64) -> Result<
 }
 
 /// Intents of the run nobody has settled: unknown ones, and pending ones.
-pub async fn unsettled(pool: &SqlitePool, run: RunId) -> Result<Vec<IntentRow>> {
+pub async fn unsettled(pool: &Pool, run: RunId) -> Result<Vec<IntentRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT * FROM intents WHERE run_id = ? AND status IN ('pending', 'unknown') ORDER BY step_seq",
+            "SELECT * FROM intents WHERE run_id = $1 AND status IN ('pending', 'unknown') ORDER BY step_seq",
         )
         .bind(run)
         .fetch_all(pool)
@@ -323,9 +348,9 @@ pub async fn unsettled(pool: &SqlitePool, run: RunId) -> Result<Vec<IntentRow>> 
 }
 
 /// Intents from step `from` on.
-pub async fn from_step(pool: &SqlitePool, run: RunId, from: i64) -> Result<Vec<IntentRow>> {
+pub async fn from_step(pool: &Pool, run: RunId, from: i64) -> Result<Vec<IntentRow>> {
     decode::all(
-        &sqlx::query("SELECT * FROM intents WHERE run_id = ? AND step_seq >= ? ORDER BY step_seq")
+        &sqlx::query("SELECT * FROM intents WHERE run_id = $1 AND step_seq >= $2 ORDER BY step_seq")
             .bind(run)
             .bind(from)
             .fetch_all(pool)
@@ -334,10 +359,10 @@ pub async fn from_step(pool: &SqlitePool, run: RunId, from: i64) -> Result<Vec<I
 }
 
 /// Intents settled at or after `since` by someone other than the step's own confirmation.
-pub async fn settled_since(pool: &SqlitePool, run: RunId, since: i64) -> Result<Vec<IntentRow>> {
+pub async fn settled_since(pool: &Pool, run: RunId, since: i64) -> Result<Vec<IntentRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT * FROM intents WHERE run_id = ? AND settled_at >= ? AND settled_by IS NOT NULL ORDER BY step_seq",
+            "SELECT * FROM intents WHERE run_id = $1 AND settled_at >= $2 AND settled_by IS NOT NULL ORDER BY step_seq",
         )
         .bind(run)
         .bind(since)
@@ -349,7 +374,7 @@ pub async fn settled_since(pool: &SqlitePool, run: RunId, since: i64) -> Result<
 /// How many intents of the run nobody has settled yet (pending or unknown).
 pub async fn count_unsettled(tx: &mut Tx, run: RunId) -> Result<i64> {
     Ok(sqlx::query_scalar(
-        "SELECT COUNT(*) FROM intents WHERE run_id = ? AND status IN ('pending', 'unknown')",
+        "SELECT COUNT(*) FROM intents WHERE run_id = $1 AND status IN ('pending', 'unknown')",
     )
     .bind(run.to_string())
     .fetch_one(&mut **tx)

@@ -1,7 +1,7 @@
 //! The `context_manifests` table: what went into each model call's context, and why.
 
-use sqlx::types::Json;
-use sqlx::SqlitePool;
+use super::column::Json;
+use super::Pool;
 
 use super::decode::{self, Stored};
 use super::{Result, Tx};
@@ -12,10 +12,10 @@ use crate::ids::RunId;
 pub struct ManifestRow {
     pub step_seq: i64,
     pub model: String,
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<Manifest>")]
     pub manifest: Manifest,
     /// Profile fact ids (ids only: a deleted fact leaves no trace here).
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<Vec<String>>")]
     pub facts_used: Vec<String>,
     pub created_at: i64,
 }
@@ -28,7 +28,7 @@ impl Stored for ManifestRow {
 pub async fn insert(tx: &mut Tx, run: RunId, row: &ManifestRow) -> Result<()> {
     sqlx::query(
         "INSERT INTO context_manifests (run_id, step_seq, model, manifest, facts_used, created_at)
-         VALUES (?, ?, ?, ?, ?, ?)
+         VALUES ($1, $2, $3, $4, $5, $6)
          ON CONFLICT (run_id, step_seq) DO UPDATE SET
            model = excluded.model, manifest = excluded.manifest,
            facts_used = excluded.facts_used, created_at = excluded.created_at",
@@ -45,9 +45,9 @@ pub async fn insert(tx: &mut Tx, run: RunId, row: &ManifestRow) -> Result<()> {
 }
 
 /// The ids of the profile facts the run's latest model call used (none before its first).
-pub async fn latest_facts_used(pool: &SqlitePool, run: RunId) -> Result<Vec<String>> {
+pub async fn latest_facts_used(pool: &Pool, run: RunId) -> Result<Vec<String>> {
     let row = sqlx::query(
-        "SELECT step_seq, facts_used FROM context_manifests WHERE run_id = ?
+        "SELECT step_seq, facts_used FROM context_manifests WHERE run_id = $1
           ORDER BY step_seq DESC LIMIT 1",
     )
     .bind(run)
@@ -60,7 +60,7 @@ pub async fn latest_facts_used(pool: &SqlitePool, run: RunId) -> Result<Vec<Stri
 
 #[derive(sqlx::FromRow)]
 struct FactsUsed {
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<Vec<String>>")]
     facts_used: Vec<String>,
 }
 
@@ -69,11 +69,11 @@ impl Stored for FactsUsed {
     const KEY: &'static [&'static str] = &["step_seq"];
 }
 
-pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<ManifestRow>> {
+pub async fn list(pool: &Pool, run: RunId) -> Result<Vec<ManifestRow>> {
     decode::all(
         &sqlx::query(
             "SELECT step_seq, model, manifest, facts_used, created_at FROM context_manifests
-              WHERE run_id = ? ORDER BY step_seq",
+              WHERE run_id = $1 ORDER BY step_seq",
         )
         .bind(run)
         .fetch_all(pool)

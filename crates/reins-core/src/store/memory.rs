@@ -1,6 +1,6 @@
 //! The memory tables: facts, their versions, suggestions, and the settings table.
 
-use sqlx::SqlitePool;
+use super::Pool;
 
 use super::{map_not_found, Result, Tx};
 
@@ -51,7 +51,7 @@ const CURRENT: &str = "SELECT f.id, f.category, f.key, f.version, v.value, v.con
         v.run_id, v.step_seq, v.source_text, f.created_at, f.updated_at
      FROM memory_facts f JOIN memory_versions v ON v.fact_id = f.id AND v.version = f.version";
 
-pub async fn list(pool: &SqlitePool) -> Result<Vec<FactRow>> {
+pub async fn list(pool: &Pool) -> Result<Vec<FactRow>> {
     Ok(
         sqlx::query_as(&format!("{CURRENT} ORDER BY f.category, f.key"))
             .fetch_all(pool)
@@ -60,17 +60,17 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<FactRow>> {
 }
 
 /// A fact's `category/key`, while the fact is there (a deleted fact leaves no trace).
-pub async fn name(pool: &SqlitePool, id: &str) -> Result<Option<String>> {
+pub async fn name(pool: &Pool, id: &str) -> Result<Option<String>> {
     let row: Option<(String, String)> =
-        sqlx::query_as("SELECT category, key FROM memory_facts WHERE id = ?")
+        sqlx::query_as("SELECT category, key FROM memory_facts WHERE id = $1")
             .bind(id)
             .fetch_optional(pool)
             .await?;
     Ok(row.map(|(category, key)| format!("{category}/{key}")))
 }
 
-pub async fn get(pool: &SqlitePool, id: &str) -> Result<FactRow> {
-    sqlx::query_as(&format!("{CURRENT} WHERE f.id = ?"))
+pub async fn get(pool: &Pool, id: &str) -> Result<FactRow> {
+    sqlx::query_as(&format!("{CURRENT} WHERE f.id = $1"))
         .bind(id)
         .fetch_one(pool)
         .await
@@ -79,7 +79,7 @@ pub async fn get(pool: &SqlitePool, id: &str) -> Result<FactRow> {
 
 pub async fn find(tx: &mut Tx, category: &str, key: &str) -> Result<Option<FactRow>> {
     Ok(
-        sqlx::query_as(&format!("{CURRENT} WHERE f.category = ? AND f.key = ?"))
+        sqlx::query_as(&format!("{CURRENT} WHERE f.category = $1 AND f.key = $2"))
             .bind(category)
             .bind(key)
             .fetch_optional(&mut **tx)
@@ -87,10 +87,10 @@ pub async fn find(tx: &mut Tx, category: &str, key: &str) -> Result<Option<FactR
     )
 }
 
-pub async fn history(pool: &SqlitePool, id: &str) -> Result<Vec<VersionRow>> {
+pub async fn history(pool: &Pool, id: &str) -> Result<Vec<VersionRow>> {
     Ok(sqlx::query_as(
         "SELECT version, value, confidence, origin, run_id, step_seq, source_text, created_at
-         FROM memory_versions WHERE fact_id = ? ORDER BY version DESC",
+         FROM memory_versions WHERE fact_id = $1 ORDER BY version DESC",
     )
     .bind(id)
     .fetch_all(pool)
@@ -101,7 +101,7 @@ pub async fn history(pool: &SqlitePool, id: &str) -> Result<Vec<VersionRow>> {
 pub async fn put(tx: &mut Tx, row: &FactRow) -> Result<()> {
     sqlx::query(
         "INSERT INTO memory_facts (id, category, key, version, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?)
+         VALUES ($1, $2, $3, $4, $5, $6)
          ON CONFLICT (id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at",
     )
     .bind(&row.id)
@@ -114,7 +114,7 @@ pub async fn put(tx: &mut Tx, row: &FactRow) -> Result<()> {
     .await?;
     sqlx::query(
         "INSERT INTO memory_versions (fact_id, version, value, confidence, origin, run_id, step_seq, source_text, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(&row.id)
     .bind(row.version)
@@ -133,7 +133,7 @@ pub async fn put(tx: &mut Tx, row: &FactRow) -> Result<()> {
 /// Removes a fact and every version of it; false when there was none.
 pub async fn delete(tx: &mut Tx, id: &str) -> Result<Option<String>> {
     let category: Option<String> =
-        sqlx::query_scalar("DELETE FROM memory_facts WHERE id = ? RETURNING category")
+        sqlx::query_scalar("DELETE FROM memory_facts WHERE id = $1 RETURNING category")
             .bind(id)
             .fetch_optional(&mut **tx)
             .await?;
@@ -159,7 +159,7 @@ pub async fn clear(tx: &mut Tx) -> Result<(u64, u64)> {
 pub async fn suggest(tx: &mut Tx, row: &SuggestionRow) -> Result<()> {
     sqlx::query(
         "INSERT INTO memory_suggestions (id, category, key, value, confidence, run_id, step_seq, source_text, reason, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(&row.id)
     .bind(&row.category)
@@ -176,7 +176,7 @@ pub async fn suggest(tx: &mut Tx, row: &SuggestionRow) -> Result<()> {
     Ok(())
 }
 
-pub async fn suggestions(pool: &SqlitePool) -> Result<Vec<SuggestionRow>> {
+pub async fn suggestions(pool: &Pool) -> Result<Vec<SuggestionRow>> {
     Ok(
         sqlx::query_as("SELECT * FROM memory_suggestions ORDER BY created_at, id")
             .fetch_all(pool)
@@ -195,7 +195,7 @@ pub async fn same_suggestion(
 ) -> Result<Option<SuggestionRow>> {
     Ok(sqlx::query_as(
         "SELECT * FROM memory_suggestions
-         WHERE category = ? AND key = ? AND value = ? AND run_id IS ? AND step_seq IS ?
+         WHERE category = $1 AND key = $2 AND value = $3 AND run_id IS NOT DISTINCT FROM $4 AND step_seq IS NOT DISTINCT FROM $5
          LIMIT 1",
     )
     .bind(category)
@@ -209,16 +209,16 @@ pub async fn same_suggestion(
 
 /// Takes a suggestion out (to accept or dismiss it).
 pub async fn take_suggestion(tx: &mut Tx, id: &str) -> Result<SuggestionRow> {
-    sqlx::query_as("DELETE FROM memory_suggestions WHERE id = ? RETURNING *")
+    sqlx::query_as("DELETE FROM memory_suggestions WHERE id = $1 RETURNING *")
         .bind(id)
         .fetch_one(&mut **tx)
         .await
         .map_err(|e| map_not_found(e, || format!("memory suggestion {id}")))
 }
 
-pub async fn setting(pool: &SqlitePool, key: &str) -> Result<Option<String>> {
+pub async fn setting(pool: &Pool, key: &str) -> Result<Option<String>> {
     Ok(
-        sqlx::query_scalar("SELECT value FROM settings WHERE key = ?")
+        sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
             .bind(key)
             .fetch_optional(pool)
             .await?,
@@ -226,12 +226,12 @@ pub async fn setting(pool: &SqlitePool, key: &str) -> Result<Option<String>> {
 }
 
 pub async fn set_setting(tx: &mut Tx, key: &str, value: &str, now: i64) -> Result<Option<String>> {
-    let old: Option<String> = sqlx::query_scalar("SELECT value FROM settings WHERE key = ?")
+    let old: Option<String> = sqlx::query_scalar("SELECT value FROM settings WHERE key = $1")
         .bind(key)
         .fetch_optional(&mut **tx)
         .await?;
     sqlx::query(
-        "INSERT INTO settings (key, value, updated_at) VALUES (?, ?, ?)
+        "INSERT INTO settings (key, value, updated_at) VALUES ($1, $2, $3)
          ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
     )
     .bind(key)
@@ -244,9 +244,12 @@ pub async fn set_setting(tx: &mut Tx, key: &str, value: &str, now: i64) -> Resul
 
 /// Moves the WAL's content into the database and empties it, so deleted values leave no copy in
 /// the WAL file either. Best effort: a reader holding an old snapshot delays it to a later commit.
-pub async fn checkpoint(pool: &SqlitePool) -> Result<()> {
-    sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
-        .execute(pool)
-        .await?;
+/// PostgreSQL has no such file to empty: nothing to do there.
+pub async fn checkpoint(pool: &Pool) -> Result<()> {
+    if super::Dialect::of(pool) == super::Dialect::Sqlite {
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)")
+            .execute(pool)
+            .await?;
+    }
     Ok(())
 }

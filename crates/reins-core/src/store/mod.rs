@@ -7,10 +7,9 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::any::AnyPoolOptions;
+use sqlx::sqlite::SqliteConnectOptions;
 use std::sync::Arc;
-
-use sqlx::SqlitePool;
 
 pub mod anchor;
 pub mod approvals;
@@ -19,8 +18,10 @@ pub mod audit;
 pub mod audit_read;
 pub mod blobs;
 pub mod checkpoints;
+pub mod column;
 mod decode;
 pub mod devices;
+pub mod dialect;
 pub mod grants;
 pub mod history;
 pub mod intents;
@@ -40,9 +41,37 @@ mod damage_tests;
 #[cfg(test)]
 mod tests;
 
+pub use dialect::Dialect;
 pub use tx::Tx;
 
+/// The database the store talks to. sqlx's `Any` driver, so one set of queries (parameters
+/// written `$1`, `$2`, …, which SQLite reads as numbered too) serves the embedded SQLite file and a
+/// shared PostgreSQL; what differs between the two is kept in this module.
+pub type Db = sqlx::Any;
+pub type Pool = sqlx::Pool<Db>;
+pub type Conn = sqlx::AnyConnection;
+pub type DbRow = sqlx::any::AnyRow;
+pub type Args<'q> = sqlx::any::AnyArguments<'q>;
+
+/// Anything a single statement can run on: the pool, or a transaction's connection.
+pub trait Executor<'e>: sqlx::Executor<'e, Database = Db> {}
+impl<'e, T: sqlx::Executor<'e, Database = Db>> Executor<'e> for T {}
+
+/// Per-connection settings of the SQLite store, run on every new connection. The busy timeout
+/// comes first so that switching to WAL waits for another process instead of failing.
+const SQLITE_SETTINGS: &str = "PRAGMA busy_timeout = 10000; \
+     PRAGMA foreign_keys = ON; \
+     PRAGMA secure_delete = ON; \
+     PRAGMA journal_mode = WAL; \
+     PRAGMA synchronous = FULL;";
+
+fn install_drivers() {
+    sqlx::any::install_default_drivers();
+}
+
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+/// The same schema on PostgreSQL, under the same versions.
+static PG_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
 
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 
@@ -97,7 +126,8 @@ pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 #[derive(Clone, Debug)]
 pub struct Store {
-    pool: SqlitePool,
+    pool: Pool,
+    dialect: Dialect,
     path: PathBuf,
     anchor: Arc<anchor::Anchor>,
 }
@@ -135,15 +165,21 @@ impl Store {
         if path.exists() {
             check_existing(path).await?;
         }
-        let options = connect_options(path)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full);
-        let pool = SqlitePoolOptions::new()
+        install_drivers();
+        let url = sqlite_url(path)?;
+        let pool = AnyPoolOptions::new()
             .max_connections(connections.clamp(1, 16))
             // A local file needs no liveness ping before each use: that ping is a round trip per transaction.
             .test_before_acquire(false)
-            .connect_with(options)
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    // Deleted content is overwritten, not left in free pages: a deleted memory
+                    // fact is gone from the file's bytes (secure_delete).
+                    sqlx::Executor::execute(&mut *conn, SQLITE_SETTINGS).await?;
+                    Ok(())
+                })
+            })
+            .connect(&url)
             .await
             .map_err(|source| classify_open_error(path, source))?;
         MIGRATOR
@@ -156,8 +192,78 @@ impl Store {
         owner_only(path);
         let store = Self {
             pool,
+            dialect: Dialect::Sqlite,
             path: path.to_owned(),
             anchor: Arc::new(anchor::Anchor::for_database(path)),
+        };
+        store.ensure_anchor().await?;
+        Ok(store)
+    }
+
+    /// Opens the shared PostgreSQL database at `url` (team mode) and brings its schema up to date.
+    /// `anchor` is this machine's record of the highest audit chain head it has seen, kept in its
+    /// own data dir: a database whose chain is shorter than, or does not contain, that head fails
+    /// verification.
+    ///
+    /// A database whose schema is newer than this build is refused before anything is written.
+    pub async fn open_postgres(url: &str, anchor: &Path, connections: u32) -> Result<Self> {
+        install_drivers();
+        let shown = PathBuf::from(redacted(url));
+        let open_error = |source| StoreError::Open {
+            path: shown.clone(),
+            source,
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(connections.clamp(1, 64))
+            .acquire_timeout(Duration::from_secs(15))
+            .after_connect(|conn, _| {
+                Box::pin(async move {
+                    // Every commit waits for its WAL flush: an acknowledged step is on disk.
+                    sqlx::Executor::execute(
+                        &mut *conn,
+                        "SET synchronous_commit = on; SET application_name = 'reins'",
+                    )
+                    .await?;
+                    Ok(())
+                })
+            })
+            .connect(url)
+            .await
+            .map_err(open_error)?;
+        let has_migrations: bool =
+            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+                .fetch_one(&pool)
+                .await
+                .map_err(open_error)?;
+        if has_migrations {
+            let found: Option<i64> =
+                sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+                    .fetch_one(&pool)
+                    .await
+                    .map_err(open_error)?;
+            let supported = Self::supported_schema();
+            if let Some(found) = found.filter(|found| *found > supported) {
+                pool.close().await;
+                return Err(StoreError::NewerSchema {
+                    path: shown,
+                    found,
+                    supported,
+                });
+            }
+        }
+        // sqlx holds an advisory lock while migrating, so machines starting at once take turns.
+        PG_MIGRATOR
+            .run(&pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                path: shown.clone(),
+                source,
+            })?;
+        let store = Self {
+            pool,
+            dialect: Dialect::Postgres,
+            path: shown,
+            anchor: Arc::new(anchor::Anchor::at(anchor)),
         };
         store.ensure_anchor().await?;
         Ok(store)
@@ -174,6 +280,14 @@ impl Store {
         let Some(head) = marks.last().cloned() else {
             return Ok(());
         };
+        if self.dialect == Dialect::Postgres {
+            // A shared database has one anchor per machine, in that machine's data dir. A machine
+            // without one is joining: it starts vouching for the chain as it finds it, and from
+            // then on catches a database that loses or replaces what it has seen.
+            self.anchor.submit(marks);
+            self.anchor.flush();
+            return Ok(());
+        }
         let mut tx = self.begin().await?;
         tx.appended(marks);
         audit::append(
@@ -199,8 +313,21 @@ impl Store {
         &self.anchor
     }
 
-    pub fn pool(&self) -> &SqlitePool {
+    pub fn pool(&self) -> &Pool {
         &self.pool
+    }
+
+    /// Where the audit scans (verification, export) read from.
+    pub fn scan_source(&self) -> Result<scan::Source> {
+        Ok(match self.dialect {
+            Dialect::Sqlite => scan::Source::File(self.path.clone()),
+            Dialect::Postgres => scan::Source::Pool(
+                self.pool.clone(),
+                tokio::runtime::Handle::try_current().map_err(|e| {
+                    StoreError::Invalid(format!("an audit scan needs the async runtime: {e}"))
+                })?,
+            ),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -209,8 +336,8 @@ impl Store {
 
     /// A write transaction that takes the database's write lock up front.
     pub async fn begin(&self) -> Result<Tx> {
-        let inner = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        Ok(Tx::new(inner, Arc::clone(&self.anchor)))
+        let inner = self.pool.begin_with(self.dialect.begin_write()).await?;
+        Ok(Tx::new(inner, self.dialect, Arc::clone(&self.anchor)))
     }
 
     /// The newest migration this build knows.
@@ -227,11 +354,31 @@ impl Store {
         Ok(v.unwrap_or(0))
     }
 
-    /// `PRAGMA integrity_check`: "ok" or the list of problems.
+    /// SQLite's `PRAGMA integrity_check`: "ok" or the list of problems. PostgreSQL checks its own
+    /// pages as it reads them; there every table is read through once, so a relation that cannot
+    /// be read is reported.
     pub async fn integrity_check(&self) -> Result<Vec<String>> {
-        Ok(sqlx::query_scalar("PRAGMA integrity_check")
-            .fetch_all(&self.pool)
-            .await?)
+        if self.dialect == Dialect::Sqlite {
+            return Ok(sqlx::query_scalar("PRAGMA integrity_check")
+                .fetch_all(&self.pool)
+                .await?);
+        }
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() ORDER BY 1",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let mut problems = Vec::new();
+        for table in tables {
+            let quoted = table.replace('"', "\"\"");
+            if let Err(e) = sqlx::query(&format!("SELECT COUNT(*) FROM \"{quoted}\""))
+                .fetch_one(&self.pool)
+                .await
+            {
+                problems.push(format!("{table}: {e}"));
+            }
+        }
+        Ok(if problems.is_empty() { vec!["ok".into()] } else { problems })
     }
 
     /// Waits for the audit anchor to catch up with every commit, then closes the pool.
@@ -257,6 +404,34 @@ fn open_lock(path: &Path) -> Result<std::fs::File> {
         .map_err(io)?;
     file.lock().map_err(io)?;
     Ok(file)
+}
+
+/// `url` without its password, for messages and logs.
+pub fn redacted(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            if parsed.password().is_some() {
+                let _ = parsed.set_password(Some("***"));
+            }
+            parsed.to_string()
+        }
+        Err(_) => "(a database URL that does not parse)".into(),
+    }
+}
+
+/// `sqlite://` and the path, percent-encoded (so a data dir with spaces or `?` in its name opens),
+/// created if missing.
+fn sqlite_url(path: &Path) -> Result<String> {
+    let absolute = std::path::absolute(path).map_err(|e| StoreError::Open {
+        path: path.to_owned(),
+        source: sqlx::Error::Io(e),
+    })?;
+    let file = url::Url::from_file_path(&absolute).map_err(|()| StoreError::Open {
+        path: path.to_owned(),
+        source: sqlx::Error::Configuration("the database path cannot be written as a URL".into()),
+    })?;
+    let encoded = file.as_str().trim_start_matches("file://");
+    Ok(format!("sqlite://{encoded}?mode=rwc"))
 }
 
 fn connect_options(path: &Path) -> Result<SqliteConnectOptions> {

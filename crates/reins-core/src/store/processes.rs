@@ -1,6 +1,6 @@
 //! The `processes` table: child processes tools started for a run.
 
-use sqlx::SqlitePool;
+use super::Pool;
 
 use super::decode::{self, Stored};
 use super::Result;
@@ -30,10 +30,10 @@ pub struct NewProcess<'a> {
 }
 
 /// Records a started process (right after spawning it).
-pub async fn record(pool: &SqlitePool, run: RunId, p: &NewProcess<'_>) -> Result<()> {
+pub async fn record(pool: &Pool, run: RunId, p: &NewProcess<'_>) -> Result<()> {
     sqlx::query(
         "INSERT INTO processes (run_id, step_seq, pid, start_time, pgid, command, started_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
     )
     .bind(run.to_string())
     .bind(p.step_seq)
@@ -48,11 +48,11 @@ pub async fn record(pool: &SqlitePool, run: RunId, p: &NewProcess<'_>) -> Result
 }
 
 /// Processes of the run not known to have ended.
-pub async fn open(pool: &SqlitePool, run: RunId) -> Result<Vec<ProcessRow>> {
+pub async fn open(pool: &Pool, run: RunId) -> Result<Vec<ProcessRow>> {
     decode::all(
         &sqlx::query(
             "SELECT step_seq, pid, start_time, pgid, command
-             FROM processes WHERE run_id = ? AND ended_at IS NULL ORDER BY started_at",
+             FROM processes WHERE run_id = $1 AND ended_at IS NULL ORDER BY started_at",
         )
         .bind(run)
         .fetch_all(pool)
@@ -69,7 +69,7 @@ pub async fn end(
     now: i64,
 ) -> Result<()> {
     sqlx::query(
-        "UPDATE processes SET ended_at = ?, outcome = ? WHERE run_id = ? AND step_seq = ? AND pid = ?",
+        "UPDATE processes SET ended_at = $1, outcome = $2 WHERE run_id = $3 AND step_seq = $4 AND pid = $5",
     )
     .bind(now)
     .bind(outcome)
@@ -84,8 +84,8 @@ pub async fn end(
 /// Marks every process a step started as ended with the step (its group was ended when it finished).
 pub async fn end_step(tx: &mut super::Tx, run: RunId, step_seq: i64, now: i64) -> Result<()> {
     sqlx::query(
-        "UPDATE processes SET ended_at = ?, outcome = 'ended with its step'
-         WHERE run_id = ? AND step_seq = ? AND ended_at IS NULL",
+        "UPDATE processes SET ended_at = $1, outcome = 'ended with its step'
+         WHERE run_id = $2 AND step_seq = $3 AND ended_at IS NULL",
     )
     .bind(now)
     .bind(run.to_string())

@@ -1,6 +1,6 @@
 //! The `retries` table: every retry a run used from its budget.
 
-use sqlx::SqlitePool;
+use super::Pool;
 
 use super::decode::{self, Stored};
 use super::{Result, Tx};
@@ -21,10 +21,10 @@ impl Stored for RetryRow {
     const KEY: &'static [&'static str] = &["n"];
 }
 
-pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<RetryRow>> {
+pub async fn list(pool: &Pool, run: RunId) -> Result<Vec<RetryRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT n, at, class, error, delay_ms FROM retries WHERE run_id = ? ORDER BY n",
+            "SELECT n, at, class, error, delay_ms FROM retries WHERE run_id = $1 ORDER BY n",
         )
         .bind(run)
         .fetch_all(pool)
@@ -42,13 +42,13 @@ pub async fn record(
     delay_ms: i64,
 ) -> Result<(i64, i64)> {
     let (count, first): (i64, Option<i64>) =
-        sqlx::query_as("SELECT COUNT(*), MIN(at) FROM retries WHERE run_id = ?")
+        sqlx::query_as("SELECT COUNT(*), MIN(at) FROM retries WHERE run_id = $1")
             .bind(run.to_string())
             .fetch_one(&mut **tx)
             .await?;
     let n = count + 1;
     sqlx::query(
-        "INSERT INTO retries (run_id, n, at, class, error, delay_ms) VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO retries (run_id, n, at, class, error, delay_ms) VALUES ($1, $2, $3, $4, $5, $6)",
     )
     .bind(run.to_string())
     .bind(n)

@@ -1,8 +1,11 @@
 //! The `runs` table. Every state write is guarded by `state_version` and `fence`: zero rows affected
 //! means another actor moved first, and the caller must stop rather than retry on what it remembers.
 
-use sqlx::{Row, SqlitePool};
+use sqlx::Row;
+use super::dialect::Sql;
+use super::Pool;
 
+use super::column::Json;
 use super::decode::{self, Stored};
 use super::{Result, StoreError, Tx};
 use crate::compat::Compat;
@@ -16,7 +19,7 @@ pub struct RunRow {
     pub goal: String,
     pub workspace: String,
     pub agent_kind: String,
-    #[sqlx(json)]
+    #[sqlx(try_from = "Json<Compat>")]
     pub compat: Compat,
     pub state: RunState,
     pub state_version: i64,
@@ -40,14 +43,14 @@ pub async fn insert(tx: &mut Tx, run: &RunRow, spec: &str) -> Result<()> {
     sqlx::query(
         "INSERT INTO runs (id, name, goal, workspace, agent_kind, compat, state, state_version,
                            fence, owner, lease_until, last_error, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
     )
     .bind(run.id)
     .bind(&run.name)
     .bind(&run.goal)
     .bind(&run.workspace)
     .bind(&run.agent_kind)
-    .bind(sqlx::types::Json(&run.compat))
+    .bind(super::column::Json(&run.compat))
     .bind(run.state)
     .bind(run.state_version)
     .bind(run.fence)
@@ -58,7 +61,7 @@ pub async fn insert(tx: &mut Tx, run: &RunRow, spec: &str) -> Result<()> {
     .bind(run.updated_at)
     .execute(&mut **tx)
     .await?;
-    sqlx::query("INSERT INTO run_specs (run_id, spec) VALUES (?, ?)")
+    sqlx::query("INSERT INTO run_specs (run_id, spec) VALUES ($1, $2)")
         .bind(run.id)
         .bind(spec)
         .execute(&mut **tx)
@@ -67,8 +70,8 @@ pub async fn insert(tx: &mut Tx, run: &RunRow, spec: &str) -> Result<()> {
 }
 
 /// The run's original input, as stored (secrets sealed).
-pub async fn spec(pool: &SqlitePool, id: RunId) -> Result<String> {
-    sqlx::query_scalar("SELECT spec FROM run_specs WHERE run_id = ?")
+pub async fn spec(pool: &Pool, id: RunId) -> Result<String> {
+    sqlx::query_scalar("SELECT spec FROM run_specs WHERE run_id = $1")
         .bind(id)
         .fetch_optional(pool)
         .await?
@@ -78,15 +81,15 @@ pub async fn spec(pool: &SqlitePool, id: RunId) -> Result<String> {
 }
 
 /// A run's name, when the run is there.
-pub async fn name(pool: &SqlitePool, id: &str) -> Result<Option<String>> {
-    Ok(sqlx::query_scalar("SELECT name FROM runs WHERE id = ?")
+pub async fn name(pool: &Pool, id: &str) -> Result<Option<String>> {
+    Ok(sqlx::query_scalar("SELECT name FROM runs WHERE id = $1")
         .bind(id)
         .fetch_optional(pool)
         .await?)
 }
 
-pub async fn get(pool: &SqlitePool, id: RunId) -> Result<RunRow> {
-    let row = sqlx::query("SELECT * FROM runs WHERE id = ?")
+pub async fn get(pool: &Pool, id: RunId) -> Result<RunRow> {
+    let row = sqlx::query("SELECT * FROM runs WHERE id = $1")
         .bind(id)
         .fetch_optional(pool)
         .await?;
@@ -96,22 +99,24 @@ pub async fn get(pool: &SqlitePool, id: RunId) -> Result<RunRow> {
 }
 
 /// The runs with these ids, in one statement (a list of approvals names a run per card).
-pub async fn get_many(pool: &SqlitePool, ids: &[RunId]) -> Result<Vec<RunRow>> {
-    let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
-    let json = serde_json::to_string(&ids)
-        .map_err(|e| StoreError::Invalid(format!("run ids do not encode: {e}")))?;
-    decode::all(
-        &sqlx::query("SELECT * FROM runs WHERE id IN (SELECT value FROM json_each(?))")
-            .bind(json)
-            .fetch_all(pool)
-            .await?,
-    )
+pub async fn get_many(pool: &Pool, ids: &[RunId]) -> Result<Vec<RunRow>> {
+    let mut found = Vec::with_capacity(ids.len());
+    // In chunks, each well under either database's limit on a statement's parameters.
+    for chunk in ids.chunks(500) {
+        let mut q = Sql::new("SELECT * FROM runs WHERE id IN ");
+        q.bind_list(chunk.iter().map(ToString::to_string))?;
+        let (sql, args) = q.into_parts();
+        found.extend(decode::all::<RunRow>(
+            &sqlx::query_with(&sql, args).fetch_all(pool).await?,
+        )?);
+    }
+    Ok(found)
 }
 
 /// The newest run of agent `kind` named `name` (a Claude Code session's run), if any.
-pub async fn latest_named(pool: &SqlitePool, kind: &str, name: &str) -> Result<Option<RunRow>> {
+pub async fn latest_named(pool: &Pool, kind: &str, name: &str) -> Result<Option<RunRow>> {
     let row = sqlx::query(
-        "SELECT * FROM runs WHERE agent_kind = ? AND name = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+        "SELECT * FROM runs WHERE agent_kind = $1 AND name = $2 ORDER BY created_at DESC, id DESC LIMIT 1",
     )
     .bind(kind)
     .bind(name)
@@ -124,7 +129,7 @@ pub async fn latest_named(pool: &SqlitePool, kind: &str, name: &str) -> Result<O
 /// this transaction sees it.
 pub async fn newest_named_open(tx: &mut Tx, kind: &str, name: &str) -> Result<bool> {
     let state: Option<String> = sqlx::query_scalar(
-        "SELECT state FROM runs WHERE agent_kind = ? AND name = ? ORDER BY created_at DESC, id DESC LIMIT 1",
+        "SELECT state FROM runs WHERE agent_kind = $1 AND name = $2 ORDER BY created_at DESC, id DESC LIMIT 1",
     )
     .bind(kind)
     .bind(name)
@@ -135,7 +140,7 @@ pub async fn newest_named_open(tx: &mut Tx, kind: &str, name: &str) -> Result<bo
 
 /// The run's state as this transaction sees it.
 pub async fn state(tx: &mut Tx, id: RunId) -> Result<RunState> {
-    let state: Option<String> = sqlx::query_scalar("SELECT state FROM runs WHERE id = ?")
+    let state: Option<String> = sqlx::query_scalar("SELECT state FROM runs WHERE id = $1")
         .bind(id)
         .fetch_optional(&mut **tx)
         .await?;
@@ -150,7 +155,7 @@ pub async fn state(tx: &mut Tx, id: RunId) -> Result<RunState> {
 }
 
 /// Every run, newest first, with its number of steps.
-pub async fn list(pool: &SqlitePool) -> Result<Vec<(RunRow, i64)>> {
+pub async fn list(pool: &Pool) -> Result<Vec<(RunRow, i64)>> {
     let rows = sqlx::query(
         "SELECT r.*, (SELECT COUNT(*) FROM steps s WHERE s.run_id = r.id) AS step_count
          FROM runs r ORDER BY r.created_at DESC, r.id DESC",
@@ -163,9 +168,9 @@ pub async fn list(pool: &SqlitePool) -> Result<Vec<(RunRow, i64)>> {
 }
 
 /// Ids that start with `prefix` (a user may type the first characters of an id).
-pub async fn ids_with_prefix(pool: &SqlitePool, prefix: &str) -> Result<Vec<RunId>> {
+pub async fn ids_with_prefix(pool: &Pool, prefix: &str) -> Result<Vec<RunId>> {
     Ok(
-        sqlx::query_scalar("SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 10")
+        sqlx::query_scalar("SELECT id FROM runs WHERE substr(id, 1, CAST($1 AS INTEGER)) = $2 ORDER BY id LIMIT 10")
             .bind(i64::try_from(prefix.len()).unwrap_or(i64::MAX))
             .bind(prefix)
             .fetch_all(pool)
@@ -174,10 +179,10 @@ pub async fn ids_with_prefix(pool: &SqlitePool, prefix: &str) -> Result<Vec<RunI
 }
 
 /// The stored specs of every run of an agent kind.
-pub async fn specs_of_kind(pool: &SqlitePool, kind: &str) -> Result<Vec<String>> {
+pub async fn specs_of_kind(pool: &Pool, kind: &str) -> Result<Vec<String>> {
     Ok(
         sqlx::query_scalar(
-            "SELECT s.spec FROM runs r JOIN run_specs s ON s.run_id = r.id WHERE r.agent_kind = ?",
+            "SELECT s.spec FROM runs r JOIN run_specs s ON s.run_id = r.id WHERE r.agent_kind = $1",
         )
             .bind(kind)
             .fetch_all(pool)
@@ -186,7 +191,7 @@ pub async fn specs_of_kind(pool: &SqlitePool, kind: &str) -> Result<Vec<String>>
 }
 
 /// Holders of active runs (to learn which of them are gone).
-pub async fn active_owners(pool: &SqlitePool) -> Result<Vec<String>> {
+pub async fn active_owners(pool: &Pool) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar(
         "SELECT DISTINCT owner FROM runs WHERE state IN ('running', 'pause_requested') AND owner IS NOT NULL",
     )
@@ -197,15 +202,15 @@ pub async fn active_owners(pool: &SqlitePool) -> Result<Vec<String>> {
 /// The heartbeat: extends the lease of the worker holding `fence` outside any transaction. Returns
 /// the run's state, or None when that worker no longer holds it.
 pub async fn heartbeat(
-    pool: &SqlitePool,
+    pool: &Pool,
     id: RunId,
     fence: i64,
     lease_until: i64,
     now: i64,
 ) -> Result<Option<RunState>> {
     Ok(sqlx::query_scalar(
-        "UPDATE runs SET lease_until = MAX(COALESCE(lease_until, 0), ?), updated_at = ?
-         WHERE id = ? AND fence = ? AND state IN ('running', 'pause_requested')
+        "UPDATE runs SET lease_until = CASE WHEN COALESCE(lease_until, 0) > $1 THEN lease_until ELSE $1 END, updated_at = $2
+         WHERE id = $3 AND fence = $4 AND state IN ('running', 'pause_requested')
          RETURNING state",
     )
     .bind(lease_until)
@@ -218,8 +223,8 @@ pub async fn heartbeat(
 
 /// Records that the run now counts as compatible with this build (a person resumed it anyway).
 pub async fn set_compat(tx: &mut Tx, id: RunId, compat: &Compat) -> Result<()> {
-    sqlx::query("UPDATE runs SET compat = ? WHERE id = ?")
-        .bind(sqlx::types::Json(compat))
+    sqlx::query("UPDATE runs SET compat = $1 WHERE id = $2")
+        .bind(super::column::Json(compat))
         .bind(id.to_string())
         .execute(&mut **tx)
         .await?;
@@ -227,7 +232,7 @@ pub async fn set_compat(tx: &mut Tx, id: RunId, compat: &Compat) -> Result<()> {
 }
 
 /// When the earliest queued run waiting out a retry backoff becomes runnable.
-pub async fn next_retry_at(pool: &SqlitePool) -> Result<Option<i64>> {
+pub async fn next_retry_at(pool: &Pool) -> Result<Option<i64>> {
     Ok(sqlx::query_scalar(
         "SELECT MIN(not_before) FROM runs WHERE state = 'queued' AND not_before IS NOT NULL",
     )
@@ -237,7 +242,7 @@ pub async fn next_retry_at(pool: &SqlitePool) -> Result<Option<i64>> {
 
 /// Holds a queued run back until `at` (a retry's backoff).
 pub async fn set_not_before(tx: &mut Tx, id: RunId, at: i64) -> Result<()> {
-    sqlx::query("UPDATE runs SET not_before = ? WHERE id = ?")
+    sqlx::query("UPDATE runs SET not_before = $1 WHERE id = $2")
         .bind(at)
         .bind(id.to_string())
         .execute(&mut **tx)
@@ -248,7 +253,7 @@ pub async fn set_not_before(tx: &mut Tx, id: RunId, at: i64) -> Result<()> {
 /// Moves the fence on, so whatever worker held the run can write nothing more for it.
 pub async fn bump_fence(tx: &mut Tx, id: RunId) -> Result<i64> {
     Ok(
-        sqlx::query_scalar("UPDATE runs SET fence = fence + 1 WHERE id = ? RETURNING fence")
+        sqlx::query_scalar("UPDATE runs SET fence = fence + 1 WHERE id = $1 RETURNING fence")
             .bind(id.to_string())
             .fetch_one(&mut **tx)
             .await?,
@@ -257,22 +262,22 @@ pub async fn bump_fence(tx: &mut Tx, id: RunId) -> Result<i64> {
 
 /// Runs a worker may take now: queued ones, and active ones whose lease has run out or whose holder
 /// is one of `gone_owners` (processes known to have died).
-pub async fn runnable(pool: &SqlitePool, now: i64, gone_owners: &[String]) -> Result<Vec<RunId>> {
-    let mut q = sqlx::QueryBuilder::new(
+pub async fn runnable(pool: &Pool, now: i64, gone_owners: &[String]) -> Result<Vec<RunId>> {
+    let mut q = Sql::new(
         "SELECT id FROM runs
          WHERE (state = 'queued' AND (not_before IS NULL OR not_before <= ",
     );
-    q.push_bind(now);
-    q.push(
+    q.bind(now)?.push(
         "))
             OR (state IN ('running', 'pause_requested') AND (lease_until IS NULL OR lease_until < ",
     );
-    q.push_bind(now);
+    q.bind(now)?;
     for owner in gone_owners {
-        q.push(" OR owner = ").push_bind(owner);
+        q.push(" OR owner = ").bind(owner.as_str())?;
     }
     q.push(")) ORDER BY created_at, id");
-    Ok(q.build_query_scalar().fetch_all(pool).await?)
+    let (sql, args) = q.into_parts();
+    Ok(sqlx::query_scalar_with(&sql, args).fetch_all(pool).await?)
 }
 
 /// Takes ownership: moves to `to`, bumps the fence, sets owner and lease. Guarded by `state_version`
@@ -292,10 +297,10 @@ pub struct Claim<'a> {
 
 pub async fn claim(tx: &mut Tx, id: RunId, c: &Claim<'_>) -> Result<(i64, i64)> {
     let row: Option<(i64, i64)> = sqlx::query_as(
-        "UPDATE runs SET state = ?, state_version = state_version + 1, fence = fence + 1,
-                         owner = ?, lease_until = ?, updated_at = ?, not_before = NULL
-         WHERE id = ? AND state_version = ?
-           AND (state = 'queued' OR lease_until IS NULL OR lease_until < ? OR owner = ?)
+        "UPDATE runs SET state = $1, state_version = state_version + 1, fence = fence + 1,
+                         owner = $2, lease_until = $3, updated_at = $4, not_before = NULL
+         WHERE id = $5 AND state_version = $6
+           AND (state = 'queued' OR lease_until IS NULL OR lease_until < $7 OR owner = $8)
          RETURNING fence, state_version",
     )
     .bind(c.to)
@@ -317,8 +322,8 @@ pub async fn claim(tx: &mut Tx, id: RunId, c: &Claim<'_>) -> Result<(i64, i64)> 
 /// Proves we still own the run and extends the lease. Part of every transaction a worker commits.
 pub async fn renew(tx: &mut Tx, id: RunId, fence: i64, lease_until: i64, now: i64) -> Result<()> {
     let done = sqlx::query(
-        "UPDATE runs SET lease_until = ?, updated_at = ?
-         WHERE id = ? AND fence = ? AND state IN ('running', 'pause_requested')",
+        "UPDATE runs SET lease_until = $1, updated_at = $2
+         WHERE id = $3 AND fence = $4 AND state IN ('running', 'pause_requested')",
     )
     .bind(lease_until)
     .bind(now)
@@ -349,7 +354,7 @@ pub async fn advance(
     now: i64,
 ) -> Result<(RunState, RunState, i64)> {
     let row: Option<(String, i64, i64)> =
-        sqlx::query_as("SELECT state, state_version, fence FROM runs WHERE id = ?")
+        sqlx::query_as("SELECT state, state_version, fence FROM runs WHERE id = $1")
             .bind(id)
             .fetch_optional(&mut **tx)
             .await?;
@@ -376,10 +381,10 @@ pub async fn advance(
     })?;
     let keeps_lease = to.is_active();
     let version: i64 = sqlx::query_scalar(
-        "UPDATE runs SET state = ?, state_version = state_version + 1, last_error = ?, updated_at = ?,
-                         owner = CASE WHEN ? THEN owner ELSE NULL END,
-                         lease_until = CASE WHEN ? THEN lease_until ELSE NULL END
-         WHERE id = ? AND state_version = ?
+        "UPDATE runs SET state = $1, state_version = state_version + 1, last_error = $2, updated_at = $3,
+                         owner = CASE WHEN $4 THEN owner ELSE NULL END,
+                         lease_until = CASE WHEN $5 THEN lease_until ELSE NULL END
+         WHERE id = $6 AND state_version = $7
          RETURNING state_version",
     )
     .bind(to)

@@ -1,11 +1,12 @@
 //! Reading the whole audit table fast, for verification and export.
 //!
 //! sqlx hands rows over one by one from its worker thread, which caps a full scan near 100,000
-//! rows/s here; a million-event log must verify in two seconds. These scans therefore use rusqlite
-//! on a read-only connection of their own (same bundled SQLite), lending each row's text in place,
-//! on a blocking thread. Writes never go through here.
+//! rows/s here; a million-event log must verify in two seconds. On the SQLite file these scans
+//! therefore use rusqlite on a read-only connection of their own (same bundled SQLite), lending each
+//! row's text in place, on a blocking thread. On a shared PostgreSQL they read pages of rows through
+//! the store's pool. Writes never go through here.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use rusqlite::{Connection, OpenFlags};
 
@@ -109,10 +110,22 @@ pub(crate) fn conditions(filter: &Filter) -> (String, Vec<Param>) {
     (sql, params)
 }
 
-/// Hands each event with `from <= seq < to` (in seq order) to `each`, which returns false to stop,
-/// on a read-only connection to `db`. Blocking: call from `spawn_blocking`.
+/// Where a scan reads the audit table from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// The SQLite file, read with rusqlite.
+    File(PathBuf),
+    /// The shared database, read in pages through the store's pool on this runtime.
+    Pool(super::Pool, tokio::runtime::Handle),
+}
+
+/// Rows a page of a PostgreSQL scan holds.
+const PAGE: i64 = 5_000;
+
+/// Hands each event with `from <= seq < to` (in seq order) to `each`, which returns false to stop.
+/// Blocking: call from `spawn_blocking`.
 pub fn events_between(
-    db: &Path,
+    db: &Source,
     from: i64,
     to: i64,
     each: impl FnMut(EventRef<'_>) -> Result<bool, StoreError>,
@@ -121,20 +134,25 @@ pub fn events_between(
 }
 
 /// A read-only connection for several scans in a row.
-pub struct Reader {
-    conn: Connection,
+pub enum Reader {
+    File(Connection),
+    Pool(super::Pool, tokio::runtime::Handle),
 }
 
 impl Reader {
-    pub fn open(db: &Path) -> Result<Self, StoreError> {
+    pub fn open(db: &Source) -> Result<Self, StoreError> {
+        let path = match db {
+            Source::File(path) => path,
+            Source::Pool(pool, runtime) => return Ok(Self::Pool(pool.clone(), runtime.clone())),
+        };
         let conn = Connection::open_with_flags(
-            db,
+            path,
             OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(invalid)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))
             .map_err(invalid)?;
-        Ok(Self { conn })
+        Ok(Self::File(conn))
     }
 
     /// The events with `from <= seq < to` that `filter` selects, in seq order (see
@@ -146,13 +164,19 @@ impl Reader {
         filter: &Filter,
         mut each: impl FnMut(EventRef<'_>) -> Result<bool, StoreError>,
     ) -> Result<(), StoreError> {
+        let conn = match self {
+            Self::File(conn) => conn,
+            Self::Pool(pool, runtime) => {
+                return paged(pool, runtime, from, to, filter, each);
+            }
+        };
         let (conditions, filtered) = conditions(filter);
         let sql = format!(
             "SELECT {COLUMNS} FROM audit_events WHERE seq >= ? AND seq < ?{conditions} ORDER BY seq"
         );
         let mut params = vec![Param::Int(from), Param::Int(to)];
         params.extend(filtered);
-        let mut stmt = self.conn.prepare_cached(&sql).map_err(invalid)?;
+        let mut stmt = conn.prepare_cached(&sql).map_err(invalid)?;
         let bound: Vec<&dyn rusqlite::ToSql> = params
             .iter()
             .map(|p| match p {
@@ -191,6 +215,49 @@ impl Reader {
             }
         }
         Ok(())
+    }
+}
+
+/// The PostgreSQL scan: pages of `PAGE` rows in seq order, each lent to `each` in turn.
+fn paged(
+    pool: &super::Pool,
+    runtime: &tokio::runtime::Handle,
+    from: i64,
+    to: i64,
+    filter: &Filter,
+    mut each: impl FnMut(EventRef<'_>) -> Result<bool, StoreError>,
+) -> Result<(), StoreError> {
+    let (conditions, filtered) = conditions(filter);
+    let sql = super::dialect::numbered(&format!(
+        "SELECT {COLUMNS} FROM audit_events WHERE seq >= ? AND seq < ?{conditions} ORDER BY seq LIMIT {PAGE}"
+    ));
+    let mut next = from;
+    loop {
+        let mut params = vec![Param::Int(next), Param::Int(to)];
+        params.extend(filtered.iter().cloned());
+        let rows = runtime.block_on(async {
+            let mut q = sqlx::query(&sql);
+            for p in &params {
+                q = match p {
+                    Param::Int(i) => q.bind(*i),
+                    Param::Text(t) => q.bind(t.as_str()),
+                };
+            }
+            q.fetch_all(pool).await
+        })?;
+        let rows = rows
+            .iter()
+            .map(<AuditRow as sqlx::FromRow<'_, super::DbRow>>::from_row)
+            .collect::<Result<Vec<_>, _>>()?;
+        for row in &rows {
+            if !each(row.as_event())? {
+                return Ok(());
+            }
+        }
+        match rows.last() {
+            Some(last) if rows.len() as i64 == PAGE => next = last.seq + 1,
+            _ => return Ok(()),
+        }
     }
 }
 

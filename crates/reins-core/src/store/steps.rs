@@ -1,7 +1,7 @@
 //! The `steps` table: one row per action an agent proposed.
 
-use sqlx::types::Json;
-use sqlx::{SqliteExecutor, SqlitePool};
+use super::column::{Json, JsonOpt};
+use super::{Executor, Pool};
 
 use super::decode::{self, Stored};
 use super::{Result, Tx};
@@ -21,7 +21,7 @@ pub struct StepRow {
     pub why: Option<String>,
     pub status: StepStatus,
     pub risk: Option<Risk>,
-    #[sqlx(json(nullable))]
+    #[sqlx(try_from = "JsonOpt<Vec<String>>")]
     pub reasons: Option<Vec<String>>,
     pub preview: Option<String>,
     pub result: Option<String>,
@@ -67,12 +67,12 @@ impl StepRow {
 pub(crate) const INSERT: &str =
     "INSERT INTO steps (run_id, seq, kind, tool, action, action_hash, why, status, risk, reasons,
                         preview, result, started_at, ended_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
 
 pub(crate) const FINISH: &str =
-    "UPDATE steps SET status = ?, result = ?, ended_at = ? WHERE run_id = ? AND seq = ?";
+    "UPDATE steps SET status = $1, result = $2, ended_at = $3 WHERE run_id = $4 AND seq = $5";
 
-pub(crate) type Query<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments<'q>>;
+pub(crate) type Query<'q> = sqlx::query::Query<'q, super::Db, super::Args<'q>>;
 
 /// Binds a step's columns in `INSERT` order.
 pub(crate) fn bind_insert<'q>(q: Query<'q>, run: RunId, step: &'q StepRow) -> Query<'q> {
@@ -117,7 +117,7 @@ pub async fn insert(tx: &mut Tx, run: RunId, step: &StepRow) -> Result<()> {
 
 /// Removes a step parked for review so it can be recorded again with what actually happened.
 pub async fn reopen(tx: &mut Tx, run: RunId, seq: i64) -> Result<()> {
-    sqlx::query("DELETE FROM steps WHERE run_id = ? AND seq = ? AND status = 'awaiting_review'")
+    sqlx::query("DELETE FROM steps WHERE run_id = $1 AND seq = $2 AND status = 'awaiting_review'")
         .bind(run.to_string())
         .bind(seq)
         .execute(&mut **tx)
@@ -125,8 +125,8 @@ pub async fn reopen(tx: &mut Tx, run: RunId, seq: i64) -> Result<()> {
     Ok(())
 }
 
-pub async fn get<'e>(db: impl SqliteExecutor<'e>, run: RunId, seq: i64) -> Result<Option<StepRow>> {
-    let row = sqlx::query("SELECT * FROM steps WHERE run_id = ? AND seq = ?")
+pub async fn get<'e>(db: impl Executor<'e>, run: RunId, seq: i64) -> Result<Option<StepRow>> {
+    let row = sqlx::query("SELECT * FROM steps WHERE run_id = $1 AND seq = $2")
         .bind(run)
         .bind(seq)
         .fetch_optional(db)
@@ -135,17 +135,17 @@ pub async fn get<'e>(db: impl SqliteExecutor<'e>, run: RunId, seq: i64) -> Resul
 }
 
 /// The highest step seq recorded for the run (0 when none).
-pub async fn max_seq(pool: &SqlitePool, run: RunId) -> Result<i64> {
-    let max: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM steps WHERE run_id = ?")
+pub async fn max_seq(pool: &Pool, run: RunId) -> Result<i64> {
+    let max: Option<i64> = sqlx::query_scalar("SELECT MAX(seq) FROM steps WHERE run_id = $1")
         .bind(run.to_string())
         .fetch_one(pool)
         .await?;
     Ok(max.unwrap_or(0))
 }
 
-pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<StepRow>> {
+pub async fn list(pool: &Pool, run: RunId) -> Result<Vec<StepRow>> {
     decode::all(
-        &sqlx::query("SELECT * FROM steps WHERE run_id = ? ORDER BY seq")
+        &sqlx::query("SELECT * FROM steps WHERE run_id = $1 ORDER BY seq")
             .bind(run)
             .fetch_all(pool)
             .await?,
@@ -153,9 +153,9 @@ pub async fn list(pool: &SqlitePool, run: RunId) -> Result<Vec<StepRow>> {
 }
 
 /// The last `n` steps before `before`, oldest first.
-pub async fn recent(pool: &SqlitePool, run: RunId, before: i64, n: i64) -> Result<Vec<StepRow>> {
+pub async fn recent(pool: &Pool, run: RunId, before: i64, n: i64) -> Result<Vec<StepRow>> {
     let mut rows: Vec<StepRow> = decode::all(
-        &sqlx::query("SELECT * FROM steps WHERE run_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
+        &sqlx::query("SELECT * FROM steps WHERE run_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3")
             .bind(run)
             .bind(before)
             .bind(n)
@@ -169,15 +169,15 @@ pub async fn recent(pool: &SqlitePool, run: RunId, before: i64, n: i64) -> Resul
 /// The latest step of the run that carried out exactly this action (tool and hash) and was done
 /// before `before` (ms).
 pub async fn done_with(
-    pool: &SqlitePool,
+    pool: &Pool,
     run: RunId,
     tool: &str,
     action_hash: &str,
     before: i64,
 ) -> Result<Option<i64>> {
     Ok(sqlx::query_scalar(
-        "SELECT MAX(seq) FROM steps WHERE run_id = ? AND tool = ? AND action_hash = ?
-           AND status = 'done' AND ended_at < ?",
+        "SELECT MAX(seq) FROM steps WHERE run_id = $1 AND tool = $2 AND action_hash = $3
+           AND status = 'done' AND ended_at < $4",
     )
     .bind(run)
     .bind(tool)
@@ -188,9 +188,9 @@ pub async fn done_with(
 }
 
 /// How many tool steps before `seq` are done (a review card's progress).
-pub async fn tool_steps_done_before(pool: &SqlitePool, run: RunId, seq: i64) -> Result<i64> {
+pub async fn tool_steps_done_before(pool: &Pool, run: RunId, seq: i64) -> Result<i64> {
     Ok(sqlx::query_scalar(
-        "SELECT COUNT(*) FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'
+        "SELECT COUNT(*) FROM steps WHERE run_id = $1 AND seq < $2 AND status = 'done'
            AND kind = 'tool_call'",
     )
     .bind(run)
@@ -201,14 +201,14 @@ pub async fn tool_steps_done_before(pool: &SqlitePool, run: RunId, seq: i64) -> 
 
 /// The actions of the reads (read, list, search) done before `seq`, newest first.
 pub async fn reads_before(
-    pool: &SqlitePool,
+    pool: &Pool,
     run: RunId,
     seq: i64,
     limit: i64,
 ) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar(
-        "SELECT action FROM steps WHERE run_id = ? AND seq < ? AND status = 'done'
-           AND tool IN ('fs.read', 'fs.list', 'fs.search') ORDER BY seq DESC LIMIT ?",
+        "SELECT action FROM steps WHERE run_id = $1 AND seq < $2 AND status = 'done'
+           AND tool IN ('fs.read', 'fs.list', 'fs.search') ORDER BY seq DESC LIMIT $3",
     )
     .bind(run)
     .bind(seq)
@@ -218,9 +218,9 @@ pub async fn reads_before(
 }
 
 /// Results longer than `over` bytes (kept as artifacts in the blob store too).
-pub async fn large_results(pool: &SqlitePool, run: RunId, over: usize) -> Result<Vec<String>> {
+pub async fn large_results(pool: &Pool, run: RunId, over: usize) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar(
-        "SELECT result FROM steps WHERE run_id = ? AND kind = 'tool_call' AND length(CAST(result AS BLOB)) > ?",
+        "SELECT result FROM steps WHERE run_id = $1 AND kind = 'tool_call' AND octet_length(result) > $2",
     )
     .bind(run.to_string())
     .bind(i64::try_from(over).unwrap_or(i64::MAX))
@@ -238,7 +238,7 @@ pub async fn set_usage(
     cost_micros: Option<i64>,
 ) -> Result<()> {
     sqlx::query(
-        "UPDATE steps SET tokens_in = ?, tokens_out = ?, cost_micros = ? WHERE run_id = ? AND seq = ?",
+        "UPDATE steps SET tokens_in = $1, tokens_out = $2, cost_micros = $3 WHERE run_id = $4 AND seq = $5",
     )
     .bind(tokens_in)
     .bind(tokens_out)
@@ -251,10 +251,11 @@ pub async fn set_usage(
 }
 
 /// Token totals of a run's model calls: (calls, tokens in, tokens out, cost in micro-dollars).
-pub async fn usage(pool: &SqlitePool, run: RunId) -> Result<(i64, i64, i64, Option<i64>)> {
+pub async fn usage(pool: &Pool, run: RunId) -> Result<(i64, i64, i64, Option<i64>)> {
     Ok(sqlx::query_as(
-        "SELECT COUNT(*), COALESCE(SUM(tokens_in), 0), COALESCE(SUM(tokens_out), 0), SUM(cost_micros)
-           FROM steps WHERE run_id = ? AND kind = 'model_call'",
+        "SELECT COUNT(*), CAST(COALESCE(SUM(tokens_in), 0) AS BIGINT), CAST(COALESCE(SUM(tokens_out), 0) AS BIGINT),
+                CAST(SUM(cost_micros) AS BIGINT)
+           FROM steps WHERE run_id = $1 AND kind = 'model_call'",
     )
     .bind(run.to_string())
     .fetch_one(pool)
@@ -263,11 +264,11 @@ pub async fn usage(pool: &SqlitePool, run: RunId) -> Result<(i64, i64, i64, Opti
 
 /// The question a run is waiting on: its step seq and text.
 pub async fn open_question<'e>(
-    db: impl SqliteExecutor<'e>,
+    db: impl Executor<'e>,
     run: RunId,
 ) -> Result<Option<(i64, RecordedCall)>> {
     Ok(sqlx::query_as(
-        "SELECT seq, action FROM steps WHERE run_id = ? AND kind = 'question'
+        "SELECT seq, action FROM steps WHERE run_id = $1 AND kind = 'question'
            AND status = 'awaiting_input' ORDER BY seq DESC LIMIT 1",
     )
     .bind(run.to_string())
@@ -278,8 +279,8 @@ pub async fn open_question<'e>(
 /// Records a person's answer as the question step's result.
 pub async fn answer(tx: &mut Tx, run: RunId, seq: i64, text: &str, now: i64) -> Result<()> {
     sqlx::query(
-        "UPDATE steps SET status = 'answered', result = ?, ended_at = ?
-           WHERE run_id = ? AND seq = ? AND status = 'awaiting_input'",
+        "UPDATE steps SET status = 'answered', result = $1, ended_at = $2
+           WHERE run_id = $3 AND seq = $4 AND status = 'awaiting_input'",
     )
     .bind(text)
     .bind(now)

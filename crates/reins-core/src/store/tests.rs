@@ -1,4 +1,7 @@
-//! Repository tests on a real SQLite file.
+//! Repository tests on both backends: a real SQLite file, and a database of its own on a throwaway
+//! PostgreSQL cluster (`reins-testpg`). The same test body runs on each.
+
+use rstest::rstest;
 
 use super::*;
 use crate::ids::RunId;
@@ -6,10 +9,30 @@ use crate::journal::{EffectClass, IntentStatus};
 use crate::run::{RunEvent, RunState};
 use crate::step::StepStatus;
 
-async fn fresh() -> anyhow::Result<(tempfile::TempDir, Store)> {
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// An empty store on `backend`, and the directory its files (the SQLite file, or this machine's
+/// audit head anchor for the shared database) live in.
+pub(super) async fn fresh(backend: Backend) -> anyhow::Result<(tempfile::TempDir, Store)> {
     let dir = tempfile::tempdir()?;
-    let store = Store::open(&dir.path().join("reins.db")).await?;
+    let store = match backend {
+        Backend::Sqlite => Store::open(&dir.path().join("reins.db")).await?,
+        Backend::Postgres => {
+            let url = postgres_database("store")?;
+            Store::open_postgres(&url, &dir.path().join("team.audit-head"), 4).await?
+        }
+    };
     Ok((dir, store))
+}
+
+/// A new database on the process's throwaway PostgreSQL cluster.
+pub(super) fn postgres_database(hint: &str) -> anyhow::Result<String> {
+    let cluster = reins_testpg::Cluster::shared().map_err(|e| anyhow::anyhow!("{e}"))?;
+    cluster.database(hint).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 fn run_row(id: RunId) -> runs::RunRow {
@@ -54,7 +77,7 @@ pub(super) async fn insert_run(store: &Store) -> anyhow::Result<RunId> {
 
 #[tokio::test]
 async fn opens_with_wal_foreign_keys_and_full_sync() -> anyhow::Result<()> {
-    let (_d, store) = fresh().await?;
+    let (_d, store) = fresh(Backend::Sqlite).await?;
     let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
         .fetch_one(store.pool())
         .await?;
@@ -94,8 +117,40 @@ async fn reopening_keeps_data() -> anyhow::Result<()> {
 }
 
 #[tokio::test]
-async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Result<()> {
-    let (_d, store) = fresh().await?;
+async fn a_shared_database_keeps_data_across_opens_and_a_newer_schema_is_refused_untouched(
+) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let url = postgres_database("reopen")?;
+    let anchor = dir.path().join("team.audit-head");
+    let store = Store::open_postgres(&url, &anchor, 2).await?;
+    let id = insert_run(&store).await?;
+    store.close().await;
+    let again = Store::open_postgres(&url, &anchor, 2).await?;
+    assert_eq!(runs::get(again.pool(), id).await?.name, "n");
+    assert_eq!(again.schema_version().await?, Store::supported_schema());
+    let newer = Store::supported_schema() + 1;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time)
+         VALUES ($1, 'from the future', TRUE, '\\x00'::bytea, 0)",
+    )
+    .bind(newer)
+    .execute(again.pool())
+    .await?;
+    again.close().await;
+    let refused = Store::open_postgres(&url, &anchor, 2).await;
+    assert!(
+        matches!(refused, Err(StoreError::NewerSchema { found, .. }) if found == newer),
+        "{refused:?}"
+    );
+    Ok(())
+}
+
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
+#[tokio::test]
+async fn claim_is_guarded_by_state_version_and_bumps_the_fence(#[case] backend: Backend) -> anyhow::Result<()> {
+    let (_d, store) = fresh(backend).await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
     let (fence, version) = runs::claim(&mut tx, id, &running("w1", 0, 100, 1)).await?;
@@ -159,9 +214,12 @@ async fn claim_is_guarded_by_state_version_and_bumps_the_fence() -> anyhow::Resu
     Ok(())
 }
 
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
 #[tokio::test]
-async fn leaving_the_active_states_releases_the_lease() -> anyhow::Result<()> {
-    let (_d, store) = fresh().await?;
+async fn leaving_the_active_states_releases_the_lease(#[case] backend: Backend) -> anyhow::Result<()> {
+    let (_d, store) = fresh(backend).await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
     let (fence, _) = runs::claim(&mut tx, id, &running("w1", 0, 100, 1)).await?;
@@ -175,9 +233,12 @@ async fn leaving_the_active_states_releases_the_lease() -> anyhow::Result<()> {
     Ok(())
 }
 
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
 #[tokio::test]
-async fn runnable_lists_queued_runs_expired_leases_and_gone_holders() -> anyhow::Result<()> {
-    let (_d, store) = fresh().await?;
+async fn runnable_lists_queued_runs_expired_leases_and_gone_holders(#[case] backend: Backend) -> anyhow::Result<()> {
+    let (_d, store) = fresh(backend).await?;
     let queued = insert_run(&store).await?;
     let live = insert_run(&store).await?;
     let expired = insert_run(&store).await?;
@@ -207,9 +268,12 @@ async fn runnable_lists_queued_runs_expired_leases_and_gone_holders() -> anyhow:
     Ok(())
 }
 
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
 #[tokio::test]
-async fn checkpoint_seq_is_a_per_run_logical_clock() -> anyhow::Result<()> {
-    let (_d, store) = fresh().await?;
+async fn checkpoint_seq_is_a_per_run_logical_clock(#[case] backend: Backend) -> anyhow::Result<()> {
+    let (_d, store) = fresh(backend).await?;
     let a = insert_run(&store).await?;
     let b = insert_run(&store).await?;
     let cp = |sha: &'static str| checkpoints::NewCheckpoint {
@@ -226,7 +290,7 @@ async fn checkpoint_seq_is_a_per_run_logical_clock() -> anyhow::Result<()> {
     let t1 = checkpoints::insert(&mut tx, b, &cp("z")).await?;
     tx.commit().await?;
     assert_eq!((s1, s2, t1), (1, 2, 1));
-    let dup = sqlx::query("INSERT INTO checkpoints (run_id, seq, level, schema_version, payload, size, sha256, created_at) VALUES (?, 2, 'step', 1, x'00', 1, 's', 1)")
+    let dup = sqlx::query("INSERT INTO checkpoints (run_id, seq, level, schema_version, payload, size, sha256, created_at) VALUES ($1, 2, 'step', 1, x'00', 1, 's', 1)")
         .bind(a.to_string())
         .execute(store.pool())
         .await;
@@ -234,9 +298,12 @@ async fn checkpoint_seq_is_a_per_run_logical_clock() -> anyhow::Result<()> {
     Ok(())
 }
 
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
 #[tokio::test]
-async fn an_intent_settles_once() -> anyhow::Result<()> {
-    let (_d, store) = fresh().await?;
+async fn an_intent_settles_once(#[case] backend: Backend) -> anyhow::Result<()> {
+    let (_d, store) = fresh(backend).await?;
     let run = insert_run(&store).await?;
     let intent = crate::ids::IntentId::new();
     let mut tx = store.begin().await?;
@@ -308,9 +375,12 @@ async fn an_intent_settles_once() -> anyhow::Result<()> {
     Ok(())
 }
 
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
 #[tokio::test]
-async fn audit_events_chain() -> anyhow::Result<()> {
-    let (_d, store) = fresh().await?;
+async fn audit_events_chain(#[case] backend: Backend) -> anyhow::Result<()> {
+    let (_d, store) = fresh(backend).await?;
     let mut tx = store.begin().await?;
     audit::append_raw(
         &mut tx,
@@ -340,10 +410,12 @@ async fn audit_events_chain() -> anyhow::Result<()> {
     Ok(())
 }
 
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
 #[tokio::test]
-async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
-) -> anyhow::Result<()> {
-    let (_d, store) = fresh().await?;
+async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(#[case] backend: Backend) -> anyhow::Result<()> {
+    let (_d, store) = fresh(backend).await?;
     let id = insert_run(&store).await?;
     let mut tx = store.begin().await?;
     let (fence, _) = runs::claim(&mut tx, id, &running("w1", 0, 100, 1)).await?;
@@ -413,12 +485,15 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(
     Ok(())
 }
 
+#[rstest]
+#[case::sqlite(Backend::Sqlite)]
+#[case::postgres(Backend::Postgres)]
 #[tokio::test]
-async fn a_row_that_does_not_decode_is_damage_naming_the_row_never_a_default() -> anyhow::Result<()>
+async fn a_row_that_does_not_decode_is_damage_naming_the_row_never_a_default(#[case] backend: Backend) -> anyhow::Result<()>
 {
-    let (_d, store) = fresh().await?;
+    let (_d, store) = fresh(backend).await?;
     let id = insert_run(&store).await?;
-    sqlx::query("UPDATE runs SET compat = 'not json' WHERE id = ?")
+    sqlx::query("UPDATE runs SET compat = 'not json' WHERE id = $1")
         .bind(id.to_string())
         .execute(store.pool())
         .await?;
@@ -444,7 +519,7 @@ async fn a_row_that_does_not_decode_is_damage_naming_the_row_never_a_default() -
     let ok = insert_run(&store).await?;
     sqlx::query(
         "INSERT INTO steps (run_id, seq, kind, tool, action, action_hash, status, started_at)
-         VALUES (?, 1, 'tool_call', 'fs.read', '{\"tool\":\"fs.read\",\"args\":{}}', 'h', 'flying', 1)",
+         VALUES ($1, 1, 'tool_call', 'fs.read', '{\"tool\":\"fs.read\",\"args\":{}}', 'h', 'flying', 1)",
     )
     .bind(ok.to_string())
     .execute(store.pool())

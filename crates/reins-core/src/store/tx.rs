@@ -5,24 +5,36 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
 
-use sqlx::{Sqlite, SqliteConnection, Transaction};
+use sqlx::Transaction;
+
+use super::{Conn, Db};
 
 use super::anchor::{Anchor, Mark};
 
 pub struct Tx {
-    inner: Transaction<'static, Sqlite>,
+    inner: Transaction<'static, Db>,
+    dialect: super::Dialect,
     anchor: Arc<Anchor>,
     /// The chain head and the marks this transaction appended, written out once it commits.
     marks: Vec<Mark>,
 }
 
 impl Tx {
-    pub(super) fn new(inner: Transaction<'static, Sqlite>, anchor: Arc<Anchor>) -> Self {
+    pub(super) fn new(
+        inner: Transaction<'static, Db>,
+        dialect: super::Dialect,
+        anchor: Arc<Anchor>,
+    ) -> Self {
         Self {
             inner,
+            dialect,
             anchor,
             marks: Vec::new(),
         }
+    }
+
+    pub fn dialect(&self) -> super::Dialect {
+        self.dialect
     }
 
     /// Records events this transaction appended: the last becomes the head once committed.
@@ -38,6 +50,7 @@ impl Tx {
             inner,
             anchor,
             marks,
+            ..
         } = self;
         inner.commit().await?;
         if !marks.is_empty() {
@@ -56,15 +69,15 @@ impl Tx {
 }
 
 impl Deref for Tx {
-    type Target = SqliteConnection;
+    type Target = Conn;
 
-    fn deref(&self) -> &SqliteConnection {
+    fn deref(&self) -> &Conn {
         &self.inner
     }
 }
 
 impl DerefMut for Tx {
-    fn deref_mut(&mut self) -> &mut SqliteConnection {
+    fn deref_mut(&mut self) -> &mut Conn {
         &mut self.inner
     }
 }

@@ -61,31 +61,7 @@ impl Serialize for RecordedCall {
     }
 }
 
-impl sqlx::Type<sqlx::Sqlite> for RecordedCall {
-    fn type_info() -> sqlx::sqlite::SqliteTypeInfo {
-        <String as sqlx::Type<sqlx::Sqlite>>::type_info()
-    }
-
-    fn compatible(ty: &sqlx::sqlite::SqliteTypeInfo) -> bool {
-        <String as sqlx::Type<sqlx::Sqlite>>::compatible(ty)
-    }
-}
-
-impl<'q> sqlx::Encode<'q, sqlx::Sqlite> for RecordedCall {
-    fn encode_by_ref(
-        &self,
-        buf: &mut Vec<sqlx::sqlite::SqliteArgumentValue<'q>>,
-    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
-        <String as sqlx::Encode<'q, sqlx::Sqlite>>::encode(self.text.clone(), buf)
-    }
-}
-
-impl<'r> sqlx::Decode<'r, sqlx::Sqlite> for RecordedCall {
-    fn decode(value: sqlx::sqlite::SqliteValueRef<'r>) -> Result<Self, sqlx::error::BoxDynError> {
-        let text = <&str as sqlx::Decode<'r, sqlx::Sqlite>>::decode(value)?;
-        Ok(Self::parse(text)?)
-    }
-}
+crate::store::column::text_column!(RecordedCall, |v| v.text.clone(), |s| RecordedCall::parse(s));
 
 #[cfg(test)]
 mod tests {

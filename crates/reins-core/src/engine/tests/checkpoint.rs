@@ -56,7 +56,7 @@ async fn a_checkpoint_over_one_mib_goes_to_the_blob_store_and_verifies() -> anyh
         Some(big.agent.clone())
     );
     let inline: Option<Vec<u8>> =
-        sqlx::query_scalar("SELECT payload FROM checkpoints WHERE run_id = ? AND seq = ?")
+        sqlx::query_scalar("SELECT payload FROM checkpoints WHERE run_id = $1 AND seq = $2")
             .bind(run.to_string())
             .bind(seq)
             .fetch_one(engine.store.pool())

@@ -1,0 +1,201 @@
+//! What differs between the two databases a store can run on, kept in one place: the embedded
+//! SQLite file (the default) and a shared PostgreSQL (team mode). Everything else in `store/` is
+//! one query text for both: parameters are numbered (`$1`, `$2`, …), upserts are `ON CONFLICT`,
+//! and functions are the ones both know.
+
+use sqlx::Arguments as _;
+
+use super::{Args, Db};
+
+/// Which database a store is on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+impl Dialect {
+    /// The dialect a pool speaks, from the scheme of the URL it connects with.
+    pub fn of(pool: &super::Pool) -> Self {
+        match pool.connect_options().database_url.scheme() {
+            "postgres" | "postgresql" => Self::Postgres,
+            _ => Self::Sqlite,
+        }
+    }
+
+    /// Whether several statements can go to the database as one batch.
+    pub fn batches(self) -> bool {
+        self == Self::Sqlite
+    }
+
+    /// The statement that opens a write transaction. SQLite takes its one write lock up front, so
+    /// concurrent processes queue instead of failing half-way. PostgreSQL takes one transaction
+    /// advisory lock for the same effect: composed writes (read the chain head, append after it)
+    /// serialise across processes and machines exactly as they do on one file, while reads never
+    /// wait. The lock goes with the commit or the rollback, or with the connection if it dies.
+    pub fn begin_write(self) -> &'static str {
+        match self {
+            Self::Sqlite => "BEGIN IMMEDIATE",
+            Self::Postgres => "BEGIN; SELECT pg_advisory_xact_lock(7361290184)",
+        }
+    }
+}
+
+/// `sql` with each `?` outside quotes replaced by `$1`, `$2`, … in order: for statements composed
+/// from pieces, whose parameters are only counted once the pieces are joined.
+pub fn numbered(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut n = 0;
+    let mut quoted = false;
+    for c in sql.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                out.push(c);
+            }
+            '?' if !quoted => {
+                n += 1;
+                out.push('$');
+                out.push_str(&n.to_string());
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Statements (each numbering its parameters from `$1`) joined into one SQLite batch whose
+/// parameters continue across them, bound in order: several statements in one round trip.
+/// PostgreSQL prepares one statement at a time, so there each runs on its own (see `Dialect::batches`).
+pub fn batch(statements: &[&str]) -> String {
+    let mut out = String::new();
+    let mut offset = 0;
+    for (i, statement) in statements.iter().enumerate() {
+        if i > 0 {
+            out.push_str(";\n");
+        }
+        let mut highest = 0;
+        let mut quoted = false;
+        let mut chars = statement.chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\'' {
+                quoted = !quoted;
+            }
+            if c != '$' || quoted {
+                out.push(c);
+                continue;
+            }
+            let mut digits = String::new();
+            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                digits.push(d);
+                chars.next();
+            }
+            match digits.parse::<usize>() {
+                Ok(n) => {
+                    highest = highest.max(n);
+                    out.push('$');
+                    out.push_str(&(n + offset).to_string());
+                }
+                Err(_) => out.push('$'),
+            }
+        }
+        offset += highest;
+    }
+    out
+}
+
+/// A statement built in pieces, its parameters numbered as they are bound.
+#[derive(Default)]
+pub struct Sql<'q> {
+    text: String,
+    args: Args<'q>,
+    count: usize,
+}
+
+impl<'q> Sql<'q> {
+    pub fn new(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            ..Self::default()
+        }
+    }
+
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Appends the next parameter's placeholder and binds `value` to it.
+    pub fn bind<T>(&mut self, value: T) -> Result<&mut Self, sqlx::Error>
+    where
+        T: 'q + sqlx::Encode<'q, Db> + sqlx::Type<Db>,
+    {
+        self.args.add(value).map_err(sqlx::Error::Encode)?;
+        self.count += 1;
+        self.text.push('$');
+        self.text.push_str(&self.count.to_string());
+        Ok(self)
+    }
+
+    /// `(…, …)` of `values` bound one by one, for `IN` lists.
+    pub fn bind_list<T>(
+        &mut self,
+        values: impl IntoIterator<Item = T>,
+    ) -> Result<&mut Self, sqlx::Error>
+    where
+        T: 'q + sqlx::Encode<'q, Db> + sqlx::Type<Db>,
+    {
+        self.push("(");
+        for (i, value) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.push(", ");
+            }
+            self.bind(value)?;
+        }
+        self.push(")");
+        Ok(self)
+    }
+
+    #[cfg(test)]
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The statement and its arguments, to run with `sqlx::query_with` and friends.
+    pub fn into_parts(self) -> (String, Args<'q>) {
+        (self.text, self.args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn question_marks_are_numbered_in_order_but_not_inside_quotes() {
+        assert_eq!(
+            numbered("SELECT * FROM t WHERE a = ? AND b = '?' AND c IN (?, ?)"),
+            "SELECT * FROM t WHERE a = $1 AND b = '?' AND c IN ($2, $3)"
+        );
+    }
+
+    #[test]
+    fn a_batch_numbers_each_statements_parameters_after_the_ones_before() {
+        assert_eq!(
+            batch(&["UPDATE a SET x = $1 WHERE y = $2 AND z = '$1'", "DELETE FROM b WHERE c = $1"]),
+            "UPDATE a SET x = $1 WHERE y = $2 AND z = '$1';\nDELETE FROM b WHERE c = $3"
+        );
+    }
+
+    #[test]
+    fn a_built_statement_numbers_its_parameters_as_they_are_bound() -> Result<(), sqlx::Error> {
+        let mut sql = Sql::new("DELETE FROM blobs WHERE size > ");
+        sql.bind(10_i64)?.push(" AND sha256 IN ");
+        sql.bind_list(["a".to_owned(), "b".to_owned()])?;
+        assert_eq!(
+            sql.text(),
+            "DELETE FROM blobs WHERE size > $1 AND sha256 IN ($2, $3)"
+        );
+        Ok(())
+    }
+}
