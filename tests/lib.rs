@@ -29,11 +29,20 @@ pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The backend the stories run on: the SQLite file in the data dir (the default), or, with
+/// `REINS_TEST_BACKEND=postgres`, a database of each sandbox's own on a throwaway PostgreSQL
+/// cluster (`reins-testpg`). One suite, run once per backend.
+pub fn on_postgres() -> bool {
+    std::env::var("REINS_TEST_BACKEND").is_ok_and(|b| b == "postgres")
+}
+
 /// A temp dir holding `ws/` (a copy of examples/ops-workspace) and `data/` (an empty data dir).
 pub struct Sandbox {
     pub tmp: tempfile::TempDir,
     /// This sandbox's keyring (the sealing key of its data dir), shared by every facade it opens.
     pub keys: Arc<reins_core::api::MemorySecrets>,
+    /// Its shared database, when the stories run on PostgreSQL.
+    pub database: Option<String>,
 }
 
 impl Sandbox {
@@ -43,10 +52,29 @@ impl Sandbox {
             &repo_root().join("examples/ops-workspace"),
             &tmp.path().join("ws"),
         )?;
+        let database = if on_postgres() {
+            let cluster = reins_testpg::Cluster::shared().map_err(|e| anyhow::anyhow!("{e}"))?;
+            Some(
+                cluster
+                    .database("story")
+                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+            )
+        } else {
+            None
+        };
         Ok(Self {
             tmp,
             keys: Arc::default(),
+            database,
         })
+    }
+
+    /// Facade options for tests about runs (see [`options`]) on this sandbox's backend.
+    pub fn options(&self) -> Options {
+        Options {
+            database: self.database.clone(),
+            ..options()
+        }
     }
 
     pub fn ws(&self) -> PathBuf {
@@ -68,6 +96,7 @@ impl Sandbox {
             Options {
                 policy: Some(policy),
                 secrets: Some(self.keys.clone()),
+                database: self.database.clone(),
                 ..Options::default()
             },
         )
@@ -83,6 +112,7 @@ impl Sandbox {
             Options {
                 policy_file: Some(file),
                 secrets: Some(self.keys.clone()),
+                database: self.database.clone(),
                 ..Options::default()
             },
         )
@@ -129,15 +159,29 @@ pub fn plan(text: &str) -> anyhow::Result<Plan> {
     Ok(Plan::from_toml(text, "inline plan")?)
 }
 
-/// The database file opened directly, below the door: for reading rows exactly as stored, and for
-/// leaving the damage a crash or an attacker would.
-pub async fn raw_db(reins: &Reins) -> anyhow::Result<sqlx::SqlitePool> {
-    let options = sqlx::sqlite::SqliteConnectOptions::new()
-        .filename(reins.database())
-        .busy_timeout(std::time::Duration::from_secs(10));
-    Ok(sqlx::sqlite::SqlitePoolOptions::new()
+/// The database opened directly, below the door: for reading rows exactly as stored, and for
+/// leaving the damage a crash or an attacker would. The SQLite file, or the sandbox's PostgreSQL
+/// database; statements number their parameters (`$1`), which both read.
+pub async fn raw_db(reins: &Reins) -> anyhow::Result<sqlx::AnyPool> {
+    sqlx::any::install_default_drivers();
+    let database = reins.database();
+    let shown = database.display().to_string();
+    let url = if shown.starts_with("postgres://") {
+        shown
+    } else {
+        format!("sqlite://{shown}")
+    };
+    Ok(sqlx::any::AnyPoolOptions::new()
         .max_connections(1)
-        .connect_with(options)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                if conn.backend_name() == "SQLite" {
+                    sqlx::Executor::execute(&mut *conn, "PRAGMA busy_timeout = 10000").await?;
+                }
+                Ok(())
+            })
+        })
+        .connect(&url)
         .await?)
 }
 

@@ -48,6 +48,11 @@ deps_test() {
   command -v chromium >/dev/null || missing+=(chromium)
   command -v chromedriver >/dev/null || missing+=(chromium-driver)
   command -v curl >/dev/null || missing+=(curl)
+  # Team mode: the store and story suites also run on a throwaway PostgreSQL 15 cluster
+  # (crates/reins-testpg starts it with initdb and pg_ctl, as the postgres user).
+  [ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql-15)
+  command -v runuser >/dev/null || missing+=(util-linux)
+  command -v setsid >/dev/null || missing+=(util-linux)
   apt_install "${missing[@]}"
   command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version ^2
 }

@@ -8,7 +8,7 @@ use reins_tests::Sandbox;
 #[tokio::test]
 async fn provider_defaults_are_validated_stored_and_audited() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let reins = Reins::open(sb.data(), reins_tests::options()).await?;
+    let reins = Reins::open(sb.data(), sb.options()).await?;
     let first = reins.provider_defaults().await?;
     assert_eq!(
         first.base_url, DEFAULT_BASE_URL,
@@ -24,7 +24,7 @@ async fn provider_defaults_are_validated_stored_and_audited() -> anyhow::Result<
     assert_eq!(reins.set_provider_defaults(&new).await?, new);
     // Reopened: it was stored, not held in memory.
     reins.close().await;
-    let reins = Reins::open(sb.data(), reins_tests::options()).await?;
+    let reins = Reins::open(sb.data(), sb.options()).await?;
     assert_eq!(
         reins.provider_defaults().await?,
         new,
@@ -77,7 +77,7 @@ async fn provider_defaults_are_validated_stored_and_audited() -> anyhow::Result<
 #[tokio::test]
 async fn the_change_stamp_moves_with_changes_from_another_process() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let app = Reins::open(sb.data(), reins_tests::options()).await?;
+    let app = Reins::open(sb.data(), sb.options()).await?;
     let before = app.change_stamp().await?;
     assert_eq!(
         app.change_stamp().await?,
@@ -85,7 +85,7 @@ async fn the_change_stamp_moves_with_changes_from_another_process() -> anyhow::R
         "nothing changed, nothing moves"
     );
     // A second facade on the same data dir stands in for the CLI.
-    let cli = Reins::open(sb.data(), reins_tests::options()).await?;
+    let cli = Reins::open(sb.data(), sb.options()).await?;
     cli.memory_remember(NewFact {
         category: "style".into(),
         key: "indent".into(),

@@ -168,24 +168,52 @@ async fn everywhere(
 }
 
 /// Every column of every table holding one of the secrets.
-async fn in_columns(db: &sqlx::SqlitePool, secrets: &[&str]) -> anyhow::Result<Vec<String>> {
-    let tables: Vec<(String,)> = sqlx::query_as(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%'",
-    )
-    .fetch_all(db)
-    .await?;
+async fn in_columns(db: &sqlx::AnyPool, secrets: &[&str]) -> anyhow::Result<Vec<String>> {
+    let postgres = db.connect_options().database_url.scheme() == "postgres";
+    // (table, column, the column as searchable text)
+    let mut columns: Vec<(String, String, String)> = Vec::new();
+    if postgres {
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns
+             WHERE table_schema = current_schema() AND table_name NOT LIKE '_sqlx%'",
+        )
+        .fetch_all(db)
+        .await?;
+        for (table, column, kind) in rows {
+            // Bytes as text with their printable characters as they are.
+            let text = if kind == "bytea" {
+                format!("encode(\"{column}\", 'escape')")
+            } else {
+                format!("CAST(\"{column}\" AS TEXT)")
+            };
+            columns.push((table, column, text));
+        }
+    } else {
+        let tables: Vec<(String,)> = sqlx::query_as(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%'",
+        )
+        .fetch_all(db)
+        .await?;
+        for (table,) in tables {
+            let names: Vec<(String,)> =
+                sqlx::query_as(&format!("SELECT name FROM pragma_table_info('{table}')"))
+                    .fetch_all(db)
+                    .await?;
+            for (column,) in names {
+                let text = format!("CAST(\"{column}\" AS TEXT)");
+                columns.push((table.clone(), column, text));
+            }
+        }
+    }
+    let find = if postgres { "strpos" } else { "instr" };
     let mut found = Vec::new();
     let mut searched = 0;
-    for (table,) in tables {
-        let columns: Vec<(String,)> =
-            sqlx::query_as(&format!("SELECT name FROM pragma_table_info('{table}')"))
-                .fetch_all(db)
-                .await?;
-        for (column,) in columns {
+    {
+        for (table, column, text) in columns {
             searched += 1;
             for secret in secrets {
                 let (n,): (i64,) = sqlx::query_as(&format!(
-                    "SELECT count(*) FROM \"{table}\" WHERE instr(CAST(\"{column}\" AS TEXT), ?) > 0"
+                    "SELECT count(*) FROM \"{table}\" WHERE {find}({text}, $1) > 0"
                 ))
                 .bind(*secret)
                 .fetch_one(db)
@@ -248,7 +276,7 @@ async fn without_a_keyring_a_plan_with_a_secret_is_refused_and_nothing_is_stored
         sb.data(),
         Options {
             secrets: Some(std::sync::Arc::new(MemorySecrets::unavailable())),
-            ..reins_tests::options()
+            ..sb.options()
         },
     )
     .await?;
@@ -334,6 +362,7 @@ async fn doctor_tells_whether_this_keyring_opens_what_was_sealed() -> anyhow::Re
         sb.data(),
         Options {
             secrets: Some(std::sync::Arc::new(MemorySecrets::default())),
+            database: sb.database.clone(),
             ..Options::default()
         },
     )

@@ -31,7 +31,7 @@ async fn finished_run(sb: &Sandbox) -> anyhow::Result<RunId> {
 /// Pretends the worker died mid-run: back to running with an expired lease.
 async fn abandon(reins: &Reins, id: RunId) -> anyhow::Result<()> {
     sqlx::query(
-        "UPDATE runs SET state = 'running', lease_until = 0, last_error = NULL WHERE id = ?",
+        "UPDATE runs SET state = 'running', lease_until = 0, last_error = NULL WHERE id = $1",
     )
     .bind(id.to_string())
     .execute(&raw_db(reins).await?)
@@ -50,16 +50,23 @@ async fn count(reins: &Reins, sql: &str, id: RunId) -> anyhow::Result<i64> {
 async fn a_flipped_byte_moves_the_recovery_point_back_and_is_reported() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let id = finished_run(&sb).await?;
-    let reins = Reins::open(sb.data(), Options::default()).await?;
+    let reins = Reins::open(
+        sb.data(),
+        Options {
+            database: sb.database.clone(),
+            ..Options::default()
+        },
+    )
+    .await?;
 
     let payload: Vec<u8> =
-        sqlx::query_scalar("SELECT payload FROM checkpoints WHERE run_id = ? AND seq = 4")
+        sqlx::query_scalar("SELECT payload FROM checkpoints WHERE run_id = $1 AND seq = 4")
             .bind(id.to_string())
             .fetch_one(&raw_db(&reins).await?)
             .await?;
     let mut flipped = payload.clone();
     flipped[payload.len() / 2] ^= 0x20;
-    sqlx::query("UPDATE checkpoints SET payload = ? WHERE run_id = ? AND seq = 4")
+    sqlx::query("UPDATE checkpoints SET payload = $1 WHERE run_id = $2 AND seq = 4")
         .bind(&flipped)
         .bind(id.to_string())
         .execute(&raw_db(&reins).await?)
@@ -89,7 +96,8 @@ async fn a_flipped_byte_moves_the_recovery_point_back_and_is_reported() -> anyho
         sb.read("docs/RUNBOOK.md")?,
         sb.ws().join("archive/nginx.conf.bak").exists(),
     );
-    let intents_before = count(&reins, "SELECT COUNT(*) FROM intents WHERE run_id = ?", id).await?;
+    let intents_before =
+        count(&reins, "SELECT COUNT(*) FROM intents WHERE run_id = $1", id).await?;
     abandon(&reins, id).await?;
     let outcome = reins.drive(id, &Silent).await?;
     assert!(
@@ -115,7 +123,7 @@ async fn a_flipped_byte_moves_the_recovery_point_back_and_is_reported() -> anyho
         damage[0].payload
     );
     assert_eq!(
-        count(&reins, "SELECT COUNT(*) FROM intents WHERE run_id = ?", id).await?,
+        count(&reins, "SELECT COUNT(*) FROM intents WHERE run_id = $1", id).await?,
         intents_before,
         "resuming from an earlier checkpoint must not create new effects"
     );
@@ -143,8 +151,15 @@ async fn a_flipped_byte_moves_the_recovery_point_back_and_is_reported() -> anyho
 async fn a_missing_checkpoint_is_a_gap() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let id = finished_run(&sb).await?;
-    let reins = Reins::open(sb.data(), Options::default()).await?;
-    sqlx::query("DELETE FROM checkpoints WHERE run_id = ? AND seq = 3")
+    let reins = Reins::open(
+        sb.data(),
+        Options {
+            database: sb.database.clone(),
+            ..Options::default()
+        },
+    )
+    .await?;
+    sqlx::query("DELETE FROM checkpoints WHERE run_id = $1 AND seq = 3")
         .bind(id.to_string())
         .execute(&raw_db(&reins).await?)
         .await?;
@@ -166,7 +181,7 @@ async fn a_missing_checkpoint_is_a_gap() -> anyhow::Result<()> {
         "{outcome:?}"
     );
     let reused: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM audit_events WHERE run_id = ? AND kind = 'intent.pending'",
+        "SELECT COUNT(*) FROM audit_events WHERE run_id = $1 AND kind = 'intent.pending'",
     )
     .bind(id.to_string())
     .fetch_one(&raw_db(&reins).await?)

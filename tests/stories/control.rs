@@ -26,9 +26,7 @@ fn many_writes(sb: &Sandbox, n: usize) -> anyhow::Result<std::path::PathBuf> {
 }
 
 async fn open(sb: &Sandbox) -> anyhow::Result<Arc<Reins>> {
-    Ok(Arc::new(
-        Reins::open(sb.data(), reins_tests::options()).await?,
-    ))
+    Ok(Arc::new(Reins::open(sb.data(), sb.options()).await?))
 }
 
 /// Waits until the run has at least `n` steps.
@@ -224,7 +222,7 @@ async fn a_run_held_by_a_dead_worker_pauses_at_once_and_fences_it_out() -> anyho
     let id = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
     // As a crashed worker leaves it: running, a live lease, a holder that no longer exists.
     sqlx::query(
-        "UPDATE runs SET state = 'running', owner = ?, lease_until = ?, fence = 1 WHERE id = ?",
+        "UPDATE runs SET state = 'running', owner = $1, lease_until = $2, fence = 1 WHERE id = $3",
     )
     .bind(format!("{}:999999999:1:dead", reins_tests::os::host_name()))
     .bind(reins_core::api::now_ms() + 600_000)
@@ -258,12 +256,15 @@ async fn an_incompatible_run_waits_for_a_person_who_forces_it_or_starts_over() -
     let restarted = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
     // As if created by a build whose tool schemas differ.
     for id in [forced, restarted] {
-        sqlx::query(
-            "UPDATE runs SET compat = json_set(compat, '$.toolSchemaHash', 'older') WHERE id = ?",
-        )
-        .bind(id.to_string())
-        .execute(&reins_tests::raw_db(&r).await?)
-        .await?;
+        let set = if reins_tests::on_postgres() {
+            "jsonb_set(compat::jsonb, '{toolSchemaHash}', '\"older\"')::text"
+        } else {
+            "json_set(compat, '$.toolSchemaHash', 'older')"
+        };
+        sqlx::query(&format!("UPDATE runs SET compat = {set} WHERE id = $1"))
+            .bind(id.to_string())
+            .execute(&reins_tests::raw_db(&r).await?)
+            .await?;
     }
     r.work(true, Duration::from_millis(10), &Silent).await?;
     for id in [forced, restarted] {
@@ -390,7 +391,7 @@ async fn an_orphaned_child_process_is_ended_before_anything_runs_again() -> anyh
     let start = os::start_time(pid).ok_or_else(|| anyhow::anyhow!("no start"))?;
     sqlx::query(
         "INSERT INTO processes (run_id, step_seq, pid, start_time, pgid, command, started_at)
-         VALUES (?, 1, ?, ?, ?, 'sh -c sleep', ?)",
+         VALUES ($1, 1, $2, $3, $4, 'sh -c sleep', $5)",
     )
     .bind(id.to_string())
     .bind(i64::from(pid))

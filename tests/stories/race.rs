@@ -117,7 +117,7 @@ async fn flipping_links_never_redirects_a_granted_write_or_an_unreviewed_read() 
     );
     let db = raw_db(&reins).await?;
     let (leaked,): (i64,) = sqlx::query_as(
-        "SELECT count(*) FROM steps WHERE run_id = ? AND result LIKE '%' || ? || '%'",
+        "SELECT count(*) FROM steps WHERE run_id = $1 AND result LIKE '%' || $2 || '%'",
     )
     .bind(run.to_string())
     .bind(MARK)
@@ -127,7 +127,9 @@ async fn flipping_links_never_redirects_a_granted_write_or_an_unreviewed_read() 
 
     // The race was really run: grant-covered writes and unreviewed reads both happened.
     let (written, read): (i64, i64) = sqlx::query_as(
-        "SELECT sum(tool = 'fs.write' AND status = 'done'), sum(tool = 'fs.read' AND status = 'done') FROM steps WHERE run_id = ?",
+        "SELECT COUNT(CASE WHEN tool = 'fs.write' AND status = 'done' THEN 1 END),
+                COUNT(CASE WHEN tool = 'fs.read' AND status = 'done' THEN 1 END)
+           FROM steps WHERE run_id = $1",
     )
     .bind(run.to_string())
     .fetch_one(&db)

@@ -9,7 +9,7 @@ use reins_tests::{blob_path, orphan_blob, repo_root, Sandbox};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let r = Reins::open(sb.data(), reins_tests::options()).await?;
+    let r = Reins::open(sb.data(), sb.options()).await?;
     let plan = repo_root().join("examples/plans/tidy-configs.toml");
     let id = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
     r.work(true, Duration::from_millis(10), &Silent).await?;

@@ -218,7 +218,7 @@ async fn an_action_swapped_after_approval_does_not_run() -> anyhow::Result<()> {
     engine.approve(&a.id, approve_once()).await?;
     // Someone with database access swaps the approved action for another.
     let evil = r#"{"tool":"fs.write","args":{"content":"pwned\n","path":"docs/note.md"}}"#;
-    sqlx::query("UPDATE approvals SET action = ? WHERE id = ?")
+    sqlx::query("UPDATE approvals SET action = $1 WHERE id = $2")
         .bind(evil)
         .bind(&a.id)
         .execute(&raw_db(&engine).await?)
@@ -403,6 +403,7 @@ async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> a
     std::fs::write(&policy, "# the built-in defaults\n")?;
     let options = reins_core::api::Options {
         policy_file: Some(policy),
+        database: sb.database.clone(),
         ..reins_core::api::Options::default()
     };
     let reins = reins_core::api::Reins::open(sb.data(), options).await?;

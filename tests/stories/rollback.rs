@@ -23,7 +23,14 @@ async fn a_post_image_no_blob_holds_is_rebuilt_from_the_journal() -> anyhow::Res
     std::fs::write(sb.ws().join("config/logrotate.conf"), "hand-edited\n")?;
     std::fs::remove_file(sb.ws().join("docs/incidents/2026-11-28-disk-full.md"))?;
 
-    let reins = Reins::open(sb.data(), Options::default()).await?;
+    let reins = Reins::open(
+        sb.data(),
+        Options {
+            database: sb.database.clone(),
+            ..Options::default()
+        },
+    )
+    .await?;
     let report = reins.rollback(id, 6, false).await?;
     assert_eq!(report.changes.len(), 2, "{report:?}");
     assert_eq!(

@@ -11,8 +11,8 @@ use reins_tests::{copy_dir, repo_root, Sandbox};
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_workers_share_the_queue_without_doing_anything_twice() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
-    let a = Reins::open(sb.data(), reins_tests::options()).await?;
-    let b = Reins::open(sb.data(), reins_tests::options()).await?;
+    let a = Reins::open(sb.data(), sb.options()).await?;
+    let b = Reins::open(sb.data(), sb.options()).await?;
 
     let mut runs = Vec::new();
     for i in 0..6 {

@@ -35,6 +35,19 @@ struct Cli {
     #[arg(long, global = true, env = "REINS_DATA_DIR", value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
+    /// Team mode: a shared PostgreSQL database (`postgres://USER@HOST:PORT/DB`, with
+    /// `?sslmode=verify-full&sslrootcert=FILE` for TLS) instead of the SQLite file in the data dir.
+    /// The password comes from PostgreSQL's own places (~/.pgpass, PGPASSWORD), not from a file
+    /// Reins writes. The data dir still holds this machine's audit head anchor and logs.
+    #[arg(
+        long,
+        global = true,
+        env = "REINS_DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    database_url: Option<String>,
+
     /// Print machine-readable JSON instead of text (stable field names, camelCase).
     #[arg(long, global = true)]
     json: bool,
@@ -235,6 +248,7 @@ async fn dispatch(cli: Cli) -> u8 {
         // One connection: a hook does one thing at a time, and Claude Code waits for it.
         let opening = open_with(
             cli.data_dir,
+            cli.database_url,
             cli.lease_secs,
             cli.retry_max,
             cli.retry_window_secs,
@@ -295,6 +309,7 @@ async fn dispatch(cli: Cli) -> u8 {
 async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
     open_with(
         cli.data_dir.clone(),
+        cli.database_url.clone(),
         cli.lease_secs,
         cli.retry_max,
         cli.retry_window_secs,
@@ -306,6 +321,7 @@ async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
 
 async fn open_with(
     data_dir: Option<PathBuf>,
+    database_url: Option<String>,
     lease_secs: u32,
     retry_max: u32,
     retry_window_secs: u32,
@@ -326,6 +342,7 @@ async fn open_with(
             // External agents reach the profile memory through this very program.
             memory_server: memory_server(),
             connections,
+            database: database_url.filter(|url| !url.trim().is_empty()),
             ..Options::default()
         },
     )
