@@ -249,6 +249,7 @@ async fn dispatch(cli: Cli) -> u8 {
         let opening = open_with(
             cli.data_dir,
             cli.database_url,
+            Vec::new(),
             cli.lease_secs,
             cli.retry_max,
             cli.retry_window_secs,
@@ -307,9 +308,14 @@ async fn dispatch(cli: Cli) -> u8 {
 }
 
 async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
+    let roots = match &cli.command {
+        Command::Worker(args) => commands::worker::roots(&args.workspace_roots)?,
+        _ => Vec::new(),
+    };
     open_with(
         cli.data_dir.clone(),
         cli.database_url.clone(),
+        roots,
         cli.lease_secs,
         cli.retry_max,
         cli.retry_window_secs,
@@ -322,6 +328,7 @@ async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
 async fn open_with(
     data_dir: Option<PathBuf>,
     database_url: Option<String>,
+    workspace_roots: Vec<PathBuf>,
     lease_secs: u32,
     retry_max: u32,
     retry_window_secs: u32,
@@ -343,6 +350,7 @@ async fn open_with(
             memory_server: memory_server(),
             connections,
             database: database_url.filter(|url| !url.trim().is_empty()),
+            workspace_roots,
             ..Options::default()
         },
     )

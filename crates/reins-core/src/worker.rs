@@ -26,6 +26,32 @@ impl fmt::Display for WorkerId {
     }
 }
 
+/// Which runs of a shared database a worker can carry out: those started on its own machine, and
+/// those whose workspace lies under a root it declared it reaches (`reins worker --workspace-root`,
+/// a shared mount or a checkout at the same path). A run from before machines were recorded is
+/// anyone's.
+#[derive(Clone, Debug, Default)]
+pub struct Reach {
+    roots: Vec<std::path::PathBuf>,
+}
+
+impl Reach {
+    pub fn new(roots: Vec<std::path::PathBuf>) -> Self {
+        Self { roots }
+    }
+
+    pub fn covers(&self, machine: Option<&str>, workspace: &str) -> bool {
+        match machine {
+            None => true,
+            Some(m) if m == host_name() => true,
+            Some(_) => {
+                let workspace = std::path::Path::new(workspace);
+                self.roots.iter().any(|root| workspace.starts_with(root))
+            }
+        }
+    }
+}
+
 /// True only when `owner` names a process on this host that no longer exists, or whose pid now
 /// belongs to a process that started at another time.
 pub fn is_gone(owner: &str) -> bool {
@@ -55,7 +81,16 @@ pub(crate) fn start_time(pid: u32) -> Option<u64> {
     after.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// The name this machine goes by in runs and decisions: `REINS_HOST` if set (a container's host
+/// name says little), else the system's host name.
 pub fn host_name() -> String {
+    if let Some(name) = std::env::var("REINS_HOST")
+        .ok()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+    {
+        return name;
+    }
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .map(|s| s.trim().to_owned())
@@ -67,6 +102,20 @@ pub fn host_name() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worker_reaches_its_own_machines_runs_and_those_under_its_roots() {
+        let reach = Reach::new(vec![std::path::PathBuf::from("/srv/work")]);
+        assert!(reach.covers(None, "/anywhere"), "a run from before machines were recorded");
+        assert!(reach.covers(Some(&host_name()), "/home/me/project"));
+        assert!(reach.covers(Some("build-7"), "/srv/work/api"));
+        assert!(
+            !reach.covers(Some("build-7"), "/srv/workshop/api"),
+            "a root is a directory, not a prefix of a name"
+        );
+        assert!(!reach.covers(Some("build-7"), "/home/me/project"));
+        assert!(!Reach::default().covers(Some("build-7"), "/srv/work/api"));
+    }
 
     #[test]
     fn this_process_is_alive() {

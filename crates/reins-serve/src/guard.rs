@@ -27,7 +27,7 @@ pub struct Device(pub DeviceView);
 impl Device {
     /// Who decided, as the audit log records a decision made from this device.
     pub fn reviewer(&self) -> String {
-        format!("device:{} (web)", self.0.name)
+        reins_core::api::face::device_person(&self.0.name)
     }
 }
 

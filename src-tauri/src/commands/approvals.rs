@@ -9,11 +9,7 @@ use crate::state::AppState;
 
 /// Who decided, as the audit log records it: the desktop user.
 pub fn reviewer() -> String {
-    std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty() && u.len() < 64)
-        .map(|u| format!("user:{u} (desktop)"))
-        .unwrap_or_else(|| "user (desktop)".into())
+    reins_core::api::face::person(Some("desktop"))
 }
 
 /// Pending approvals (default) or those with `status`, oldest first.

@@ -115,11 +115,7 @@ pub enum GrantsCommand {
 }
 
 pub(crate) fn who() -> String {
-    std::env::var("USER")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .map(|u| format!("user:{u}"))
-        .unwrap_or_else(|| "user".into())
+    reins_core::api::face::person(None)
 }
 
 pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::api::Result<u8> {

@@ -15,6 +15,28 @@ pub struct Args {
     /// How often to look for new work, in milliseconds.
     #[arg(long, default_value_t = 1000, value_name = "MS")]
     poll_ms: u64,
+    /// Team mode: also carry out runs started on other machines whose workspace lies under DIR (a
+    /// shared mount, or a checkout at the same path). Repeat for several. Runs started on this
+    /// machine are always this worker's to carry out.
+    #[arg(long = "workspace-root", value_name = "DIR")]
+    pub workspace_roots: Vec<std::path::PathBuf>,
+}
+
+/// The declared roots as absolute, existing directories.
+pub fn roots(dirs: &[std::path::PathBuf]) -> reins_core::api::Result<Vec<std::path::PathBuf>> {
+    dirs.iter()
+        .map(|d| {
+            std::fs::canonicalize(d)
+                .ok()
+                .filter(|p| p.is_dir())
+                .ok_or_else(|| {
+                    reins_core::api::Error::Invalid(format!(
+                        "--workspace-root {}: not a directory this machine can read",
+                        d.display()
+                    ))
+                })
+        })
+        .collect()
 }
 
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {

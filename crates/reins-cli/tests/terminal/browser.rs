@@ -219,7 +219,7 @@ async fn a_phone_pairs_approves_and_rejects_in_a_real_browser() -> anyhow::Resul
         assert!(
             decisions
                 .iter()
-                .all(|l| l.contains("device:test phone (web)")),
+                .all(|l| l.contains("device:test phone@") && l.contains("(web)")),
             "{decisions:?}"
         );
         anyhow::Ok(())

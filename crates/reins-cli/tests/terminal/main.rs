@@ -22,3 +22,4 @@ mod memory;
 mod model_server;
 mod review;
 mod serve;
+mod team;

@@ -476,7 +476,7 @@ async fn a_web_decision_is_bound_to_the_card_single_and_audited_with_the_device(
     assert_eq!(decisions.len(), 1, "{decisions:?}");
     if web_won {
         assert!(
-            decisions[0].to_string().contains("device:my phone (web)"),
+            decisions[0].to_string().contains("device:my phone@"),
             "the audit log names the device: {}",
             decisions[0]
         );

@@ -181,3 +181,26 @@ mod tests {
         assert!(serde_json::from_value::<Approve>(bad).is_err());
     }
 }
+
+/// Who decides from this process, as the audit log records it: `user:NAME@HOST`, then the face in
+/// parentheses when there is one (`desktop`). The host tells a team which machine a decision came
+/// from (`REINS_HOST` overrides the system's name).
+pub fn person(face: Option<&str>) -> String {
+    let user = std::env::var("USER")
+        .ok()
+        .filter(|u| !u.is_empty() && u.len() < 64 && !u.contains(char::is_whitespace));
+    let host = crate::worker::host_name();
+    let who = match user {
+        Some(u) => format!("user:{u}@{host}"),
+        None => format!("user@{host}"),
+    };
+    match face {
+        Some(face) => format!("{who} ({face})"),
+        None => who,
+    }
+}
+
+/// Who decided from a paired device: its name, the machine its server runs on, and the face.
+pub fn device_person(name: &str) -> String {
+    format!("device:{name}@{} (web)", crate::worker::host_name())
+}

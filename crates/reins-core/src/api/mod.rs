@@ -111,6 +111,9 @@ pub struct Options {
     /// A shared PostgreSQL database (`postgres://…`, team mode) instead of the SQLite file in the
     /// data dir. The data dir still holds this machine's audit head anchor and its logs.
     pub database: Option<String>,
+    /// Team mode: workspaces on other machines this process's worker can reach (runs started on
+    /// this machine are always its to carry out).
+    pub workspace_roots: Vec<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -124,6 +127,7 @@ impl Default for Options {
             memory_server: None,
             connections: crate::store::DEFAULT_CONNECTIONS,
             database: None,
+            workspace_roots: Vec::new(),
         }
     }
 }
@@ -182,6 +186,7 @@ impl Reins {
             }
         };
         let mut engine = Engine::new(store, blobs, policy, options.lease_ms.max(1000))
+            .with_reach(crate::worker::Reach::new(options.workspace_roots.clone()))
             .with_retry_budget(options.retry)
             .with_agent_logs(data_dir.agent_logs());
         if let Some(secrets) = options.secrets {

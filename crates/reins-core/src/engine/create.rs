@@ -134,6 +134,7 @@ impl Engine {
             created_at: now,
             updated_at: now,
             not_before: None,
+            machine: Some(crate::worker::host_name()),
         };
         let first = Checkpoint {
             goal: row.goal.clone(),

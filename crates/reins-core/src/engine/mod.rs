@@ -98,6 +98,8 @@ pub struct Engine {
     agent_logs: Option<std::path::PathBuf>,
     /// How external agents reach the profile memory over MCP; none: they do not.
     memory_server: Option<crate::agent::acp::MemoryServer>,
+    /// Workspaces on other machines this worker can reach (team mode).
+    reach: Arc<crate::worker::Reach>,
 }
 
 impl Engine {
@@ -117,6 +119,7 @@ impl Engine {
             sessions: Arc::new(crate::agent::acp::Sessions::new()),
             agent_logs: None,
             memory_server: None,
+            reach: Arc::default(),
         }
     }
 
@@ -234,7 +237,8 @@ impl Engine {
         }
     }
 
-    /// Runs a worker may take now.
+    /// Runs a worker may take now. On a shared database, only those it can reach: started on this
+    /// machine, or in a workspace under one of the roots it declared.
     pub async fn runnable(&self) -> Result<Vec<RunId>> {
         let pool = self.store.pool();
         let gone: Vec<String> = runs::active_owners(pool)
@@ -242,7 +246,19 @@ impl Engine {
             .into_iter()
             .filter(|owner| crate::worker::is_gone(owner))
             .collect();
-        Ok(runs::runnable(pool, now_ms(), &gone).await?)
+        let shared = self.store.dialect() == crate::store::Dialect::Postgres;
+        Ok(runs::runnable(pool, now_ms(), &gone)
+            .await?
+            .into_iter()
+            .filter(|r| !shared || self.reach.covers(r.machine.as_deref(), &r.workspace))
+            .map(|r| r.id)
+            .collect())
+    }
+
+    /// Declares the workspaces on other machines this worker can reach.
+    pub fn with_reach(mut self, reach: crate::worker::Reach) -> Self {
+        self.reach = Arc::new(reach);
+        self
     }
 }
 

@@ -317,6 +317,10 @@ impl Store {
         &self.pool
     }
 
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
     /// Where the audit scans (verification, export) read from.
     pub fn scan_source(&self) -> Result<scan::Source> {
         Ok(match self.dialect {

@@ -31,6 +31,8 @@ pub struct RunRow {
     pub updated_at: i64,
     /// A queued run is not claimed before this (retry backoff).
     pub not_before: Option<i64>,
+    /// The machine it was started on (None: made before machines were recorded).
+    pub machine: Option<String>,
 }
 
 impl Stored for RunRow {
@@ -42,8 +44,8 @@ impl Stored for RunRow {
 pub async fn insert(tx: &mut Tx, run: &RunRow, spec: &str) -> Result<()> {
     sqlx::query(
         "INSERT INTO runs (id, name, goal, workspace, agent_kind, compat, state, state_version,
-                           fence, owner, lease_until, last_error, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                           fence, owner, lease_until, last_error, created_at, updated_at, machine)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
     )
     .bind(run.id)
     .bind(&run.name)
@@ -59,6 +61,7 @@ pub async fn insert(tx: &mut Tx, run: &RunRow, spec: &str) -> Result<()> {
     .bind(&run.last_error)
     .bind(run.created_at)
     .bind(run.updated_at)
+    .bind(&run.machine)
     .execute(&mut **tx)
     .await?;
     sqlx::query("INSERT INTO run_specs (run_id, spec) VALUES ($1, $2)")
@@ -262,9 +265,9 @@ pub async fn bump_fence(tx: &mut Tx, id: RunId) -> Result<i64> {
 
 /// Runs a worker may take now: queued ones, and active ones whose lease has run out or whose holder
 /// is one of `gone_owners` (processes known to have died).
-pub async fn runnable(pool: &Pool, now: i64, gone_owners: &[String]) -> Result<Vec<RunId>> {
+pub async fn runnable(pool: &Pool, now: i64, gone_owners: &[String]) -> Result<Vec<Runnable>> {
     let mut q = Sql::new(
-        "SELECT id FROM runs
+        "SELECT id, machine, workspace FROM runs
          WHERE (state = 'queued' AND (not_before IS NULL OR not_before <= ",
     );
     q.bind(now)?.push(
@@ -277,7 +280,15 @@ pub async fn runnable(pool: &Pool, now: i64, gone_owners: &[String]) -> Result<V
     }
     q.push(")) ORDER BY created_at, id");
     let (sql, args) = q.into_parts();
-    Ok(sqlx::query_scalar_with(&sql, args).fetch_all(pool).await?)
+    Ok(sqlx::query_as_with(&sql, args).fetch_all(pool).await?)
+}
+
+/// A run a worker may take, and where it lives.
+#[derive(Clone, Debug, sqlx::FromRow)]
+pub struct Runnable {
+    pub id: RunId,
+    pub machine: Option<String>,
+    pub workspace: String,
 }
 
 /// Takes ownership: moves to `to`, bumps the fence, sets owner and lease. Guarded by `state_version`

@@ -52,6 +52,7 @@ fn run_row(id: RunId) -> runs::RunRow {
         created_at: 1,
         updated_at: 1,
         not_before: None,
+        machine: None,
     }
 }
 
@@ -246,12 +247,12 @@ async fn runnable_lists_queued_runs_expired_leases_and_gone_holders(#[case] back
     runs::claim(&mut tx, live, &running("w-live", 0, 10_000, 1)).await?;
     runs::claim(&mut tx, expired, &running("w", 0, 500, 1)).await?;
     tx.commit().await?;
-    let ids = runs::runnable(store.pool(), 1_000, &[]).await?;
+    let ids: Vec<RunId> = runs::runnable(store.pool(), 1_000, &[]).await?.into_iter().map(|r| r.id).collect();
     assert_eq!(ids.len(), 2);
     assert!(ids.contains(&queued) && ids.contains(&expired) && !ids.contains(&live));
 
     // A holder known to be gone is not waited for, lease or not.
-    let ids = runs::runnable(store.pool(), 1_000, &["w-live".to_owned()]).await?;
+    let ids: Vec<RunId> = runs::runnable(store.pool(), 1_000, &["w-live".to_owned()]).await?.into_iter().map(|r| r.id).collect();
     assert_eq!(ids.len(), 3);
     let mut tx = store.begin().await?;
     let (fence, _) = runs::claim(

@@ -43,7 +43,7 @@ export function RunDetailView({ id }: { id: string }) {
           <div className="muted mono small">
             {r.id} · {r.compat.externalAgent
               ? `${r.compat.externalAgent.name} ${r.compat.externalAgent.version} (${r.agentKind}${r.compat.externalAgent.mode ? `, mode ${r.compat.externalAgent.mode}` : ""})`
-              : `${r.agentKind} agent`} · {r.workspace}
+              : `${r.agentKind} agent`} · {r.workspace}{r.machine ? ` on ${r.machine}` : ""}
           </div>
         </div>
         <div className="row">

@@ -48,7 +48,10 @@ export function Runs() {
                   {r.lastError && <div className="muted small">{r.lastError}</div>}
                 </td>
                 <td>{r.agent === "llm" ? "LLM" : r.agent === "acp" ? "external (ACP)" : "plan"}</td>
-                <td className="mono small">{r.workspace}</td>
+                <td className="mono small">
+                  {r.workspace}
+                  {r.machine && <div className="muted" data-testid="run-machine">on {r.machine}</div>}
+                </td>
                 <td>{r.steps}</td>
                 <td>{ago(r.updatedAt)}</td>
               </tr>

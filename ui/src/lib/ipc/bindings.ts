@@ -964,6 +964,8 @@ export type RunSummary = {
 	/**  Waits for a person to decide something: a review, a question, an unknown outcome. */
 	waiting: boolean,
 	workspace: string,
+	/**  The machine it was started on (team mode shows it in the runs list). */
+	machine: string | null,
 	steps: number,
 	createdAt: number,
 	updatedAt: number,
@@ -975,6 +977,8 @@ export type RunView = {
 	name: string,
 	goal: string,
 	workspace: string,
+	/**  The machine it was started on. */
+	machine: string | null,
 	agentKind: string,
 	state: RunState,
 	/**  Pause applies: a worker drives it, or it waits in the queue or for a person. */

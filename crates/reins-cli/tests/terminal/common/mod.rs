@@ -9,14 +9,26 @@ pub use reins_tests::repo_root;
 
 pub struct Cli {
     pub tmp: tempfile::TempDir,
+    /// The shared database, when the suite runs on PostgreSQL (`REINS_TEST_BACKEND=postgres`).
+    pub database: Option<String>,
 }
 
 impl Cli {
     /// A temp dir with `ws/` (a copy of examples/ops-workspace) and room for `data/`.
     pub fn new() -> anyhow::Result<Self> {
+        let sb = reins_tests::Sandbox::new()?;
         Ok(Self {
-            tmp: reins_tests::Sandbox::new()?.tmp,
+            tmp: sb.tmp,
+            database: sb.database,
         })
+    }
+
+    /// Facade options for this sandbox (its backend; file changes run without review).
+    pub fn options(&self) -> reins_core::api::Options {
+        reins_core::api::Options {
+            database: self.database.clone(),
+            ..reins_tests::options()
+        }
     }
 
     pub fn ws(&self) -> PathBuf {
@@ -49,7 +61,12 @@ impl Cli {
             .env("REINS_CONFIG_DIR", self.tmp.path().join("config"))
             .env_remove("REINS_POLICY")
             .env_remove("REINS_FAULT")
-            .env_remove("REINS_LEASE_SECS");
+            .env_remove("REINS_LEASE_SECS")
+            .env_remove("REINS_HOST");
+        match &self.database {
+            Some(url) => c.env("REINS_DATABASE_URL", url),
+            None => c.env_remove("REINS_DATABASE_URL"),
+        };
         c
     }
 

@@ -63,6 +63,8 @@ pub struct RunSummary {
     /// Waits for a person to decide something: a review, a question, an unknown outcome.
     pub waiting: bool,
     pub workspace: String,
+    /// The machine it was started on (team mode shows it in the runs list).
+    pub machine: Option<String>,
     pub steps: i64,
     pub created_at: i64,
     pub updated_at: i64,
@@ -87,11 +89,13 @@ impl RunSummary {
             created_at,
             updated_at,
             not_before: _,
+            machine,
         } = row;
         Self {
             id,
             name,
             agent: agent_kind,
+            machine,
             terminal: state.is_terminal(),
             waiting: matches!(
                 state,
@@ -115,6 +119,8 @@ pub struct RunView {
     pub name: String,
     pub goal: String,
     pub workspace: String,
+    /// The machine it was started on.
+    pub machine: Option<String>,
     pub agent_kind: String,
     pub state: RunState,
     /// Pause applies: a worker drives it, or it waits in the queue or for a person.
@@ -153,6 +159,7 @@ impl From<RunRow> for RunView {
             created_at,
             updated_at,
             not_before,
+            machine,
         } = row;
         let allows = |event| crate::run::next(state, event).is_some();
         Self {
@@ -160,6 +167,7 @@ impl From<RunRow> for RunView {
             name,
             goal,
             workspace,
+            machine,
             agent_kind,
             pausable: allows(crate::run::RunEvent::RequestPause),
             cancellable: allows(crate::run::RunEvent::Cancel),

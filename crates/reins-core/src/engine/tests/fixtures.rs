@@ -185,6 +185,7 @@ pub fn run_row(state: RunState) -> RunRow {
         created_at: 0,
         updated_at: 0,
         not_before: None,
+        machine: None,
     }
 }
 
