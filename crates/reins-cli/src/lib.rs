@@ -248,8 +248,10 @@ async fn dispatch(cli: Cli) -> u8 {
         // One connection: a hook does one thing at a time, and Claude Code waits for it.
         let opening = open_with(
             cli.data_dir,
-            cli.database_url,
-            Vec::new(),
+            Team {
+                database_url: cli.database_url,
+                workspace_roots: Vec::new(),
+            },
             cli.lease_secs,
             cli.retry_max,
             cli.retry_window_secs,
@@ -314,8 +316,10 @@ async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
     };
     open_with(
         cli.data_dir.clone(),
-        cli.database_url.clone(),
-        roots,
+        Team {
+            database_url: cli.database_url.clone(),
+            workspace_roots: roots,
+        },
         cli.lease_secs,
         cli.retry_max,
         cli.retry_window_secs,
@@ -325,10 +329,15 @@ async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
     .await
 }
 
-async fn open_with(
-    data_dir: Option<PathBuf>,
+/// Team mode's part of opening: the shared database, and the workspaces a worker reaches.
+struct Team {
     database_url: Option<String>,
     workspace_roots: Vec<PathBuf>,
+}
+
+async fn open_with(
+    data_dir: Option<PathBuf>,
+    team: Team,
     lease_secs: u32,
     retry_max: u32,
     retry_window_secs: u32,
@@ -349,8 +358,8 @@ async fn open_with(
             // External agents reach the profile memory through this very program.
             memory_server: memory_server(),
             connections,
-            database: database_url.filter(|url| !url.trim().is_empty()),
-            workspace_roots,
+            database: team.database_url.filter(|url| !url.trim().is_empty()),
+            workspace_roots: team.workspace_roots,
             ..Options::default()
         },
     )

@@ -60,7 +60,30 @@ pub fn classify(e: &Error) -> FailureClass {
 fn classify_sqlx(e: &sqlx::Error) -> FailureClass {
     match e {
         sqlx::Error::PoolTimedOut => FailureClass::Transient,
+        // A database server's connection going away (a restart, the network).
+        sqlx::Error::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::ConnectionAborted
+                    | std::io::ErrorKind::ConnectionRefused
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::NotConnected
+            ) =>
+        {
+            FailureClass::Transient
+        }
         sqlx::Error::Io(io) => classify_io(io),
+        // The shared database restarted or the network between dropped: connect again later.
+        sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => FailureClass::Transient,
+        sqlx::Error::Database(db)
+            if db
+                .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                .is_some() =>
+        {
+            postgres_class(db.code().as_deref().unwrap_or_default())
+        }
         sqlx::Error::Database(db) => {
             let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
             match code & 0xff {
@@ -73,6 +96,23 @@ fn classify_sqlx(e: &sqlx::Error) -> FailureClass {
                 _ => FailureClass::Permanent,
             }
         }
+        _ => FailureClass::Permanent,
+    }
+}
+
+/// A PostgreSQL error by its SQLSTATE.
+fn postgres_class(sqlstate: &str) -> FailureClass {
+    match sqlstate {
+        // connection exceptions; the server shutting down or starting; serialization, deadlock, a
+        // lock wait given up, a session ended idle in its transaction (each rolled back whole)
+        c if c.starts_with("08") => FailureClass::Transient,
+        "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "53300" | "55P03" | "25P03" => {
+            FailureClass::Transient
+        }
+        // disk full, out of memory
+        c if c.starts_with("53") => FailureClass::Resource,
+        // data corrupted, index corrupted
+        "XX001" | "XX002" => FailureClass::Resource,
         _ => FailureClass::Permanent,
     }
 }
@@ -137,6 +177,34 @@ impl RetryBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_database_connection_going_away_is_retried_but_a_file_error_keeps_its_class() {
+        let sqlx_io = |kind| {
+            Error::Store(StoreError::Sqlx(sqlx::Error::Io(std::io::Error::from(kind))))
+        };
+        assert_eq!(
+            classify(&sqlx_io(std::io::ErrorKind::ConnectionReset)),
+            FailureClass::Transient
+        );
+        assert_eq!(
+            classify(&sqlx_io(std::io::ErrorKind::ConnectionRefused)),
+            FailureClass::Transient
+        );
+        assert_eq!(
+            classify(&Error::Store(StoreError::Sqlx(sqlx::Error::PoolClosed))),
+            FailureClass::Transient
+        );
+        let file = Error::Io {
+            context: "reading".into(),
+            source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+        };
+        assert_eq!(classify(&file), FailureClass::Permanent);
+        assert_eq!(postgres_class("08006"), FailureClass::Transient);
+        assert_eq!(postgres_class("57P01"), FailureClass::Transient);
+        assert_eq!(postgres_class("53100"), FailureClass::Resource);
+        assert_eq!(postgres_class("23505"), FailureClass::Permanent);
+    }
 
     #[test]
     fn disk_full_waits_for_a_person_and_busy_is_retried() {

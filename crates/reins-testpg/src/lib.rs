@@ -97,6 +97,12 @@ impl Cluster {
             .map_err(|e| e.clone().into())
     }
 
+    /// A cluster of the caller's own, for a test that restarts or stops the server (it must not
+    /// take the shared one from under the other tests). Stopped when the process ends.
+    pub fn private() -> Result<Self, Error> {
+        Ok(Self::start()?)
+    }
+
     fn external(url: &str) -> Result<Self, String> {
         let rest = url
             .strip_prefix("postgres://")
@@ -233,11 +239,17 @@ impl Cluster {
             .data
             .as_ref()
             .ok_or("the server was not started by this process; not restarting it")?;
+        let log = data.with_file_name("server.log");
         let mut restart = as_owner(&bin("pg_ctl"));
-        restart
-            .arg("-D")
-            .arg(data)
-            .args(["-w", "-t", "60", "-m", "immediate", "restart"]);
+        // With its log named, the server does not hold on to our pipes (output() would wait).
+        restart.arg("-D").arg(data).arg("-l").arg(&log).args([
+            "-w",
+            "-t",
+            "60",
+            "-m",
+            "immediate",
+            "restart",
+        ]);
         run(restart, "pg_ctl restart")?;
         Ok(())
     }

@@ -276,3 +276,294 @@ fn each_machine_keeps_its_own_head_anchor() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Writes in the plans the takeover stories run: enough that a worker is caught half-way.
+const WRITES: usize = 300;
+
+/// A plan of `n` writes, each to its own file, slow enough to be caught in the middle.
+fn many_writes(n: usize) -> String {
+    let mut plan = String::from("name = \"many\"\ngoal = \"files\"\n");
+    for i in 0..n {
+        plan.push_str(&format!(
+            "[[steps]]\ntool = \"fs.write\"\nargs = {{ path = \"many/f{i}.txt\", content = \"f{i}\" }}\n"
+        ));
+    }
+    plan
+}
+
+/// Waits until `run` has at least `steps` steps, or fails after 30 s.
+async fn until_steps(
+    reins: &Reins,
+    run: reins_core::api::RunId,
+    steps: usize,
+) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while reins.run_detail(run).await?.steps.len() < steps {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "the run did not get going"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    Ok(())
+}
+
+/// The effects an effect log holds more than once.
+fn repeated(log: &Path) -> anyhow::Result<Vec<String>> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut seen = std::collections::BTreeSet::new();
+    Ok(text
+        .lines()
+        .filter(|l| !seen.insert(*l))
+        .map(str::to_owned)
+        .collect())
+}
+
+#[cfg(feature = "fault-injection")]
+fn worker(team: &Team, machine: &str, lease_secs: &str, effects: &Path) -> Command {
+    let mut c = team.allowing(machine);
+    c.env("REINS_EFFECT_LOG", effects)
+        .args([
+            "worker",
+            "--poll-ms",
+            "50",
+            "--lease-secs",
+            lease_secs,
+            "--workspace-root",
+        ])
+        .arg(team.ws());
+    c
+}
+
+/// (b) A worker is killed with SIGKILL while it holds a run. A worker on another machine declaring
+/// the same workspace root cannot tell a process elsewhere is gone, so it waits the lease out, then
+/// takes the run over: every file right, no effect twice.
+#[cfg(feature = "fault-injection")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_holder_on_another_machine_is_waited_out_by_its_lease_then_taken_over(
+) -> anyhow::Result<()> {
+    let team = Team::new()?;
+    let effects = team.tmp.path().join("effects.log");
+    let queue = team.reins("alpha").await?;
+    let run = queue
+        .create_plan_run(
+            &reins_tests::plan(&many_writes(WRITES))?,
+            &team.ws(),
+            &Silent,
+        )
+        .await?;
+    let mut alpha = worker(&team, "alpha", "4", &effects)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    until_steps(&queue, run, 5).await?;
+    alpha.kill()?;
+    alpha.wait()?;
+    let killed_at = std::time::Instant::now();
+
+    // At once: the lease still holds, and a pid on another host proves nothing.
+    let early = worker(&team, "gamma", "4", &effects)
+        .arg("--once")
+        .output()?;
+    let early = ok(&early)?;
+    assert!(early.contains("drove 0 run(s)"), "{early}");
+    let held = queue.run_detail(run).await?;
+    assert_eq!(
+        held.attempts.len(),
+        1,
+        "nobody took the run while its lease held"
+    );
+
+    std::thread::sleep(std::time::Duration::from_secs(4).saturating_sub(killed_at.elapsed()));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    ok(&worker(&team, "gamma", "4", &effects)
+        .arg("--once")
+        .output()?)?;
+    let done = queue.run_detail(run).await?;
+    assert_eq!(
+        done.run.state,
+        RunState::Succeeded,
+        "{:?}",
+        done.run.last_error
+    );
+    assert!(done.attempts.len() >= 2, "{:?}", done.attempts);
+    assert!(
+        done.attempts
+            .last()
+            .is_some_and(|a| a.worker.starts_with("gamma:")),
+        "{:?}",
+        done.attempts
+    );
+    for i in 0..WRITES {
+        assert_eq!(
+            std::fs::read_to_string(team.ws().join(format!("many/f{i}.txt")))?,
+            format!("f{i}")
+        );
+    }
+    assert_eq!(
+        repeated(&effects)?,
+        Vec::<String>::new(),
+        "no effect ran twice"
+    );
+    Ok(())
+}
+
+/// (c) A holder frozen with SIGSTOP past its lease is taken over; when it wakes it is fenced out:
+/// the database accepts nothing more from it, and the run ends as its new holder drives it.
+#[cfg(feature = "fault-injection")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frozen_holder_wakes_fenced_out() -> anyhow::Result<()> {
+    use rustix::process::Signal;
+    let team = Team::new()?;
+    let effects = team.tmp.path().join("effects.log");
+    let queue = team.reins("alpha").await?;
+    let run = queue
+        .create_plan_run(
+            &reins_tests::plan(&many_writes(WRITES))?,
+            &team.ws(),
+            &Silent,
+        )
+        .await?;
+    let mut alpha = worker(&team, "alpha", "2", &effects)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    until_steps(&queue, run, 5).await?;
+    common::signal(&alpha, Signal::STOP)?;
+    std::thread::sleep(std::time::Duration::from_millis(2_500));
+    ok(&worker(&team, "gamma", "30", &effects)
+        .arg("--once")
+        .output()?)?;
+    let done = queue.run_detail(run).await?;
+    assert_eq!(
+        done.run.state,
+        RunState::Succeeded,
+        "{:?}",
+        done.run.last_error
+    );
+    let (steps, fence) = (done.steps.len(), done.run.fence);
+
+    common::signal(&alpha, Signal::CONT)?;
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    alpha.kill()?;
+    alpha.wait()?;
+    let after = queue.run_detail(run).await?;
+    assert_eq!(after.run.state, RunState::Succeeded);
+    assert_eq!(
+        after.steps.len(),
+        steps,
+        "no step was written by the stale holder"
+    );
+    assert_eq!(after.run.fence, fence, "the stale holder took nothing back");
+    let verified = queue.audit_verify().await?;
+    assert!(verified.intact, "{:?}", verified.damage);
+    for i in 0..WRITES {
+        assert_eq!(
+            std::fs::read_to_string(team.ws().join(format!("many/f{i}.txt")))?,
+            format!("f{i}")
+        );
+    }
+    Ok(())
+}
+
+/// (e) PostgreSQL restarts (`pg_ctl restart -m immediate`) in the middle of a run: the worker
+/// connects again, no step it acknowledged is lost, no effect runs twice, and the run finishes.
+#[cfg(feature = "fault-injection")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_restart_mid_run_loses_no_acknowledged_step_and_repeats_no_effect(
+) -> anyhow::Result<()> {
+    use std::io::BufRead as _;
+    let own = reins_testpg::Cluster::private().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let sb = reins_tests::Sandbox::new()?;
+    let team = Team {
+        tmp: sb.tmp,
+        url: own
+            .database("restart")
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
+    };
+    let effects = team.tmp.path().join("effects.log");
+    let queue = team.reins("alpha").await?;
+    let run = queue
+        .create_plan_run(
+            &reins_tests::plan(&many_writes(WRITES))?,
+            &team.ws(),
+            &Silent,
+        )
+        .await?;
+    queue.close().await;
+    let mut alpha = worker(&team, "alpha", "3", &effects)
+        .arg("--json")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let out = alpha
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
+    let (tell, told) = std::sync::mpsc::channel::<(i64, String)>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if event["event"] == "step" {
+                let status = event["status"].as_str().unwrap_or_default().to_owned();
+                if tell
+                    .send((event["seq"].as_i64().unwrap_or(0), status))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    });
+    let mut acknowledged = Vec::new();
+    while acknowledged.len() < 20 {
+        acknowledged.push(told.recv_timeout(std::time::Duration::from_secs(30))?);
+    }
+    own.restart_immediate()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    // The run finishes under the same worker, however long the restart kept it waiting.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    while acknowledged.len() < WRITES {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match told.recv_timeout(left) {
+            Ok(step) => acknowledged.push(step),
+            Err(_) => anyhow::bail!("{} of {WRITES} steps after the restart", acknowledged.len()),
+        }
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    alpha.kill()?;
+    alpha.wait()?;
+
+    let reins = team.reins("alpha").await?;
+    let detail = reins.run_detail(run).await?;
+    assert_eq!(
+        detail.run.state,
+        RunState::Succeeded,
+        "{:?}",
+        detail.run.last_error
+    );
+    for (seq, status) in &acknowledged {
+        let stored = detail.steps.iter().find(|s| s.seq == *seq);
+        assert_eq!(
+            stored.map(|s| s.status.to_string()).as_deref(),
+            Some(status.as_str()),
+            "acknowledged step {seq} ({status})"
+        );
+    }
+    assert_eq!(
+        repeated(&effects)?,
+        Vec::<String>::new(),
+        "no effect ran twice"
+    );
+    for i in 0..WRITES {
+        assert_eq!(
+            std::fs::read_to_string(team.ws().join(format!("many/f{i}.txt")))?,
+            format!("f{i}")
+        );
+    }
+    let verified = reins.audit_verify().await?;
+    assert!(verified.intact, "{:?}", verified.damage);
+    Ok(())
+}

@@ -156,32 +156,6 @@ pub struct StartAcp {
     pub agent: String,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ids_and_lines_are_checked() {
-        assert!(id("approval", "0193a1b2").is_ok());
-        assert!(id("approval", "../../etc").is_err(), "paths are not ids");
-        assert!(id("approval", "abc").is_err(), "too short to be unique");
-        assert!(line("reason", &"x".repeat(MAX_LINE + 1)).is_err());
-        assert!(
-            line("reason", "ok\u{1b}[31m").is_err(),
-            "no terminal escapes"
-        );
-        assert!(path("workspace", "relative/dir").is_err());
-        assert!(path("workspace", "/tmp").is_ok());
-    }
-
-    #[test]
-    fn unknown_fields_are_refused() {
-        let bad =
-            serde_json::json!({"scope": "once", "expectHash": "ab".repeat(32), "sql": "DROP"});
-        assert!(serde_json::from_value::<Approve>(bad).is_err());
-    }
-}
-
 /// Who decides from this process, as the audit log records it: `user:NAME@HOST`, then the face in
 /// parentheses when there is one (`desktop`). The host tells a team which machine a decision came
 /// from (`REINS_HOST` overrides the system's name).
@@ -203,4 +177,45 @@ pub fn person(face: Option<&str>) -> String {
 /// Who decided from a paired device: its name, the machine its server runs on, and the face.
 pub fn device_person(name: &str) -> String {
     format!("device:{name}@{} (web)", crate::worker::host_name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_decision_names_the_person_the_machine_and_the_face() {
+        let host = crate::worker::host_name();
+        let desktop = person(Some("desktop"));
+        assert!(
+            desktop.ends_with(&format!("@{host} (desktop)")),
+            "{desktop}"
+        );
+        assert!(desktop.starts_with("user"), "{desktop}");
+        assert_eq!(
+            device_person("my phone"),
+            format!("device:my phone@{host} (web)")
+        );
+    }
+
+    #[test]
+    fn ids_and_lines_are_checked() {
+        assert!(id("approval", "0193a1b2").is_ok());
+        assert!(id("approval", "../../etc").is_err(), "paths are not ids");
+        assert!(id("approval", "abc").is_err(), "too short to be unique");
+        assert!(line("reason", &"x".repeat(MAX_LINE + 1)).is_err());
+        assert!(
+            line("reason", "ok\u{1b}[31m").is_err(),
+            "no terminal escapes"
+        );
+        assert!(path("workspace", "relative/dir").is_err());
+        assert!(path("workspace", "/tmp").is_ok());
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let bad =
+            serde_json::json!({"scope": "once", "expectHash": "ab".repeat(32), "sql": "DROP"});
+        assert!(serde_json::from_value::<Approve>(bad).is_err());
+    }
 }

@@ -133,21 +133,33 @@ impl Reins {
                 None
             }
         };
+        // A shared database out of reach (restarting, the network) is waited for, with backoff.
+        let mut reconnect = Reconnect::default();
         loop {
             if self.engine.draining() {
                 return self.drained(summary, &backing_off).await;
             }
-            match watch.as_mut() {
-                Some(w) => {
-                    self.watch_approvals(w).await?;
-                }
-                None => {
-                    self.engine.expire_due().await?;
-                }
-            }
+            let looked = match watch.as_mut() {
+                Some(w) => self.watch_approvals(w).await.map(|_| ()),
+                None => self.engine.expire_due().await.map(|_| ()),
+            };
             let now = crate::clock::now_ms();
             held_back.retain(|_, until| *until > now);
-            let mut ids = self.engine.runnable().await?;
+            let looked = match looked {
+                Ok(()) => self.engine.runnable().await,
+                Err(e) => Err(e),
+            };
+            let mut ids = match looked {
+                Ok(ids) => {
+                    reconnect.reached();
+                    ids
+                }
+                Err(e) if reconnect.waits_out(&e) => {
+                    self.sleep_unless_draining(reconnect.next()).await;
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             ids.retain(|id| !held_back.contains_key(id));
             if ids.is_empty() {
                 if once {
@@ -193,7 +205,15 @@ impl Reins {
                     summary.driven += 1;
                     continue;
                 }
-                let outcome = self.engine.drive(id, observer).await?;
+                let outcome = match self.engine.drive(id, observer).await {
+                    Ok(outcome) => outcome,
+                    // Its lease runs out while the database is away; it is taken up again after.
+                    Err(e) if reconnect.waits_out(&e) => {
+                        self.sleep_unless_draining(reconnect.next()).await;
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                };
                 match outcome {
                     // Claimed by someone else between our look and our claim, or no longer runnable.
                     DriveOutcome::Skipped { .. } => continue,
@@ -215,7 +235,42 @@ impl Reins {
             }
         }
     }
+}
 
+/// Waiting for a database that went away: 250 ms, doubling to 5 s, said once per outage.
+#[derive(Default)]
+struct Reconnect {
+    failures: u32,
+}
+
+impl Reconnect {
+    /// Whether `e` means the database is out of reach for now (then the caller waits `next()`).
+    fn waits_out(&mut self, e: &Error) -> bool {
+        let transient_store = matches!(e, Error::Store(crate::store::StoreError::Sqlx(_)))
+            && crate::failure::classify(e) == crate::failure::FailureClass::Transient;
+        if transient_store {
+            if self.failures == 0 {
+                tracing::warn!("the database is out of reach ({e}); connecting again with backoff");
+            }
+            self.failures += 1;
+        }
+        transient_store
+    }
+
+    fn next(&self) -> Duration {
+        let exp = self.failures.saturating_sub(1).min(5);
+        Duration::from_millis((250u64 << exp).min(5_000))
+    }
+
+    fn reached(&mut self) {
+        if self.failures > 0 {
+            tracing::info!("the database is back after {} attempt(s)", self.failures);
+        }
+        self.failures = 0;
+    }
+}
+
+impl Reins {
     /// The end of a drained work loop: every run it let go into a retry backoff is paused where
     /// it waits (its checkpoint verified), so the process exits now rather than after the backoff.
     async fn drained(

@@ -65,6 +65,19 @@ const SQLITE_SETTINGS: &str = "PRAGMA busy_timeout = 10000; \
      PRAGMA journal_mode = WAL; \
      PRAGMA synchronous = FULL;";
 
+/// Per-connection settings on a shared PostgreSQL.
+/// - Every commit waits for its WAL flush: an acknowledged step is on disk.
+/// - A write transaction holds the team's write lock, and Reins' transactions last milliseconds. A
+///   process frozen inside one (SIGSTOP, a paused VM) would hold everyone's writes, so the server
+///   ends a session idle in a transaction for 5 s: its transaction rolls back whole, the lock is
+///   free, and the frozen process finds its connection gone when it wakes.
+/// - Waiting for that lock gives up after 30 s with an error (taken as transient) instead of
+///   hanging.
+const POSTGRES_SETTINGS: &str = "SET synchronous_commit = on; \
+     SET idle_in_transaction_session_timeout = '5s'; \
+     SET lock_timeout = '30s'; \
+     SET application_name = 'reins'";
+
 fn install_drivers() {
     sqlx::any::install_default_drivers();
 }
@@ -218,12 +231,7 @@ impl Store {
             .acquire_timeout(Duration::from_secs(15))
             .after_connect(|conn, _| {
                 Box::pin(async move {
-                    // Every commit waits for its WAL flush: an acknowledged step is on disk.
-                    sqlx::Executor::execute(
-                        &mut *conn,
-                        "SET synchronous_commit = on; SET application_name = 'reins'",
-                    )
-                    .await?;
+                    sqlx::Executor::execute(&mut *conn, POSTGRES_SETTINGS).await?;
                     Ok(())
                 })
             })
