@@ -11,7 +11,7 @@ use reins_core::api::{ApprovalStatus, DriveOutcome, RunState, Scope, Silent};
 use reins_tests::review::{approve_once, succeeded};
 use reins_tests::{raw_db, Sandbox};
 
-const STEPS: usize = 150;
+const STEPS: usize = 300;
 const FLIPS: u64 = 1000;
 const MARK: &str = "PROTECTED-BYTES-7f3a";
 
