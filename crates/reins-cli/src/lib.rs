@@ -35,8 +35,8 @@ struct Cli {
     #[arg(long, global = true, env = "REINS_DATA_DIR", value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
-    /// Team mode: a shared PostgreSQL database (`postgres://USER@HOST:PORT/DB`, with
-    /// `?sslmode=verify-full&sslrootcert=FILE` for TLS) instead of the SQLite file in the data dir.
+    /// Team mode: a shared PostgreSQL database (`postgres://USER@HOST:PORT/DB`; no TLS yet: keep it
+    /// on a private network or an SSH tunnel) instead of the SQLite file in the data dir.
     /// The password comes from PostgreSQL's own places (~/.pgpass, PGPASSWORD), not from a file
     /// Reins writes. The data dir still holds this machine's audit head anchor and logs.
     #[arg(
