@@ -53,12 +53,7 @@ impl Sandbox {
             &tmp.path().join("ws"),
         )?;
         let database = if on_postgres() {
-            let cluster = reins_testpg::Cluster::shared().map_err(|e| anyhow::anyhow!("{e}"))?;
-            Some(
-                cluster
-                    .database("story")
-                    .map_err(|e| anyhow::anyhow!("{e}"))?,
-            )
+            Some(reins_testpg::database("story")?)
         } else {
             None
         };

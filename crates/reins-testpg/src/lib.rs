@@ -4,7 +4,7 @@
 //! with `pg_ctl` on 127.0.0.1 and a free port (as the `postgres` user when running as root, since
 //! PostgreSQL refuses to run as root). A watchdog process stops the server with `-m immediate` and
 //! removes the directory once the test process has exited, however it exits. Each test then takes a
-//! database of its own with [`Cluster::database`].
+//! database of its own with [`database`].
 //!
 //! `REINS_TEST_PG_URL` (for example `postgres://postgres@127.0.0.1:5432`) points the tests at a
 //! server someone else runs instead; it must let its user create databases.
@@ -16,7 +16,29 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-pub type Error = Box<dyn std::error::Error + Send + Sync>;
+/// What went wrong starting or using the cluster, in words.
+#[derive(Clone, Debug)]
+pub struct Error(String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<String> for Error {
+    fn from(text: String) -> Self {
+        Self(text)
+    }
+}
+
+impl From<&str> for Error {
+    fn from(text: &str) -> Self {
+        Self(text.to_owned())
+    }
+}
 
 /// A running server tests may create databases on.
 #[derive(Debug)]
@@ -31,6 +53,11 @@ pub struct Cluster {
 }
 
 static SHARED: OnceLock<Result<Cluster, String>> = OnceLock::new();
+
+/// A new, empty database on the process's shared cluster (started on first use); its URL.
+pub fn database(hint: &str) -> Result<String, Error> {
+    Cluster::shared()?.database(hint)
+}
 static NEXT: AtomicU64 = AtomicU64::new(0);
 
 fn bin(name: &str) -> PathBuf {
@@ -94,7 +121,7 @@ impl Cluster {
                 _ => Self::start(),
             })
             .as_ref()
-            .map_err(|e| e.clone().into())
+            .map_err(|e| Error(e.clone()))
     }
 
     /// A cluster of the caller's own, for a test that restarts or stops the server (it must not
@@ -186,15 +213,6 @@ impl Cluster {
             user: "postgres".into(),
             data: Some(data),
         })
-    }
-
-    /// `postgres://USER@HOST:PORT`, with no database.
-    pub fn server(&self) -> &str {
-        &self.server
-    }
-
-    pub fn port(&self) -> u16 {
-        self.port
     }
 
     /// A new, empty database named after `hint`; its URL.

@@ -15,13 +15,42 @@ struct Team {
 }
 
 impl Team {
+    /// A team on a database of its own on the shared cluster.
     fn new() -> anyhow::Result<Self> {
-        let sb = reins_tests::Sandbox::new()?;
-        let cluster = reins_testpg::Cluster::shared().map_err(|e| anyhow::anyhow!("{e}"))?;
-        let url = cluster
-            .database("team")
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        Ok(Self { tmp: sb.tmp, url })
+        Self::on_database(reins_testpg::database("team")?)
+    }
+
+    fn on_database(url: String) -> anyhow::Result<Self> {
+        Ok(Self {
+            tmp: reins_tests::Sandbox::new()?.tmp,
+            url,
+        })
+    }
+
+    /// Where the workers of a takeover story log each effect they run.
+    fn effects(&self) -> PathBuf {
+        self.tmp.path().join("effects.log")
+    }
+
+    /// The facade on alpha, and a queued run of `WRITES` writes.
+    async fn queued_writes(&self) -> anyhow::Result<(Reins, reins_core::api::RunId)> {
+        let queue = self.reins("alpha").await?;
+        let plan = reins_tests::plan(&many_writes(WRITES))?;
+        let run = queue.create_plan_run(&plan, &self.ws(), &Silent).await?;
+        Ok((queue, run))
+    }
+
+    /// Every file of the writes plan, with its content.
+    fn all_written(&self) -> anyhow::Result<()> {
+        for i in 0..WRITES {
+            let path = self.ws().join(format!("many/f{i}.txt"));
+            anyhow::ensure!(
+                std::fs::read_to_string(&path)? == format!("f{i}"),
+                "{}",
+                path.display()
+            );
+        }
+        Ok(())
     }
 
     fn ws(&self) -> PathBuf {
@@ -222,14 +251,11 @@ fn a_truncated_shared_chain_is_caught_by_a_machine_that_saw_a_later_head() -> an
     );
     ok(&team.on("beta").args(["audit", "verify"]).output()?)?;
 
-    let cluster = reins_testpg::Cluster::shared().map_err(|e| anyhow::anyhow!("{e}"))?;
     let db = team.url.rsplit('/').next().unwrap_or_default().to_owned();
-    cluster
-        .sql(
-            &db,
-            "DELETE FROM audit_events WHERE seq > (SELECT MAX(seq) - 3 FROM audit_events)",
-        )
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    reins_testpg::Cluster::shared()?.sql(
+        &db,
+        "DELETE FROM audit_events WHERE seq > (SELECT MAX(seq) - 3 FROM audit_events)",
+    )?;
 
     for machine in ["alpha", "beta"] {
         let out = team.on(machine).args(["audit", "verify"]).output()?;
@@ -343,15 +369,8 @@ fn worker(team: &Team, machine: &str, lease_secs: &str, effects: &Path) -> Comma
 async fn a_killed_holder_on_another_machine_is_waited_out_by_its_lease_then_taken_over(
 ) -> anyhow::Result<()> {
     let team = Team::new()?;
-    let effects = team.tmp.path().join("effects.log");
-    let queue = team.reins("alpha").await?;
-    let run = queue
-        .create_plan_run(
-            &reins_tests::plan(&many_writes(WRITES))?,
-            &team.ws(),
-            &Silent,
-        )
-        .await?;
+    let effects = team.effects();
+    let (queue, run) = team.queued_writes().await?;
     let mut alpha = worker(&team, "alpha", "4", &effects)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -394,12 +413,7 @@ async fn a_killed_holder_on_another_machine_is_waited_out_by_its_lease_then_take
         "{:?}",
         done.attempts
     );
-    for i in 0..WRITES {
-        assert_eq!(
-            std::fs::read_to_string(team.ws().join(format!("many/f{i}.txt")))?,
-            format!("f{i}")
-        );
-    }
+    team.all_written()?;
     assert_eq!(
         repeated(&effects)?,
         Vec::<String>::new(),
@@ -415,15 +429,8 @@ async fn a_killed_holder_on_another_machine_is_waited_out_by_its_lease_then_take
 async fn a_frozen_holder_wakes_fenced_out() -> anyhow::Result<()> {
     use rustix::process::Signal;
     let team = Team::new()?;
-    let effects = team.tmp.path().join("effects.log");
-    let queue = team.reins("alpha").await?;
-    let run = queue
-        .create_plan_run(
-            &reins_tests::plan(&many_writes(WRITES))?,
-            &team.ws(),
-            &Silent,
-        )
-        .await?;
+    let effects = team.effects();
+    let (queue, run) = team.queued_writes().await?;
     let mut alpha = worker(&team, "alpha", "2", &effects)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -457,12 +464,7 @@ async fn a_frozen_holder_wakes_fenced_out() -> anyhow::Result<()> {
     assert_eq!(after.run.fence, fence, "the stale holder took nothing back");
     let verified = queue.audit_verify().await?;
     assert!(verified.intact, "{:?}", verified.damage);
-    for i in 0..WRITES {
-        assert_eq!(
-            std::fs::read_to_string(team.ws().join(format!("many/f{i}.txt")))?,
-            format!("f{i}")
-        );
-    }
+    team.all_written()?;
     Ok(())
 }
 
@@ -473,23 +475,10 @@ async fn a_frozen_holder_wakes_fenced_out() -> anyhow::Result<()> {
 async fn a_database_restart_mid_run_loses_no_acknowledged_step_and_repeats_no_effect(
 ) -> anyhow::Result<()> {
     use std::io::BufRead as _;
-    let own = reins_testpg::Cluster::private().map_err(|e| anyhow::anyhow!("{e}"))?;
-    let sb = reins_tests::Sandbox::new()?;
-    let team = Team {
-        tmp: sb.tmp,
-        url: own
-            .database("restart")
-            .map_err(|e| anyhow::anyhow!("{e}"))?,
-    };
-    let effects = team.tmp.path().join("effects.log");
-    let queue = team.reins("alpha").await?;
-    let run = queue
-        .create_plan_run(
-            &reins_tests::plan(&many_writes(WRITES))?,
-            &team.ws(),
-            &Silent,
-        )
-        .await?;
+    let own = reins_testpg::Cluster::private()?;
+    let team = Team::on_database(own.database("restart")?)?;
+    let effects = team.effects();
+    let (queue, run) = team.queued_writes().await?;
     queue.close().await;
     let mut alpha = worker(&team, "alpha", "3", &effects)
         .arg("--json")
@@ -521,8 +510,7 @@ async fn a_database_restart_mid_run_loses_no_acknowledged_step_and_repeats_no_ef
     while acknowledged.len() < 20 {
         acknowledged.push(told.recv_timeout(std::time::Duration::from_secs(30))?);
     }
-    own.restart_immediate()
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    own.restart_immediate()?;
     // The run finishes under the same worker, however long the restart kept it waiting.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
     while acknowledged.len() < WRITES {
@@ -557,12 +545,7 @@ async fn a_database_restart_mid_run_loses_no_acknowledged_step_and_repeats_no_ef
         Vec::<String>::new(),
         "no effect ran twice"
     );
-    for i in 0..WRITES {
-        assert_eq!(
-            std::fs::read_to_string(team.ws().join(format!("many/f{i}.txt")))?,
-            format!("f{i}")
-        );
-    }
+    team.all_written()?;
     let verified = reins.audit_verify().await?;
     assert!(verified.intact, "{:?}", verified.damage);
     Ok(())

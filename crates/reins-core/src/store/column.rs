@@ -8,9 +8,10 @@ use serde::Serialize;
 /// Implements sqlx's `Type`, `Encode` and `Decode` for `$ty`, stored as text: `$to` makes the
 /// text from `&self` (bound as `$v`), `$from` parses it back from `&str` (bound as `$s`) into a
 /// `Result` whose error says what is wrong with the stored value.
-macro_rules! text_column {
-    ($ty:ty, |$v:ident| $to:expr, |$s:ident| $from:expr) => {
-        impl<DB: sqlx::Database> sqlx::Type<DB> for $ty
+/// sqlx's `Type` for `$ty` (generic over `$g`): a text column, whichever database.
+macro_rules! text_type {
+    ([$($g:ident),*] $ty:ty) => {
+        impl<DB: sqlx::Database, $($g),*> sqlx::Type<DB> for $ty
         where
             String: sqlx::Type<DB>,
         {
@@ -22,6 +23,14 @@ macro_rules! text_column {
                 <String as sqlx::Type<DB>>::compatible(ty)
             }
         }
+    };
+}
+
+pub(crate) use text_type;
+
+macro_rules! text_column {
+    ($ty:ty, |$v:ident| $to:expr, |$s:ident| $from:expr) => {
+        $crate::store::column::text_type!([] $ty);
 
         impl<'q, DB: sqlx::Database> sqlx::Encode<'q, DB> for $ty
         where
@@ -72,18 +81,7 @@ impl<T> std::ops::Deref for Json<T> {
     }
 }
 
-impl<DB: sqlx::Database, T> sqlx::Type<DB> for Json<T>
-where
-    String: sqlx::Type<DB>,
-{
-    fn type_info() -> DB::TypeInfo {
-        <String as sqlx::Type<DB>>::type_info()
-    }
-
-    fn compatible(ty: &DB::TypeInfo) -> bool {
-        <String as sqlx::Type<DB>>::compatible(ty)
-    }
-}
+text_type!([T] Json<T>);
 
 impl<'q, DB: sqlx::Database, T: Serialize> sqlx::Encode<'q, DB> for Json<T>
 where
@@ -111,18 +109,7 @@ where
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JsonOpt<T>(pub Option<T>);
 
-impl<DB: sqlx::Database, T> sqlx::Type<DB> for JsonOpt<T>
-where
-    String: sqlx::Type<DB>,
-{
-    fn type_info() -> DB::TypeInfo {
-        <String as sqlx::Type<DB>>::type_info()
-    }
-
-    fn compatible(ty: &DB::TypeInfo) -> bool {
-        <String as sqlx::Type<DB>>::compatible(ty)
-    }
-}
+text_type!([T] JsonOpt<T>);
 
 impl<'r, DB: sqlx::Database, T: DeserializeOwned> sqlx::Decode<'r, DB> for JsonOpt<T>
 where

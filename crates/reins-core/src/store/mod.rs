@@ -1,6 +1,7 @@
-//! SQLite storage: opening (with the checks that keep a damaged or newer database untouched) and one
-//! repository module per table group. Single statements take `&SqlitePool`; composed writes take a
-//! transaction begun with `BEGIN IMMEDIATE` so concurrent processes queue instead of failing.
+//! Storage: opening the SQLite file or a shared PostgreSQL (with the checks that keep a damaged or
+//! newer database untouched) and one repository module per table group. Single statements take
+//! `&Pool`; composed writes take a transaction begun with the dialect's write lock (`BEGIN
+//! IMMEDIATE`, or an advisory lock) so concurrent processes and machines queue instead of failing.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -78,9 +79,6 @@ const POSTGRES_SETTINGS: &str = "SET synchronous_commit = on; \
      SET lock_timeout = '30s'; \
      SET application_name = 'reins'";
 
-fn install_drivers() {
-    sqlx::any::install_default_drivers();
-}
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 /// The same schema on PostgreSQL, under the same versions.
@@ -178,7 +176,7 @@ impl Store {
         if path.exists() {
             check_existing(path).await?;
         }
-        install_drivers();
+        sqlx::any::install_default_drivers();
         let url = sqlite_url(path)?;
         let pool = AnyPoolOptions::new()
             .max_connections(connections.clamp(1, 16))
@@ -220,7 +218,7 @@ impl Store {
     ///
     /// A database whose schema is newer than this build is refused before anything is written.
     pub async fn open_postgres(url: &str, anchor: &Path, connections: u32) -> Result<Self> {
-        install_drivers();
+        sqlx::any::install_default_drivers();
         let shown = PathBuf::from(redacted(url));
         let open_error = |source| StoreError::Open {
             path: shown.clone(),

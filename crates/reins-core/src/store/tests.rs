@@ -31,8 +31,7 @@ pub(super) async fn fresh(backend: Backend) -> anyhow::Result<(tempfile::TempDir
 
 /// A new database on the process's throwaway PostgreSQL cluster.
 pub(super) fn postgres_database(hint: &str) -> anyhow::Result<String> {
-    let cluster = reins_testpg::Cluster::shared().map_err(|e| anyhow::anyhow!("{e}"))?;
-    cluster.database(hint).map_err(|e| anyhow::anyhow!("{e}"))
+    Ok(reins_testpg::database(hint)?)
 }
 
 fn run_row(id: RunId) -> runs::RunRow {
