@@ -53,10 +53,12 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
     let mut known: Option<HashSet<String>> = None;
     // Runs already suspended when the app started, or already announced.
     let mut suspended: Option<HashSet<reins_core::api::RunId>> = None;
+    // Commits of this process, and on a shared database any machine's, wake it before the poll.
+    let mut changes = reins.changes();
     loop {
         tokio::select! {
             _ = wake.notified() => {}
-            _ = tokio::time::sleep(POLL) => {}
+            _ = changes.wait(POLL) => {}
         }
         if reins.draining() {
             // Quitting: the store is about to close.

@@ -31,10 +31,12 @@ pub struct Changed {
 pub async fn watch(reins: Arc<Reins>, wake: Arc<Notify>, tx: broadcast::Sender<Changed>) {
     let mut last = None;
     let mut known: Option<HashSet<String>> = None;
+    // Commits of this process, and on a shared database any machine's, wake it before the poll.
+    let mut changes = reins.changes();
     loop {
         tokio::select! {
             _ = wake.notified() => {}
-            _ = tokio::time::sleep(POLL) => {}
+            _ = changes.wait(POLL) => {}
         }
         let stamp = match reins.change_stamp().await {
             Ok(s) => s,

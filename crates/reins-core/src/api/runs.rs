@@ -113,7 +113,9 @@ impl Reins {
         }
     }
 
-    /// Drives runnable runs until none is left (`once`) or forever, polling every `poll`.
+    /// Drives runnable runs until none is left (`once`) or forever. Between looks it waits for a
+    /// commit (on a shared database, any machine's: a run queued, an approval decided, a pause
+    /// asked for) or at most `poll`, which also catches leases that ran out.
     pub async fn work(
         &self,
         once: bool,
@@ -135,6 +137,7 @@ impl Reins {
         };
         // A shared database out of reach (restarting, the network) is waited for, with backoff.
         let mut reconnect = Reconnect::default();
+        let mut waiter = self.store().waiter();
         loop {
             if self.engine.draining() {
                 return self.drained(summary, &backing_off).await;
@@ -174,7 +177,7 @@ impl Reins {
                         None => return Ok(summary),
                     }
                 }
-                self.sleep_unless_draining(poll).await;
+                self.nap(&mut waiter, poll).await;
                 continue;
             }
             for id in ids {
@@ -292,6 +295,14 @@ impl Reins {
         self.engine.pause_backoff_for_drain(id).await
     }
 
+    /// Waits for a commit or `total`, whichever is first, and wakes early for a drain.
+    async fn nap(&self, waiter: &mut crate::store::wake::Waiter, total: Duration) {
+        tokio::select! {
+            _ = waiter.wait(total) => {}
+            () = self.sleep_unless_draining(total) => {}
+        }
+    }
+
     /// Sleeps for `total`, waking early when a drain is requested.
     pub async fn sleep_unless_draining(&self, total: Duration) {
         let step = Duration::from_millis(50);
@@ -341,23 +352,31 @@ impl Reins {
         Ok(audit::change_stamp(self.store().pool()).await?)
     }
 
+    /// Wakes when something commits: in this process, and on a shared database on any machine
+    /// (LISTEN/NOTIFY). Screens that poll the change stamp wait on it between looks.
+    pub fn changes(&self) -> crate::store::wake::Waiter {
+        self.store().waiter()
+    }
+
     pub async fn run_state(&self, id: RunId) -> Result<RunState> {
         Ok(runs::get(self.store().pool(), id).await?.state)
     }
 
-    /// Polls the run until `done(state)` holds; returns that state.
+    /// Waits until `done(state)` holds and returns that state: looked at after every commit
+    /// (any machine's, on a shared database) and at least every `poll`.
     pub async fn wait_until(
         &self,
         id: RunId,
         poll: Duration,
         done: fn(RunState) -> bool,
     ) -> Result<RunState> {
+        let mut waiter = self.store().waiter();
         loop {
             let state = runs::get(self.store().pool(), id).await?.state;
             if done(state) {
                 return Ok(state);
             }
-            tokio::time::sleep(poll).await;
+            waiter.wait(poll).await;
         }
     }
 

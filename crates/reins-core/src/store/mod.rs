@@ -35,6 +35,7 @@ pub mod scan;
 pub mod sealed;
 pub mod steps;
 mod tx;
+pub mod wake;
 pub mod write;
 
 #[cfg(test)]
@@ -141,6 +142,7 @@ pub struct Store {
     dialect: Dialect,
     path: PathBuf,
     anchor: Arc<anchor::Anchor>,
+    wake: Arc<wake::Wake>,
 }
 
 /// The database and its journal files are readable by their owner only (F11: it was 0644).
@@ -206,6 +208,7 @@ impl Store {
             dialect: Dialect::Sqlite,
             path: path.to_owned(),
             anchor: Arc::new(anchor::Anchor::for_database(path)),
+            wake: wake::Wake::local(),
         };
         store.ensure_anchor().await?;
         Ok(store)
@@ -224,6 +227,8 @@ impl Store {
             path: shown.clone(),
             source,
         };
+        let listen_options =
+            sqlx::postgres::PgConnectOptions::from_str(url).map_err(open_error)?;
         let pool = AnyPoolOptions::new()
             .max_connections(connections.clamp(1, 64))
             .acquire_timeout(Duration::from_secs(15))
@@ -270,6 +275,7 @@ impl Store {
             dialect: Dialect::Postgres,
             path: shown,
             anchor: Arc::new(anchor::Anchor::at(anchor)),
+            wake: wake::Wake::listening(listen_options),
         };
         store.ensure_anchor().await?;
         Ok(store)
@@ -327,6 +333,15 @@ impl Store {
         self.dialect
     }
 
+    /// Wakes when a write commits: this process's, and on a shared database any machine's.
+    pub fn waiter(&self) -> wake::Waiter {
+        self.wake.subscribe()
+    }
+
+    pub fn listening(&self) -> wake::Listening {
+        self.wake.listening_state()
+    }
+
     /// Where the audit scans (verification, export) read from.
     pub fn scan_source(&self) -> Result<scan::Source> {
         Ok(match self.dialect {
@@ -347,7 +362,12 @@ impl Store {
     /// A write transaction that takes the database's write lock up front.
     pub async fn begin(&self) -> Result<Tx> {
         let inner = self.pool.begin_with(self.dialect.begin_write()).await?;
-        Ok(Tx::new(inner, self.dialect, Arc::clone(&self.anchor)))
+        Ok(Tx::new(
+            inner,
+            self.dialect,
+            Arc::clone(&self.anchor),
+            Arc::clone(&self.wake),
+        ))
     }
 
     /// The newest migration this build knows.

@@ -15,6 +15,7 @@ pub struct Tx {
     inner: Transaction<'static, Db>,
     dialect: super::Dialect,
     anchor: Arc<Anchor>,
+    wake: Arc<super::wake::Wake>,
     /// The chain head and the marks this transaction appended, written out once it commits.
     marks: Vec<Mark>,
 }
@@ -24,11 +25,13 @@ impl Tx {
         inner: Transaction<'static, Db>,
         dialect: super::Dialect,
         anchor: Arc<Anchor>,
+        wake: Arc<super::wake::Wake>,
     ) -> Self {
         Self {
             inner,
             dialect,
             anchor,
+            wake,
             marks: Vec::new(),
         }
     }
@@ -42,20 +45,27 @@ impl Tx {
         self.marks.extend(marks);
     }
 
-    /// Commits, then hands the new head to the anchor's writer. A commit never waits for the
-    /// anchor and never fails because of it: an anchor behind the database is tolerated by
-    /// verification (one ahead of it, or disagreeing with it, is what it reports).
+    /// Commits, then hands the new head to the anchor's writer and wakes whoever waits for a
+    /// change (on a shared database, every machine: the notification is delivered with the
+    /// commit, and only if it happens). A commit never waits for the anchor and never fails
+    /// because of it: an anchor behind the database is tolerated by verification (one ahead of
+    /// it, or disagreeing with it, is what it reports).
     pub async fn commit(self) -> Result<(), sqlx::Error> {
         let Self {
-            inner,
+            mut inner,
+            dialect,
             anchor,
+            wake,
             marks,
-            ..
         } = self;
+        if dialect == super::Dialect::Postgres {
+            sqlx::Executor::execute(&mut *inner, super::wake::NOTIFY).await?;
+        }
         inner.commit().await?;
         if !marks.is_empty() {
             anchor.submit(marks);
         }
+        wake.bump();
         Ok(())
     }
 }
