@@ -244,21 +244,61 @@ pub async fn intent(
         .find(|i| i.step_seq == seq))
 }
 
-/// Where the blob store keeps the blob `digest` (a file named by its hash).
+/// Where the blob store keeps the blob `digest` beside an embedded database (a file named by its
+/// hash). In team mode blobs are rows of the shared database instead.
 pub fn blob_path(data: &DataDir, digest: &reins_core::api::Digest) -> PathBuf {
     data.blobs()
         .join(&digest.as_str()[..2])
         .join(&digest.as_str()[2..])
 }
 
-/// Leaves a blob file no record refers to, as a crash between writing a blob and committing what
-/// refers to it would.
-pub fn orphan_blob(data: &DataDir, bytes: &[u8]) -> anyhow::Result<reins_core::api::Digest> {
+/// Leaves a blob no record refers to, stored `age` ago, as a crash between writing a blob and
+/// committing what refers to it would: a file beside an embedded database, a row of the shared one.
+pub async fn orphan_blob(
+    reins: &Reins,
+    data: &DataDir,
+    bytes: &[u8],
+    age: std::time::Duration,
+) -> anyhow::Result<reins_core::api::Digest> {
     let digest = reins_core::api::Digest::of(bytes);
+    let stored = std::time::SystemTime::now() - age;
+    if on_postgres() {
+        let stored_ms = stored.duration_since(std::time::UNIX_EPOCH)?.as_millis();
+        let db = raw_db(reins).await?;
+        sqlx::query("INSERT INTO blobs (sha256, size, bytes, stored_ms) VALUES ($1, $2, $3, $4)")
+            .bind(digest.as_str())
+            .bind(i64::try_from(bytes.len())?)
+            .bind(bytes)
+            .bind(i64::try_from(stored_ms)?)
+            .execute(&db)
+            .await?;
+        return Ok(digest);
+    }
     let path = blob_path(data, &digest);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
     std::fs::write(&path, bytes)?;
+    std::fs::File::options()
+        .write(true)
+        .open(&path)?
+        .set_modified(stored)?;
     Ok(digest)
+}
+
+/// Whether the blob store holds `digest`, wherever this backend keeps blobs.
+pub async fn blob_stored(
+    reins: &Reins,
+    data: &DataDir,
+    digest: &reins_core::api::Digest,
+) -> anyhow::Result<bool> {
+    if on_postgres() {
+        let db = raw_db(reins).await?;
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM blobs WHERE sha256 = $1")
+            .bind(digest.as_str())
+            .fetch_one(&db)
+            .await?;
+        return Ok(n == 1);
+    }
+    Ok(blob_path(data, digest).is_file())
 }

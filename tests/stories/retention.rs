@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use reins_core::api::{Digest, FileImage, Reins, Silent};
-use reins_tests::{blob_path, orphan_blob, repo_root, Sandbox};
+use reins_tests::{blob_stored, on_postgres, orphan_blob, repo_root, Sandbox};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Result<()> {
@@ -18,17 +18,25 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
     assert!(total > 3, "{total} checkpoints");
 
     // An orphan blob from long ago, one from just now, and a pre-image the journal needs.
-    let old = orphan_blob(&sb.data(), b"an orphan from long ago")?;
-    let old_path = blob_path(&sb.data(), &old);
-    std::fs::File::options()
-        .write(true)
-        .open(&old_path)?
-        .set_modified(std::time::SystemTime::now() - Duration::from_secs(3600))?;
-    let young = orphan_blob(&sb.data(), b"an orphan from just now")?;
+    // Beside an embedded database they are files; in team mode, rows of the shared database.
+    let data = sb.data();
+    let old = orphan_blob(
+        &r,
+        &data,
+        b"an orphan from long ago",
+        Duration::from_secs(3600),
+    )
+    .await?;
+    let young = orphan_blob(&r, &data, b"an orphan from just now", Duration::ZERO).await?;
 
     let dry = r.gc(3, true).await?;
     assert_eq!((dry.runs, dry.checkpoints), (1, (total - 3) as u64));
-    assert_eq!(dry.blob_files, 1, "only the old orphan may go");
+    let removable = if on_postgres() {
+        dry.db_blobs
+    } else {
+        dry.blob_files as u64
+    };
+    assert_eq!(removable, 1, "only the old orphan may go: {dry:?}");
     // The young orphan, and the finished run's workspace fingerprint (written moments ago).
     assert_eq!(dry.young_blobs_kept, 2);
     assert_eq!(
@@ -36,7 +44,7 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
         total,
         "a dry run removes nothing"
     );
-    assert!(blob_path(&sb.data(), &old).is_file());
+    assert!(blob_stored(&r, &data, &old).await?);
 
     let done = r.gc(3, false).await?;
     assert_eq!(done.checkpoints, (total - 3) as u64);
@@ -52,11 +60,11 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
         after.checkpoints.last().map(|c| c.seq)
     );
     assert!(
-        !blob_path(&sb.data(), &old).exists(),
+        !blob_stored(&r, &data, &old).await?,
         "the old orphan is gone"
     );
     assert!(
-        blob_path(&sb.data(), &young).is_file(),
+        blob_stored(&r, &data, &young).await?,
         "the young orphan stays"
     );
     // Every pre-image the journal refers to is still readable: rollback still works.
@@ -89,6 +97,24 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
         "the edit was undone"
     );
     assert!(r.doctor().await?.healthy);
+    if on_postgres() {
+        // A team shares no filesystem: not one blob was written to this machine's data dir.
+        let files = walk_files(&data.blobs());
+        assert!(files.is_empty(), "blob files in team mode: {files:?}");
+    }
     assert!(after.audit.iter().any(|e| e.kind == "retention.pruned"));
     Ok(())
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk_files(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
 }

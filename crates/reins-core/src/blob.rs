@@ -1,6 +1,11 @@
-//! Content-addressed blob store: `<root>/<aa>/<rest of sha256>`. Pre-images for rollback, large
-//! checkpoint payloads. Writes are atomic (temp + rename) and durable: the file and its directory are
-//! fsynced before `put` returns, so a row may point at the blob.
+//! Content-addressed blob store for what is too large to commit inside a transaction: pre-images
+//! for rollback, large checkpoint payloads, large tool outputs kept as artifacts.
+//!
+//! Beside an embedded database it is files, `<root>/<aa>/<rest of sha256>`, written atomically
+//! (temp + rename) and durably (the file and its directory are fsynced before `put` returns). On a
+//! shared database it is the database's own `blobs` table, since the machines of a team share no
+//! filesystem; `put` returns once the row is committed. Either way a row may point at the blob
+//! once `put` has returned.
 
 use std::fs;
 use std::io::Write as _;
@@ -19,11 +24,15 @@ pub enum BlobError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("blob store in the database: {0}")]
+    Database(#[from] crate::store::StoreError),
 }
 
 #[derive(Clone, Debug)]
 pub struct BlobStore {
     root: PathBuf,
+    /// Team mode: blobs live in the shared database's `blobs` table, not under `root`.
+    table: Option<crate::store::Pool>,
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> BlobError + '_ {
@@ -38,7 +47,42 @@ impl BlobStore {
         fs::create_dir_all(root.join("tmp")).map_err(io(root))?;
         Ok(Self {
             root: root.to_owned(),
+            table: None,
         })
+    }
+
+    /// Blobs in the shared database's `blobs` table (team mode). `root` only names the place in
+    /// messages; nothing is written there.
+    pub fn in_database(pool: crate::store::Pool, shown_as: &Path) -> Self {
+        Self {
+            root: shown_as.to_owned(),
+            table: Some(pool),
+        }
+    }
+
+    pub async fn put(&self, bytes: &[u8]) -> Result<Digest, BlobError> {
+        match &self.table {
+            Some(pool) => {
+                let digest = Digest::of(bytes);
+                crate::store::blobs::put(pool, &digest, bytes, crate::clock::now_ms()).await?;
+                Ok(digest)
+            }
+            None => self.put_file(bytes),
+        }
+    }
+
+    /// Reads and verifies a blob.
+    pub async fn get(&self, digest: &Digest) -> Result<Vec<u8>, BlobError> {
+        let Some(pool) = &self.table else {
+            return self.get_file(digest);
+        };
+        let bytes = crate::store::blobs::get(pool, digest)
+            .await?
+            .ok_or_else(|| BlobError::Missing {
+                digest: digest.clone(),
+                root: self.root.clone(),
+            })?;
+        verified(digest, bytes)
     }
 
     fn path_of(&self, digest: &Digest) -> PathBuf {
@@ -46,7 +90,7 @@ impl BlobStore {
         self.root.join(&hex[..2]).join(&hex[2..])
     }
 
-    pub fn put(&self, bytes: &[u8]) -> Result<Digest, BlobError> {
+    fn put_file(&self, bytes: &[u8]) -> Result<Digest, BlobError> {
         let digest = Digest::of(bytes);
         let target = self.path_of(&digest);
         if target.exists() {
@@ -74,8 +118,7 @@ impl BlobStore {
         Ok(digest)
     }
 
-    /// Reads and verifies a blob.
-    pub fn get(&self, digest: &Digest) -> Result<Vec<u8>, BlobError> {
+    fn get_file(&self, digest: &Digest) -> Result<Vec<u8>, BlobError> {
         let path = self.path_of(digest);
         let bytes = match fs::read(&path) {
             Ok(b) => b,
@@ -87,17 +130,9 @@ impl BlobStore {
             }
             Err(e) => return Err(BlobError::Io { path, source: e }),
         };
-        let actual = Digest::of(&bytes);
-        if &actual != digest {
-            return Err(BlobError::Corrupt {
-                digest: digest.clone(),
-                actual,
-            });
-        }
-        Ok(bytes)
+        verified(digest, bytes)
     }
 
-    /// Every stored blob as (digest named by its path, path). Files whose names are not digests are skipped.
     /// Removes a blob file (absent is fine).
     pub fn remove(&self, digest: &Digest) -> Result<(), BlobError> {
         let path = self.path_of(digest);
@@ -108,8 +143,13 @@ impl BlobStore {
         }
     }
 
-    pub fn list(&self) -> Result<Vec<(Digest, PathBuf)>, BlobError> {
+    /// Every blob file as (digest named by its path, path); files whose names are not digests are
+    /// skipped. None in team mode: the table's blobs are the store's (`store::blobs`) to list.
+    pub fn files(&self) -> Result<Vec<(Digest, PathBuf)>, BlobError> {
         let mut out = Vec::new();
+        if self.table.is_some() {
+            return Ok(out);
+        }
         for shard in fs::read_dir(&self.root).map_err(io(&self.root))? {
             let shard = shard.map_err(io(&self.root))?;
             let name = shard.file_name().to_string_lossy().into_owned();
@@ -130,33 +170,47 @@ impl BlobStore {
 
     /// Leftover temp files from writes interrupted by a crash.
     pub fn leftover_temps(&self) -> usize {
+        if self.table.is_some() {
+            return 0;
+        }
         fs::read_dir(self.root.join("tmp"))
             .map(|d| d.count())
             .unwrap_or(0)
     }
 }
 
+fn verified(digest: &Digest, bytes: Vec<u8>) -> Result<Vec<u8>, BlobError> {
+    let actual = Digest::of(&bytes);
+    if &actual != digest {
+        return Err(BlobError::Corrupt {
+            digest: digest.clone(),
+            actual,
+        });
+    }
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn put_get_verifies_and_dedups() -> anyhow::Result<()> {
+    #[tokio::test]
+    async fn put_get_verifies_and_dedups() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let store = BlobStore::open(dir.path())?;
-        let a = store.put(b"hello")?;
-        let b = store.put(b"hello")?;
+        let a = store.put(b"hello").await?;
+        let b = store.put(b"hello").await?;
         assert_eq!(a, b);
-        assert_eq!(store.get(&a)?, b"hello");
-        assert_eq!(store.list()?.len(), 1, "same bytes are stored once");
+        assert_eq!(store.get(&a).await?, b"hello");
+        assert_eq!(store.files()?.len(), 1, "same bytes are stored once");
         fs::write(store.path_of(&a), b"hellO")?;
         assert!(
-            matches!(store.get(&a), Err(BlobError::Corrupt { .. })),
+            matches!(store.get(&a).await, Err(BlobError::Corrupt { .. })),
             "a damaged blob must not be served"
         );
         let missing = Digest::of(b"nope");
         assert!(matches!(
-            store.get(&missing),
+            store.get(&missing).await,
             Err(BlobError::Missing { .. })
         ));
         Ok(())

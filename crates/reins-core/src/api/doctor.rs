@@ -40,7 +40,7 @@ impl Reins {
         let integrity = self.store().integrity_check().await?;
         let mut corrupt = Vec::new();
         let mut bytes = 0;
-        let listed = blobs.list()?;
+        let listed = blobs.files()?;
         for (digest, path) in &listed {
             match std::fs::read(path) {
                 Ok(b) => {

@@ -165,7 +165,11 @@ impl Reins {
                 Store::open_postgres(url, &data_dir.team_anchor(url), options.connections).await?
             }
         };
-        let blobs = BlobStore::open(&data_dir.blobs())?;
+        // A team shares no filesystem: its blobs live in the shared database.
+        let blobs = match &options.database {
+            None => BlobStore::open(&data_dir.blobs())?,
+            Some(_) => BlobStore::in_database(store.pool().clone(), store.path()),
+        };
         let config_dir = crate::data_dir::config_dir()?;
         let policy_file = options
             .policy_file

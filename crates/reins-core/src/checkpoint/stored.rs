@@ -58,12 +58,16 @@ impl Inspected {
 
 /// A stored checkpoint's payload, from its row or the blob store, checksum-verified and decoded;
 /// or what is wrong with it.
-fn payload_of(row: &checkpoints::CheckpointRow, blobs: &BlobStore) -> Result<Checkpoint, String> {
+async fn payload_of(
+    row: &checkpoints::CheckpointRow,
+    blobs: &BlobStore,
+) -> Result<Checkpoint, String> {
     let bytes = match (&row.payload, &row.blob) {
         (Some(bytes), _) => Ok(bytes.clone()),
-        (None, Some(hash)) => Digest::parse(hash)
-            .ok_or_else(|| format!("blob reference {hash:?} is not a digest"))
-            .and_then(|d| blobs.get(&d).map_err(|e| e.to_string())),
+        (None, Some(hash)) => match Digest::parse(hash) {
+            Some(d) => blobs.get(&d).await.map_err(|e| e.to_string()),
+            None => Err(format!("blob reference {hash:?} is not a digest")),
+        },
         (None, None) => Err("no payload".to_owned()),
     };
     bytes.and_then(|b| {
@@ -76,21 +80,20 @@ fn payload_of(row: &checkpoints::CheckpointRow, blobs: &BlobStore) -> Result<Che
 /// Loads and verifies every checkpoint of a run, oldest first.
 pub async fn inspect(store: &Store, blobs: &BlobStore, run: RunId) -> Result<Vec<Inspected>> {
     let rows = checkpoints::list(store.pool(), run).await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| {
-            let payload = payload_of(&row, blobs);
-            Inspected {
-                seq: row.seq,
-                level: row.level,
-                size: row.size,
-                sha256: row.sha256,
-                in_blob: row.blob.is_some(),
-                created_at: row.created_at,
-                payload,
-            }
-        })
-        .collect())
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let payload = payload_of(&row, blobs).await;
+        out.push(Inspected {
+            seq: row.seq,
+            level: row.level,
+            size: row.size,
+            sha256: row.sha256,
+            in_blob: row.blob.is_some(),
+            created_at: row.created_at,
+            payload,
+        });
+    }
+    Ok(out)
 }
 
 /// Verifies every checkpoint of a run by checksum (and schema version) without decoding any:
@@ -171,19 +174,32 @@ async fn verify_range(
     from: i64,
     to: i64,
 ) -> Result<Vec<(i64, Health)>> {
+    // Checkpoints kept in the blob store are read after the scan: (index in `out`, digest).
+    let mut in_blobs = Vec::new();
     let mut out = Vec::new();
     checkpoints::each_sealed(store.pool(), run, from, to, |c| {
         let ok = match (&c.payload, &c.blob) {
             (Some(bytes), _) => Digest::of(bytes).as_str() == c.sha256,
             // A blob is verified against its name (the same digest) when read.
-            (None, Some(hash)) => {
-                Digest::parse(hash).is_some_and(|d| d.as_str() == c.sha256 && blobs.get(&d).is_ok())
-            }
+            (None, Some(hash)) => match Digest::parse(hash).filter(|d| d.as_str() == c.sha256) {
+                Some(d) => {
+                    in_blobs.push((out.len(), d));
+                    true
+                }
+                None => false,
+            },
             (None, None) => false,
         } && c.schema_version <= super::SCHEMA_VERSION;
         out.push((c.seq, if ok { Health::Valid } else { Health::Invalid }));
     })
     .await?;
+    for (at, digest) in in_blobs {
+        if blobs.get(&digest).await.is_err() {
+            if let Some(entry) = out.get_mut(at) {
+                entry.1 = Health::Invalid;
+            }
+        }
+    }
     Ok(out)
 }
 
@@ -195,7 +211,7 @@ pub async fn load(
     seq: i64,
 ) -> Result<Result<Checkpoint, String>> {
     let row = checkpoints::get(store.pool(), run, seq).await?;
-    Ok(payload_of(&row, blobs))
+    Ok(payload_of(&row, blobs).await)
 }
 
 /// The recovery analysis over inspected checkpoints and the damage already acknowledged.

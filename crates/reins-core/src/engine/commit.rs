@@ -146,7 +146,7 @@ impl Engine {
         let (bytes, digest) = checkpoint::encode(&cp);
         let in_blob = bytes.len() > checkpoint::INLINE_LIMIT;
         if in_blob {
-            self.blobs.put(&bytes)?;
+            self.blobs.put(&bytes).await?;
         }
         Ok(Encoded {
             level,

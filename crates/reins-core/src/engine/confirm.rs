@@ -41,7 +41,7 @@ impl Drive<'_> {
             Ok(summary) => (true, summary),
             Err(error) => (false, error),
         };
-        self.observe(e.seq, e.tool, ok, text)?;
+        self.observe(e.seq, e.tool, ok, text).await?;
         let (intent_status, step_status, kind) = if ok {
             for img in e.post {
                 self.cp.files.insert(img.path.clone(), img.sha256.clone());

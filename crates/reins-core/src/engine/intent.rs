@@ -46,7 +46,7 @@ impl Drive<'_> {
             });
         }
         // Large pre-images go to the blob store now (fsynced); small ones commit with the intent.
-        let small_blobs = self.e.stage_blobs(pre_bytes)?;
+        let small_blobs = self.e.stage_blobs(pre_bytes).await?;
         let intent = IntentId::new();
         let now = now_ms();
         let mut rows = Vec::with_capacity(2);

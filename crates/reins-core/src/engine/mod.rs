@@ -209,13 +209,13 @@ impl Engine {
     /// Splits blobs an intent needs by size: large ones are written to the file store now (fsynced,
     /// before the intent commits); the small ones are returned to be committed inside the intent's own
     /// transaction. Either way they are durable once the intent is.
-    pub(crate) fn stage_blobs(&self, blobs: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
+    pub(crate) async fn stage_blobs(&self, blobs: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
         let mut small = Vec::new();
         for bytes in blobs {
             if bytes.len() <= store::blobs::INLINE_LIMIT {
                 small.push(bytes.clone());
             } else {
-                self.blobs.put(bytes)?;
+                self.blobs.put(bytes).await?;
             }
         }
         Ok(small)
@@ -228,7 +228,7 @@ impl Engine {
                 return Ok(Some(bytes));
             }
         }
-        match self.blobs.get(digest) {
+        match self.blobs.get(digest).await {
             Ok(bytes) => Ok(Some(bytes)),
             Err(
                 crate::blob::BlobError::Missing { .. } | crate::blob::BlobError::Corrupt { .. },

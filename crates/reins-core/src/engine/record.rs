@@ -85,7 +85,7 @@ impl Drive<'_> {
         result: &str,
         summary: &str,
     ) -> Result<()> {
-        self.observe(rec.seq, rec.tool, ok, result)?;
+        self.observe(rec.seq, rec.tool, ok, result).await?;
         self.complete(rec.seq, rec.tool, rec.action_hash, status, result, summary);
         let checkpoint = self.checkpoint(
             Level::Step,
@@ -150,9 +150,15 @@ impl Drive<'_> {
 
     /// Tells the agent what a step returned. A large output is first stored whole in the blob store
     /// (fsynced, content-addressed) so the agent can refer to it instead of carrying it.
-    pub(super) fn observe(&mut self, seq: i64, tool: &str, ok: bool, output: &str) -> Result<()> {
+    pub(super) async fn observe(
+        &mut self,
+        seq: i64,
+        tool: &str,
+        ok: bool,
+        output: &str,
+    ) -> Result<()> {
         let artifact = if output.len() > crate::agent::ARTIFACT_BYTES {
-            Some(self.e.blobs.put(output.as_bytes())?)
+            Some(self.e.blobs.put(output.as_bytes()).await?)
         } else {
             None
         };

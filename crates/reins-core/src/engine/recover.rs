@@ -193,7 +193,7 @@ impl Drive<'_> {
                 source,
             })?;
         let (now, _) = scanned;
-        self.cp.workspace = Some(self.e.blobs.put(&now.to_bytes())?);
+        self.cp.workspace = Some(self.e.blobs.put(&now.to_bytes()).await?);
         let Some(old) = previous else {
             return Ok(Vec::new());
         };

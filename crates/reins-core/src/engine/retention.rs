@@ -127,7 +127,7 @@ impl Engine {
             }
         }
 
-        for (digest, path) in self.blobs.list()? {
+        for (digest, path) in self.blobs.files()? {
             if needed.contains(&digest) {
                 continue;
             }
@@ -150,7 +150,11 @@ impl Engine {
                 self.blobs.remove(&digest)?;
             }
         }
-        report.db_blobs = crate::store::blobs::unreferenced(pool, &needed, dry_run).await?;
+        // In the database: small pre-images, and in team mode every blob. The same grace applies.
+        let in_db =
+            crate::store::blobs::unreferenced(pool, &needed, now - BLOB_GRACE_MS, dry_run).await?;
+        report.db_blobs = in_db.removed;
+        report.young_blobs_kept += usize::try_from(in_db.young).unwrap_or(usize::MAX);
         if !dry_run {
             let change = Change::default().event(audit::Event::new(
                 Actor::User,

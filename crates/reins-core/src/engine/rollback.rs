@@ -157,7 +157,7 @@ impl Engine {
         // Save the current state so the rollback can be undone.
         for (rel, _) in &wanted_bytes {
             if let Some(bytes) = ws.image(rel)? {
-                self.blobs.put(&bytes)?;
+                self.blobs.put(&bytes).await?;
             }
         }
         let mut snapshot = latest.clone();

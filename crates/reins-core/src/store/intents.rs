@@ -107,7 +107,12 @@ pub async fn insert_with_step(
             .execute(&mut **tx)
             .await?;
         for bytes in pre_images {
-            blobs::bind_insert(sqlx::query(blobs::INSERT), &Digest::of(bytes), bytes)
+            blobs::bind_insert(
+                sqlx::query(blobs::INSERT),
+                &Digest::of(bytes),
+                bytes,
+                intent.created_at,
+            )
                 .execute(&mut **tx)
                 .await?;
         }
@@ -122,7 +127,7 @@ pub async fn insert_with_step(
         intent,
     );
     for bytes in pre_images {
-        q = blobs::bind_insert(q, &Digest::of(bytes), bytes);
+        q = blobs::bind_insert(q, &Digest::of(bytes), bytes, intent.created_at);
     }
     q.execute(&mut **tx).await?;
     Ok(())

@@ -41,6 +41,8 @@ pub mod write;
 #[cfg(test)]
 mod damage_tests;
 #[cfg(test)]
+mod shared_tests;
+#[cfg(test)]
 mod tests;
 
 pub use dialect::Dialect;

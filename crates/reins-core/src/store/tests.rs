@@ -34,7 +34,7 @@ pub(super) fn postgres_database(hint: &str) -> anyhow::Result<String> {
     Ok(reins_testpg::database(hint)?)
 }
 
-fn run_row(id: RunId) -> runs::RunRow {
+pub(super) fn run_row(id: RunId) -> runs::RunRow {
     runs::RunRow {
         id,
         name: "n".into(),
@@ -533,66 +533,5 @@ async fn a_row_that_does_not_decode_is_damage_naming_the_row_never_a_default(#[c
         text.contains("steps") && text.contains("seq 1") && text.contains("status"),
         "{text}"
     );
-    Ok(())
-}
-
-/// Waits (at most 20 s) until `store`'s listener is `want`.
-async fn until_listening(store: &Store, want: wake::Listening) -> anyhow::Result<()> {
-    for _ in 0..400 {
-        if store.listening() == want {
-            return Ok(());
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    anyhow::bail!("the listener is {:?}, not {want:?}", store.listening())
-}
-
-#[tokio::test]
-async fn a_commit_on_one_machine_wakes_a_waiter_on_another_even_after_the_server_restarts(
-) -> anyhow::Result<()> {
-    use std::time::Duration;
-    let cluster = reins_testpg::Cluster::private()?;
-    let url = cluster.database("wake")?;
-    let dir = tempfile::tempdir()?;
-    let a = Store::open_postgres(&url, &dir.path().join("a.audit-head"), 2).await?;
-    let b = Store::open_postgres(&url, &dir.path().join("b.audit-head"), 2).await?;
-    until_listening(&b, wake::Listening::Up).await?;
-    let mut waiter = b.waiter();
-    assert!(!waiter.wait(Duration::from_millis(200)).await, "nothing committed yet");
-
-    insert_run(&a).await?;
-    assert!(waiter.wait(Duration::from_secs(10)).await, "A's commit reaches B");
-
-    // Rolled back: nobody is told.
-    let mut tx = a.begin().await?;
-    runs::insert(&mut tx, &run_row(RunId::new()), "{}").await?;
-    drop(tx);
-    assert!(!waiter.wait(Duration::from_millis(300)).await, "a rollback wakes nobody");
-
-    // The server goes away: B listens again once it is back, and hears A's next commit.
-    cluster.restart_immediate()?;
-    until_listening(&b, wake::Listening::Up).await?;
-    waiter.wait(Duration::from_millis(10)).await; // the wake-up for "listening again"
-    let mut committed = false;
-    for _ in 0..40 {
-        // A's pool finds its connections dead after the restart: retried as a worker would.
-        if insert_run(&a).await.is_ok() {
-            committed = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert!(committed, "A commits again after the restart");
-    assert!(waiter.wait(Duration::from_secs(10)).await, "A's commit reaches B after the restart");
-    Ok(())
-}
-
-#[tokio::test]
-async fn an_embedded_store_wakes_its_own_waiters() -> anyhow::Result<()> {
-    let (_d, store) = fresh(Backend::Sqlite).await?;
-    assert_eq!(store.listening(), wake::Listening::Local);
-    let mut waiter = store.waiter();
-    insert_run(&store).await?;
-    assert!(waiter.wait(std::time::Duration::from_secs(5)).await);
     Ok(())
 }
