@@ -33,6 +33,13 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
             mark(r.integrity == ["ok"]),
             r.integrity.join("; ")
         );
+        match r.wake_ups.as_str() {
+            "listening" => println!("[ok  ] wake-ups: listening for the team's changes"),
+            "polling" => println!(
+                "[warn] wake-ups: cannot LISTEN on the shared database (a pooler in transaction mode?): other machines' changes are seen at the next poll"
+            ),
+            _ => {}
+        }
         println!(
             "[{}] blob store: {} blobs, {} bytes, {} damaged",
             mark(r.corrupt_blobs.is_empty()),

@@ -28,11 +28,29 @@ pub struct DoctorReport {
     pub audit_chain: String,
     /// Rows holding secrets sealed at rest.
     pub sealed_rows: i64,
+    /// How this process hears of changes: "local" (an embedded database: its own commits, and
+    /// other processes at their next poll), "listening" (a shared database, LISTEN/NOTIFY), or
+    /// "polling" (a shared database it cannot listen on: other machines at the next poll).
+    pub wake_ups: String,
     /// "ok" when there are none or this keyring's key opens them; otherwise why not.
     pub sealed: String,
 }
 
 impl Reins {
+    /// How this process hears of changes (see [`DoctorReport::wake_ups`]). A listener still
+    /// connecting (the process has just started) is given two seconds.
+    async fn wake_ups(&self) -> &'static str {
+        use crate::store::wake::Listening;
+        for _ in 0..40 {
+            match self.store().listening() {
+                Listening::Local => return "local",
+                Listening::Up => return "listening",
+                Listening::Down => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+            }
+        }
+        "polling"
+    }
+
     /// Checks the database, the blob store, every run's checkpoints and the audit chain.
     pub async fn doctor(&self) -> Result<DoctorReport> {
         let pool = self.store().pool();
@@ -127,6 +145,7 @@ impl Reins {
             audit_chain,
             sealed_rows,
             sealed,
+            wake_ups: self.wake_ups().await.into(),
         })
     }
 }

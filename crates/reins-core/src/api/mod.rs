@@ -115,6 +115,10 @@ pub struct Options {
     /// Team mode: workspaces on other machines this process's worker can reach (runs started on
     /// this machine are always its to carry out).
     pub workspace_roots: Vec<std::path::PathBuf>,
+    /// Team mode: listen for other machines' commits (LISTEN/NOTIFY) and wake at once. Without it
+    /// (a connection pooler in transaction mode cannot carry LISTEN) workers and screens see other
+    /// machines' changes at their next poll.
+    pub listen: bool,
 }
 
 impl Default for Options {
@@ -129,6 +133,7 @@ impl Default for Options {
             connections: crate::store::DEFAULT_CONNECTIONS,
             database: None,
             workspace_roots: Vec::new(),
+            listen: true,
         }
     }
 }
@@ -162,7 +167,13 @@ impl Reins {
         let store = match &options.database {
             None => Store::open_with(&data_dir.database(), options.connections).await?,
             Some(url) => {
-                Store::open_postgres(url, &data_dir.team_anchor(url), options.connections).await?
+                Store::open_postgres(
+                    url,
+                    &data_dir.team_anchor(url),
+                    options.connections,
+                    options.listen,
+                )
+                .await?
             }
         };
         // A team shares no filesystem: its blobs live in the shared database.

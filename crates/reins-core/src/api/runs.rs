@@ -164,6 +164,12 @@ impl Reins {
                 Err(e) => return Err(e),
             };
             ids.retain(|id| !held_back.contains_key(id));
+            // Workers of a team see the same list: each starts at its own place in it, so they
+            // claim different runs instead of all racing for the oldest (and all but one losing).
+            if self.store().dialect() == crate::store::Dialect::Postgres && ids.len() > 1 {
+                let start = uuid::Uuid::new_v4().as_u128() % ids.len() as u128;
+                ids.rotate_left(usize::try_from(start).unwrap_or(0));
+            }
             if ids.is_empty() {
                 if once {
                     // A run waiting out a retry backoff is still this worker's work.

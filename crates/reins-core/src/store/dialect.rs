@@ -33,10 +33,15 @@ impl Dialect {
     /// advisory lock for the same effect: composed writes (read the chain head, append after it)
     /// serialise across processes and machines exactly as they do on one file, while reads never
     /// wait. The lock goes with the commit or the rollback, or with the connection if it dies.
+    ///
+    /// On PostgreSQL the same round trip queues the wake-up (`store::wake`): a `NOTIFY` inside a
+    /// transaction is delivered when it commits, and dropped if it rolls back.
     pub fn begin_write(self) -> &'static str {
         match self {
             Self::Sqlite => "BEGIN IMMEDIATE",
-            Self::Postgres => "BEGIN; SELECT pg_advisory_xact_lock(7361290184)",
+            Self::Postgres => {
+                "BEGIN; SELECT pg_advisory_xact_lock(7361290184); NOTIFY reins_changed"
+            }
         }
     }
 }

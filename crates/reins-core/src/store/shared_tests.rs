@@ -23,8 +23,8 @@ async fn a_commit_on_one_machine_wakes_a_waiter_on_another_even_after_the_server
     let cluster = reins_testpg::Cluster::private()?;
     let url = cluster.database("wake")?;
     let dir = tempfile::tempdir()?;
-    let a = Store::open_postgres(&url, &dir.path().join("a.audit-head"), 2).await?;
-    let b = Store::open_postgres(&url, &dir.path().join("b.audit-head"), 2).await?;
+    let a = Store::open_postgres(&url, &dir.path().join("a.audit-head"), 2, true).await?;
+    let b = Store::open_postgres(&url, &dir.path().join("b.audit-head"), 2, true).await?;
     until_listening(&b, wake::Listening::Up).await?;
     let mut waiter = b.waiter();
     assert!(!waiter.wait(Duration::from_millis(200)).await, "nothing committed yet");
@@ -71,7 +71,7 @@ async fn an_embedded_store_wakes_its_own_waiters() -> anyhow::Result<()> {
     async fn in_team_mode_a_large_blob_is_a_row_of_the_shared_database() -> anyhow::Result<()> {
         let dir = tempfile::tempdir()?;
         let url = reins_testpg::database("blobs")?;
-        let db = Store::open_postgres(&url, &dir.path().join("head"), 2).await?;
+        let db = Store::open_postgres(&url, &dir.path().join("head"), 2, true).await?;
         let files = dir.path().join("blobs");
         let store = crate::blob::BlobStore::in_database(db.pool().clone(), &files);
         let big = vec![7u8; 3 * 1024 * 1024];

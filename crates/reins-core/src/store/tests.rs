@@ -23,7 +23,7 @@ pub(super) async fn fresh(backend: Backend) -> anyhow::Result<(tempfile::TempDir
         Backend::Sqlite => Store::open(&dir.path().join("reins.db")).await?,
         Backend::Postgres => {
             let url = postgres_database("store")?;
-            Store::open_postgres(&url, &dir.path().join("team.audit-head"), 4).await?
+            Store::open_postgres(&url, &dir.path().join("team.audit-head"), 4, true).await?
         }
     };
     Ok((dir, store))
@@ -122,10 +122,10 @@ async fn a_shared_database_keeps_data_across_opens_and_a_newer_schema_is_refused
     let dir = tempfile::tempdir()?;
     let url = postgres_database("reopen")?;
     let anchor = dir.path().join("team.audit-head");
-    let store = Store::open_postgres(&url, &anchor, 2).await?;
+    let store = Store::open_postgres(&url, &anchor, 2, true).await?;
     let id = insert_run(&store).await?;
     store.close().await;
-    let again = Store::open_postgres(&url, &anchor, 2).await?;
+    let again = Store::open_postgres(&url, &anchor, 2, true).await?;
     assert_eq!(runs::get(again.pool(), id).await?.name, "n");
     assert_eq!(again.schema_version().await?, Store::supported_schema());
     let newer = Store::supported_schema() + 1;
@@ -137,7 +137,7 @@ async fn a_shared_database_keeps_data_across_opens_and_a_newer_schema_is_refused
     .execute(again.pool())
     .await?;
     again.close().await;
-    let refused = Store::open_postgres(&url, &anchor, 2).await;
+    let refused = Store::open_postgres(&url, &anchor, 2, true).await;
     assert!(
         matches!(refused, Err(StoreError::NewerSchema { found, .. }) if found == newer),
         "{refused:?}"

@@ -52,15 +52,12 @@ impl Tx {
     /// it, or disagreeing with it, is what it reports).
     pub async fn commit(self) -> Result<(), sqlx::Error> {
         let Self {
-            mut inner,
-            dialect,
+            inner,
             anchor,
             wake,
             marks,
+            ..
         } = self;
-        if dialect == super::Dialect::Postgres {
-            sqlx::Executor::execute(&mut *inner, super::wake::NOTIFY).await?;
-        }
         inner.commit().await?;
         if !marks.is_empty() {
             anchor.submit(marks);

@@ -1,6 +1,7 @@
 //! Wake-ups: a counter that moves whenever a write transaction of this process commits and, on a
-//! shared PostgreSQL, whenever any machine's does. Every write transaction sends `NOTIFY` on one
-//! channel before it commits (PostgreSQL delivers it only if the commit happens), and each process
+//! shared PostgreSQL, whenever any machine's does. Every write transaction queues a `NOTIFY` on one
+//! channel as it begins (`Dialect::begin_write`; PostgreSQL delivers it only if the transaction
+//! commits), and each process
 //! keeps one connection listening. So a worker waiting for work, or an inbox waiting for cards,
 //! hears of a run queued, an approval decided or expired, a pause or cancel asked for, or a grant
 //! revoked at once, instead of at its next poll.
@@ -18,8 +19,6 @@ use tokio::sync::watch;
 /// The channel every write transaction notifies on a shared database.
 pub const CHANNEL: &str = "reins_changed";
 
-/// `NOTIFY` for the channel, sent inside a write transaction.
-pub(crate) const NOTIFY: &str = "NOTIFY reins_changed";
 
 /// Waits between attempts to listen again after the connection was lost.
 const RELISTEN: [Duration; 4] = [
