@@ -35,8 +35,9 @@ struct Cli {
     #[arg(long, global = true, env = "REINS_DATA_DIR", value_name = "DIR")]
     data_dir: Option<PathBuf>,
 
-    /// Team mode: a shared PostgreSQL database (`postgres://USER@HOST:PORT/DB`; no TLS yet: keep it
-    /// on a private network or an SSH tunnel) instead of the SQLite file in the data dir.
+    /// Team mode: a shared PostgreSQL database instead of the SQLite file in the data dir, e.g.
+    /// `postgres://USER@HOST:PORT/DB?sslmode=verify-full&sslrootcert=/etc/reins/team-ca.pem`
+    /// (TLS, the server's certificate checked against the team's CA and its name).
     /// The password comes from PostgreSQL's own places (~/.pgpass, PGPASSWORD), not from a file
     /// Reins writes. The data dir still holds this machine's audit head anchor and logs.
     #[arg(

@@ -118,7 +118,7 @@ impl Cluster {
         SHARED
             .get_or_init(|| match std::env::var("REINS_TEST_PG_URL") {
                 Ok(url) if !url.is_empty() => Self::external(&url),
-                _ => Self::start(),
+                _ => Self::start(None),
             })
             .as_ref()
             .map_err(|e| Error(e.clone()))
@@ -127,7 +127,13 @@ impl Cluster {
     /// A cluster of the caller's own, for a test that restarts or stops the server (it must not
     /// take the shared one from under the other tests). Stopped when the process ends.
     pub fn private() -> Result<Self, Error> {
-        Ok(Self::start()?)
+        Ok(Self::start(None)?)
+    }
+
+    /// A private cluster that takes TCP connections over TLS only (`hostssl` in pg_hba.conf),
+    /// presenting `cert_pem` (with its key `key_pem`).
+    pub fn private_tls(cert_pem: &str, key_pem: &str) -> Result<Self, Error> {
+        Ok(Self::start(Some((cert_pem, key_pem)))?)
     }
 
     fn external(url: &str) -> Result<Self, String> {
@@ -152,7 +158,7 @@ impl Cluster {
         })
     }
 
-    fn start() -> Result<Self, String> {
+    fn start(tls: Option<(&str, &str)>) -> Result<Self, String> {
         let initdb = bin("initdb");
         if !initdb.exists() {
             return Err(format!(
@@ -188,6 +194,17 @@ impl Cluster {
             "--no-sync",
         ]);
         run(init, "initdb")?;
+        let mut settings = String::new();
+        if let Some((cert, key)) = tls {
+            write_owned(&data.join("server.crt"), cert.as_bytes(), 0o644)?;
+            write_owned(&data.join("server.key"), key.as_bytes(), 0o600)?;
+            write_owned(
+                &data.join("pg_hba.conf"),
+                b"local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+                0o600,
+            )?;
+            settings.push_str(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key");
+        }
         let port = free_port()?;
         let mut start = as_owner(&bin("pg_ctl"));
         start
@@ -197,7 +214,7 @@ impl Cluster {
             .arg(root.join("server.log"))
             .args(["-w", "-t", "60", "-o"])
             .arg(format!(
-                "-c listen_addresses=127.0.0.1 -p {port} -k {} -c max_connections=300 -c fsync=on -c synchronous_commit=on",
+                "-c listen_addresses=127.0.0.1 -p {port} -k {} -c max_connections=300 -c fsync=on -c synchronous_commit=on{settings}",
                 root.display()
             ))
             .arg("start");
@@ -296,4 +313,19 @@ fn watch_over(root: &Path, data: &Path) -> Result<(), String> {
         .spawn()
         .map(|_| ())
         .map_err(|e| format!("cannot start the cluster's watchdog: {e}"))
+}
+
+/// Writes a file into the cluster's data dir, readable by the server (which runs as `postgres`
+/// when the tests run as root) and with `mode`.
+fn write_owned(path: &std::path::Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::write(path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    if is_root() {
+        let mut c = Command::new("chown");
+        c.arg("postgres:postgres").arg(path);
+        run(c, "chown")?;
+    }
+    Ok(())
 }

@@ -94,3 +94,52 @@ async fn an_embedded_store_wakes_its_own_waiters() -> anyhow::Result<()> {
         ));
         Ok(())
     }
+
+/// A CA, and a certificate it signed for 127.0.0.1 and localhost: (CA PEM, server cert PEM, key PEM).
+fn certificates() -> anyhow::Result<(String, String, String)> {
+    let ca_key = rcgen::KeyPair::generate()?;
+    let mut ca = rcgen::CertificateParams::new(Vec::<String>::new())?;
+    ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(rcgen::DnType::CommonName, "reins test CA");
+    let ca = rcgen::CertifiedIssuer::self_signed(ca, ca_key)?;
+    let key = rcgen::KeyPair::generate()?;
+    let server = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])?
+        .signed_by(&key, &ca)?;
+    Ok((ca.pem(), server.pem(), key.serialize_pem()))
+}
+
+/// TLS to the shared database: `sslmode=verify-full` with the team's CA connects (the store and
+/// its listener); a server this CA did not vouch for, or no TLS at all, is refused.
+#[tokio::test]
+async fn a_team_database_over_tls_is_verified_against_its_ca() -> anyhow::Result<()> {
+    let (ca, cert, key) = certificates()?;
+    let cluster = reins_testpg::Cluster::private_tls(&cert, &key)?;
+    let url = cluster.database("tls")?;
+    let dir = tempfile::tempdir()?;
+    let ca_file = dir.path().join("team-ca.pem");
+    std::fs::write(&ca_file, ca)?;
+    let (other_ca, _, _) = certificates()?;
+    let other_file = dir.path().join("other-ca.pem");
+    std::fs::write(&other_file, other_ca)?;
+    let anchor = dir.path().join("team.audit-head");
+
+    let verified = format!("{url}?sslmode=verify-full&sslrootcert={}", ca_file.display());
+    let store = Store::open_postgres(&verified, &anchor, 2, true).await?;
+    insert_run(&store).await?;
+    until_listening(&store, wake::Listening::Up).await?;
+
+    let wrong = format!("{url}?sslmode=verify-full&sslrootcert={}", other_file.display());
+    let refused = Store::open_postgres(&wrong, &anchor, 2, true).await;
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(
+        message.contains("invalid peer certificate"),
+        "a certificate from another CA must be refused: {message}"
+    );
+
+    let plain = format!("{url}?sslmode=disable");
+    let refused = Store::open_postgres(&plain, &anchor, 2, true).await;
+    let message = refused.err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(message.contains("pg_hba.conf"), "no TLS, no entry: {message}");
+    Ok(())
+}
