@@ -65,16 +65,14 @@ impl Drive<'_> {
             Level::Step,
             format!("step {} {} {step_status}", e.seq, e.tool),
         )?;
-        let change = Change::rows(vec![
-            Write::StepProcessesEnded(e.seq),
-            Write::Settle {
-                seq: e.seq,
-                status: intent_status,
-                step_status,
-                result: text.into(),
-                settled_by: None,
-            },
-        ])
+        let change = Change::rows(vec![Write::Settle {
+            seq: e.seq,
+            status: intent_status,
+            step_status,
+            result: text.into(),
+            settled_by: None,
+            ends_processes: true,
+        }])
         .checkpoint(checkpoint)
         .event(audit::Event::new(Actor::Harness, Some(self.run), kind))
         .report(Report::Step {
@@ -143,6 +141,7 @@ impl Drive<'_> {
             step_status: StepStatus::Unknown,
             result: why.into(),
             settled_by: Some(why.into()),
+            ends_processes: false,
         }])
         .event(audit::Event::new(
             Actor::Harness,

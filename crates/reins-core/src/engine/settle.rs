@@ -139,6 +139,7 @@ impl Drive<'_> {
             step_status: StepStatus::Done,
             result: summary,
             settled_by: Some(how.into()),
+            ends_processes: false,
         }])
         .event(audit::Event::new(
             Actor::Harness,

@@ -71,7 +71,7 @@ pub fn numbered(sql: &str) -> String {
 
 /// Statements (each numbering its parameters from `$1`) joined into one SQLite batch whose
 /// parameters continue across them, bound in order: several statements in one round trip.
-/// PostgreSQL prepares one statement at a time, so there each runs on its own (see `Dialect::batches`).
+/// PostgreSQL prepares one statement at a time: there [`chain`] does the same work.
 pub fn batch(statements: &[&str]) -> String {
     let mut out = String::new();
     let mut offset = 0;
@@ -79,34 +79,69 @@ pub fn batch(statements: &[&str]) -> String {
         if i > 0 {
             out.push_str(";\n");
         }
-        let mut highest = 0;
-        let mut quoted = false;
-        let mut chars = statement.chars().peekable();
-        while let Some(c) = chars.next() {
-            if c == '\'' {
-                quoted = !quoted;
-            }
-            if c != '$' || quoted {
-                out.push(c);
-                continue;
-            }
-            let mut digits = String::new();
-            while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
-                digits.push(d);
-                chars.next();
-            }
-            match digits.parse::<usize>() {
-                Ok(n) => {
-                    highest = highest.max(n);
-                    out.push('$');
-                    out.push_str(&(n + offset).to_string());
-                }
-                Err(_) => out.push('$'),
-            }
-        }
-        offset += highest;
+        offset += renumbered(statement, offset, &mut out);
     }
     out
+}
+
+/// PostgreSQL's one round trip for several writes: each statement becomes a data-modifying
+/// `WITH` part (PostgreSQL runs every one to completion, read or not), parameters numbered on
+/// across them as [`batch`] numbers them. It returns one row: the rows changed by the parts
+/// marked `true`, summed.
+///
+/// All parts see the database as it was when the statement began, so a later part must not
+/// depend on an earlier part's change, and no two parts may change the same row.
+pub fn chain(parts: &[(&str, bool)]) -> String {
+    let mut out = String::from("WITH ");
+    let mut offset = 0;
+    let mut counted = Vec::new();
+    for (i, (statement, count)) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push_str(",\n");
+        }
+        out.push_str(&format!("part{i} AS ("));
+        offset += renumbered(statement, offset, &mut out);
+        out.push_str(" RETURNING 1)");
+        if *count {
+            counted.push(format!("(SELECT COUNT(*) FROM part{i})"));
+        }
+    }
+    if counted.is_empty() {
+        out.push_str("\nSELECT CAST(0 AS BIGINT)");
+    } else {
+        out.push_str(&format!("\nSELECT CAST({} AS BIGINT)", counted.join(" + ")));
+    }
+    out
+}
+
+/// Appends `statement` to `out` with each `$N` outside quotes raised by `offset`; the highest N.
+fn renumbered(statement: &str, offset: usize, out: &mut String) -> usize {
+    let mut highest = 0;
+    let mut quoted = false;
+    let mut chars = statement.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\'' {
+            quoted = !quoted;
+        }
+        if c != '$' || quoted {
+            out.push(c);
+            continue;
+        }
+        let mut digits = String::new();
+        while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+            digits.push(d);
+            chars.next();
+        }
+        match digits.parse::<usize>() {
+            Ok(n) => {
+                highest = highest.max(n);
+                out.push('$');
+                out.push_str(&(n + offset).to_string());
+            }
+            Err(_) => out.push('$'),
+        }
+    }
+    highest
 }
 
 /// A statement built in pieces, its parameters numbered as they are bound.
@@ -181,6 +216,14 @@ mod tests {
         assert_eq!(
             numbered("SELECT * FROM t WHERE a = ? AND b = '?' AND c IN (?, ?)"),
             "SELECT * FROM t WHERE a = $1 AND b = '?' AND c IN ($2, $3)"
+        );
+    }
+
+    #[test]
+    fn a_chain_makes_one_statement_of_several_and_sums_the_counted_parts() {
+        assert_eq!(
+            chain(&[("UPDATE a SET x = $1 WHERE y = $2", true), ("INSERT INTO b (c) VALUES ($1)", false)]),
+            "WITH part0 AS (UPDATE a SET x = $1 WHERE y = $2 RETURNING 1),\npart1 AS (INSERT INTO b (c) VALUES ($3) RETURNING 1)\nSELECT CAST((SELECT COUNT(*) FROM part0) AS BIGINT)"
         );
     }
 

@@ -100,22 +100,22 @@ pub async fn insert_with_step(
     pre_images: &[&[u8]],
 ) -> Result<()> {
     if !tx.dialect().batches() {
-        steps::bind_insert(sqlx::query(steps::INSERT), run, step)
-            .execute(&mut **tx)
-            .await?;
-        bind_insert(sqlx::query(INSERT), run, intent)
-            .execute(&mut **tx)
-            .await?;
-        for bytes in pre_images {
-            blobs::bind_insert(
-                sqlx::query(blobs::INSERT),
-                &Digest::of(bytes),
-                bytes,
-                intent.created_at,
-            )
-                .execute(&mut **tx)
-                .await?;
+        // One statement: the step, its intent and each distinct pre-image once (a part may not
+        // change a row another part changes).
+        let mut seen = std::collections::BTreeSet::new();
+        let distinct: Vec<(Digest, &[u8])> = pre_images
+            .iter()
+            .map(|bytes| (Digest::of(bytes), *bytes))
+            .filter(|(digest, _)| seen.insert(digest.clone()))
+            .collect();
+        let mut parts = vec![(steps::INSERT, false), (INSERT, false)];
+        parts.extend(distinct.iter().map(|_| (blobs::INSERT, false)));
+        let sql = super::dialect::chain(&parts);
+        let mut q = bind_insert(steps::bind_insert(sqlx::query(&sql), run, step), run, intent);
+        for (digest, bytes) in &distinct {
+            q = blobs::bind_insert(q, digest, bytes, intent.created_at);
         }
+        q.execute(&mut **tx).await?;
         return Ok(());
     }
     let mut statements = vec![steps::INSERT, INSERT];
@@ -158,25 +158,38 @@ pub async fn settle(
     settled_once(done.rows_affected(), 1, run, step_seq)
 }
 
-/// Settles the pending intent of a step and finishes the step with `step_status`, in one round trip.
-/// If the intent is not pending, neither row changes and this fails.
-#[allow(clippy::too_many_arguments)]
-pub async fn settle_with_step(
-    tx: &mut Tx,
-    run: RunId,
-    step_seq: i64,
-    status: IntentStatus,
-    step_status: StepStatus,
-    result: &str,
-    settled_by: Option<&str>,
-    now: i64,
-) -> Result<()> {
+/// How a step's pending intent is settled.
+pub struct Settling<'a> {
+    pub step_seq: i64,
+    pub status: IntentStatus,
+    pub step_status: StepStatus,
+    pub result: &'a str,
+    pub settled_by: Option<&'a str>,
+    /// Every process the step started ended with it.
+    pub ends_processes: bool,
+}
+
+/// Settles the pending intent of a step and finishes the step, in one round trip (and, when
+/// asked, marks the processes it started ended). If the intent is not pending, neither row
+/// changes and this fails.
+pub async fn settle_with_step(tx: &mut Tx, run: RunId, s: Settling<'_>, now: i64) -> Result<()> {
     // The step first, and only while its intent is pending; then the intent.
     let finish = format!(
         "{} AND EXISTS (SELECT 1 FROM intents i WHERE i.run_id = steps.run_id AND i.step_seq = steps.seq AND i.status = 'pending')",
         steps::FINISH
     );
+    let Settling {
+        step_seq,
+        status,
+        step_status,
+        result,
+        settled_by,
+        ends_processes,
+    } = s;
     let rows = if tx.dialect().batches() {
+        if ends_processes {
+            super::processes::end_step(tx, run, step_seq, now).await?;
+        }
         let sql = batch(&[&finish, SETTLE]);
         let q = steps::bind_finish(sqlx::query(&sql), run, step_seq, step_status, result, now);
         bind_settle(q, run, step_seq, status, result, settled_by, now)
@@ -184,13 +197,23 @@ pub async fn settle_with_step(
             .await?
             .rows_affected()
     } else {
-        let q = steps::bind_finish(sqlx::query(&finish), run, step_seq, step_status, result, now);
-        let finished = q.execute(&mut **tx).await?.rows_affected();
-        let settled = bind_settle(sqlx::query(SETTLE), run, step_seq, status, result, settled_by, now)
-            .execute(&mut **tx)
-            .await?
-            .rows_affected();
-        finished + settled
+        // One statement: the parts touch different tables, and the step's check reads the
+        // intent as it was, which is what it means.
+        let mut parts = Vec::new();
+        if ends_processes {
+            parts.push((super::processes::END_STEP, false));
+        }
+        parts.extend([(finish.as_str(), true), (SETTLE, true)]);
+        let sql = super::dialect::chain(&parts);
+        let mut q = sqlx::query(&sql);
+        if ends_processes {
+            q = super::processes::bind_end_step(q, run, step_seq, now);
+        }
+        let q = steps::bind_finish(q, run, step_seq, step_status, result, now);
+        let row = bind_settle(q, run, step_seq, status, result, settled_by, now)
+            .fetch_one(&mut **tx)
+            .await?;
+        u64::try_from(sqlx::Row::try_get::<i64, _>(&row, 0)?).unwrap_or(0)
     };
     settled_once(rows, 2, run, step_seq)
 }

@@ -83,14 +83,20 @@ pub async fn end(
 
 /// Marks every process a step started as ended with the step (its group was ended when it finished).
 pub async fn end_step(tx: &mut super::Tx, run: RunId, step_seq: i64, now: i64) -> Result<()> {
-    sqlx::query(
-        "UPDATE processes SET ended_at = $1, outcome = 'ended with its step'
-         WHERE run_id = $2 AND step_seq = $3 AND ended_at IS NULL",
-    )
-    .bind(now)
-    .bind(run.to_string())
-    .bind(step_seq)
-    .execute(&mut **tx)
-    .await?;
+    bind_end_step(sqlx::query(END_STEP), run, step_seq, now)
+        .execute(&mut **tx)
+        .await?;
     Ok(())
+}
+
+pub(crate) const END_STEP: &str = "UPDATE processes SET ended_at = $1, outcome = 'ended with its step'
+     WHERE run_id = $2 AND step_seq = $3 AND ended_at IS NULL";
+
+pub(crate) fn bind_end_step(
+    q: super::steps::Query<'_>,
+    run: RunId,
+    step_seq: i64,
+    now: i64,
+) -> super::steps::Query<'_> {
+    q.bind(now).bind(run.to_string()).bind(step_seq)
 }

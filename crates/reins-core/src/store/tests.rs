@@ -358,9 +358,17 @@ async fn an_intent_settles_once(#[case] backend: Backend) -> anyhow::Result<()> 
     assert_eq!(intents::pending(store.pool(), run).await?.len(), 1);
     let mut tx = store.begin().await?;
     let (confirmed, done) = (IntentStatus::Confirmed, StepStatus::Done);
-    intents::settle_with_step(&mut tx, run, 1, confirmed, done, "ok", None, 2).await?;
+    let settling = |result, ends_processes| intents::Settling {
+        step_seq: 1,
+        status: confirmed,
+        step_status: done,
+        result,
+        settled_by: None,
+        ends_processes,
+    };
+    intents::settle_with_step(&mut tx, run, settling("ok", true), 2).await?;
     assert!(
-        intents::settle_with_step(&mut tx, run, 1, confirmed, done, "again", None, 3)
+        intents::settle_with_step(&mut tx, run, settling("again", false), 3)
             .await
             .is_err(),
         "settling the intent and its step together still settles the intent once"

@@ -130,12 +130,10 @@ async fn listen(
                 // What happened while nobody listened is looked at now.
                 bump();
                 listening.send_replace(Listening::Up);
-                loop {
-                    match listener.try_recv().await {
-                        Ok(Some(_)) => bump(),
-                        // The connection dropped; notifications sent meanwhile are lost.
-                        Ok(None) | Err(_) => break,
-                    }
+                // Until the connection drops (Ok(None) or an error): notifications sent
+                // meanwhile are lost, and the bump below has waiters look again.
+                while let Ok(Some(_)) = listener.try_recv().await {
+                    bump();
                 }
                 listening.send_replace(Listening::Down);
                 bump();

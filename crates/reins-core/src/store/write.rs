@@ -99,12 +99,14 @@ pub enum Write {
         small_blobs: Vec<Vec<u8>>,
     },
     /// Settles the pending intent of step `seq` and finishes the step; fails unless it is pending.
+    /// With `ends_processes`, every process the step started ended with it.
     Settle {
         seq: i64,
         status: IntentStatus,
         step_status: StepStatus,
         result: String,
         settled_by: Option<String>,
+        ends_processes: bool,
     },
     /// A person settles an intent nobody could (pending on a stopped run, or unknown).
     SettleByPerson {
@@ -122,8 +124,6 @@ pub enum Write {
         pid: i64,
         outcome: String,
     },
-    /// Every process step `seq` started ended with it.
-    StepProcessesEnded(i64),
     Approval(Box<ApprovalRow>),
     /// Fails with `Conflict` unless the approval is still pending.
     ApprovalStillPending(String),
@@ -305,15 +305,19 @@ async fn apply_one(
             step_status,
             result,
             settled_by,
+            ends_processes,
         } => {
             intents::settle_with_step(
                 tx,
                 run,
-                *seq,
-                *status,
-                *step_status,
-                result,
-                settled_by.as_deref(),
+                intents::Settling {
+                    step_seq: *seq,
+                    status: *status,
+                    step_status: *step_status,
+                    result,
+                    settled_by: settled_by.as_deref(),
+                    ends_processes: *ends_processes,
+                },
                 now,
             )
             .await?
@@ -342,7 +346,6 @@ async fn apply_one(
         Write::ProcessEnded { seq, pid, outcome } => {
             processes::end(tx, run, *seq, *pid, outcome, now).await?
         }
-        Write::StepProcessesEnded(seq) => processes::end_step(tx, run, *seq, now).await?,
         Write::ApprovalDecided {
             id,
             status,
