@@ -74,6 +74,10 @@ pub fn specta() -> tauri_specta::Builder<tauri::Wry> {
             settings::clean_up,
             settings::pick_folder,
             settings::pick_file,
+            team::team_database,
+            team::check_team_database,
+            team::connect_team_database,
+            team::disconnect_team_database,
             machine::check_model_server,
             machine::agents_on_path,
             machine::register_found_agent,
@@ -126,6 +130,15 @@ pub fn show_main(app: &AppHandle) {
 /// Quits after the in-process worker has drained: runs it drives pause at their next safe point
 /// (checkpoint written and verified), so nothing is cut off mid-effect.
 pub fn quit(app: &AppHandle) {
+    leave(app, false);
+}
+
+/// Starts the app again, draining first as [`quit`] does (after the team database changed).
+pub fn restart(app: &AppHandle) {
+    leave(app, true);
+}
+
+fn leave(app: &AppHandle, again: bool) {
     if QUITTING.swap(true, Ordering::SeqCst) {
         return;
     }
@@ -138,6 +151,9 @@ pub fn quit(app: &AppHandle) {
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
             state.reins.close().await;
+        }
+        if again {
+            app.restart();
         }
         app.exit(0);
     });
@@ -175,9 +191,21 @@ fn open_core() -> Result<Reins, reins_core::api::Error> {
         .filter(|v| !v.is_empty())
         .map(std::path::PathBuf::from);
     let data_dir = DataDir::resolve(explicit)?;
+    // The team database: REINS_DATABASE_URL (and REINS_DATABASE_PASSWORD_KEY) where the app
+    // runs, else the one Settings → Team database saved; else the SQLite file in the data dir.
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let (database, database_password_key) = match env("REINS_DATABASE_URL") {
+        Some(url) => (Some(url), env("REINS_DATABASE_PASSWORD_KEY")),
+        None => match reins_core::api::saved_team_database()? {
+            Some(saved) => (Some(saved.url), saved.password_key),
+            None => (None, None),
+        },
+    };
     let options = Options {
         secrets: Some(Arc::new(Keyring::new())),
         memory_server: reins_program(),
+        database,
+        database_password_key,
         ..Options::default()
     };
     tauri::async_runtime::block_on(Reins::open(data_dir, options))

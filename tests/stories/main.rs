@@ -7,6 +7,7 @@ mod audit_words;
 mod checkpoint_damage;
 mod claude_hooks;
 mod control;
+mod database_password;
 mod findings;
 mod house;
 mod llm;

@@ -49,6 +49,16 @@ struct Cli {
     )]
     database_url: Option<String>,
 
+    /// Team mode: read the database password from the OS keyring entry NAME (store it with
+    /// `reins keys set NAME`), so it is in no file and no environment. The URL names the user only.
+    #[arg(
+        long,
+        global = true,
+        env = "REINS_DATABASE_PASSWORD_KEY",
+        value_name = "NAME"
+    )]
+    database_password_key: Option<String>,
+
     /// Print machine-readable JSON instead of text (stable field names, camelCase).
     #[arg(long, global = true)]
     json: bool,
@@ -251,6 +261,7 @@ async fn dispatch(cli: Cli) -> u8 {
             cli.data_dir,
             Team {
                 database_url: cli.database_url,
+                password_key: cli.database_password_key,
                 workspace_roots: Vec::new(),
             },
             cli.lease_secs,
@@ -319,6 +330,7 @@ async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
         cli.data_dir.clone(),
         Team {
             database_url: cli.database_url.clone(),
+            password_key: cli.database_password_key.clone(),
             workspace_roots: roots,
         },
         cli.lease_secs,
@@ -333,6 +345,8 @@ async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
 /// Team mode's part of opening: the shared database, and the workspaces a worker reaches.
 struct Team {
     database_url: Option<String>,
+    /// The keyring entry holding the database password.
+    password_key: Option<String>,
     workspace_roots: Vec<PathBuf>,
 }
 
@@ -346,6 +360,15 @@ async fn open_with(
     connections: u32,
 ) -> reins_core::api::Result<Reins> {
     let data_dir = DataDir::resolve(data_dir)?;
+    // Without --database-url or REINS_DATABASE_URL, the team database the app's Settings chose
+    // (if any): the CLI and the app on one machine see the same runs and the same inbox.
+    let (database, password_key) = match team.database_url.filter(|url| !url.trim().is_empty()) {
+        Some(url) => (Some(url), team.password_key),
+        None => match reins_core::api::saved_team_database()? {
+            Some(saved) => (Some(saved.url), team.password_key.or(saved.password_key)),
+            None => (None, team.password_key),
+        },
+    };
     Reins::open(
         data_dir,
         Options {
@@ -359,8 +382,9 @@ async fn open_with(
             // External agents reach the profile memory through this very program.
             memory_server: memory_server(),
             connections,
-            database: team.database_url.filter(|url| !url.trim().is_empty()),
+            database,
             workspace_roots: team.workspace_roots,
+            database_password_key: password_key.filter(|name| !name.trim().is_empty()),
             ..Options::default()
         },
     )

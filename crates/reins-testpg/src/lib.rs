@@ -118,7 +118,7 @@ impl Cluster {
         SHARED
             .get_or_init(|| match std::env::var("REINS_TEST_PG_URL") {
                 Ok(url) if !url.is_empty() => Self::external(&url),
-                _ => Self::start(None),
+                _ => Self::start(None, None),
             })
             .as_ref()
             .map_err(|e| Error(e.clone()))
@@ -127,13 +127,27 @@ impl Cluster {
     /// A cluster of the caller's own, for a test that restarts or stops the server (it must not
     /// take the shared one from under the other tests). Stopped when the process ends.
     pub fn private() -> Result<Self, Error> {
-        Ok(Self::start(None)?)
+        Ok(Self::start(None, None)?)
     }
 
     /// A private cluster that takes TCP connections over TLS only (`hostssl` in pg_hba.conf),
     /// presenting `cert_pem` (with its key `key_pem`).
     pub fn private_tls(cert_pem: &str, key_pem: &str) -> Result<Self, Error> {
-        Ok(Self::start(Some((cert_pem, key_pem)))?)
+        Ok(Self::start(
+            Some((cert_pem, key_pem)),
+            Some("local all all trust\nhostssl all all 127.0.0.1/32 trust\n"),
+        )?)
+    }
+
+    /// A private cluster where every role but `postgres` signs in over TCP with its password
+    /// (`scram-sha-256`).
+    pub fn private_passwords() -> Result<Self, Error> {
+        Ok(Self::start(
+            None,
+            Some(
+                "local all all trust\nhost all postgres 127.0.0.1/32 trust\nhost all all 127.0.0.1/32 scram-sha-256\n",
+            ),
+        )?)
     }
 
     fn external(url: &str) -> Result<Self, String> {
@@ -158,7 +172,7 @@ impl Cluster {
         })
     }
 
-    fn start(tls: Option<(&str, &str)>) -> Result<Self, String> {
+    fn start(tls: Option<(&str, &str)>, hba: Option<&str>) -> Result<Self, String> {
         let initdb = bin("initdb");
         if !initdb.exists() {
             return Err(format!(
@@ -198,12 +212,10 @@ impl Cluster {
         if let Some((cert, key)) = tls {
             write_owned(&data.join("server.crt"), cert.as_bytes(), 0o644)?;
             write_owned(&data.join("server.key"), key.as_bytes(), 0o600)?;
-            write_owned(
-                &data.join("pg_hba.conf"),
-                b"local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
-                0o600,
-            )?;
             settings.push_str(" -c ssl=on -c ssl_cert_file=server.crt -c ssl_key_file=server.key");
+        }
+        if let Some(hba) = hba {
+            write_owned(&data.join("pg_hba.conf"), hba.as_bytes(), 0o600)?;
         }
         let port = free_port()?;
         let mut start = as_owner(&bin("pg_ctl"));

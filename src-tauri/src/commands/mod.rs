@@ -11,6 +11,7 @@ pub mod remote;
 pub mod rules;
 pub mod runs;
 pub mod settings;
+pub mod team;
 
 use tauri::State;
 

@@ -39,7 +39,7 @@ pub struct DoctorReport {
 impl Reins {
     /// How this process hears of changes (see [`DoctorReport::wake_ups`]). A listener still
     /// connecting (the process has just started) is given two seconds.
-    async fn wake_ups(&self) -> &'static str {
+    pub(super) async fn wake_ups(&self) -> &'static str {
         use crate::store::wake::Listening;
         for _ in 0..40 {
             match self.store().listening() {

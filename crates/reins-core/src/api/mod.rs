@@ -27,6 +27,7 @@ mod policy_view;
 mod provider;
 mod review;
 mod runs;
+mod team;
 mod types;
 
 pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
@@ -47,6 +48,9 @@ pub use policy_view::{PolicyState, ProtectedPlace, POLICY_POLL};
 pub use provider::{ModelServerCheck, ProviderDefaults};
 pub use review::{PolicyCheck, ProgramPowers};
 pub use runs::WorkSummary;
+pub use team::{
+    save_team_database, saved_team_database, TeamCheck, TeamDatabase, TeamView, TEAM_FILE,
+};
 pub use types::*;
 
 // The vocabulary the door speaks, from the rooms that own it.
@@ -119,6 +123,9 @@ pub struct Options {
     /// (a connection pooler in transaction mode cannot carry LISTEN) workers and screens see other
     /// machines' changes at their next poll.
     pub listen: bool,
+    /// Team mode: the keyring entry (`reins keys set NAME`) holding the database password. It is
+    /// read when the store opens and never written anywhere; the URL then names no password.
+    pub database_password_key: Option<String>,
 }
 
 impl Default for Options {
@@ -134,6 +141,7 @@ impl Default for Options {
             database: None,
             workspace_roots: Vec::new(),
             listen: true,
+            database_password_key: None,
         }
     }
 }
@@ -167,6 +175,24 @@ impl Reins {
         let store = match &options.database {
             None => Store::open_with(&data_dir.database(), options.connections).await?,
             Some(url) => {
+                let url = match &options.database_password_key {
+                    None => url.clone(),
+                    Some(name) => {
+                        let secrets = options
+                            .secrets
+                            .clone()
+                            .unwrap_or_else(|| Arc::new(crate::keys::Keyring::new()));
+                        let password = crate::keys::get_blocking(secrets, name)
+                            .await?
+                            .ok_or_else(|| {
+                                Error::Invalid(format!(
+                                    "the database password {name} is not in the keyring (`reins keys set {name}`)"
+                                ))
+                            })?;
+                        crate::store::with_password(url, password.expose())?
+                    }
+                };
+                let url = &url;
                 Store::open_postgres(
                     url,
                     &data_dir.team_anchor(url),

@@ -47,7 +47,7 @@ mod shared_tests;
 mod tests;
 
 pub use dialect::Dialect;
-pub use postgres::redacted;
+pub use postgres::{redacted, with_password};
 pub use tx::Tx;
 
 /// The database the store talks to. sqlx's `Any` driver, so one set of queries (parameters

@@ -39,7 +39,60 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
+/// `url` with `password` for its user: a password from the keyring, kept in memory only. A URL
+/// that already names one is refused, so it is clear which one is used.
+pub fn with_password(url: &str, password: &str) -> Result<String> {
+    let mut parsed = url::Url::parse(url)
+        .map_err(|e| StoreError::Invalid(format!("{}: {e}", redacted(url))))?;
+    if parsed.password().is_some() {
+        return Err(StoreError::Invalid(format!(
+            "{} already names a password; take it out of the URL, or do not name a keyring entry",
+            redacted(url)
+        )));
+    }
+    if parsed.username().is_empty() || parsed.set_password(Some(password)).is_err() {
+        return Err(StoreError::Invalid(format!(
+            "{}: name the user the password belongs to (postgres://USER@HOST/DB)",
+            redacted(url)
+        )));
+    }
+    Ok(parsed.to_string())
+}
+
 impl Store {
+    /// Connects to the database at `url` and reads its schema version, creating and changing
+    /// nothing: None for a database Reins has not set up yet. For checking a team database
+    /// before switching to it.
+    pub async fn probe_postgres(url: &str) -> Result<Option<i64>> {
+        sqlx::any::install_default_drivers();
+        let shown = PathBuf::from(redacted(url));
+        let open_error = |source| StoreError::Open {
+            path: shown.clone(),
+            source,
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await
+            .map_err(open_error)?;
+        let has_migrations: bool =
+            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+                .fetch_one(&pool)
+                .await
+                .map_err(open_error)?;
+        let version = if has_migrations {
+            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+                .fetch_one(&pool)
+                .await
+                .map_err(open_error)?
+        } else {
+            None
+        };
+        pool.close().await;
+        Ok(version)
+    }
+
     /// Opens the shared PostgreSQL database at `url` (team mode) and brings its schema up to date.
     /// `anchor` is this machine's record of the highest audit chain head it has seen, kept in its
     /// own data dir: a database whose chain is shorter than, or does not contain, that head fails

@@ -5,6 +5,7 @@ import { McpServers } from "./McpServers";
 import { AgentsOnThisMachine, ModelServerStatus } from "./Machine";
 import { ClaudeCodeHooks } from "./ClaudeCode";
 import { RemoteApprovals } from "./RemoteApprovals";
+import { TeamDatabase } from "./TeamDatabase";
 
 export function SettingsView() {
   const backend = useBackend();
@@ -67,6 +68,7 @@ export function SettingsView() {
       <AgentsOnThisMachine />
       <ClaudeCodeHooks />
       <RemoteApprovals />
+      <TeamDatabase />
       <McpServers />
       <section className="panel">
         <h2>Policy</h2>

@@ -73,6 +73,16 @@ export const commands = {
 	pickFolder: () => typedError<string | null, IpcError>(__TAURI_INVOKE("pick_folder")),
 	/**  A plan file chosen in the native dialog (None: cancelled). */
 	pickFile: () => typedError<string | null, IpcError>(__TAURI_INVOKE("pick_file")),
+	teamDatabase: () => typedError<TeamView, IpcError>(__TAURI_INVOKE("team_database")),
+	/**  Connects to `database` and reads its schema version; changes nothing there or here. */
+	checkTeamDatabase: (database: TeamDatabase) => typedError<TeamCheck, IpcError>(__TAURI_INVOKE("check_team_database", { database })),
+	/**
+	 *  Saves `database` as the app's, then restarts the app on it. Refused when it cannot be reached
+	 *  now, so a typo cannot leave the app unable to start.
+	 */
+	connectTeamDatabase: (database: TeamDatabase) => typedError<null, IpcError>(__TAURI_INVOKE("connect_team_database", { database })),
+	/**  Forgets the saved team database and restarts the app on this machine's own SQLite file. */
+	disconnectTeamDatabase: () => typedError<null, IpcError>(__TAURI_INVOKE("disconnect_team_database")),
 	/**  Asks the model server (the provider setting's, or `base_url`) for its models. */
 	checkModelServer: (baseUrl: string | null) => typedError<ModelServerCheck, IpcError>(__TAURI_INVOKE("check_model_server", { baseUrl })),
 	/**  The agents Reins knows how to run that are on `PATH`. */
@@ -1121,6 +1131,47 @@ export type SuggestionView = {
 	/**  Why it was not stored directly. */
 	reason: string,
 	createdAt: number,
+};
+
+/**  Whether a team database can be reached, before switching to it. */
+export type TeamCheck = {
+	url: string,
+	reachable: boolean,
+	/**  The newest migration applied there; None: a new database (Reins creates its tables). */
+	schemaVersion: number | null,
+	/**  The newest migration this build knows. */
+	supportedSchema: number,
+	/**  Why it cannot be used, with what to do. */
+	problem: string | null,
+};
+
+/**  A shared database, as Settings saves it. */
+export type TeamDatabase = {
+	/**
+	 *  `postgres://USER@HOST:PORT/DB`, with `?sslmode=verify-full&sslrootcert=…` for TLS. Never
+	 *  with a password.
+	 */
+	url: string,
+	/**
+	 *  The keyring entry holding the password (`reins keys set NAME`); None: `.pgpass`,
+	 *  `PGPASSWORD` or a client certificate.
+	 */
+	passwordKey?: string | null,
+};
+
+/**  What the Team database panel shows. */
+export type TeamView = {
+	/**  The shared database this process uses now (without a password); None: the SQLite file. */
+	connected: string | null,
+	/**  What Settings saved for the app's next start. */
+	saved: TeamDatabase | null,
+	/**  `REINS_DATABASE_URL` is set where the app runs: it wins over the saved choice. */
+	fromEnvironment: boolean,
+	/**
+	 *  Whether this process hears other machines' changes at once: "local", "listening",
+	 *  "polling" (see `reins doctor`).
+	 */
+	wakeUps: string,
 };
 
 /**  One completed tool call, as a later resume needs to know it. */

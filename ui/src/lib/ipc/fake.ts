@@ -39,6 +39,7 @@ export function fakeBackend(data: FakeData = {}) {
     facts: [...(data.facts ?? [])],
   };
   const hooks = new Set(data.hooksIn ?? []);
+  const team: { connected: string | null; saved: { url: string; passwordKey: string | null } | null } = { connected: null, saved: null };
   const claudeFile = (project: string | null) => (project === null ? "/home/u/.claude/settings.json" : `${project}/.claude/settings.local.json`);
   const claudeView = (project: string | null) => {
     const file = claudeFile(project);
@@ -116,6 +117,23 @@ export function fakeBackend(data: FakeData = {}) {
       if (!data.tried) throw new BackendError({ code: "invalid_input", message: "nothing to try" });
       return data.tried;
     },
+    teamDatabase: () => ({ connected: team.connected, saved: team.saved, fromEnvironment: false, wakeUps: team.connected ? "listening" : "local" }),
+    checkTeamDatabase: (db: { url: string; passwordKey: string | null }) => ({
+      url: db.url,
+      reachable: !db.url.includes(":hunter2@"),
+      schemaVersion: null,
+      supportedSchema: 20261206000000,
+      problem: db.url.includes(":hunter2@") ? "take the password out of the URL: name the keyring entry that holds it instead" : null,
+    }),
+    connectTeamDatabase: (db: { url: string; passwordKey: string | null }) => {
+      team.saved = db;
+      return null;
+    },
+    disconnectTeamDatabase: () => {
+      team.saved = null;
+      return null;
+    },
+    keySet: () => null,
     auditPage: () => ({ events: [...(data.audit ?? [])], next: null }),
     auditVerify: () =>
       data.verification ?? { intact: true, events: 0, head: null, anchor: { path: "", status: "missing", head: null }, damage: null, anchorCreatedAt: [], elapsedMs: 0 },
