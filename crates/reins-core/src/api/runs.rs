@@ -138,6 +138,8 @@ impl Reins {
         // A shared database out of reach (restarting, the network) is waited for, with backoff.
         let mut reconnect = Reconnect::default();
         let mut waiter = self.store().waiter();
+        // Another worker claimed a run between this one's look and its claim.
+        let mut contended = false;
         loop {
             if self.engine.draining() {
                 return self.drained(summary, &backing_off).await;
@@ -164,9 +166,10 @@ impl Reins {
                 Err(e) => return Err(e),
             };
             ids.retain(|id| !held_back.contains_key(id));
-            // Workers of a team see the same list: each starts at its own place in it, so they
-            // claim different runs instead of all racing for the oldest (and all but one losing).
-            if self.store().dialect() == crate::store::Dialect::Postgres && ids.len() > 1 {
+            // Oldest first. But when other workers took runs from under this one on its last pass,
+            // the team's workers are racing down the same list: this one starts at a place of its
+            // own in it, so they claim different runs instead of all but one losing each claim.
+            if std::mem::take(&mut contended) && ids.len() > 1 {
                 let start = uuid::Uuid::new_v4().as_u128() % ids.len() as u128;
                 ids.rotate_left(usize::try_from(start).unwrap_or(0));
             }
@@ -225,7 +228,10 @@ impl Reins {
                 };
                 match outcome {
                     // Claimed by someone else between our look and our claim, or no longer runnable.
-                    DriveOutcome::Skipped { .. } => continue,
+                    DriveOutcome::Skipped { .. } => {
+                        contended = true;
+                        continue;
+                    }
                     DriveOutcome::Finished { .. } => summary.finished += 1,
                     DriveOutcome::NeedsHuman {
                         state: RunState::Paused,
