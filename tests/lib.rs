@@ -302,3 +302,17 @@ pub async fn blob_stored(
     }
     Ok(blob_path(data, digest).is_file())
 }
+
+/// Every file under `dir`, however deep.
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

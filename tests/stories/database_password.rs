@@ -54,7 +54,7 @@ async fn the_database_password_comes_from_the_keyring_by_name() -> anyhow::Resul
     let report = reins.doctor().await?;
     assert!(report.healthy, "{report:?}");
     drop(reins);
-    for file in files(sb.tmp.path()) {
+    for file in reins_tests::files_under(sb.tmp.path()) {
         let bytes = std::fs::read(&file)?;
         assert!(
             !bytes
@@ -78,17 +78,4 @@ async fn the_database_password_comes_from_the_keyring_by_name() -> anyhow::Resul
         "{message}"
     );
     Ok(())
-}
-
-fn files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(files(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }

@@ -99,22 +99,9 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
     assert!(r.doctor().await?.healthy);
     if on_postgres() {
         // A team shares no filesystem: not one blob was written to this machine's data dir.
-        let files = walk_files(&data.blobs());
+        let files = reins_tests::files_under(&data.blobs());
         assert!(files.is_empty(), "blob files in team mode: {files:?}");
     }
     assert!(after.audit.iter().any(|e| e.kind == "retention.pruned"));
     Ok(())
-}
-
-fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            out.extend(walk_files(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }

@@ -59,6 +59,20 @@ pub fn with_password(url: &str, password: &str) -> Result<String> {
     Ok(parsed.to_string())
 }
 
+/// The newest migration applied to the database behind `pool`; None when Reins never set it up.
+async fn applied_schema(pool: &super::Pool) -> std::result::Result<Option<i64>, sqlx::Error> {
+    let has_migrations: bool =
+        sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+            .fetch_one(pool)
+            .await?;
+    if !has_migrations {
+        return Ok(None);
+    }
+    sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
+        .fetch_one(pool)
+        .await
+}
+
 impl Store {
     /// Connects to the database at `url` and reads its schema version, creating and changing
     /// nothing: None for a database Reins has not set up yet. For checking a team database
@@ -76,19 +90,7 @@ impl Store {
             .connect(url)
             .await
             .map_err(open_error)?;
-        let has_migrations: bool =
-            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
-                .fetch_one(&pool)
-                .await
-                .map_err(open_error)?;
-        let version = if has_migrations {
-            sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
-                .fetch_one(&pool)
-                .await
-                .map_err(open_error)?
-        } else {
-            None
-        };
+        let version = applied_schema(&pool).await.map_err(open_error)?;
         pool.close().await;
         Ok(version)
     }
@@ -126,26 +128,15 @@ impl Store {
             .connect(url)
             .await
             .map_err(open_error)?;
-        let has_migrations: bool =
-            sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
-                .fetch_one(&pool)
-                .await
-                .map_err(open_error)?;
-        if has_migrations {
-            let found: Option<i64> =
-                sqlx::query_scalar("SELECT MAX(version) FROM _sqlx_migrations WHERE success")
-                    .fetch_one(&pool)
-                    .await
-                    .map_err(open_error)?;
-            let supported = Self::supported_schema();
-            if let Some(found) = found.filter(|found| *found > supported) {
-                pool.close().await;
-                return Err(StoreError::NewerSchema {
-                    path: shown,
-                    found,
-                    supported,
-                });
-            }
+        let found = applied_schema(&pool).await.map_err(open_error)?;
+        let supported = Self::supported_schema();
+        if let Some(found) = found.filter(|found| *found > supported) {
+            pool.close().await;
+            return Err(StoreError::NewerSchema {
+                path: shown,
+                found,
+                supported,
+            });
         }
         // sqlx holds an advisory lock while migrating, so machines starting at once take turns.
         PG_MIGRATOR
