@@ -18,34 +18,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write as _;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use reins_core::api::{DataDir, Observer, Options, Plan, Progress, Reins, RunId};
+use reins_core::api::{DataDir, Options, Plan, Reins, RunId};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+#[path = "support/steps.rs"]
+mod steps;
+use steps::{atomic_write, content, Stopwatch};
 
 #[path = "support/permit_all.rs"]
 mod permit_all;
 use permit_all::PermitAll;
-
-struct Stopwatch(Mutex<Vec<Instant>>);
-
-impl Observer for Stopwatch {
-    fn on(&self, p: &Progress) {
-        if matches!(p, Progress::Step { .. }) {
-            self.0.lock().unwrap().push(Instant::now());
-        }
-    }
-}
-
-fn content(i: usize) -> String {
-    format!(
-        "# generated config {i}\n{}",
-        "key = value # padding to a realistic config size\n".repeat(20)
-    )
-}
 
 fn plan(steps: usize, overwrite: bool) -> Plan {
     let steps: Vec<serde_json::Value> = (0..steps)
@@ -165,16 +151,6 @@ async fn committed_sizes(reins: &Reins, run: RunId, steps: usize) -> Vec<Sizes> 
             checkpoint_only: *cp as usize,
         })
         .collect()
-}
-
-fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f = std::fs::File::create(&tmp).unwrap();
-    f.write_all(bytes).unwrap();
-    f.sync_all().unwrap();
-    drop(f);
-    std::fs::rename(&tmp, dir.join(name)).unwrap();
-    std::fs::File::open(dir).unwrap().sync_all().unwrap();
 }
 
 /// Two FULL commits of the given sizes around the same atomic write, per step.

@@ -16,8 +16,6 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write as _;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +24,10 @@ use reins_core::api::{
     PolicyContext, Progress, Reins, Risk, RunId, Scope, Silent, Verdict,
 };
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+#[path = "support/steps.rs"]
+mod steps;
+use steps::{atomic_write, content, Stopwatch};
 
 #[path = "support/permit_all.rs"]
 mod permit_all;
@@ -54,16 +56,6 @@ impl Policy for AskWrites {
     }
 }
 
-struct Stopwatch(Mutex<Vec<Instant>>);
-
-impl Observer for Stopwatch {
-    fn on(&self, p: &Progress) {
-        if matches!(p, Progress::Step { .. }) {
-            self.0.lock().unwrap().push(Instant::now());
-        }
-    }
-}
-
 /// When the worker claimed a run (an attempt began).
 struct Claims(Mutex<Vec<Instant>>);
 
@@ -73,13 +65,6 @@ impl Observer for Claims {
             self.0.lock().unwrap().push(Instant::now());
         }
     }
-}
-
-fn content(i: usize) -> String {
-    format!(
-        "# generated config {i}\n{}",
-        "key = value # padding to a realistic config size\n".repeat(20)
-    )
 }
 
 fn plan(steps: usize, offset: usize) -> Plan {
@@ -174,16 +159,6 @@ async fn committed_sizes(url: &str, run: RunId, steps: usize) -> Vec<(usize, usi
             )
         })
         .collect()
-}
-
-fn atomic_write(dir: &Path, name: &str, bytes: &[u8]) {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f = std::fs::File::create(&tmp).unwrap();
-    f.write_all(bytes).unwrap();
-    f.sync_all().unwrap();
-    drop(f);
-    std::fs::rename(&tmp, dir.join(name)).unwrap();
-    std::fs::File::open(dir).unwrap().sync_all().unwrap();
 }
 
 async fn reins_steps(
