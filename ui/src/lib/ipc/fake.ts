@@ -122,7 +122,7 @@ export function fakeBackend(data: FakeData = {}) {
       url: db.url,
       reachable: !db.url.includes(":hunter2@"),
       schemaVersion: null,
-      supportedSchema: 20261206000000,
+      supportedSchema: 20261207000000,
       problem: db.url.includes(":hunter2@") ? "take the password out of the URL: name the keyring entry that holds it instead" : null,
     }),
     connectTeamDatabase: (db: { url: string; passwordKey: string | null }) => {
