@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Serialize, Deserialize, specta::Type, tauri_specta::Event)]
 #[serde(rename_all = "camelCase")]
 pub struct Changed {
-    /// Pending approvals now.
+    /// Pending approvals now, among the runs the tray covers (Settings → Team database: the whole
+    /// team's, or runs started on this machine).
     pub pending: u32,
     /// Approvals that became pending since the last event, oldest first.
     pub new_approvals: Vec<String>,

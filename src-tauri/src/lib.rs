@@ -78,6 +78,7 @@ pub fn specta() -> tauri_specta::Builder<tauri::Wry> {
             team::check_team_database,
             team::connect_team_database,
             team::disconnect_team_database,
+            team::set_alert_scope,
             machine::check_model_server,
             machine::agents_on_path,
             machine::register_found_agent,
@@ -265,10 +266,17 @@ pub fn run() {
         .setup(move |app| {
             specta.mount_events(app);
             let wake = Arc::new(Notify::new());
+            // A file that does not read is shown in Settings; the tray covers the team meanwhile.
+            let scope = reins_core::api::saved_alert_scope().unwrap_or_else(|e| {
+                tracing::warn!("{e}; the tray and notifications cover the whole team");
+                reins_core::api::AlertScope::Team
+            });
+            let (alerts, alerts_seen) = tokio::sync::watch::channel(scope);
             app.manage(AppState {
                 reins: reins.clone(),
                 wake: wake.clone(),
                 remote: std::sync::Mutex::new(None),
+                alerts,
             });
             if let Err(e) = tray::build(app.handle()) {
                 tracing::warn!("no tray icon ({e}); closing the window quits");
@@ -280,7 +288,12 @@ pub fn run() {
                 watcher::work(worker, worker_wake).await;
                 DRAINED.store(true, Ordering::SeqCst);
             });
-            tauri::async_runtime::spawn(watcher::watch(app.handle().clone(), reins.clone(), wake));
+            tauri::async_runtime::spawn(watcher::watch(
+                app.handle().clone(),
+                reins.clone(),
+                wake,
+                alerts_seen,
+            ));
             tauri::async_runtime::spawn(watcher::watch_policy(reins.clone()));
             tauri::async_runtime::spawn(quit_on_signal(app.handle().clone()));
             if demo {

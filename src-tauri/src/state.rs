@@ -13,4 +13,7 @@ pub struct AppState {
     pub wake: Arc<Notify>,
     /// `reins serve` inside the app (Settings → Remote approvals); None: not serving.
     pub remote: std::sync::Mutex<Option<reins_serve::Running>>,
+    /// What the tray count and notifications cover (Settings → Team database); the watcher
+    /// follows each change at once.
+    pub alerts: tokio::sync::watch::Sender<reins_core::api::AlertScope>,
 }

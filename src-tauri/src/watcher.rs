@@ -2,11 +2,10 @@
 //! current. The watcher compares the store's change stamp, so changes made by the `reins` CLI on the
 //! same data dir show up too.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use reins_core::api::Progress;
+use reins_core::api::{AlertScope, Alerts, Progress};
 use reins_core::api::{Observer as RunObserver, Reins};
 use tauri::AppHandle;
 use tauri_specta::Event as _;
@@ -48,17 +47,31 @@ pub async fn work(reins: Arc<Reins>, wake: Arc<Notify>) {
     }
 }
 
-pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
+/// Keeps the screens, the tray count and the notifications current. On a team database the tray
+/// and the notifications cover what `scope` says (the whole team, or runs started on this
+/// machine; see `reins_core::api::Alerts`); the screens always show everything.
+pub async fn watch(
+    app: AppHandle,
+    reins: Arc<Reins>,
+    wake: Arc<Notify>,
+    mut scope: tokio::sync::watch::Receiver<AlertScope>,
+) {
     let mut last = None;
-    let mut known: Option<HashSet<String>> = None;
-    // Runs already suspended when the app started, or already announced.
-    let mut suspended: Option<HashSet<reins_core::api::RunId>> = None;
+    let shared = reins.shared();
+    let here = reins.this_machine();
+    let mut alerts = Alerts::default();
     // Commits of this process, and on a shared database any machine's, wake it before the poll.
     let mut changes = reins.changes();
     loop {
         tokio::select! {
             _ = wake.notified() => {}
             _ = changes.wait(POLL) => {}
+            changed = scope.changed() => {
+                // The choice changed: count again now, though the store did not change.
+                if changed.is_ok() {
+                    last = None;
+                }
+            }
         }
         if reins.draining() {
             // Quitting: the store is about to close.
@@ -85,52 +98,27 @@ pub async fn watch(app: AppHandle, reins: Arc<Reins>, wake: Arc<Notify>) {
                 continue;
             }
         };
-        let ids: HashSet<String> = pending.iter().map(|a| a.id.clone()).collect();
-        // Approvals already pending when the app started were announced before; only new ones are.
-        let fresh: Vec<&reins_core::api::ApprovalView> = match &known {
-            Some(k) => pending.iter().filter(|a| !k.contains(&a.id)).collect(),
-            None => Vec::new(),
-        };
-        // One list of runs per change: the names for approval notifications, and the suspended.
-        let runs = reins.runs().await;
-        if !fresh.is_empty() {
-            let names: std::collections::HashMap<reins_core::api::RunId, &str> = match &runs {
-                Ok(runs) => runs.iter().map(|r| (r.id, r.name.as_str())).collect(),
-                Err(_) => Default::default(),
-            };
-            for a in &fresh {
-                let run = names.get(&a.run_id).copied().unwrap_or("a run");
-                notify(&app, a, run);
-            }
+        let runs = reins
+            .runs()
+            .await
+            .inspect_err(|e| tracing::warn!("cannot list runs: {e}"))
+            .ok();
+        let covered = *scope.borrow_and_update();
+        let alert = alerts.update(pending, runs.as_deref(), covered, shared, &here);
+        for (a, run) in &alert.fresh {
+            notify(&app, a, run);
         }
-        match &runs {
-            Ok(runs) => {
-                let now: HashSet<reins_core::api::RunId> = runs
-                    .iter()
-                    .filter(|r| r.state == reins_core::api::RunState::Suspended)
-                    .map(|r| r.id)
-                    .collect();
-                if let Some(before) = &suspended {
-                    for r in runs
-                        .iter()
-                        .filter(|r| now.contains(&r.id) && !before.contains(&r.id))
-                    {
-                        notify_suspended(r);
-                    }
-                }
-                suspended = Some(now);
-            }
-            Err(e) => tracing::warn!("cannot list runs: {e}"),
+        for r in &alert.suspended {
+            notify_suspended(r);
         }
         let event = Changed {
-            pending: pending.len() as u32,
-            new_approvals: fresh.iter().map(|a| a.id.clone()).collect(),
+            pending: u32::try_from(alert.waiting).unwrap_or(u32::MAX),
+            new_approvals: alert.fresh.iter().map(|(a, _)| a.id.clone()).collect(),
         };
         crate::tray::show_pending(&app, event.pending);
         if let Err(e) = event.emit(&app) {
             tracing::warn!("cannot tell the window: {e}");
         }
-        known = Some(ids);
     }
 }
 

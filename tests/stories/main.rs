@@ -1,6 +1,7 @@
 //! The story tests: whole runs through `reins_core::api` over the real store, one module per story.
 //! One binary, so the core is linked once for all of them; the shared setup is in `reins_tests`.
 
+mod alerts;
 mod app_facade;
 mod at_rest;
 mod audit_words;

@@ -2,7 +2,7 @@
 //! saves the choice and starts the app again (its runs drain first, as on quit): one process keeps
 //! one database for its whole life.
 
-use reins_core::api::{self as api, TeamCheck, TeamDatabase, TeamView};
+use reins_core::api::{self as api, AlertScope, TeamCheck, TeamDatabase, TeamView};
 use tauri::{AppHandle, State};
 
 use crate::error::Result;
@@ -49,4 +49,14 @@ pub async fn disconnect_team_database(app: AppHandle) -> Result<()> {
     api::save_team_database(None)?;
     crate::restart(&app);
     Ok(())
+}
+
+/// What this machine's tray count and notifications cover: the whole team's runs, or the runs
+/// started here. Saved in this machine's config dir; the tray follows at once.
+#[tauri::command]
+#[specta::specta]
+pub async fn set_alert_scope(state: State<'_, AppState>, scope: AlertScope) -> Result<AlertScope> {
+    let scope = api::save_alert_scope(scope)?;
+    state.alerts.send_replace(scope);
+    Ok(scope)
 }

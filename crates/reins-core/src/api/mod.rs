@@ -13,6 +13,7 @@ use crate::policy::{Protected, RulePolicy};
 use crate::store::Store;
 
 mod agents;
+mod alerts;
 mod audit_log;
 mod claude_launch;
 mod claude_run;
@@ -33,6 +34,7 @@ mod types;
 pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
 pub use crate::tools::mcp::Hints as McpHints;
 pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
+pub use alerts::{save_alert_scope, saved_alert_scope, Alert, AlertScope, Alerts, ALERTS_FILE};
 pub use claude_launch::AFTER_REVIEW as CLAUDE_AFTER_REVIEW;
 pub use claude_run::{ClaudeRunOutcome, ClaudeRunRequest, DEFAULT_REVIEW_DEADLINE};
 pub use devices::{DeviceView, PairedView, PairingView};

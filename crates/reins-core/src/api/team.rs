@@ -81,6 +81,10 @@ pub struct TeamView {
     /// Whether this process hears other machines' changes at once: "local", "listening",
     /// "polling" (see `reins doctor`).
     pub wake_ups: String,
+    /// The name this machine goes by in runs and decisions (`REINS_HOST`, else the host name).
+    pub machine: String,
+    /// What this machine's tray and notifications cover.
+    pub alerts: super::AlertScope,
 }
 
 /// Whether a team database can be reached, before switching to it.
@@ -100,6 +104,20 @@ pub struct TeamCheck {
 
 fn team_file() -> Result<PathBuf> {
     Ok(crate::data_dir::config_dir()?.join(TEAM_FILE))
+}
+
+/// Writes a small config file whole (temp file, rename): a crash leaves the old one or the new.
+pub(super) fn write_config(path: &std::path::Path, text: &str) -> Result<()> {
+    let io = |source| Error::Io {
+        context: format!("writing {}", path.display()),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension("toml.tmp");
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
 }
 
 /// The team database Settings saved; None when none is. A file that does not read is an error
@@ -132,29 +150,31 @@ pub fn save_team_database(db: Option<&TeamDatabase>) -> Result<Option<TeamDataba
     let text = format!(
         "# The shared database the Reins app opens (Settings → Team database). No password here:\n# it comes from the keyring entry named below, ~/.pgpass or a client certificate.\n{text}"
     );
-    let io = |source| Error::Io {
-        context: format!("writing {}", path.display()),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let tmp = path.with_extension("toml.tmp");
-    std::fs::write(&tmp, text).map_err(io)?;
-    std::fs::rename(&tmp, &path).map_err(io)?;
+    write_config(&path, &text)?;
     Ok(Some(db))
 }
 
 impl Reins {
+    /// Whether this process works on a shared team database (not this machine's own file).
+    pub fn shared(&self) -> bool {
+        self.store().dialect() == crate::store::Dialect::Postgres
+    }
+
+    /// The name this machine goes by in runs and decisions.
+    pub fn this_machine(&self) -> String {
+        crate::worker::host_name()
+    }
+
     /// What the Team database panel shows.
     pub async fn team_view(&self) -> Result<TeamView> {
-        let connected = (self.store().dialect() == crate::store::Dialect::Postgres)
-            .then(|| self.database().display().to_string());
+        let connected = self.shared().then(|| self.database().display().to_string());
         Ok(TeamView {
             connected,
             saved: saved_team_database()?,
             from_environment: std::env::var_os("REINS_DATABASE_URL").is_some_and(|v| !v.is_empty()),
             wake_ups: self.wake_ups().await.into(),
+            machine: self.this_machine(),
+            alerts: super::alerts::saved_alert_scope()?,
         })
     }
 

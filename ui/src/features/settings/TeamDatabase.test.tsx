@@ -32,3 +32,24 @@ it("tests a team database, keeps its password in the keyring, and connects", asy
     [{ url: "postgres://reins@db:5432/reins?sslmode=verify-full", passwordKey: "team-db" }],
   ]);
 });
+
+it("on a team database, narrows this machine's tray and notifications to its own runs", async () => {
+  resetUi({ view: "settings", runId: null, approvalId: null });
+  const fake = fakeBackend({ teamConnected: "postgres://reins@db:5432/reins" });
+  render(<App backend={fake.backend} client={new QueryClient()} />);
+  const choice = await screen.findByTestId("team-alerts");
+  const radio = (value: string) => choice.querySelector(`input[value="${value}"]`) as HTMLInputElement;
+  expect(radio("team").checked).toBe(true);
+  expect(choice.textContent).toContain("laptop");
+  fireEvent.click(radio("mine"));
+  await waitFor(() => expect(radio("mine").checked).toBe(true));
+  expect(fake.calls.filter((c) => c.name === "setAlertScope").map((c) => c.args)).toEqual([["mine"]]);
+});
+
+it("offers no tray choice on this machine's own database", async () => {
+  resetUi({ view: "settings", runId: null, approvalId: null });
+  const fake = fakeBackend();
+  render(<App backend={fake.backend} client={new QueryClient()} />);
+  await waitFor(() => expect(screen.getByTestId("team-now").textContent).toContain("own database"));
+  expect(screen.queryByTestId("team-alerts")).toBeNull();
+});

@@ -1,10 +1,12 @@
 import { useEffect, useState } from "react";
-import { useMutation, useQuery } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useBackend } from "../../lib/ipc/context";
+import type { AlertScope } from "../../lib/ipc/bindings";
 
 /** Settings → Team database: the shared PostgreSQL this app opens, instead of this machine's own file. */
 export function TeamDatabase() {
   const backend = useBackend();
+  const qc = useQueryClient();
   const view = useQuery({ queryKey: ["team-database"], queryFn: () => backend.teamDatabase() });
   const [form, setForm] = useState({ url: "", key: "" });
   const [password, setPassword] = useState("");
@@ -24,9 +26,13 @@ export function TeamDatabase() {
   const check = useMutation({ mutationFn: async () => { await stored(); return backend.checkTeamDatabase(database()); } });
   const connect = useMutation({ mutationFn: async () => { await stored(); return backend.connectTeamDatabase(database()); } });
   const disconnect = useMutation({ mutationFn: () => backend.disconnectTeamDatabase() });
+  const alerts = useMutation({
+    mutationFn: (scope: AlertScope) => backend.setAlertScope(scope),
+    onSuccess: () => void qc.invalidateQueries({ queryKey: ["team-database"] }),
+  });
   const v = view.data;
   const result = check.data;
-  const error = (check.error ?? connect.error ?? disconnect.error) as Error | null;
+  const error = (check.error ?? connect.error ?? disconnect.error ?? alerts.error) as Error | null;
   const restarting = connect.isSuccess || disconnect.isSuccess;
 
   return (
@@ -42,6 +48,20 @@ export function TeamDatabase() {
           <>This machine's own database (not shared).</>
         )}
       </p>
+      {v?.connected && (
+        <fieldset className="field" data-testid="team-alerts">
+          <legend>Tray count and notifications on this machine</legend>
+          <label>
+            <input type="radio" name="team-alerts" value="team" checked={v.alerts === "team"} disabled={alerts.isPending} onChange={() => alerts.mutate("team")} />{" "}
+            The whole team&apos;s runs
+          </label>
+          <label>
+            <input type="radio" name="team-alerts" value="mine" checked={v.alerts === "mine"} disabled={alerts.isPending} onChange={() => alerts.mutate("mine")} />{" "}
+            Only runs started on this machine (<code>{v.machine}</code>)
+          </label>
+          <span className="muted small">The Approvals and Runs views always show the whole team. This choice is kept on this machine only.</span>
+        </fieldset>
+      )}
       {v?.fromEnvironment && (
         <div className="notice">REINS_DATABASE_URL is set where the app runs: it wins over what is saved here.</div>
       )}

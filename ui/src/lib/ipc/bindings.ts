@@ -83,6 +83,11 @@ export const commands = {
 	connectTeamDatabase: (database: TeamDatabase) => typedError<null, IpcError>(__TAURI_INVOKE("connect_team_database", { database })),
 	/**  Forgets the saved team database and restarts the app on this machine's own SQLite file. */
 	disconnectTeamDatabase: () => typedError<null, IpcError>(__TAURI_INVOKE("disconnect_team_database")),
+	/**
+	 *  What this machine's tray count and notifications cover: the whole team's runs, or the runs
+	 *  started here. Saved in this machine's config dir; the tray follows at once.
+	 */
+	setAlertScope: (scope: AlertScope) => typedError<AlertScope, IpcError>(__TAURI_INVOKE("set_alert_scope", { scope })),
 	/**  Asks the model server (the provider setting's, or `base_url`) for its models. */
 	checkModelServer: (baseUrl: string | null) => typedError<ModelServerCheck, IpcError>(__TAURI_INVOKE("check_model_server", { baseUrl })),
 	/**  The agents Reins knows how to run that are on `PATH`. */
@@ -161,6 +166,13 @@ export type AgentView = {
 	/**  The variables set from the keyring, by name (`VAR=key`). */
 	keys: string[],
 };
+
+/**  What the tray count and the desktop notifications cover. */
+export type AlertScope = 
+/**  The whole team's inbox (the default: a shared database is for sharing the reviewing). */
+"team" | 
+/**  Runs started on this machine. */
+"mine";
 
 export type AnchorView = {
 	path: string,
@@ -339,7 +351,10 @@ export type ChangeKind = "added" | "modified" | "removed";
  *  refetches what it displays.
  */
 export type Changed = {
-	/**  Pending approvals now. */
+	/**
+	 *  Pending approvals now, among the runs the tray covers (Settings → Team database: the whole
+	 *  team's, or runs started on this machine).
+	 */
 	pending: number,
 	/**  Approvals that became pending since the last event, oldest first. */
 	newApprovals: string[],
@@ -1172,6 +1187,10 @@ export type TeamView = {
 	 *  "polling" (see `reins doctor`).
 	 */
 	wakeUps: string,
+	/**  The name this machine goes by in runs and decisions (`REINS_HOST`, else the host name). */
+	machine: string,
+	/**  What this machine's tray and notifications cover. */
+	alerts: AlertScope,
 };
 
 /**  One completed tool call, as a later resume needs to know it. */

@@ -29,6 +29,8 @@ export interface FakeData {
   replacement?: ApprovalView;
   /** Which face the views are shown in (default the desktop app). */
   face?: "desktop" | "web";
+  /** The team database the app is on (default: this machine's own file). */
+  teamConnected?: string;
 }
 
 export function fakeBackend(data: FakeData = {}) {
@@ -39,7 +41,11 @@ export function fakeBackend(data: FakeData = {}) {
     facts: [...(data.facts ?? [])],
   };
   const hooks = new Set(data.hooksIn ?? []);
-  const team: { connected: string | null; saved: { url: string; passwordKey: string | null } | null } = { connected: null, saved: null };
+  const team: { connected: string | null; saved: { url: string; passwordKey: string | null } | null; alerts: "team" | "mine" } = {
+    connected: data.teamConnected ?? null,
+    saved: data.teamConnected ? { url: data.teamConnected, passwordKey: null } : null,
+    alerts: "team",
+  };
   const claudeFile = (project: string | null) => (project === null ? "/home/u/.claude/settings.json" : `${project}/.claude/settings.local.json`);
   const claudeView = (project: string | null) => {
     const file = claudeFile(project);
@@ -117,7 +123,18 @@ export function fakeBackend(data: FakeData = {}) {
       if (!data.tried) throw new BackendError({ code: "invalid_input", message: "nothing to try" });
       return data.tried;
     },
-    teamDatabase: () => ({ connected: team.connected, saved: team.saved, fromEnvironment: false, wakeUps: team.connected ? "listening" : "local" }),
+    teamDatabase: () => ({
+      connected: team.connected,
+      saved: team.saved,
+      fromEnvironment: false,
+      wakeUps: team.connected ? "listening" : "local",
+      machine: "laptop",
+      alerts: team.alerts,
+    }),
+    setAlertScope: (scope: "team" | "mine") => {
+      team.alerts = scope;
+      return scope;
+    },
     checkTeamDatabase: (db: { url: string; passwordKey: string | null }) => ({
       url: db.url,
       reachable: !db.url.includes(":hunter2@"),
