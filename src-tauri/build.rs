@@ -1,6 +1,6 @@
 //! Declares the app's commands so none is open to a window by default: `capabilities/main.json`
-//! grants them to the main window only. Keep this list equal to `reins_app::specta()`'s (a test
-//! checks it).
+//! grants them to the main window only. Keep this list equal to `reins_app::specta()`'s and to
+//! the capability's (`every_command_is_declared_and_allowed_to_the_main_window` checks all three).
 
 pub const COMMANDS: &[&str] = &[
     "list_runs",
@@ -59,6 +59,11 @@ pub const COMMANDS: &[&str] = &[
     "remote_pair",
     "list_devices",
     "revoke_device",
+    "team_database",
+    "check_team_database",
+    "connect_team_database",
+    "disconnect_team_database",
+    "set_alert_scope",
 ];
 
 fn main() {

@@ -367,4 +367,51 @@ mod tests {
             path.display()
         );
     }
+
+    /// A command the UI can call must be declared in `build.rs` and allowed to the main window
+    /// in `capabilities/main.json`, or Tauri refuses it at run time ("not allowed"), which no
+    /// component test with the fake backend can see. All three lists must name the same commands.
+    #[test]
+    fn every_command_is_declared_and_allowed_to_the_main_window() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let read = |rel: &str| {
+            std::fs::read_to_string(dir.join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+        };
+        let quoted_after =
+            |text: &str, start: &str, end: &str| -> std::collections::BTreeSet<String> {
+                let from = text.find(start).unwrap_or_else(|| panic!("no {start:?}")) + start.len();
+                let to = from
+                    + text[from..]
+                        .find(end)
+                        .unwrap_or_else(|| panic!("no {end:?}"));
+                text[from..to]
+                    .split('"')
+                    .skip(1)
+                    .step_by(2)
+                    .map(str::to_owned)
+                    .collect()
+            };
+        let bindings = read(super::BINDINGS);
+        let invoked: std::collections::BTreeSet<String> = bindings
+            .split("__TAURI_INVOKE(\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .map(str::to_owned)
+            .collect();
+        let declared = quoted_after(&read("build.rs"), "COMMANDS: &[&str] = &[", "];");
+        let allowed: std::collections::BTreeSet<String> =
+            quoted_after(&read("capabilities/main.json"), "\"permissions\"", "]")
+                .into_iter()
+                .filter_map(|p| p.strip_prefix("allow-").map(|c| c.replace('-', "_")))
+                .collect();
+        assert!(!invoked.is_empty(), "no commands found in the bindings");
+        assert_eq!(
+            declared, invoked,
+            "build.rs COMMANDS against the UI's commands"
+        );
+        assert_eq!(
+            allowed, invoked,
+            "capabilities/main.json against the UI's commands"
+        );
+    }
 }

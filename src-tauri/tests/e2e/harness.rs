@@ -32,6 +32,8 @@ fn free_port() -> Result<u16> {
 /// One data dir and config dir shared by the app and the CLI across restarts.
 pub struct Home {
     pub root: tempfile::TempDir,
+    /// Set for the app and the CLI on this home: a team database and this "machine's" name.
+    env: Vec<(String, String)>,
 }
 
 impl Home {
@@ -39,7 +41,20 @@ impl Home {
         let root = tempfile::tempdir()?;
         std::fs::create_dir_all(root.path().join("data"))?;
         std::fs::create_dir_all(root.path().join("config"))?;
-        Ok(Self { root })
+        Ok(Self {
+            root,
+            env: Vec::new(),
+        })
+    }
+
+    /// A home on machine `host` whose app and CLI open the team database at `url`.
+    pub fn on_team(url: &str, host: &str) -> Result<Self> {
+        let mut home = Self::new()?;
+        home.env = vec![
+            ("REINS_DATABASE_URL".into(), url.into()),
+            ("REINS_HOST".into(), host.into()),
+        ];
+        Ok(home)
     }
     pub fn data(&self) -> PathBuf {
         self.root.path().join("data")
@@ -63,6 +78,7 @@ impl Home {
             .args(args)
             .env("REINS_DATA_DIR", self.data())
             .env("REINS_CONFIG_DIR", self.config())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .output()
             .with_context(|| format!("run {}", reins_bin().display()))?;
@@ -145,6 +161,7 @@ impl App {
             ])
             .env("REINS_DATA_DIR", home.data())
             .env("REINS_CONFIG_DIR", home.config())
+            .envs(home.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
@@ -358,6 +375,7 @@ pub async fn launch_again(home: &Home) -> Result<Option<std::process::ExitStatus
     let mut second = Command::new(app_bin())
         .env("REINS_DATA_DIR", home.data())
         .env("REINS_CONFIG_DIR", home.config())
+        .envs(home.env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()?;

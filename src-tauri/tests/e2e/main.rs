@@ -12,6 +12,7 @@ mod one_program;
 mod policy;
 mod remote;
 mod reviews;
+mod team;
 mod tray;
 mod views;
 mod window;

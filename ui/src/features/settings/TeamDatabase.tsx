@@ -49,8 +49,8 @@ export function TeamDatabase() {
         )}
       </p>
       {v?.connected && (
-        <fieldset className="field" data-testid="team-alerts">
-          <legend>Tray count and notifications on this machine</legend>
+        <div className="field" role="radiogroup" aria-label="Tray count and notifications on this machine" data-testid="team-alerts">
+          <span>Tray count and notifications on this machine</span>
           <label>
             <input type="radio" name="team-alerts" value="team" checked={v.alerts === "team"} disabled={alerts.isPending} onChange={() => alerts.mutate("team")} />{" "}
             The whole team&apos;s runs
@@ -60,7 +60,7 @@ export function TeamDatabase() {
             Only runs started on this machine (<code>{v.machine}</code>)
           </label>
           <span className="muted small">The Approvals and Runs views always show the whole team. This choice is kept on this machine only.</span>
-        </fieldset>
+        </div>
       )}
       {v?.fromEnvironment && (
         <div className="notice">REINS_DATABASE_URL is set where the app runs: it wins over what is saved here.</div>
