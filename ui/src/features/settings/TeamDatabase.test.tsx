@@ -53,3 +53,11 @@ it("offers no tray choice on this machine's own database", async () => {
   await waitFor(() => expect(screen.getByTestId("team-now").textContent).toContain("own database"));
   expect(screen.queryByTestId("team-alerts")).toBeNull();
 });
+
+it("says so when it cannot tell which database the app is on, instead of claiming its own", async () => {
+  resetUi({ view: "settings", runId: null, approvalId: null });
+  const fake = fakeBackend({ teamError: { code: "invalid_input", message: "/home/u/.config/reins/alerts.toml: unknown variant `everyone`" } });
+  render(<App backend={fake.backend} client={new QueryClient({ defaultOptions: { queries: { retry: false } } })} />);
+  await waitFor(() => expect(screen.getByTestId("team-now").textContent).toContain("alerts.toml: unknown variant"));
+  expect(screen.getByTestId("team-now").textContent).not.toContain("own database");
+});

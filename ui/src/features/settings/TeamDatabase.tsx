@@ -42,7 +42,11 @@ export function TeamDatabase() {
         Share runs, reviews and one audit log with your team: every machine opens the same PostgreSQL. Workers on build boxes carry runs out; anyone approves from any machine.
       </p>
       <p data-testid="team-now">
-        {v?.connected ? (
+        {view.error ? (
+          <span className="error" role="alert">Cannot tell which database the app is on: {(view.error as Error).message}</span>
+        ) : !v ? (
+          <>Looking…</>
+        ) : v.connected ? (
           <>Connected to <code>{v.connected}</code>{v.wakeUps === "listening" ? " · hearing the team's changes at once" : v.wakeUps === "polling" ? " · cannot listen: changes show at the next poll" : ""}.</>
         ) : (
           <>This machine's own database (not shared).</>

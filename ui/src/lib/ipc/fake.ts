@@ -31,6 +31,8 @@ export interface FakeData {
   face?: "desktop" | "web";
   /** The team database the app is on (default: this machine's own file). */
   teamConnected?: string;
+  /** Reading the Team database panel fails with this error from Rust. */
+  teamError?: IpcError;
 }
 
 export function fakeBackend(data: FakeData = {}) {
@@ -46,6 +48,14 @@ export function fakeBackend(data: FakeData = {}) {
     saved: data.teamConnected ? { url: data.teamConnected, passwordKey: null } : null,
     alerts: "team",
   };
+  const teamView = () => ({
+    connected: team.connected,
+    saved: team.saved,
+    fromEnvironment: false,
+    wakeUps: team.connected ? "listening" : "local",
+    machine: "laptop",
+    alerts: team.alerts,
+  });
   const claudeFile = (project: string | null) => (project === null ? "/home/u/.claude/settings.json" : `${project}/.claude/settings.local.json`);
   const claudeView = (project: string | null) => {
     const file = claudeFile(project);
@@ -123,14 +133,10 @@ export function fakeBackend(data: FakeData = {}) {
       if (!data.tried) throw new BackendError({ code: "invalid_input", message: "nothing to try" });
       return data.tried;
     },
-    teamDatabase: () => ({
-      connected: team.connected,
-      saved: team.saved,
-      fromEnvironment: false,
-      wakeUps: team.connected ? "listening" : "local",
-      machine: "laptop",
-      alerts: team.alerts,
-    }),
+    teamDatabase: () => {
+      if (data.teamError) throw new BackendError(data.teamError);
+      return teamView();
+    },
     setAlertScope: (scope: "team" | "mine") => {
       team.alerts = scope;
       return scope;
