@@ -21,6 +21,10 @@ use serde::{Deserialize, Serialize};
 /// starts to differ.
 pub const MARK_EVERY: i64 = 16_384;
 
+/// How long a process waits for another to finish its anchor write before leaving the anchor as
+/// it is.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The least time between two anchor writes.
 const WRITE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -270,8 +274,25 @@ impl Anchor {
             .write(true)
             .open(PathBuf::from(name))
             .map_err(|e| self.io(e))?;
-        f.lock().map_err(|e| self.io(e))?;
-        Ok(f)
+        // Bounded: a process frozen (SIGSTOP) while it held the lock must not stop every other
+        // process sharing the data dir. Giving up only leaves the anchor behind the database,
+        // which verification tolerates.
+        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        loop {
+            match f.try_lock() {
+                Ok(()) => return Ok(f),
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(self.io(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        "another process has held the anchor's lock for 5 s; the anchor is left as it is",
+                    )))
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(self.io(e)),
+            }
+        }
     }
 
     fn io(&self, source: std::io::Error) -> AnchorError {
