@@ -84,3 +84,18 @@ pub fn config_dir() -> Result<PathBuf> {
             ))
         })
 }
+
+/// Writes a small file in the config dir whole (temp file, rename): a crash leaves the old one or
+/// the new, never half of either.
+pub fn write_config(path: &Path, text: &str) -> Result<()> {
+    let io = |source| Error::Io {
+        context: format!("writing {}", path.display()),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io)?;
+    }
+    let tmp = path.with_extension("toml.tmp");
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}

@@ -121,16 +121,7 @@ fn read(file: &Path) -> Result<AgentsFile> {
 fn write(file: &Path, agents: &AgentsFile) -> Result<()> {
     let text = toml::to_string(agents)
         .map_err(|e| Error::Invalid(format!("the agents cannot be written: {e}")))?;
-    let io = |source| Error::Io {
-        context: format!("writing {}", file.display()),
-        source,
-    };
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let tmp = file.with_extension("toml.tmp");
-    std::fs::write(&tmp, text).map_err(io)?;
-    std::fs::rename(&tmp, file).map_err(io)
+    crate::data_dir::write_config(file, &text)
 }
 
 impl Reins {

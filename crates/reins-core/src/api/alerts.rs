@@ -74,7 +74,7 @@ fn save_scope_in(path: &Path, scope: AlertScope) -> Result<AlertScope> {
     let text = format!(
         "# What this machine's tray count and notifications cover on a team database:\n# \"team\" (every run) or \"mine\" (runs started on this machine).\n{text}"
     );
-    super::team::write_config(path, &text)?;
+    crate::data_dir::write_config(path, &text)?;
     Ok(scope)
 }
 

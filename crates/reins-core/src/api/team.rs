@@ -106,20 +106,6 @@ fn team_file() -> Result<PathBuf> {
     Ok(crate::data_dir::config_dir()?.join(TEAM_FILE))
 }
 
-/// Writes a small config file whole (temp file, rename): a crash leaves the old one or the new.
-pub(super) fn write_config(path: &std::path::Path, text: &str) -> Result<()> {
-    let io = |source| Error::Io {
-        context: format!("writing {}", path.display()),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io)?;
-    }
-    let tmp = path.with_extension("toml.tmp");
-    std::fs::write(&tmp, text).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
-}
-
 /// The team database Settings saved; None when none is. A file that does not read is an error
 /// naming it, never taken for "none".
 pub fn saved_team_database() -> Result<Option<TeamDatabase>> {
@@ -150,7 +136,7 @@ pub fn save_team_database(db: Option<&TeamDatabase>) -> Result<Option<TeamDataba
     let text = format!(
         "# The shared database the Reins app opens (Settings → Team database). No password here:\n# it comes from the keyring entry named below, ~/.pgpass or a client certificate.\n{text}"
     );
-    write_config(&path, &text)?;
+    crate::data_dir::write_config(&path, &text)?;
     Ok(Some(db))
 }
 
