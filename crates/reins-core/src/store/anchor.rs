@@ -70,6 +70,8 @@ pub enum AnchorError {
 pub struct Anchor {
     path: PathBuf,
     queue: Arc<Queue>,
+    /// How long to wait for another process's anchor write (`LOCK_WAIT`; shorter in tests).
+    lock_wait: std::time::Duration,
 }
 
 /// Heads waiting for the writer thread.
@@ -103,6 +105,7 @@ impl Anchor {
         Self {
             path: path.to_owned(),
             queue: Arc::default(),
+            lock_wait: LOCK_WAIT,
         }
     }
 
@@ -118,6 +121,7 @@ impl Anchor {
             let anchor = Anchor {
                 path: self.path.clone(),
                 queue: Arc::default(),
+                lock_wait: self.lock_wait,
             };
             let spawned = std::thread::Builder::new()
                 .name("reins-audit-anchor".into())
@@ -277,7 +281,7 @@ impl Anchor {
         // Bounded: a process frozen (SIGSTOP) while it held the lock must not stop every other
         // process sharing the data dir. Giving up only leaves the anchor behind the database,
         // which verification tolerates.
-        let deadline = std::time::Instant::now() + LOCK_WAIT;
+        let deadline = std::time::Instant::now() + self.lock_wait;
         loop {
             match f.try_lock() {
                 Ok(()) => return Ok(f),
@@ -287,7 +291,10 @@ impl Anchor {
                 Err(std::fs::TryLockError::WouldBlock) => {
                     return Err(self.io(std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
-                        "another process has held the anchor's lock for 5 s; the anchor is left as it is",
+                        format!(
+                            "another process has held the anchor's lock for {} s; the anchor is left as it is",
+                            self.lock_wait.as_secs_f32()
+                        ),
                     )))
                 }
                 Err(std::fs::TryLockError::Error(e)) => return Err(self.io(e)),
@@ -311,5 +318,47 @@ impl Drop for Anchor {
             pending.closed = true;
         }
         self.queue.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mark(seq: i64) -> Mark {
+        Mark {
+            seq,
+            hash: format!("h{seq}"),
+        }
+    }
+
+    /// A process frozen while it held the lock (SIGSTOP) must not hang the others for good:
+    /// they give up after the wait and leave the anchor as it was.
+    #[test]
+    fn a_lock_held_elsewhere_is_waited_out_then_given_up() -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let mut anchor = Anchor::at(&dir.path().join("head"));
+        anchor.lock_wait = std::time::Duration::from_millis(300);
+        anchor.advance(&[mark(1)])?;
+
+        // Another open file description holds the lock, as another process would.
+        let held = OpenOptions::new()
+            .write(true)
+            .open(dir.path().join("head.lock"))?;
+        held.lock()?;
+        let started = std::time::Instant::now();
+        let err = anchor.advance(&[mark(2)]).err().ok_or("advanced under a held lock")?;
+        assert!(started.elapsed() >= anchor.lock_wait);
+        match err {
+            AnchorError::Io { source, .. } => assert_eq!(source.kind(), ErrorKind::TimedOut),
+            other => return Err(format!("unexpected error: {other}").into()),
+        }
+        assert_eq!(anchor.read()?.ok_or("no anchor")?.head, mark(1));
+
+        // Once it is let go, the head moves again.
+        held.unlock()?;
+        anchor.advance(&[mark(2)])?;
+        assert_eq!(anchor.read()?.ok_or("no anchor")?.head, mark(2));
+        Ok(())
     }
 }
