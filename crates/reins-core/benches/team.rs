@@ -28,17 +28,20 @@ use std::time::{Duration, Instant};
 
 use reins_core::api::{
     Action, ApprovalStatus, ApproveRequest, DataDir, Decision, Observer, Options, Plan, Policy,
-    PolicyContext, Progress, Reins, Risk, RunId, Scope, Silent, Verdict,
+    PolicyContext, Progress, Reins, Risk, Scope, Silent, Verdict,
 };
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 #[path = "support/steps.rs"]
 mod steps;
-use steps::{atomic_write, content, Stopwatch};
+use steps::content;
 
 #[path = "support/permit_all.rs"]
 mod permit_all;
 use permit_all::PermitAll;
+
+#[path = "support/team_step.rs"]
+mod team_step;
 
 /// Asks a person about every write: the approval-to-wake-up part.
 struct AskWrites;
@@ -121,282 +124,6 @@ async fn pg(url: &str) -> sqlx::PgPool {
         .connect_with(options)
         .await
         .unwrap()
-}
-
-/// What Reins committed for one step, row by row, read back from what it stored (so a baseline
-/// compresses what Reins compressed). The first transaction inserted the step, its intent, its
-/// pre-images and their audit events; the second updated the step and the intent with their
-/// results and inserted the checkpoint and its events.
-#[derive(Default)]
-struct StepRows {
-    step: Vec<u8>,
-    intent: Vec<u8>,
-    first_events: Vec<Vec<u8>>,
-    blobs: Vec<Vec<u8>>,
-    step_result: Vec<u8>,
-    intent_result: Vec<u8>,
-    checkpoint: Vec<u8>,
-    second_events: Vec<Vec<u8>>,
-}
-
-impl StepRows {
-    /// The bytes of each transaction, as one payload apiece.
-    fn joined(&self) -> (Vec<u8>, Vec<u8>) {
-        let first = [&self.step, &self.intent]
-            .into_iter()
-            .chain(&self.first_events)
-            .chain(&self.blobs)
-            .flatten()
-            .copied()
-            .collect();
-        let second = [&self.step_result, &self.intent_result, &self.checkpoint]
-            .into_iter()
-            .chain(&self.second_events)
-            .flatten()
-            .copied()
-            .collect();
-        (first, second)
-    }
-
-    fn bytes(&self) -> usize {
-        let (a, b) = self.joined();
-        a.len() + b.len()
-    }
-}
-
-/// A step as read back: seq, step row, intent row, step result, intent result, checkpoint.
-type StoredStep = (i64, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>, Vec<u8>);
-
-async fn committed_rows(url: &str, run: RunId) -> Vec<StepRows> {
-    let pool = pg(url).await;
-    let run = run.to_string();
-    let rows: Vec<StoredStep> = sqlx::query_as(
-        "SELECT s.seq,
-                convert_to(s.kind || s.tool || s.action || s.action_hash || COALESCE(s.why, '') || s.status
-                           || COALESCE(s.risk, '') || COALESCE(s.reasons, '') || COALESCE(s.preview, ''), 'UTF8'),
-                convert_to(i.id || i.tool || i.action || i.action_hash || i.effect_class || i.pre_images
-                           || i.post_images, 'UTF8'),
-                convert_to(s.status || COALESCE(s.result, ''), 'UTF8'),
-                convert_to(i.status || COALESCE(i.result, '') || COALESCE(i.settled_by, ''), 'UTF8'),
-                COALESCE(c.payload, (SELECT b.bytes FROM blobs b WHERE b.sha256 = c.blob))
-         FROM steps s JOIN intents i ON i.run_id = s.run_id AND i.step_seq = s.seq
-              JOIN checkpoints c ON c.run_id = s.run_id AND c.seq = s.seq + 1
-         WHERE s.run_id = $1 ORDER BY s.seq",
-    )
-    .bind(&run)
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    let mut steps: std::collections::BTreeMap<i64, StepRows> = rows
-        .into_iter()
-        .map(
-            |(seq, step, intent, step_result, intent_result, checkpoint)| {
-                let rows = StepRows {
-                    step,
-                    intent,
-                    step_result,
-                    intent_result,
-                    checkpoint,
-                    ..StepRows::default()
-                };
-                (seq, rows)
-            },
-        )
-        .collect();
-    // Each event with the step it belongs to: a step's own events carry its seq; a checkpoint's
-    // belongs to the step before it.
-    let events: Vec<(i64, String, Vec<u8>)> = sqlx::query_as(
-        "SELECT COALESCE(step_seq, (payload::jsonb ->> 'seq')::bigint - 1), kind,
-                convert_to(kind || actor || payload || prev_hash || hash, 'UTF8')
-         FROM audit_events
-         WHERE run_id = $1 AND kind IN ('policy.decided', 'intent.pending', 'intent.confirmed', 'checkpoint.written')
-         ORDER BY seq",
-    )
-    .bind(&run)
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    for (seq, kind, bytes) in events {
-        if let Some(step) = steps.get_mut(&seq) {
-            match kind.as_str() {
-                "policy.decided" | "intent.pending" => step.first_events.push(bytes),
-                _ => step.second_events.push(bytes),
-            }
-        }
-    }
-    let mut steps: Vec<StepRows> = steps.into_values().collect();
-    // Pre-images committed with the intents (small blobs live in the database).
-    let blobs: Vec<Vec<u8>> = sqlx::query_scalar("SELECT bytes FROM blobs ORDER BY sha256")
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-    let n = steps.len().max(1);
-    for (k, blob) in blobs.into_iter().enumerate() {
-        if let Some(step) = steps.get_mut(k % n) {
-            step.blobs.push(blob);
-        }
-    }
-    pool.close().await;
-    steps
-}
-
-/// Where the server's write-ahead log is now, in bytes: what a commit must flush is the difference.
-async fn wal_position(pool: &sqlx::PgPool) -> i64 {
-    sqlx::query_scalar("SELECT (pg_current_wal_lsn() - '0/0')::BIGINT")
-        .fetch_one(pool)
-        .await
-        .unwrap()
-}
-
-/// Step latencies and the WAL bytes written per step.
-struct Timed {
-    latencies: Vec<Duration>,
-    wal_per_step: i64,
-}
-
-/// A durable run of `steps` writes (each round a new run on the same database): each step's
-/// latency, what it committed, and the WAL the run wrote.
-async fn reins_steps(
-    url: &str,
-    reins: &Reins,
-    ws: &std::path::Path,
-    steps: usize,
-    round: usize,
-) -> (Timed, Vec<StepRows>) {
-    let run = reins
-        .create_plan_run(&plan(steps, round * steps), ws, &Silent)
-        .await
-        .unwrap();
-    let probe = pg(url).await;
-    let wal = wal_position(&probe).await;
-    let watch = Stopwatch(Mutex::new(vec![Instant::now()]));
-    reins.drive(run, &watch).await.unwrap();
-    let wal = wal_position(&probe).await - wal;
-    probe.close().await;
-    let marks = watch.0.lock().unwrap().clone();
-    let latencies = marks.windows(2).map(|w| w[1] - w[0]).collect();
-    let timed = Timed {
-        latencies,
-        wal_per_step: wal / steps.max(1) as i64,
-    };
-    (timed, committed_rows(url, run).await)
-}
-
-/// The raw baselines' tables: plain, with a primary key each, compressed as Reins' large columns
-/// are (see the `lz4` migration).
-async fn raw_tables(url: &str) -> sqlx::PgPool {
-    let pool = pg(url).await;
-    for ddl in [
-        "CREATE TABLE journal (id BIGINT PRIMARY KEY, status TEXT, payload BYTEA COMPRESSION lz4)",
-        "CREATE TABLE snapshots (id BIGINT PRIMARY KEY, payload BYTEA COMPRESSION lz4)",
-        "CREATE TABLE step_rows (id BIGINT PRIMARY KEY, payload BYTEA COMPRESSION lz4, result BYTEA COMPRESSION lz4)",
-        "CREATE TABLE intent_rows (id BIGINT PRIMARY KEY, payload BYTEA COMPRESSION lz4, result BYTEA COMPRESSION lz4)",
-        "CREATE TABLE event_rows (id BIGINT PRIMARY KEY, payload BYTEA COMPRESSION lz4)",
-        "CREATE TABLE blob_rows (id BIGINT PRIMARY KEY, payload BYTEA COMPRESSION lz4)",
-        "CREATE TABLE checkpoint_rows (id BIGINT PRIMARY KEY, payload BYTEA COMPRESSION lz4)",
-    ] {
-        sqlx::query(ddl).execute(&pool).await.unwrap();
-    }
-    pool
-}
-
-/// Which raw baseline.
-#[derive(Clone, Copy)]
-enum Raw {
-    /// The issue's: per commit, the same rows with the same bytes as Reins' (each transaction
-    /// one statement, so the fewest round trips).
-    SameRows,
-    /// Stricter: per commit, all of its bytes in one row (the second also confirms the first).
-    OneRow,
-}
-
-/// A raw baseline over `rows` (ids from `*next` on): each step's latency, and the WAL per step.
-async fn raw_steps(
-    pool: &sqlx::PgPool,
-    dir: &std::path::Path,
-    rows: &[StepRows],
-    raw: Raw,
-    next: &mut i64,
-) -> Timed {
-    let joined: Vec<(Vec<u8>, Vec<u8>)> = rows.iter().map(StepRows::joined).collect();
-    let mut latencies = Vec::new();
-    let wal = wal_position(pool).await;
-    for (i, (step, (first, second))) in rows.iter().zip(&joined).enumerate() {
-        let id = *next;
-        *next += 1;
-        let t = Instant::now();
-        let mut tx = pool.begin().await.unwrap();
-        match raw {
-            Raw::SameRows => {
-                sqlx::query(
-                    "WITH s AS (INSERT INTO step_rows (id, payload) VALUES ($1, $2)),
-                          i AS (INSERT INTO intent_rows (id, payload) VALUES ($1, $3)),
-                          b AS (INSERT INTO blob_rows (id, payload)
-                                SELECT $1 * 64 + n, p FROM unnest($5::bytea[]) WITH ORDINALITY AS u (p, n))
-                     INSERT INTO event_rows (id, payload)
-                     SELECT $1 * 64 + n, p FROM unnest($4::bytea[]) WITH ORDINALITY AS u (p, n)",
-                )
-                .bind(id)
-                .bind(step.step.as_slice())
-                .bind(step.intent.as_slice())
-                .bind(step.first_events.as_slice())
-                .bind(step.blobs.as_slice())
-                .execute(&mut *tx)
-                .await
-                .unwrap();
-            }
-            Raw::OneRow => {
-                sqlx::query("INSERT INTO journal (id, status, payload) VALUES ($1, 'pending', $2)")
-                    .bind(id)
-                    .bind(first.as_slice())
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
-            }
-        }
-        tx.commit().await.unwrap();
-        atomic_write(dir, &format!("{i}.conf"), content(i).as_bytes());
-        let mut tx = pool.begin().await.unwrap();
-        match raw {
-            Raw::SameRows => {
-                sqlx::query(
-                    "WITH s AS (UPDATE step_rows SET result = $2 WHERE id = $1),
-                          i AS (UPDATE intent_rows SET result = $3 WHERE id = $1),
-                          c AS (INSERT INTO checkpoint_rows (id, payload) VALUES ($1, $4))
-                     INSERT INTO event_rows (id, payload)
-                     SELECT $1 * 64 + 32 + n, p FROM unnest($5::bytea[]) WITH ORDINALITY AS u (p, n)",
-                )
-                .bind(id)
-                .bind(step.step_result.as_slice())
-                .bind(step.intent_result.as_slice())
-                .bind(step.checkpoint.as_slice())
-                .bind(step.second_events.as_slice())
-                .execute(&mut *tx)
-                .await
-                .unwrap();
-            }
-            Raw::OneRow => {
-                sqlx::query("UPDATE journal SET status = 'confirmed' WHERE id = $1")
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
-                sqlx::query("INSERT INTO snapshots (id, payload) VALUES ($1, $2)")
-                    .bind(id)
-                    .bind(second.as_slice())
-                    .execute(&mut *tx)
-                    .await
-                    .unwrap();
-            }
-        }
-        tx.commit().await.unwrap();
-        latencies.push(t.elapsed());
-    }
-    let wal = wal_position(pool).await - wal;
-    Timed {
-        latencies,
-        wal_per_step: wal / rows.len().max(1) as i64,
-    }
 }
 
 /// `workers` workers over `runs` queued one-step runs: (claims per second, runs finished).
@@ -528,96 +255,6 @@ async fn wake_ups(cluster: &reins_testpg::Cluster, listen: bool, rounds: usize) 
     out
 }
 
-/// `rounds` rounds of a Reins run of `steps` writes, each followed by both baselines over what it
-/// committed (in turn first), on the same server: the ratios are taken within a round, so a
-/// slow spell of the shared machine weighs on both sides alike.
-async fn durable_step(cluster: &reins_testpg::Cluster, steps: usize, rounds: usize) {
-    let url = cluster.database("bench_step").unwrap();
-    let raw_url = cluster.database("bench_raw").unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let ws = dir.path().join("ws");
-    let raw_dir = dir.path().join("raw");
-    std::fs::create_dir_all(&ws).unwrap();
-    std::fs::create_dir_all(&raw_dir).unwrap();
-    let reins = Reins::open(
-        DataDir::at(&dir.path().join("data")),
-        options(&url, Arc::new(PermitAll), true),
-    )
-    .await
-    .unwrap();
-    let raw = raw_tables(&raw_url).await;
-    let mut next = 0;
-    let (mut all_reins, mut all_same, mut all_one) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut same_ratios, mut one_ratios) = (Vec::new(), Vec::new());
-    let (mut wal_reins, mut wal_same, mut wal_one) = (0, 0, 0);
-    let mut bytes = 0;
-    for round in 0..rounds {
-        let (mut r, rows) = reins_steps(&url, &reins, &ws, steps, round).await;
-        let order = if round % 2 == 0 {
-            [Raw::SameRows, Raw::OneRow]
-        } else {
-            [Raw::OneRow, Raw::SameRows]
-        };
-        let mut same = None;
-        let mut one = None;
-        for kind in order {
-            let timed = raw_steps(&raw, &raw_dir, &rows, kind, &mut next).await;
-            match kind {
-                Raw::SameRows => same = Some(timed),
-                Raw::OneRow => one = Some(timed),
-            }
-        }
-        let (mut same, mut one) = (same.unwrap(), one.unwrap());
-        let reins_median = median(&mut r.latencies);
-        same_ratios.push(median(&mut same.latencies).as_secs_f64() / reins_median.as_secs_f64());
-        one_ratios.push(median(&mut one.latencies).as_secs_f64() / reins_median.as_secs_f64());
-        wal_reins += r.wal_per_step;
-        wal_same += same.wal_per_step;
-        wal_one += one.wal_per_step;
-        bytes += rows.iter().map(StepRows::bytes).sum::<usize>() / rows.len().max(1);
-        all_reins.append(&mut r.latencies);
-        all_same.append(&mut same.latencies);
-        all_one.append(&mut one.latencies);
-    }
-    raw.close().await;
-    let n = rounds as i64;
-    let spread = |ratios: &mut Vec<f64>| {
-        ratios.sort_by(f64::total_cmp);
-        (
-            ratios[ratios.len() / 2],
-            ratios[0],
-            ratios[ratios.len() - 1],
-        )
-    };
-    let (same_ratio, same_lo, same_hi) = spread(&mut same_ratios);
-    let (one_ratio, one_lo, one_hi) = spread(&mut one_ratios);
-    let (r, same, one) = (
-        median(&mut all_reins),
-        median(&mut all_same),
-        median(&mut all_one),
-    );
-    println!(
-        "durable step ({rounds} rounds of {steps} steps, {} B committed per step): reins median {:.2} ms ({:.0} steps/s)",
-        bytes / rounds,
-        ms(r),
-        1.0 / r.as_secs_f64()
-    );
-    println!(
-        "  raw, the same rows and bytes per commit: median {:.2} ms; ratio {same_ratio:.2}x (rounds {same_lo:.2}-{same_hi:.2}; goal >= 0.70)",
-        ms(same)
-    );
-    println!(
-        "  raw, one row per commit (stricter): median {:.2} ms; ratio {one_ratio:.2}x (rounds {one_lo:.2}-{one_hi:.2})",
-        ms(one)
-    );
-    println!(
-        "  WAL written per step: reins {} B, raw same rows {} B, raw one row {} B",
-        wal_reins / n,
-        wal_same / n,
-        wal_one / n
-    );
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 4)]
 async fn main() {
     let args: Vec<usize> = std::env::args()
@@ -631,7 +268,7 @@ async fn main() {
     let cluster = reins_testpg::Cluster::private().expect("a throwaway PostgreSQL 15 cluster");
 
     println!("team mode on PostgreSQL 15 (127.0.0.1, synchronous_commit = on)");
-    durable_step(&cluster, steps, rounds).await;
+    team_step::durable_step(&cluster, steps, rounds).await;
 
     let (one, done_one) = claims(&cluster, 1, runs).await;
     let (eight, done_eight) = claims(&cluster, 8, runs).await;
