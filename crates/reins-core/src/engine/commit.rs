@@ -11,6 +11,7 @@ use crate::clock::now_ms;
 use crate::error::Result;
 use crate::ids::RunId;
 use crate::store::write::{self, Moved, Transition, Write, Written};
+use crate::store::fused::{Landed, Tail};
 use crate::store::{audit, checkpoints};
 
 use super::{Engine, Observer, Progress};
@@ -184,42 +185,88 @@ impl Engine {
         };
         let now = now_ms();
         let mut tx = self.store.begin().await?;
-        let mut applied = Applied {
-            written: write::apply(&mut tx, run, &rows, now).await?,
-            ..Applied::default()
-        };
-        if let Some(p) = &checkpoint {
-            let run = write::of_run(run)?;
-            let seq = checkpoints::insert(
-                &mut tx,
-                run,
-                &checkpoints::NewCheckpoint {
-                    level: p.level,
-                    schema_version: checkpoint::SCHEMA_VERSION,
-                    body: if p.in_blob {
-                        checkpoints::Body::Blob(&p.sha256)
-                    } else {
-                        checkpoints::Body::Inline(&p.bytes)
-                    },
-                    size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
-                    sha256: &p.sha256,
-                    created_at: now,
-                },
-            )
-            .await?;
-            events.push(audit::Event::new(
+        let new_checkpoint = checkpoint.as_ref().map(|p| checkpoints::NewCheckpoint {
+            level: p.level,
+            schema_version: checkpoint::SCHEMA_VERSION,
+            body: if p.in_blob {
+                checkpoints::Body::Blob(&p.sha256)
+            } else {
+                checkpoints::Body::Inline(&p.bytes)
+            },
+            size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
+            sha256: &p.sha256,
+            created_at: now,
+        });
+        let written = |seq: i64, p: &Encoded| -> Result<audit::Event> {
+            Ok(audit::Event::new(
                 Actor::Harness,
-                Some(run),
+                Some(write::of_run(run)?),
                 ev::CheckpointWritten {
                     seq,
                     level: p.level,
                     sha256: p.sha256.clone(),
                     size: p.bytes.len(),
                 },
-            ));
+            ))
+        };
+        // On a shared PostgreSQL a worker's checkpoint and events travel in its rows' statement
+        // when it can tell in advance where they go (`store::fused`).
+        let fused = match owner {
+            Some(o)
+                if self.store.dialect() == crate::store::Dialect::Postgres
+                    && transition.is_none()
+                    && announce.is_none()
+                    && end_attempt.is_none()
+                    && write::carries_tail(&rows)
+                    && (checkpoint.is_some() || !events.is_empty()) =>
+            {
+                match (&checkpoint, o.last_checkpoint()) {
+                    (None, _) => Some((o, None)),
+                    (Some(p), Some(last)) => {
+                        events.push(written(last + 1, p)?);
+                        Some((o, Some(last + 1)))
+                    }
+                    (Some(_), None) => None,
+                }
+            }
+            _ => None,
+        };
+        let tail = fused.and_then(|(o, seq)| {
+            let cp = seq.zip(new_checkpoint.as_ref());
+            Tail::new(o, cp, &events, now)
+        });
+        let (written_rows, carried) =
+            write::apply_with(&mut tx, run, &rows, now, tail.as_ref()).await?;
+        let landed = match (tail, carried) {
+            (Some(tail), Some((checkpoint_rows, event_rows))) => {
+                tail.landed(&mut tx, checkpoint_rows, event_rows)
+            }
+            _ => Landed::default(),
+        };
+        let mut applied = Applied {
+            written: written_rows,
+            ..Applied::default()
+        };
+        let predicted = fused.and_then(|(_, seq)| seq);
+        if let (Some(p), Some(cp)) = (&checkpoint, &new_checkpoint) {
+            let seq = match predicted {
+                Some(seq) if landed.checkpoint => seq,
+                _ => {
+                    if predicted.is_some() {
+                        // It did not land where foreseen: announce where it does.
+                        events.pop();
+                    }
+                    let seq = checkpoints::insert(&mut tx, write::of_run(run)?, cp).await?;
+                    events.push(written(seq, p)?);
+                    seq
+                }
+            };
+            if let Some(o) = owner {
+                o.wrote_checkpoint(seq);
+            }
             applied.checkpoint = Some(seq);
         }
-        if !events.is_empty() {
+        if !events.is_empty() && !landed.events {
             audit::append_all(&mut tx, owner, &events, now).await?;
         }
         if let Some(t) = &transition {

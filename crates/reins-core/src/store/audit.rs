@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 use super::dialect::Sql;
+use super::steps::Query;
 use super::Pool;
 
 use super::anchor::Mark;
@@ -113,6 +114,8 @@ pub struct Owner {
     pub run: RunId,
     pub fence: i64,
     head: std::sync::Mutex<Option<(i64, String)>>,
+    /// The seq of the last checkpoint this owner wrote, so the next can travel with its events.
+    checkpoint: std::sync::Mutex<Option<i64>>,
     /// Set when an append saw that a person asked the run to pause.
     pause_requested: std::sync::atomic::AtomicBool,
 }
@@ -123,6 +126,7 @@ impl Owner {
             run,
             fence,
             head: std::sync::Mutex::new(None),
+            checkpoint: std::sync::Mutex::new(None),
             pause_requested: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -136,6 +140,17 @@ impl Owner {
     pub fn saw_pause(&self, requested: bool) {
         self.pause_requested
             .store(requested, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The seq of the last checkpoint this owner wrote, if it remembers one.
+    pub fn last_checkpoint(&self) -> Option<i64> {
+        self.checkpoint.lock().ok().and_then(|c| *c)
+    }
+
+    pub fn wrote_checkpoint(&self, seq: i64) {
+        if let Ok(mut c) = self.checkpoint.lock() {
+            *c = Some(seq);
+        }
     }
 
     fn remembered(&self) -> Option<(i64, String)> {
@@ -277,6 +292,103 @@ fn marks_of(rows: &[Row]) -> Vec<Mark> {
         .collect()
 }
 
+/// An owner's append on the fast path: its rows chained after the head the owner remembers, and
+/// one guarded `INSERT` that lands them only if that is still the head and the owner still holds
+/// the run (plainly running: a pause request sends the append down the slow path, which notices
+/// it). It may travel alone or as the last part of a write's own statement (`store::fused`).
+pub(super) struct Fast<'o> {
+    owner: &'o Owner,
+    rows: Vec<Row>,
+    head: String,
+    run: String,
+    now: i64,
+}
+
+impl<'o> Fast<'o> {
+    /// `None` when the owner remembers no head.
+    fn prepare(owner: &'o Owner, events: &[Entry], now: i64) -> Option<Self> {
+        let (seq, head) = owner.remembered()?;
+        Some(Self {
+            owner,
+            rows: chain(seq, head.clone(), events, now),
+            head,
+            run: owner.run.to_string(),
+            now,
+        })
+    }
+
+    pub(super) fn of_events(owner: &'o Owner, events: &[Event], now: i64) -> Option<Self> {
+        let entries: Vec<Entry> = events.iter().map(Entry::of).collect();
+        Self::prepare(owner, &entries, now)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// The statement, parameters from `$1`; `also` is one more condition (SQL) the rows need.
+    pub(super) fn sql(&self, also: Option<&str>) -> String {
+        let mut sql = String::from(
+            "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash)
+             SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9, column10 FROM (VALUES ",
+        );
+        let mut n = 0;
+        for i in 0..self.rows.len() {
+            sql.push_str(if i == 0 { "(" } else { ", (" });
+            let fields: Vec<String> = (0..10)
+                .map(|_| {
+                    n += 1;
+                    format!("${n}")
+                })
+                .collect();
+            sql.push_str(&fields.join(", "));
+            sql.push(')');
+        }
+        sql.push_str(&format!(
+            ") AS v WHERE (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1) IS NOT DISTINCT FROM ${}
+               AND EXISTS (SELECT 1 FROM runs WHERE id = ${} AND fence = ${} AND state = 'running')",
+            n + 1,
+            n + 2,
+            n + 3
+        ));
+        if let Some(also) = also {
+            sql.push_str(" AND ");
+            sql.push_str(also);
+        }
+        sql
+    }
+
+    /// Binds the statement's parameters, in order, after those already bound to `q`.
+    pub(super) fn bind<'q>(&'q self, mut q: Query<'q>) -> Query<'q> {
+        for r in &self.rows {
+            q = q
+                .bind(r.seq)
+                .bind(self.now)
+                .bind(r.actor)
+                .bind(r.kind)
+                .bind(r.run_id.as_deref())
+                .bind(r.step)
+                .bind(r.approval.as_deref())
+                .bind(r.payload.as_str())
+                .bind(r.prev_hash.as_str())
+                .bind(r.hash.as_str());
+        }
+        q.bind(self.head.as_str())
+            .bind(self.run.as_str())
+            .bind(self.owner.fence)
+    }
+
+    /// The rows landed: the transaction carries the new head to the anchor and the owner
+    /// remembers it. Returns the last seq.
+    pub(super) fn landed(self, tx: &mut Tx) -> i64 {
+        tx.appended(marks_of(&self.rows));
+        let last = self.rows.last().map(|r| (r.seq, r.hash.clone()));
+        let seq = last.as_ref().map(|(seq, _)| *seq).unwrap_or(0);
+        self.owner.remember(last);
+        seq
+    }
+}
+
 /// Appends events in order inside `tx` and returns the last seq.
 ///
 /// With an `owner`, the append also proves that worker still holds the run (inside `BEGIN IMMEDIATE`
@@ -299,30 +411,11 @@ async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) 
             "an audit append needs at least one event".into(),
         ));
     }
-    if let Some((o, (seq, hash))) = owner.and_then(|o| o.remembered().map(|h| (o, h))) {
-        let rows = chain(seq, hash.clone(), events, now);
-        let mut insert = Sql::new(
-            "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash)
-             SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9, column10 FROM (",
-        );
-        push_rows(&mut insert, &rows, now)?;
-        insert
-            .push(") AS v WHERE (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1) IS NOT DISTINCT FROM ")
-            .bind(hash)?
-            .push(" AND EXISTS (SELECT 1 FROM runs WHERE id = ")
-            .bind(o.run.to_string())?
-            .push(" AND fence = ")
-            .bind(o.fence)?
-            // Only while plainly running: a pause request sends the append down the slow path,
-            // which notices it.
-            .push(" AND state = 'running')");
-        let (sql, args) = insert.into_parts();
-        let done = sqlx::query_with(&sql, args).execute(&mut **tx).await?;
-        if done.rows_affected() == rows.len() as u64 {
-            tx.appended(marks_of(&rows));
-            let last = rows.last().map(|r| (r.seq, r.hash.clone()));
-            o.remember(last.clone());
-            return Ok(last.map(|(seq, _)| seq).unwrap_or(seq));
+    if let Some(fast) = owner.and_then(|o| Fast::prepare(o, events, now)) {
+        let sql = fast.sql(None);
+        let done = fast.bind(sqlx::query(&sql)).execute(&mut **tx).await?;
+        if done.rows_affected() == fast.rows.len() as u64 {
+            return Ok(fast.landed(tx));
         }
     }
     let (state, last_seq, last_hash): (Option<String>, Option<i64>, Option<String>) = match owner {

@@ -64,6 +64,35 @@ pub async fn insert(tx: &mut Tx, run: RunId, cp: &NewCheckpoint<'_>) -> Result<i
     Ok(seq)
 }
 
+/// Inserts at `$2`, and only if that is the run's next seq: a checkpoint travelling in a write's
+/// own statement (`store::fused`), whose seq had to be known before the statement was sent.
+pub(super) const INSERT_AT: &str =
+    "INSERT INTO checkpoints (run_id, seq, level, schema_version, payload, blob, size, sha256, created_at)
+     SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9
+     FROM (VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)) AS v
+     WHERE (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE run_id = $1) = $2 - 1";
+
+pub(super) fn bind_insert_at<'q>(
+    q: super::steps::Query<'q>,
+    run: &'q str,
+    seq: i64,
+    cp: &'q NewCheckpoint<'q>,
+) -> super::steps::Query<'q> {
+    let (payload, blob) = match cp.body {
+        Body::Inline(bytes) => (Some(bytes), None),
+        Body::Blob(hash) => (None, Some(hash)),
+    };
+    q.bind(run)
+        .bind(seq)
+        .bind(cp.level)
+        .bind(cp.schema_version)
+        .bind(payload)
+        .bind(blob)
+        .bind(cp.size)
+        .bind(cp.sha256)
+        .bind(cp.created_at)
+}
+
 pub async fn get(pool: &Pool, run: RunId, seq: i64) -> Result<CheckpointRow> {
     let row = sqlx::query(
         "SELECT seq, level, schema_version, payload, blob, size, sha256, created_at

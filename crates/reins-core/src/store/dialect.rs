@@ -86,31 +86,40 @@ pub fn batch(statements: &[&str]) -> String {
 
 /// PostgreSQL's one round trip for several writes: each statement becomes a data-modifying
 /// `WITH` part (PostgreSQL runs every one to completion, read or not), parameters numbered on
-/// across them as [`batch`] numbers them. It returns one row: the rows changed by the parts
-/// marked `true`, summed.
+/// across them as [`batch`] numbers them. It returns one row of `groups` columns: the rows changed
+/// by the parts of group 0, summed, then of group 1, and so on (parts of no group are not
+/// counted). Part `i` is named `part{i}`, so a later part may read an earlier one's `RETURNING 1`
+/// rows.
 ///
 /// All parts see the database as it was when the statement began, so a later part must not
-/// depend on an earlier part's change, and no two parts may change the same row.
-pub fn chain(parts: &[(&str, bool)]) -> String {
+/// depend on an earlier part's change (other than through its `RETURNING` rows), and no two parts
+/// may change the same row.
+pub fn chain_counted(parts: &[(&str, Option<usize>)], groups: usize) -> String {
     let mut out = String::from("WITH ");
     let mut offset = 0;
-    let mut counted = Vec::new();
-    for (i, (statement, count)) in parts.iter().enumerate() {
+    let mut counted = vec![Vec::new(); groups];
+    for (i, (statement, group)) in parts.iter().enumerate() {
         if i > 0 {
             out.push_str(",\n");
         }
         out.push_str(&format!("part{i} AS ("));
         offset += renumbered(statement, offset, &mut out);
         out.push_str(" RETURNING 1)");
-        if *count {
-            counted.push(format!("(SELECT COUNT(*) FROM part{i})"));
+        if let Some(sums) = group.and_then(|g| counted.get_mut(g)) {
+            sums.push(format!("(SELECT COUNT(*) FROM part{i})"));
         }
     }
-    if counted.is_empty() {
-        out.push_str("\nSELECT CAST(0 AS BIGINT)");
-    } else {
-        out.push_str(&format!("\nSELECT CAST({} AS BIGINT)", counted.join(" + ")));
-    }
+    let columns: Vec<String> = counted
+        .iter()
+        .map(|sums| {
+            if sums.is_empty() {
+                "CAST(0 AS BIGINT)".to_owned()
+            } else {
+                format!("CAST({} AS BIGINT)", sums.join(" + "))
+            }
+        })
+        .collect();
+    out.push_str(&format!("\nSELECT {}", columns.join(", ")));
     out
 }
 
@@ -220,10 +229,17 @@ mod tests {
     }
 
     #[test]
-    fn a_chain_makes_one_statement_of_several_and_sums_the_counted_parts() {
+    fn a_chain_makes_one_statement_of_several_and_sums_the_counted_parts_by_group() {
         assert_eq!(
-            chain(&[("UPDATE a SET x = $1 WHERE y = $2", true), ("INSERT INTO b (c) VALUES ($1)", false)]),
-            "WITH part0 AS (UPDATE a SET x = $1 WHERE y = $2 RETURNING 1),\npart1 AS (INSERT INTO b (c) VALUES ($3) RETURNING 1)\nSELECT CAST((SELECT COUNT(*) FROM part0) AS BIGINT)"
+            chain_counted(
+                &[
+                    ("UPDATE a SET x = $1 WHERE y = $2", Some(0)),
+                    ("INSERT INTO b (c) VALUES ($1)", None),
+                    ("INSERT INTO d (e) SELECT $1 WHERE EXISTS (SELECT 1 FROM part1)", Some(2)),
+                ],
+                3
+            ),
+            "WITH part0 AS (UPDATE a SET x = $1 WHERE y = $2 RETURNING 1),\npart1 AS (INSERT INTO b (c) VALUES ($3) RETURNING 1),\npart2 AS (INSERT INTO d (e) SELECT $4 WHERE EXISTS (SELECT 1 FROM part1) RETURNING 1)\nSELECT CAST((SELECT COUNT(*) FROM part0) AS BIGINT), CAST(0 AS BIGINT), CAST((SELECT COUNT(*) FROM part2) AS BIGINT)"
         );
     }
 

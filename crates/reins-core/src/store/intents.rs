@@ -7,6 +7,7 @@ use super::{Executor, Pool};
 
 use super::dialect::batch;
 use super::decode::{self, Stored};
+use super::fused::Tail;
 use super::{blobs, steps, Result, StoreError, Tx};
 use crate::digest::Digest;
 use crate::ids::RunId;
@@ -91,14 +92,16 @@ pub async fn insert(tx: &mut Tx, run: RunId, intent: &IntentRow) -> Result<()> {
 }
 
 /// Records a step, the intent of its effect and the pre-images it needs (small ones, kept in the
-/// database) in one round trip.
+/// database) in one round trip; on PostgreSQL, with the `tail` (the change's events) in the same
+/// statement. Returns the rows the tail's two groups changed.
 pub async fn insert_with_step(
     tx: &mut Tx,
     run: RunId,
     step: &steps::StepRow,
     intent: &IntentRow,
     pre_images: &[&[u8]],
-) -> Result<()> {
+    tail: Option<&Tail<'_>>,
+) -> Result<(i64, i64)> {
     if !tx.dialect().batches() {
         // One statement: the step, its intent and each distinct pre-image once (a part may not
         // change a row another part changes).
@@ -108,15 +111,25 @@ pub async fn insert_with_step(
             .map(|bytes| (Digest::of(bytes), *bytes))
             .filter(|(digest, _)| seen.insert(digest.clone()))
             .collect();
-        let mut parts = vec![(steps::INSERT, false), (INSERT, false)];
-        parts.extend(distinct.iter().map(|_| (blobs::INSERT, false)));
-        let sql = super::dialect::chain(&parts);
+        let mut parts: Vec<(String, Option<usize>)> =
+            vec![(steps::INSERT.to_owned(), None), (INSERT.to_owned(), None)];
+        parts.extend(distinct.iter().map(|_| (blobs::INSERT.to_owned(), None)));
+        if let Some(tail) = tail {
+            let first = parts.len();
+            parts.extend(tail.parts(first));
+        }
+        let refs: Vec<(&str, Option<usize>)> =
+            parts.iter().map(|(s, g)| (s.as_str(), *g)).collect();
+        let sql = super::dialect::chain_counted(&refs, 3);
         let mut q = bind_insert(steps::bind_insert(sqlx::query(&sql), run, step), run, intent);
         for (digest, bytes) in &distinct {
             q = blobs::bind_insert(q, digest, bytes, intent.created_at);
         }
-        q.execute(&mut **tx).await?;
-        return Ok(());
+        if let Some(tail) = tail {
+            q = tail.bind(q);
+        }
+        let row = q.fetch_one(&mut **tx).await?;
+        return tail_counts(&row);
     }
     let mut statements = vec![steps::INSERT, INSERT];
     statements.extend(pre_images.iter().map(|_| blobs::INSERT));
@@ -130,7 +143,15 @@ pub async fn insert_with_step(
         q = blobs::bind_insert(q, &Digest::of(bytes), bytes, intent.created_at);
     }
     q.execute(&mut **tx).await?;
-    Ok(())
+    Ok((0, 0))
+}
+
+/// The rows changed by a tail's checkpoint (column 1) and events (column 2).
+fn tail_counts(row: &super::DbRow) -> Result<(i64, i64)> {
+    Ok((
+        sqlx::Row::try_get::<i64, _>(row, 1)?,
+        sqlx::Row::try_get::<i64, _>(row, 2)?,
+    ))
 }
 
 /// Settles the pending intent of a step. Fails if it was already settled: an effect is settled once.
@@ -170,9 +191,16 @@ pub struct Settling<'a> {
 }
 
 /// Settles the pending intent of a step and finishes the step, in one round trip (and, when
-/// asked, marks the processes it started ended). If the intent is not pending, neither row
-/// changes and this fails.
-pub async fn settle_with_step(tx: &mut Tx, run: RunId, s: Settling<'_>, now: i64) -> Result<()> {
+/// asked, marks the processes it started ended); on PostgreSQL with the `tail` (the change's
+/// checkpoint and events) in the same statement. If the intent is not pending, neither row
+/// changes and this fails. Returns the rows the tail's two groups changed.
+pub async fn settle_with_step(
+    tx: &mut Tx,
+    run: RunId,
+    s: Settling<'_>,
+    now: i64,
+    tail: Option<&Tail<'_>>,
+) -> Result<(i64, i64)> {
     // The step first, and only while its intent is pending; then the intent.
     let finish = format!(
         "{} AND EXISTS (SELECT 1 FROM intents i WHERE i.run_id = steps.run_id AND i.step_seq = steps.seq AND i.status = 'pending')",
@@ -186,36 +214,47 @@ pub async fn settle_with_step(tx: &mut Tx, run: RunId, s: Settling<'_>, now: i64
         settled_by,
         ends_processes,
     } = s;
-    let rows = if tx.dialect().batches() {
+    let (rows, counts) = if tx.dialect().batches() {
         if ends_processes {
             super::processes::end_step(tx, run, step_seq, now).await?;
         }
         let sql = batch(&[&finish, SETTLE]);
         let q = steps::bind_finish(sqlx::query(&sql), run, step_seq, step_status, result, now);
-        bind_settle(q, run, step_seq, status, result, settled_by, now)
+        let rows = bind_settle(q, run, step_seq, status, result, settled_by, now)
             .execute(&mut **tx)
             .await?
-            .rows_affected()
+            .rows_affected();
+        (rows, (0, 0))
     } else {
         // One statement: the parts touch different tables, and the step's check reads the
         // intent as it was, which is what it means.
-        let mut parts = Vec::new();
+        let mut parts: Vec<(String, Option<usize>)> = Vec::new();
         if ends_processes {
-            parts.push((super::processes::END_STEP, false));
+            parts.push((super::processes::END_STEP.to_owned(), None));
         }
-        parts.extend([(finish.as_str(), true), (SETTLE, true)]);
-        let sql = super::dialect::chain(&parts);
+        parts.extend([(finish.clone(), Some(0)), (SETTLE.to_owned(), Some(0))]);
+        if let Some(tail) = tail {
+            let first = parts.len();
+            parts.extend(tail.parts(first));
+        }
+        let refs: Vec<(&str, Option<usize>)> =
+            parts.iter().map(|(s, g)| (s.as_str(), *g)).collect();
+        let sql = super::dialect::chain_counted(&refs, 3);
         let mut q = sqlx::query(&sql);
         if ends_processes {
             q = super::processes::bind_end_step(q, run, step_seq, now);
         }
         let q = steps::bind_finish(q, run, step_seq, step_status, result, now);
-        let row = bind_settle(q, run, step_seq, status, result, settled_by, now)
-            .fetch_one(&mut **tx)
-            .await?;
-        u64::try_from(sqlx::Row::try_get::<i64, _>(&row, 0)?).unwrap_or(0)
+        let mut q = bind_settle(q, run, step_seq, status, result, settled_by, now);
+        if let Some(tail) = tail {
+            q = tail.bind(q);
+        }
+        let row = q.fetch_one(&mut **tx).await?;
+        let rows = u64::try_from(sqlx::Row::try_get::<i64, _>(&row, 0)?).unwrap_or(0);
+        (rows, tail_counts(&row)?)
     };
-    settled_once(rows, 2, run, step_seq)
+    settled_once(rows, 2, run, step_seq)?;
+    Ok(counts)
 }
 
 fn settled_once(rows: u64, expected: u64, run: RunId, step_seq: i64) -> Result<()> {

@@ -23,6 +23,7 @@ pub mod column;
 mod decode;
 pub mod devices;
 pub mod dialect;
+pub mod fused;
 pub mod grants;
 pub mod history;
 pub mod intents;
@@ -43,6 +44,8 @@ pub mod write;
 mod damage_tests;
 #[cfg(test)]
 mod shared_tests;
+#[cfg(test)]
+mod fused_tests;
 #[cfg(test)]
 mod tests;
 

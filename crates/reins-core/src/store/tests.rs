@@ -366,9 +366,9 @@ async fn an_intent_settles_once(#[case] backend: Backend) -> anyhow::Result<()> 
         settled_by: None,
         ends_processes,
     };
-    intents::settle_with_step(&mut tx, run, settling("ok", true), 2).await?;
+    intents::settle_with_step(&mut tx, run, settling("ok", true), 2, None).await?;
     assert!(
-        intents::settle_with_step(&mut tx, run, settling("again", false), 3)
+        intents::settle_with_step(&mut tx, run, settling("again", false), 3, None)
             .await
             .is_err(),
         "settling the intent and its step together still settles the intent once"

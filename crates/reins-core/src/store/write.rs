@@ -5,6 +5,7 @@
 
 use super::approvals::{self, ApprovalRow, DecisionWrite, Edit};
 use super::devices::{self, DeviceRow, PairingRow};
+use super::fused::Tail;
 use super::grants::{self, GrantRow};
 use super::intents::{self, IntentRow};
 use super::manifests::{self, ManifestRow};
@@ -172,13 +173,30 @@ pub struct Written {
     pub closed: Vec<String>,
 }
 
-/// Applies `writes` in order for `run` (None: a change of no run in particular) inside `tx`.
-pub async fn apply(tx: &mut Tx, run: Option<RunId>, writes: &[Write], now: i64) -> Result<Written> {
+/// Whether the last of `writes` can carry a tail (`apply_with`): a step's intent or its settling.
+pub fn carries_tail(writes: &[Write]) -> bool {
+    matches!(writes.last(), Some(Write::Intent { .. } | Write::Settle { .. }))
+}
+
+/// Applies `writes` in order for `run` (None: a change of no run in particular) inside `tx`, with
+/// `tail` travelling in the last write's statement when that write is a step's
+/// intent or its settling (`store::fused`). Also returns the rows the tail's checkpoint and events
+/// changed; `None` when it did not travel.
+pub async fn apply_with(
+    tx: &mut Tx,
+    run: Option<RunId>,
+    writes: &[Write],
+    now: i64,
+    tail: Option<&Tail<'_>>,
+) -> Result<(Written, Option<(i64, i64)>)> {
     let mut out = Written::default();
-    for w in writes {
-        apply_one(tx, run, w, now, &mut out).await?;
+    let mut carried = None;
+    let last = writes.len().saturating_sub(1);
+    for (i, w) in writes.iter().enumerate() {
+        let tail = tail.filter(|_| i == last);
+        apply_one(tx, run, w, now, &mut out, tail, &mut carried).await?;
     }
-    Ok(out)
+    Ok((out, carried))
 }
 
 /// The run a write is for; a run's write in a change of no run is a harness bug, refused.
@@ -192,6 +210,8 @@ async fn apply_one(
     w: &Write,
     now: i64,
     out: &mut Written,
+    tail: Option<&Tail<'_>>,
+    carried: &mut Option<(i64, i64)>,
 ) -> Result<()> {
     // Writes that name their own rows need no run.
     match w {
@@ -297,7 +317,8 @@ async fn apply_one(
             small_blobs,
         } => {
             let blobs: Vec<&[u8]> = small_blobs.iter().map(Vec::as_slice).collect();
-            intents::insert_with_step(tx, run, step, intent, &blobs).await?
+            let counts = intents::insert_with_step(tx, run, step, intent, &blobs, tail).await?;
+            *carried = tail.map(|_| counts);
         }
         Write::Settle {
             seq,
@@ -307,7 +328,7 @@ async fn apply_one(
             settled_by,
             ends_processes,
         } => {
-            intents::settle_with_step(
+            let counts = intents::settle_with_step(
                 tx,
                 run,
                 intents::Settling {
@@ -319,8 +340,10 @@ async fn apply_one(
                     ends_processes: *ends_processes,
                 },
                 now,
+                tail,
             )
-            .await?
+            .await?;
+            *carried = tail.map(|_| counts);
         }
         Write::SettleByPerson {
             seq,

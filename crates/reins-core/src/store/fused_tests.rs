@@ -1,0 +1,237 @@
+//! A step's checkpoint and events travelling in its rows' statement on PostgreSQL
+//! (`store::fused`): they land where the separate statements would have put them, or not at all.
+
+use super::checkpoints::{Body, NewCheckpoint};
+use super::fused::{Landed, Tail};
+use super::tests::{fresh, insert_run, Backend};
+use super::*;
+use crate::audit::event::{self as ev, Actor};
+use crate::checkpoint::Level;
+use crate::ids::RunId;
+use crate::journal::{EffectClass, IntentStatus};
+use crate::step::{StepKind, StepStatus};
+use crate::tools::{RecordedCall, ToolCall};
+
+fn call() -> RecordedCall {
+    RecordedCall::raw(ToolCall {
+        tool: "fs.write".into(),
+        args: serde_json::json!({"path": "a", "content": "b"}),
+    })
+}
+
+fn step(seq: i64) -> steps::StepRow {
+    steps::StepRow {
+        seq,
+        kind: StepKind::ToolCall,
+        tool: "fs.write".into(),
+        action: call(),
+        action_hash: "h".into(),
+        why: None,
+        status: StepStatus::Running,
+        risk: None,
+        reasons: None,
+        preview: None,
+        result: None,
+        started_at: 1,
+        ended_at: None,
+    }
+}
+
+fn intent(seq: i64) -> intents::IntentRow {
+    intents::IntentRow {
+        id: crate::ids::IntentId::new().to_string(),
+        step_seq: seq,
+        tool: "fs.write".into(),
+        action: call(),
+        action_hash: "h".into(),
+        effect_class: EffectClass::Idempotent,
+        status: IntentStatus::Pending,
+        pre_images: Vec::new(),
+        post_images: Vec::new(),
+        result: None,
+        settled_by: None,
+        fence: 1,
+        created_at: 1,
+        settled_at: None,
+    }
+}
+
+fn settling(seq: i64) -> intents::Settling<'static> {
+    intents::Settling {
+        step_seq: seq,
+        status: IntentStatus::Confirmed,
+        step_status: StepStatus::Done,
+        result: "ok",
+        settled_by: None,
+        ends_processes: false,
+    }
+}
+
+fn checkpoint() -> NewCheckpoint<'static> {
+    NewCheckpoint {
+        level: Level::Step,
+        schema_version: 1,
+        body: Body::Inline(b"{}"),
+        size: 2,
+        sha256: "cp",
+        created_at: 1,
+    }
+}
+
+fn written(run: RunId, seq: i64) -> audit::Event {
+    audit::Event::new(
+        Actor::Harness,
+        Some(run),
+        ev::CheckpointWritten {
+            seq,
+            level: Level::Step,
+            sha256: "cp".into(),
+            size: 2,
+        },
+    )
+}
+
+/// A running run held at fence 1, whose owner remembers the chain head and checkpoint 1.
+async fn held(store: &Store) -> anyhow::Result<(RunId, audit::Owner)> {
+    let run = insert_run(store).await?;
+    sqlx::query("UPDATE runs SET state = 'running', fence = 1 WHERE id = $1")
+        .bind(run.to_string())
+        .execute(store.pool())
+        .await?;
+    let owner = audit::Owner::new(run, 1);
+    let mut tx = store.begin().await?;
+    checkpoints::insert(&mut tx, run, &checkpoint()).await?;
+    audit::append_all(&mut tx, Some(&owner), &[written(run, 1)], 1).await?;
+    tx.commit().await?;
+    owner.wrote_checkpoint(1);
+    Ok((run, owner))
+}
+
+/// The events of the chain, in order: (kind, prev_hash, hash).
+async fn chain(store: &Store) -> anyhow::Result<Vec<(String, String, String)>> {
+    Ok(
+        sqlx::query_as("SELECT kind, prev_hash, hash FROM audit_events ORDER BY seq")
+            .fetch_all(store.pool())
+            .await?,
+    )
+}
+
+fn linked(events: &[(String, String, String)]) -> bool {
+    events.windows(2).all(|w| w[1].1 == w[0].2)
+}
+
+async fn checkpoint_seqs(store: &Store, run: RunId) -> anyhow::Result<Vec<i64>> {
+    Ok(
+        sqlx::query_scalar("SELECT seq FROM checkpoints WHERE run_id = $1 ORDER BY seq")
+            .bind(run.to_string())
+            .fetch_all(store.pool())
+            .await?,
+    )
+}
+
+#[tokio::test]
+async fn a_steps_checkpoint_and_events_land_with_its_rows_when_foreseen() -> anyhow::Result<()> {
+    let (_d, store) = fresh(Backend::Postgres).await?;
+    let (run, owner) = held(&store).await?;
+
+    // The intent carries its events.
+    let mut tx = store.begin().await?;
+    let events = [written(run, 1)];
+    let tail = Tail::new(&owner, None, &events, 2).ok_or_else(|| anyhow::anyhow!("the owner remembers its head"))?;
+    let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
+        .await?;
+    assert_eq!(counts, (0, 1));
+    assert_eq!(
+        tail.landed(&mut tx, counts.0, counts.1),
+        Landed {
+            checkpoint: false,
+            events: true
+        }
+    );
+    tx.commit().await?;
+
+    // The settling carries checkpoint 2 and its event.
+    let mut tx = store.begin().await?;
+    let cp = checkpoint();
+    let events = [written(run, 2)];
+    let tail = Tail::new(&owner, Some((2, &cp)), &events, 3).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
+    let counts = intents::settle_with_step(&mut tx, run, settling(1), 3, Some(&tail)).await?;
+    assert_eq!(counts, (1, 1));
+    assert_eq!(
+        tail.landed(&mut tx, counts.0, counts.1),
+        Landed {
+            checkpoint: true,
+            events: true
+        }
+    );
+    tx.commit().await?;
+
+    assert_eq!(checkpoint_seqs(&store, run).await?, [1, 2]);
+    let events = chain(&store).await?;
+
+    assert!(linked(&events), "one unbroken chain: {events:?}");
+    assert!(intents::pending(store.pool(), run).await?.is_empty());
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_checkpoint_not_at_the_runs_next_seq_lands_nothing_of_the_tail() -> anyhow::Result<()> {
+    let (_d, store) = fresh(Backend::Postgres).await?;
+    let (run, owner) = held(&store).await?;
+    let mut tx = store.begin().await?;
+    intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], None).await?;
+    tx.commit().await?;
+    let before = chain(&store).await?.len();
+
+    // The owner foresees seq 3, but the run's next is 2.
+    let mut tx = store.begin().await?;
+    let cp = checkpoint();
+    let events = [written(run, 3)];
+    let tail = Tail::new(&owner, Some((3, &cp)), &events, 3).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
+    let counts = intents::settle_with_step(&mut tx, run, settling(1), 3, Some(&tail)).await?;
+    assert_eq!(counts, (0, 0), "neither the checkpoint nor, without it, its events");
+    assert_eq!(tail.landed(&mut tx, counts.0, counts.1), Landed::default());
+    tx.commit().await?;
+    assert_eq!(checkpoint_seqs(&store, run).await?, [1]);
+    assert_eq!(chain(&store).await?.len(), before);
+    assert!(
+        intents::pending(store.pool(), run).await?.is_empty(),
+        "the rows themselves landed"
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn events_after_a_head_that_moved_or_for_a_run_lost_do_not_land() -> anyhow::Result<()> {
+    let (_d, store) = fresh(Backend::Postgres).await?;
+    let (run, owner) = held(&store).await?;
+
+    // Someone else appends: the head the owner remembers is no longer the head.
+    let mut tx = store.begin().await?;
+    audit::append(&mut tx, written(run, 1), 2).await?;
+    tx.commit().await?;
+    let mut tx = store.begin().await?;
+    let events = [written(run, 1)];
+    let tail = Tail::new(&owner, None, &events, 3).ok_or_else(|| anyhow::anyhow!("remembered"))?;
+    let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
+        .await?;
+    assert_eq!(counts, (0, 0));
+    drop(tx);
+
+    // The run is taken over (fence 2): even with the true head, the old owner appends nothing.
+    let mut tx = store.begin().await?;
+    audit::append_all(&mut tx, Some(&owner), &[written(run, 1)], 4).await?;
+    tx.commit().await?;
+    sqlx::query("UPDATE runs SET fence = 2 WHERE id = $1")
+        .bind(run.to_string())
+        .execute(store.pool())
+        .await?;
+    let mut tx = store.begin().await?;
+    let tail = Tail::new(&owner, None, &events, 5).ok_or_else(|| anyhow::anyhow!("remembered"))?;
+    let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
+        .await?;
+    assert_eq!(counts, (0, 0));
+    drop(tx);
+    assert!(linked(&chain(&store).await?));
+    Ok(())
+}
