@@ -42,26 +42,29 @@ pub struct NewCheckpoint<'a> {
 
 /// Inserts with the next seq of the run's logical clock and returns that seq.
 pub async fn insert(tx: &mut Tx, run: RunId, cp: &NewCheckpoint<'_>) -> Result<i64> {
+    let run = run.to_string();
+    let q = sqlx::query(
+        "INSERT INTO checkpoints (run_id, seq, level, schema_version, payload, blob, size, sha256, created_at)
+         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8)
+         RETURNING seq",
+    );
+    let row = bind_row(q.bind(&run), cp).fetch_one(&mut **tx).await?;
+    Ok(sqlx::Row::try_get(&row, 0)?)
+}
+
+/// Binds what a checkpoint row holds besides its run and seq, in column order.
+fn bind_row<'q>(q: super::steps::Query<'q>, cp: &'q NewCheckpoint<'q>) -> super::steps::Query<'q> {
     let (payload, blob) = match cp.body {
         Body::Inline(bytes) => (Some(bytes), None),
         Body::Blob(hash) => (None, Some(hash)),
     };
-    let seq: i64 = sqlx::query_scalar(
-        "INSERT INTO checkpoints (run_id, seq, level, schema_version, payload, blob, size, sha256, created_at)
-         VALUES ($1, (SELECT COALESCE(MAX(seq), 0) + 1 FROM checkpoints WHERE run_id = $1), $2, $3, $4, $5, $6, $7, $8)
-         RETURNING seq",
-    )
-    .bind(run.to_string())
-    .bind(cp.level)
-    .bind(cp.schema_version)
-    .bind(payload)
-    .bind(blob)
-    .bind(cp.size)
-    .bind(cp.sha256)
-    .bind(cp.created_at)
-    .fetch_one(&mut **tx)
-    .await?;
-    Ok(seq)
+    q.bind(cp.level)
+        .bind(cp.schema_version)
+        .bind(payload)
+        .bind(blob)
+        .bind(cp.size)
+        .bind(cp.sha256)
+        .bind(cp.created_at)
 }
 
 /// Inserts at `$2`, and only if that is the run's next seq: a checkpoint travelling in a write's
@@ -78,19 +81,7 @@ pub(super) fn bind_insert_at<'q>(
     seq: i64,
     cp: &'q NewCheckpoint<'q>,
 ) -> super::steps::Query<'q> {
-    let (payload, blob) = match cp.body {
-        Body::Inline(bytes) => (Some(bytes), None),
-        Body::Blob(hash) => (None, Some(hash)),
-    };
-    q.bind(run)
-        .bind(seq)
-        .bind(cp.level)
-        .bind(cp.schema_version)
-        .bind(payload)
-        .bind(blob)
-        .bind(cp.size)
-        .bind(cp.sha256)
-        .bind(cp.created_at)
+    bind_row(q.bind(run).bind(seq), cp)
 }
 
 pub async fn get(pool: &Pool, run: RunId, seq: i64) -> Result<CheckpointRow> {

@@ -17,6 +17,18 @@ use super::checkpoints::{self, NewCheckpoint};
 use super::steps::Query;
 use super::Tx;
 
+/// A write's own statement (`parts`, counted in group 0) with the `tail`'s parts after them, as
+/// one `WITH` statement returning the rows changed by group 0, the checkpoint and the events.
+pub(super) fn statement(parts: &[(&str, Option<usize>)], tail: Option<&Tail<'_>>) -> String {
+    let extra = tail.map(|t| t.parts(parts.len())).unwrap_or_default();
+    let all: Vec<(&str, Option<usize>)> = parts
+        .iter()
+        .copied()
+        .chain(extra.iter().map(|(sql, group)| (sql.as_str(), *group)))
+        .collect();
+    super::dialect::chain_counted(&all, 3)
+}
+
 /// What travels with a write: the change's checkpoint, if any, and its events.
 pub struct Tail<'a> {
     checkpoint: Option<(String, i64, &'a NewCheckpoint<'a>)>,

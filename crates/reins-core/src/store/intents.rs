@@ -111,16 +111,9 @@ pub async fn insert_with_step(
             .map(|bytes| (Digest::of(bytes), *bytes))
             .filter(|(digest, _)| seen.insert(digest.clone()))
             .collect();
-        let mut parts: Vec<(String, Option<usize>)> =
-            vec![(steps::INSERT.to_owned(), None), (INSERT.to_owned(), None)];
-        parts.extend(distinct.iter().map(|_| (blobs::INSERT.to_owned(), None)));
-        if let Some(tail) = tail {
-            let first = parts.len();
-            parts.extend(tail.parts(first));
-        }
-        let refs: Vec<(&str, Option<usize>)> =
-            parts.iter().map(|(s, g)| (s.as_str(), *g)).collect();
-        let sql = super::dialect::chain_counted(&refs, 3);
+        let mut parts = vec![(steps::INSERT, None), (INSERT, None)];
+        parts.extend(distinct.iter().map(|_| (blobs::INSERT, None)));
+        let sql = super::fused::statement(&parts, tail);
         let mut q = bind_insert(steps::bind_insert(sqlx::query(&sql), run, step), run, intent);
         for (digest, bytes) in &distinct {
             q = blobs::bind_insert(q, digest, bytes, intent.created_at);
@@ -228,18 +221,12 @@ pub async fn settle_with_step(
     } else {
         // One statement: the parts touch different tables, and the step's check reads the
         // intent as it was, which is what it means.
-        let mut parts: Vec<(String, Option<usize>)> = Vec::new();
+        let mut parts = Vec::new();
         if ends_processes {
-            parts.push((super::processes::END_STEP.to_owned(), None));
+            parts.push((super::processes::END_STEP, None));
         }
-        parts.extend([(finish.clone(), Some(0)), (SETTLE.to_owned(), Some(0))]);
-        if let Some(tail) = tail {
-            let first = parts.len();
-            parts.extend(tail.parts(first));
-        }
-        let refs: Vec<(&str, Option<usize>)> =
-            parts.iter().map(|(s, g)| (s.as_str(), *g)).collect();
-        let sql = super::dialect::chain_counted(&refs, 3);
+        parts.extend([(finish.as_str(), Some(0)), (SETTLE, Some(0))]);
+        let sql = super::fused::statement(&parts, tail);
         let mut q = sqlx::query(&sql);
         if ends_processes {
             q = super::processes::bind_end_step(q, run, step_seq, now);
