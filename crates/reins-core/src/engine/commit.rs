@@ -210,8 +210,10 @@ impl Engine {
             ))
         };
         // On a shared PostgreSQL a worker's checkpoint and events travel in its rows' statement
-        // when it can tell in advance where they go (`store::fused`).
-        let fused = match owner {
+        // when it can tell in advance where they go (`store::fused`): `predicted` is the seq its
+        // checkpoint is foreseen at, announced already in `events`.
+        let mut predicted = None;
+        let tail = match owner {
             Some(o)
                 if self.store.dialect() == crate::store::Dialect::Postgres
                     && transition.is_none()
@@ -220,21 +222,18 @@ impl Engine {
                     && write::carries_tail(&rows)
                     && (checkpoint.is_some() || !events.is_empty()) =>
             {
-                match (&checkpoint, o.last_checkpoint()) {
-                    (None, _) => Some((o, None)),
-                    (Some(p), Some(last)) => {
+                match (&checkpoint, &new_checkpoint, o.last_checkpoint()) {
+                    (None, _, _) => Tail::new(o, None, &events, now),
+                    (Some(p), Some(cp), Some(last)) => {
+                        predicted = Some(last + 1);
                         events.push(written(last + 1, p)?);
-                        Some((o, Some(last + 1)))
+                        Tail::new(o, Some((last + 1, cp)), &events, now)
                     }
-                    (Some(_), None) => None,
+                    _ => None,
                 }
             }
             _ => None,
         };
-        let tail = fused.and_then(|(o, seq)| {
-            let cp = seq.zip(new_checkpoint.as_ref());
-            Tail::new(o, cp, &events, now)
-        });
         let (written_rows, carried) =
             write::apply_with(&mut tx, run, &rows, now, tail.as_ref()).await?;
         let landed = match (tail, carried) {
@@ -247,7 +246,6 @@ impl Engine {
             written: written_rows,
             ..Applied::default()
         };
-        let predicted = fused.and_then(|(_, seq)| seq);
         if let (Some(p), Some(cp)) = (&checkpoint, &new_checkpoint) {
             let seq = match predicted {
                 Some(seq) if landed.checkpoint => seq,
