@@ -58,3 +58,55 @@ async fn two_workers_share_the_queue_without_doing_anything_twice() -> anyhow::R
     );
     Ok(())
 }
+
+/// Every write a machine's workers and inboxes act on (a run queued, claimed or ended) wakes the
+/// other machines at once (LISTEN/NOTIFY); a step's own commits do not: a run of eight writes
+/// wakes them exactly as often as a run of one. (On SQLite nothing is notified: other processes
+/// poll.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_steps_wake_no_other_machine_its_changes_of_state_do() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let Some(url) = sb.database.clone() else {
+        return Ok(());
+    };
+    let reins = Reins::open(sb.data(), sb.options()).await?;
+    let mut listener = sqlx::postgres::PgListener::connect(&url).await?;
+    listener.listen("reins_changed").await?;
+
+    let mut heard = Vec::new();
+    for writes in [1, 8] {
+        let steps: String = (0..writes)
+            .map(|i| {
+                format!(
+                    "[[steps]]\ntool = \"fs.write\"\nargs = {{ path = \"notes/{writes}-{i}.md\", content = \"note {i}\" }}\n"
+                )
+            })
+            .collect();
+        let plan = reins_tests::plan(&format!(
+            "name = \"notes {writes}\"\ngoal = \"write notes\"\n{steps}"
+        ))?;
+        let run = reins.create_plan_run(&plan, &sb.ws(), &Silent).await?;
+        reins.drive(run, &Silent).await?;
+        assert_eq!(reins.run_state(run).await?, RunState::Succeeded);
+        assert!(sb
+            .ws()
+            .join(format!("notes/{writes}-{}.md", writes - 1))
+            .exists());
+        let mut n = 0;
+        while let Ok(got) = tokio::time::timeout(Duration::from_millis(500), listener.recv()).await
+        {
+            got?;
+            n += 1;
+        }
+        heard.push(n);
+    }
+    assert!(
+        heard[0] > 0,
+        "queuing and running a run wakes the others: {heard:?}"
+    );
+    assert_eq!(
+        heard[0], heard[1],
+        "the number of wake-ups does not grow with the steps: {heard:?}"
+    );
+    Ok(())
+}

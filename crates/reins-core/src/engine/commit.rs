@@ -184,7 +184,18 @@ impl Engine {
             None => None,
         };
         let now = now_ms();
-        let mut tx = self.store.begin().await?;
+        // A step's own commits in a run this worker holds wake no other process (`wakes_others`);
+        // a change of state, an announcement or an attempt's end always does.
+        let quiet = owner.is_some()
+            && transition.is_none()
+            && announce.is_none()
+            && end_attempt.is_none()
+            && !write::wakes_others(&rows);
+        let mut tx = if quiet {
+            self.store.begin_quiet().await?
+        } else {
+            self.store.begin().await?
+        };
         let new_checkpoint = checkpoint.as_ref().map(|p| checkpoints::NewCheckpoint {
             level: p.level,
             schema_version: checkpoint::SCHEMA_VERSION,

@@ -44,6 +44,16 @@ impl Dialect {
             }
         }
     }
+
+    /// `begin_write` without the wake-up, for a commit no other process waits for (a step's
+    /// rows in a run this worker holds): screens poll for those anyway, and a notification per
+    /// step would wake every listening process on every machine twice a step.
+    pub fn begin_quiet_write(self) -> &'static str {
+        match self {
+            Self::Sqlite => "BEGIN IMMEDIATE",
+            Self::Postgres => "BEGIN; SELECT pg_advisory_xact_lock(7361290184)",
+        }
+    }
 }
 
 /// `sql` with each `?` outside quotes replaced by `$1`, `$2`, … in order: for statements composed

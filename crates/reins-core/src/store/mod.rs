@@ -287,7 +287,17 @@ impl Store {
 
     /// A write transaction that takes the database's write lock up front.
     pub async fn begin(&self) -> Result<Tx> {
-        let inner = self.pool.begin_with(self.dialect.begin_write()).await?;
+        self.begin_with(self.dialect.begin_write()).await
+    }
+
+    /// A write transaction that wakes no other process when it commits
+    /// (`Dialect::begin_quiet_write`); this process's own waiters still wake.
+    pub async fn begin_quiet(&self) -> Result<Tx> {
+        self.begin_with(self.dialect.begin_quiet_write()).await
+    }
+
+    async fn begin_with(&self, statement: &'static str) -> Result<Tx> {
+        let inner = self.pool.begin_with(statement).await?;
         Ok(Tx::new(
             inner,
             self.dialect,

@@ -173,6 +173,26 @@ pub struct Written {
     pub closed: Vec<String>,
 }
 
+/// Whether committing `writes` should wake other processes (`Store::begin` against
+/// `Store::begin_quiet`). A step's own rows in a run its worker holds wake nobody: no worker,
+/// inbox or waiter acts on them, and screens poll for them. Everything else does: runs queued
+/// or claimed, approvals, answers, grants, devices, fences and retries.
+pub fn wakes_others(writes: &[Write]) -> bool {
+    !writes.iter().all(|w| {
+        matches!(
+            w,
+            Write::Step(_)
+                | Write::StepUsage { .. }
+                | Write::Intent { .. }
+                | Write::Settle { .. }
+                | Write::History { .. }
+                | Write::Manifest(_)
+                | Write::ProcessEnded { .. }
+                | Write::RenewLease { .. }
+        )
+    })
+}
+
 /// Whether the last of `writes` can carry a tail (`apply_with`): a step's intent or its settling.
 pub fn carries_tail(writes: &[Write]) -> bool {
     matches!(writes.last(), Some(Write::Intent { .. } | Write::Settle { .. }))
