@@ -3,58 +3,13 @@
 
 use super::checkpoints::{Body, NewCheckpoint};
 use super::fused::{Landed, Tail};
-use super::tests::{fresh, insert_run, Backend};
+use super::tests::{fresh, insert_run, intent, step, Backend};
 use super::*;
 use crate::audit::event::{self as ev, Actor};
 use crate::checkpoint::Level;
 use crate::ids::RunId;
-use crate::journal::{EffectClass, IntentStatus};
-use crate::step::{StepKind, StepStatus};
-use crate::tools::{RecordedCall, ToolCall};
-
-fn call() -> RecordedCall {
-    RecordedCall::raw(ToolCall {
-        tool: "fs.write".into(),
-        args: serde_json::json!({"path": "a", "content": "b"}),
-    })
-}
-
-fn step(seq: i64) -> steps::StepRow {
-    steps::StepRow {
-        seq,
-        kind: StepKind::ToolCall,
-        tool: "fs.write".into(),
-        action: call(),
-        action_hash: "h".into(),
-        why: None,
-        status: StepStatus::Running,
-        risk: None,
-        reasons: None,
-        preview: None,
-        result: None,
-        started_at: 1,
-        ended_at: None,
-    }
-}
-
-fn intent(seq: i64) -> intents::IntentRow {
-    intents::IntentRow {
-        id: crate::ids::IntentId::new().to_string(),
-        step_seq: seq,
-        tool: "fs.write".into(),
-        action: call(),
-        action_hash: "h".into(),
-        effect_class: EffectClass::Idempotent,
-        status: IntentStatus::Pending,
-        pre_images: Vec::new(),
-        post_images: Vec::new(),
-        result: None,
-        settled_by: None,
-        fence: 1,
-        created_at: 1,
-        settled_at: None,
-    }
-}
+use crate::journal::IntentStatus;
+use crate::step::StepStatus;
 
 fn settling(seq: i64) -> intents::Settling<'static> {
     intents::Settling {

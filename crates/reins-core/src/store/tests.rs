@@ -7,7 +7,8 @@ use super::*;
 use crate::ids::RunId;
 use crate::journal::{EffectClass, IntentStatus};
 use crate::run::{RunEvent, RunState};
-use crate::step::StepStatus;
+use crate::step::{StepKind, StepStatus};
+use crate::tools::{RecordedCall, ToolCall};
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Backend {
@@ -305,55 +306,9 @@ async fn checkpoint_seq_is_a_per_run_logical_clock(#[case] backend: Backend) -> 
 async fn an_intent_settles_once(#[case] backend: Backend) -> anyhow::Result<()> {
     let (_d, store) = fresh(backend).await?;
     let run = insert_run(&store).await?;
-    let intent = crate::ids::IntentId::new();
     let mut tx = store.begin().await?;
-    steps::insert(
-        &mut tx,
-        run,
-        &steps::StepRow {
-            seq: 1,
-            kind: crate::step::StepKind::ToolCall,
-            tool: "fs.write".into(),
-            action: crate::tools::RecordedCall::raw(crate::tools::ToolCall {
-                tool: "fs.write".into(),
-                args: serde_json::json!({}),
-            }),
-            action_hash: "h".into(),
-            why: None,
-            status: crate::step::StepStatus::Running,
-            risk: None,
-            reasons: None,
-            preview: None,
-            result: None,
-            started_at: 1,
-            ended_at: None,
-        },
-    )
-    .await?;
-    intents::insert(
-        &mut tx,
-        run,
-        &intents::IntentRow {
-            id: intent.to_string(),
-            step_seq: 1,
-            tool: "fs.write".into(),
-            action: crate::tools::RecordedCall::raw(crate::tools::ToolCall {
-                tool: "fs.write".into(),
-                args: serde_json::json!({}),
-            }),
-            action_hash: "h".into(),
-            effect_class: EffectClass::Idempotent,
-            status: IntentStatus::Pending,
-            pre_images: Vec::new(),
-            post_images: Vec::new(),
-            result: None,
-            settled_by: None,
-            fence: 1,
-            created_at: 1,
-            settled_at: None,
-        },
-    )
-    .await?;
+    steps::insert(&mut tx, run, &step(1)).await?;
+    intents::insert(&mut tx, run, &intent(1)).await?;
     tx.commit().await?;
     assert_eq!(intents::pending(store.pool(), run).await?.len(), 1);
     let mut tx = store.begin().await?;
@@ -542,4 +497,50 @@ async fn a_row_that_does_not_decode_is_damage_naming_the_row_never_a_default(#[c
         "{text}"
     );
     Ok(())
+}
+
+fn call() -> RecordedCall {
+    RecordedCall::raw(ToolCall {
+        tool: "fs.write".into(),
+        args: serde_json::json!({"path": "a", "content": "b"}),
+    })
+}
+
+/// A running `fs.write` step at `seq`.
+pub(super) fn step(seq: i64) -> steps::StepRow {
+    steps::StepRow {
+        seq,
+        kind: StepKind::ToolCall,
+        tool: "fs.write".into(),
+        action: call(),
+        action_hash: "h".into(),
+        why: None,
+        status: StepStatus::Running,
+        risk: None,
+        reasons: None,
+        preview: None,
+        result: None,
+        started_at: 1,
+        ended_at: None,
+    }
+}
+
+/// The pending intent of the step at `seq`.
+pub(super) fn intent(seq: i64) -> intents::IntentRow {
+    intents::IntentRow {
+        id: crate::ids::IntentId::new().to_string(),
+        step_seq: seq,
+        tool: "fs.write".into(),
+        action: call(),
+        action_hash: "h".into(),
+        effect_class: EffectClass::Idempotent,
+        status: IntentStatus::Pending,
+        pre_images: Vec::new(),
+        post_images: Vec::new(),
+        result: None,
+        settled_by: None,
+        fence: 1,
+        created_at: 1,
+        settled_at: None,
+    }
 }
