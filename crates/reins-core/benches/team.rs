@@ -5,7 +5,7 @@
 //!    commits (intent; confirm + checkpoint + audit), in several rounds. After each round, on the
 //!    same server, two raw baselines commit what that round's steps committed (read back from
 //!    what Reins stored, into columns compressed as Reins' are), around the same atomic file
-//!    write, in turn first:
+//!    write (to a new file, as a step writes), in turn first:
 //!    - the issue's: per commit the same rows with the same bytes, and the same commits (each
 //!      transaction one statement, so the fewest round trips);
 //!    - a stricter one: per commit all of its bytes in one row.

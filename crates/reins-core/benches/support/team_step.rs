@@ -242,7 +242,8 @@ async fn raw_steps(
             }
         }
         tx.commit().await.unwrap();
-        atomic_write(dir, &format!("{i}.conf"), content(i).as_bytes());
+        // A new file each step, as Reins' steps write (replacing one would also free an inode).
+        atomic_write(dir, &format!("{id}.conf"), content(i).as_bytes());
         let mut tx = pool.begin().await.unwrap();
         match raw {
             Raw::SameRows => {
