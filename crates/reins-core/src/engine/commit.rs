@@ -184,14 +184,13 @@ impl Engine {
             None => None,
         };
         let now = now_ms();
-        // A step's own commits in a run this worker holds wake no other process (`wakes_others`);
-        // a change of state, an announcement or an attempt's end always does.
-        let quiet = owner.is_some()
+        // Only a step's own doing in a run this worker holds: no change of state, announcement or
+        // attempt's end. Such a commit wakes no other process (`write::steps_own`).
+        let step_only = owner.is_some()
             && transition.is_none()
             && announce.is_none()
-            && end_attempt.is_none()
-            && !write::wakes_others(&rows);
-        let mut tx = if quiet {
+            && end_attempt.is_none();
+        let mut tx = if step_only && write::steps_own(&rows) {
             self.store.begin_quiet().await?
         } else {
             self.store.begin().await?
@@ -227,9 +226,7 @@ impl Engine {
         let tail = match owner {
             Some(o)
                 if self.store.dialect() == crate::store::Dialect::Postgres
-                    && transition.is_none()
-                    && announce.is_none()
-                    && end_attempt.is_none()
+                    && step_only
                     && write::carries_tail(&rows)
                     && (checkpoint.is_some() || !events.is_empty()) =>
             {

@@ -14,6 +14,14 @@ pub enum Dialect {
     Postgres,
 }
 
+/// A write transaction's opening on PostgreSQL: the one advisory lock every writer takes
+/// (`Dialect::begin_write`), written once for both openings.
+macro_rules! postgres_begin {
+    () => {
+        "BEGIN; SELECT pg_advisory_xact_lock(7361290184)"
+    };
+}
+
 impl Dialect {
     /// The dialect a pool speaks, from the scheme of the URL it connects with.
     pub fn of(pool: &super::Pool) -> Self {
@@ -39,9 +47,7 @@ impl Dialect {
     pub fn begin_write(self) -> &'static str {
         match self {
             Self::Sqlite => "BEGIN IMMEDIATE",
-            Self::Postgres => {
-                "BEGIN; SELECT pg_advisory_xact_lock(7361290184); NOTIFY reins_changed"
-            }
+            Self::Postgres => concat!(postgres_begin!(), "; NOTIFY reins_changed"),
         }
     }
 
@@ -51,7 +57,7 @@ impl Dialect {
     pub fn begin_quiet_write(self) -> &'static str {
         match self {
             Self::Sqlite => "BEGIN IMMEDIATE",
-            Self::Postgres => "BEGIN; SELECT pg_advisory_xact_lock(7361290184)",
+            Self::Postgres => postgres_begin!(),
         }
     }
 }

@@ -2,7 +2,7 @@
 //! shared PostgreSQL, whenever another machine commits something it may act on. Such a write
 //! transaction queues a `NOTIFY` on one channel as it begins (`Dialect::begin_write`; PostgreSQL
 //! delivers it only if the transaction commits); a step's own commits in a run its worker holds
-//! do not (`write::wakes_others`, `Dialect::begin_quiet_write`). Each process keeps one
+//! do not (`write::steps_own`, `Dialect::begin_quiet_write`). Each process keeps one
 //! connection listening. So a worker waiting for work, or an inbox waiting for cards,
 //! hears of a run queued, an approval decided or expired, a pause or cancel asked for, or a grant
 //! revoked at once, instead of at its next poll.

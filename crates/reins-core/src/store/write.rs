@@ -173,12 +173,12 @@ pub struct Written {
     pub closed: Vec<String>,
 }
 
-/// Whether committing `writes` should wake other processes (`Store::begin` against
-/// `Store::begin_quiet`). A step's own rows in a run its worker holds wake nobody: no worker,
-/// inbox or waiter acts on them, and screens poll for them. Everything else does: runs queued
-/// or claimed, approvals, answers, grants, devices, fences and retries.
-pub fn wakes_others(writes: &[Write]) -> bool {
-    !writes.iter().all(|w| {
+/// Whether `writes` are only a step's own rows, which, in a run its worker holds, are committed
+/// without waking other processes (`Store::begin_quiet`): no worker, inbox or waiter acts on
+/// them, and screens poll for them. Everything else wakes them: runs queued or claimed,
+/// approvals, answers, grants, devices, fences and retries.
+pub fn steps_own(writes: &[Write]) -> bool {
+    writes.iter().all(|w| {
         matches!(
             w,
             Write::Step(_)
