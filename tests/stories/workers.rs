@@ -110,3 +110,88 @@ async fn a_runs_steps_wake_no_other_machine_its_changes_of_state_do() -> anyhow:
     );
     Ok(())
 }
+
+/// How many transactions the database rolled back (a step's single statement that was refused
+/// is one), as its statistics show them.
+async fn rollbacks(conn: &mut sqlx::PgConnection) -> anyhow::Result<i64> {
+    sqlx::query("SELECT pg_stat_clear_snapshot()")
+        .execute(&mut *conn)
+        .await?;
+    Ok(sqlx::query_scalar(
+        "SELECT xact_rollback FROM pg_stat_database WHERE datname = current_database()",
+    )
+    .fetch_one(&mut *conn)
+    .await?)
+}
+
+/// On a shared PostgreSQL a step's commit is one statement with no transaction around it. It
+/// never writes while another machine holds the write lock: it is refused, and the step is
+/// written again in a transaction that waits its turn. A run whose steps keep meeting the lock
+/// held finishes in one attempt, every write done once, the chain whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_meeting_the_write_lock_held_waits_its_turn_and_is_written_once(
+) -> anyhow::Result<()> {
+    use sqlx::Connection as _;
+    let sb = Sandbox::new()?;
+    let Some(url) = sb.database.clone() else {
+        return Ok(());
+    };
+    let reins = std::sync::Arc::new(Reins::open(sb.data(), sb.options()).await?);
+    let writes = 12;
+    let steps: String = (0..writes)
+        .map(|i| {
+            format!("[[steps]]\ntool = \"fs.write\"\nargs = {{ path = \"held/{i}.md\", content = \"note {i}\" }}\n")
+        })
+        .collect();
+    let plan = reins_tests::plan(&format!("name = \"held\"\ngoal = \"write notes\"\n{steps}"))?;
+    let run = reins.create_plan_run(&plan, &sb.ws(), &Silent).await?;
+    let mut other = sqlx::PgConnection::connect(&url).await?;
+    let before = rollbacks(&mut other).await?;
+
+    let driving = {
+        let reins = std::sync::Arc::clone(&reins);
+        tokio::spawn(async move { reins.drive(run, &Silent).await })
+    };
+    // Another machine takes the write lock again and again while the run goes on (the key is
+    // the store's: `store::dialect`).
+    while !driving.is_finished() {
+        sqlx::query("SELECT pg_advisory_lock(7361290184)")
+            .execute(&mut other)
+            .await?;
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        sqlx::query("SELECT pg_advisory_unlock(7361290184)")
+            .execute(&mut other)
+            .await?;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    driving.await??;
+
+    assert_eq!(reins.run_state(run).await?, RunState::Succeeded);
+    let detail = reins.run_detail(run).await?;
+    assert_eq!(
+        detail.attempts.len(),
+        1,
+        "no step failed and was tried again"
+    );
+    assert_eq!(detail.steps.len(), writes);
+    for i in 0..writes {
+        let text = std::fs::read_to_string(sb.ws().join(format!("held/{i}.md")))?;
+        assert_eq!(text, format!("note {i}"));
+    }
+    assert!(reins.audit_verify().await?.intact);
+    // A backend reports its statistics when it ends (or, idle, within about ten seconds).
+    drop(reins);
+    let mut refused = 0;
+    for _ in 0..150 {
+        refused = rollbacks(&mut other).await? - before;
+        if refused > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        refused > 0,
+        "no step met the lock held, so this tried nothing"
+    );
+    Ok(())
+}

@@ -3,12 +3,14 @@
 //!
 //! 1. The durable step on PostgreSQL: a script run of N `fs.write` steps, each with its two
 //!    commits (intent; confirm + checkpoint + audit), in several rounds. After each round, on the
-//!    same server, two raw baselines commit what that round's steps committed (read back from
+//!    same server, three raw baselines commit what that round's steps committed (read back from
 //!    what Reins stored, into columns compressed as Reins' are), around the same atomic file
-//!    write (to a new file, as a step writes), in turn first:
+//!    write (to a new file, as a step writes), taking turns to go first:
 //!    - the issue's: per commit the same rows with the same bytes, and the same commits (each
-//!      transaction one statement, so the fewest round trips);
-//!    - a stricter one: per commit all of its bytes in one row.
+//!      transaction `BEGIN`, one statement, `COMMIT`);
+//!    - a stricter one on rows: per commit all of its bytes in one row;
+//!    - a stricter one on round trips: the rows, each commit one statement sent alone
+//!      (no `BEGIN` and `COMMIT`), as Reins sends a step's commits.
 //!
 //!    Ratios are taken within a round and their median printed; also the WAL each wrote per step.
 //! 2. Claims per second: 8 workers (each its own connection pool and identity, as 8 machines would
@@ -19,7 +21,8 @@
 //!    worker polling only.
 //!
 //! `cargo bench -p reins-core --bench team [-- STEPS RUNS APPROVALS ROUNDS]` (defaults 200, 200,
-//! 9, 3).
+//! 9, 3). With `REINS_TEST_PG_URL` set, it runs on that server instead of a throwaway cluster (for
+//! example one started with `pg_stat_statements`, to see where the server's time goes).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -265,21 +268,27 @@ async fn main() {
     let runs = args.get(1).copied().unwrap_or(200);
     let approvals = args.get(2).copied().unwrap_or(9);
     let rounds = args.get(3).copied().unwrap_or(3).max(1);
-    let cluster = reins_testpg::Cluster::private().expect("a throwaway PostgreSQL 15 cluster");
+    let owned;
+    let cluster: &reins_testpg::Cluster = if std::env::var("REINS_TEST_PG_URL").is_ok() {
+        reins_testpg::Cluster::shared().expect("the server REINS_TEST_PG_URL names")
+    } else {
+        owned = reins_testpg::Cluster::private().expect("a throwaway PostgreSQL 15 cluster");
+        &owned
+    };
 
     println!("team mode on PostgreSQL 15 (127.0.0.1, synchronous_commit = on)");
-    team_step::durable_step(&cluster, steps, rounds).await;
+    team_step::durable_step(cluster, steps, rounds).await;
 
-    let (one, done_one) = claims(&cluster, 1, runs).await;
-    let (eight, done_eight) = claims(&cluster, 8, runs).await;
+    let (one, done_one) = claims(cluster, 1, runs).await;
+    let (eight, done_eight) = claims(cluster, 8, runs).await;
     assert_eq!((done_one, done_eight), (runs as u64, runs as u64));
     println!(
         "claims ({runs} one-step runs, each finished once): 1 worker {one:.1} runs/s; 8 workers contending {eight:.1} runs/s; ratio {:.2}x",
         eight / one
     );
 
-    let mut polled = wake_ups(&cluster, false, approvals).await;
-    let mut listened = wake_ups(&cluster, true, approvals).await;
+    let mut polled = wake_ups(cluster, false, approvals).await;
+    let mut listened = wake_ups(cluster, true, approvals).await;
     let (p, l) = (median(&mut polled), median(&mut listened));
     println!(
         "approval to wake-up ({approvals} approvals from another machine, 1 s poll): LISTEN/NOTIFY median {:.1} ms (max {:.1}); polling only median {:.1} ms (max {:.1}); {:.0}x sooner (goal ~100 ms)",

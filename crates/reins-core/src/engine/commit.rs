@@ -124,6 +124,32 @@ impl Change {
 }
 
 impl Engine {
+    /// Writes a change's one row-write with its tail as one statement that commits on its own,
+    /// when `single`. `None` when it was not tried, or the database refused it (nothing was
+    /// written then: a failed statement commits nothing): the caller writes it again the usual
+    /// way. An error that leaves the outcome unknown (the connection lost) is returned.
+    async fn apply_single(
+        &self,
+        single: bool,
+        run: Option<RunId>,
+        rows: &[Write],
+        now: i64,
+        tail: Option<&Tail<'_>>,
+    ) -> Result<Option<(crate::store::Tx, (Written, Option<(i64, i64)>))>> {
+        if !single {
+            return Ok(None);
+        }
+        let mut tx = self.store.begin_single().await?;
+        match write::apply_with(&mut tx, run, rows, now, tail).await {
+            Ok(applied) => Ok(Some((tx, applied))),
+            Err(crate::store::StoreError::Sqlx(sqlx::Error::Database(e))) => {
+                tracing::debug!(error = %e, "a step's single-statement commit was refused; writing it in a transaction");
+                Ok(None)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
     /// A checkpoint to write with a change, as it is now.
     pub(crate) fn prepare(&self, cp: &Checkpoint, level: Level) -> Result<Prepared> {
         Ok(Prepared {
@@ -190,11 +216,6 @@ impl Engine {
             && transition.is_none()
             && announce.is_none()
             && end_attempt.is_none();
-        let mut tx = if step_only && write::steps_own(&rows) {
-            self.store.begin_quiet().await?
-        } else {
-            self.store.begin().await?
-        };
         let new_checkpoint = checkpoint.as_ref().map(|p| checkpoints::NewCheckpoint {
             level: p.level,
             schema_version: checkpoint::SCHEMA_VERSION,
@@ -242,14 +263,42 @@ impl Engine {
             }
             _ => None,
         };
-        let (written_rows, carried) =
-            write::apply_with(&mut tx, run, &rows, now, tail.as_ref()).await?;
+        let quiet = step_only && write::steps_own(&rows);
+        // The whole change in one statement, checkpoint and events included: it can commit on
+        // its own, with no transaction around it (`fused::Whole`).
+        let single = quiet
+            && rows.len() == 1
+            && tail.is_some()
+            && (checkpoint.is_none() || predicted.is_some());
+        let (mut tx, (written_rows, carried)) = match self
+            .apply_single(single, run, &rows, now, tail.as_ref())
+            .await?
+        {
+            Some(done) => done,
+            None => {
+                let mut tx = if quiet {
+                    self.store.begin_quiet().await?
+                } else {
+                    self.store.begin().await?
+                };
+                let applied = write::apply_with(&mut tx, run, &rows, now, tail.as_ref()).await?;
+                (tx, applied)
+            }
+        };
         let landed = match (tail, carried) {
             (Some(tail), Some((checkpoint_rows, event_rows))) => {
                 tail.landed(&mut tx, checkpoint_rows, event_rows)
             }
             _ => Landed::default(),
         };
+        if tx.is_single() && !(landed.events && (landed.checkpoint || checkpoint.is_none())) {
+            // The statement fails unless it lands whole, so this cannot be; if it were, the
+            // rest could not be written with it.
+            return Err(crate::store::StoreError::Invalid(
+                "a step's single-statement commit landed in part".into(),
+            )
+            .into());
+        }
         let mut applied = Applied {
             written: written_rows,
             ..Applied::default()

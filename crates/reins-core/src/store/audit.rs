@@ -327,7 +327,10 @@ impl<'o> Fast<'o> {
     }
 
     /// The statement, parameters from `$1`; `also` is one more condition (SQL) the rows need.
-    pub(super) fn sql(&self, also: Option<&str>) -> String {
+    /// With `locking`, the run's row is read with a lock (`FOR SHARE`), which sees the newest
+    /// fence even if it moved after the statement began, and keeps it from moving until the
+    /// statement commits: for a statement outside the write lock's transaction (`fused::Whole`).
+    pub(super) fn sql(&self, also: Option<&str>, locking: bool) -> String {
         let mut sql = String::from(
             "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash)
              SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9, column10 FROM (VALUES ",
@@ -346,10 +349,11 @@ impl<'o> Fast<'o> {
         }
         sql.push_str(&format!(
             ") AS v WHERE (SELECT hash FROM audit_events ORDER BY seq DESC LIMIT 1) IS NOT DISTINCT FROM ${}
-               AND EXISTS (SELECT 1 FROM runs WHERE id = ${} AND fence = ${} AND state = 'running')",
+               AND EXISTS (SELECT 1 FROM runs WHERE id = ${} AND fence = ${} AND state = 'running'{})",
             n + 1,
             n + 2,
-            n + 3
+            n + 3,
+            if locking { " FOR SHARE" } else { "" }
         ));
         if let Some(also) = also {
             sql.push_str(" AND ");
@@ -412,7 +416,7 @@ async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) 
         ));
     }
     if let Some(fast) = owner.and_then(|o| Fast::prepare(o, events, now)) {
-        let sql = fast.sql(None);
+        let sql = fast.sql(None, false);
         let done = fast.bind(sqlx::query(&sql)).execute(&mut **tx).await?;
         if done.rows_affected() == fast.rows.len() as u64 {
             return Ok(fast.landed(tx));

@@ -14,13 +14,24 @@ pub enum Dialect {
     Postgres,
 }
 
-/// A write transaction's opening on PostgreSQL: the one advisory lock every writer takes
-/// (`Dialect::begin_write`), written once for both openings.
-macro_rules! postgres_begin {
+/// The key of the one advisory lock every writer takes on PostgreSQL (`Dialect::begin_write`).
+macro_rules! write_lock_key {
     () => {
-        "BEGIN; SELECT pg_advisory_xact_lock(7361290184)"
+        "7361290184"
     };
 }
+
+/// A write transaction's opening on PostgreSQL: the one advisory lock every writer takes,
+/// written once for both openings.
+macro_rules! postgres_begin {
+    () => {
+        concat!("BEGIN; SELECT pg_advisory_xact_lock(", write_lock_key!(), ")")
+    };
+}
+
+/// The write lock taken without waiting, inside a statement that commits on its own
+/// (`fused::Whole`): true if this statement now holds it.
+pub const TRY_WRITE_LOCK: &str = concat!("pg_try_advisory_xact_lock(", write_lock_key!(), ")");
 
 impl Dialect {
     /// The dialect a pool speaks, from the scheme of the URL it connects with.
@@ -111,6 +122,40 @@ pub fn batch(statements: &[&str]) -> String {
 /// depend on an earlier part's change (other than through its `RETURNING` rows), and no two parts
 /// may change the same row.
 pub fn chain_counted(parts: &[(&str, Option<usize>)], groups: usize) -> String {
+    let (mut out, columns) = chained(parts, groups);
+    out.push_str(&format!("\nSELECT {}", columns.join(", ")));
+    out
+}
+
+/// `chain_counted` for a statement that commits on its own, so must land whole or not at all:
+/// unless every group changed as many rows as `expected` says (None: any number), the
+/// statement fails, and with it everything its parts did.
+pub fn chain_whole(parts: &[(&str, Option<usize>)], expected: &[Option<i64>]) -> String {
+    let (mut out, columns) = chained(parts, expected.len());
+    let checks: Vec<String> = columns
+        .iter()
+        .zip(expected)
+        .filter_map(|(column, want)| want.map(|n| format!("{column} = {n}")))
+        .collect();
+    let counts = columns.join(" || '/' || ");
+    let mut columns = columns;
+    if let Some(first) = columns.first_mut() {
+        if !checks.is_empty() {
+            // A failed cast is the one error a bare SELECT can raise; its text says why. It
+            // reads every count, so it is never a constant, which the planner would evaluate
+            // (and fail on) ahead of time whatever the counts.
+            *first = format!(
+                "CASE WHEN {} THEN {first} ELSE CAST('reins: a guarded part did not land, so nothing was written; rows changed by each group: ' || {counts} AS BIGINT) END",
+                checks.join(" AND ")
+            );
+        }
+    }
+    out.push_str(&format!("\nSELECT {}", columns.join(", ")));
+    out
+}
+
+/// The `WITH` parts of a counted chain and the count of each group, as SQL expressions.
+fn chained(parts: &[(&str, Option<usize>)], groups: usize) -> (String, Vec<String>) {
     let mut out = String::from("WITH ");
     let mut offset = 0;
     let mut counted = vec![Vec::new(); groups];
@@ -125,7 +170,7 @@ pub fn chain_counted(parts: &[(&str, Option<usize>)], groups: usize) -> String {
             sums.push(format!("(SELECT COUNT(*) FROM part{i})"));
         }
     }
-    let columns: Vec<String> = counted
+    let columns = counted
         .iter()
         .map(|sums| {
             if sums.is_empty() {
@@ -135,8 +180,7 @@ pub fn chain_counted(parts: &[(&str, Option<usize>)], groups: usize) -> String {
             }
         })
         .collect();
-    out.push_str(&format!("\nSELECT {}", columns.join(", ")));
-    out
+    (out, columns)
 }
 
 /// Appends `statement` to `out` with each `$N` outside quotes raised by `offset`; the highest N.

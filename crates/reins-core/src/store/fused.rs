@@ -10,23 +10,71 @@
 //! written afterwards the usual way, in the same transaction, so the outcome is the same either
 //! way; only the round trips differ.
 //!
+//! When that one statement is the whole change (a step's intent, or its settling, with its
+//! checkpoint and events), it is sent with no transaction around it ([`Whole`]): PostgreSQL runs
+//! a lone statement as its own transaction, so `BEGIN` and `COMMIT` cost two round trips for
+//! nothing. Such a statement must land whole, or fail and be written again in a transaction.
+//!
 //! SQLite gains nothing from it (no round trips there), so it is never used on SQLite.
 
 use super::audit::Fast;
 use super::checkpoints::{self, NewCheckpoint};
 use super::steps::Query;
-use super::Tx;
+use super::{DbRow, Tx};
 
 /// A write's own statement (`parts`, counted in group 0) with the `tail`'s parts after them, as
 /// one `WITH` statement returning the rows changed by group 0, the checkpoint and the events.
-pub(super) fn statement(parts: &[(&str, Option<usize>)], tail: Option<&Tail<'_>>) -> String {
-    let extra = tail.map(|t| t.parts(parts.len())).unwrap_or_default();
+/// With `whole`, the statement commits on its own (`Tx::is_single`) and so must land whole.
+pub(super) fn statement(
+    parts: &[(&str, Option<usize>)],
+    tail: Option<&Tail<'_>>,
+    whole: Option<Whole>,
+) -> String {
+    let extra = tail
+        .map(|t| t.parts(parts.len(), whole.is_some()))
+        .unwrap_or_default();
     let all: Vec<(&str, Option<usize>)> = parts
         .iter()
         .copied()
         .chain(extra.iter().map(|(sql, group)| (sql.as_str(), *group)))
         .collect();
-    super::dialect::chain_counted(&all, 3)
+    match whole {
+        None => super::dialect::chain_counted(&all, 3),
+        Some(Whole { rows }) => {
+            let (checkpoint, events) = tail.map_or((0, 0), |t| {
+                (i64::from(t.checkpoint.is_some()), t.events.len() as i64)
+            });
+            super::dialect::chain_whole(&all, &[rows, Some(checkpoint), Some(events)])
+        }
+    }
+}
+
+/// A step's statement that commits on its own, with no transaction around it (saving the round
+/// trips of `BEGIN` and `COMMIT`): it lands whole or fails, and with it everything it did. Whole
+/// means its own rows (`rows` of them in group 0, when it says), its checkpoint and every event.
+///
+/// It runs outside the write lock's transaction, so its guards hold by other means: the run's
+/// row is read with a lock (so a fence moved after the statement began is seen, and cannot move
+/// before it commits), and its events land only if it takes the write lock without waiting, so
+/// a writer holding it is never disturbed. A chain head that moved after the statement began is
+/// caught by the events' keys. A statement that fails is written again the usual way, in a
+/// transaction (`Engine::commit`).
+#[derive(Clone, Copy, Debug)]
+pub struct Whole {
+    pub rows: Option<i64>,
+}
+
+/// Runs a write's statement and reads its one row. A statement that commits on its own is read
+/// to its very end: the database commits it after its row is sent, and says so only then.
+pub(super) async fn fetch(tx: &mut Tx, q: Query<'_>) -> super::Result<DbRow> {
+    if !tx.is_single() {
+        return Ok(q.fetch_one(&mut **tx).await?);
+    }
+    q.fetch_all(&mut **tx)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or(sqlx::Error::RowNotFound.into())
 }
 
 /// What travels with a write: the change's checkpoint, if any, and its events.
@@ -59,15 +107,21 @@ impl<'a> Tail<'a> {
     }
 
     /// The parts to add after a write's own, the first of them numbered `first`; groups 1
-    /// (the checkpoint) and 2 (the events).
-    pub(super) fn parts(&self, first: usize) -> Vec<(String, Option<usize>)> {
+    /// (the checkpoint) and 2 (the events). `single`: for a statement that commits on its own
+    /// (`Whole`).
+    pub(super) fn parts(&self, first: usize, single: bool) -> Vec<(String, Option<usize>)> {
         let mut parts = Vec::new();
-        let mut also = None;
+        let mut also = Vec::new();
         if self.checkpoint.is_some() {
             parts.push((checkpoints::INSERT_AT.to_owned(), Some(1)));
-            also = Some(format!("EXISTS (SELECT 1 FROM part{first})"));
+            also.push(format!("EXISTS (SELECT 1 FROM part{first})"));
         }
-        parts.push((self.events.sql(also.as_deref()), Some(2)));
+        if single {
+            // Last, so it is tried only when every other guard holds.
+            also.push(super::dialect::TRY_WRITE_LOCK.to_owned());
+        }
+        let also = (!also.is_empty()).then(|| also.join(" AND "));
+        parts.push((self.events.sql(also.as_deref(), single), Some(2)));
         parts
     }
 

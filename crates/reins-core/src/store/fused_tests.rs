@@ -190,3 +190,165 @@ async fn events_after_a_head_that_moved_or_for_a_run_lost_do_not_land() -> anyho
     assert!(linked(&chain(&store).await?));
     Ok(())
 }
+
+/// Intent and settling as `held`'s owner writes them, each as one statement with no transaction
+/// around it (`Store::begin_single`): `Err` when the statement was refused.
+async fn single_step(store: &Store, run: RunId, owner: &audit::Owner, cp_seq: i64) -> anyhow::Result<()> {
+    let mut tx = store.begin_single().await?;
+    let events = [written(run, 1)];
+    let tail = Tail::new(owner, None, &events, 2).ok_or_else(|| anyhow::anyhow!("remembered"))?;
+    let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
+        .await?;
+    assert!(tail.landed(&mut tx, counts.0, counts.1).events);
+    tx.commit().await?;
+    let mut tx = store.begin_single().await?;
+    let cp = checkpoint();
+    let events = [written(run, cp_seq)];
+    let tail = Tail::new(owner, Some((cp_seq, &cp)), &events, 3).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
+    let counts = intents::settle_with_step(&mut tx, run, settling(1), 3, Some(&tail)).await?;
+    assert_eq!(counts, (1, 1));
+    tail.landed(&mut tx, counts.0, counts.1);
+    tx.commit().await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_step_lands_whole_in_one_statement_with_no_transaction_around_it() -> anyhow::Result<()> {
+    let (_d, store) = fresh(Backend::Postgres).await?;
+    let (run, owner) = held(&store).await?;
+    let before = chain(&store).await?.len();
+    single_step(&store, run, &owner, 2).await?;
+    assert_eq!(checkpoint_seqs(&store, run).await?, [1, 2]);
+    let events = chain(&store).await?;
+    assert_eq!(events.len(), before + 2);
+    assert!(linked(&events), "one unbroken chain: {events:?}");
+    assert!(intents::pending(store.pool(), run).await?.is_empty());
+    Ok(())
+}
+
+/// What a refused single statement leaves: (pending intents, checkpoint seqs, chain length).
+async fn left(store: &Store, run: RunId) -> anyhow::Result<(usize, Vec<i64>, usize)> {
+    Ok((
+        intents::pending(store.pool(), run).await?.len(),
+        checkpoint_seqs(store, run).await?,
+        chain(store).await?.len(),
+    ))
+}
+
+/// Tries the step as single statements: the database must refuse it, leaving `before` as it was.
+async fn refused_leaving(
+    store: &Store,
+    run: RunId,
+    owner: &audit::Owner,
+    before: &(usize, Vec<i64>, usize),
+) -> anyhow::Result<()> {
+    let err = single_step(store, run, owner, 2)
+        .await
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("the step landed"))?;
+    assert!(refused(&err), "{err}");
+    assert_eq!(&left(store, run).await?, before);
+    Ok(())
+}
+
+/// The database refused the statement (so its transaction, the statement alone, rolled back).
+fn refused(e: &anyhow::Error) -> bool {
+    matches!(
+        e.downcast_ref::<StoreError>(),
+        Some(StoreError::Sqlx(sqlx::Error::Database(_)))
+    )
+}
+
+#[tokio::test]
+async fn a_single_statement_that_cannot_land_whole_writes_nothing() -> anyhow::Result<()> {
+    let (_d, store) = fresh(Backend::Postgres).await?;
+    let (run, owner) = held(&store).await?;
+    let mut tx = store.begin_single().await?;
+    let events = [written(run, 1)];
+    let tail = Tail::new(&owner, None, &events, 2).ok_or_else(|| anyhow::anyhow!("remembered"))?;
+    intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail)).await?;
+    tail.landed(&mut tx, 0, 1);
+    tx.commit().await?;
+    let before = left(&store, run).await?;
+    assert_eq!((before.0, before.1.as_slice()), (1, [1].as_slice()));
+
+    // The checkpoint foreseen at 3 where the run's next is 2: the settling's own rows would
+    // land, but not whole, so nothing does.
+    let mut tx = store.begin_single().await?;
+    let cp = checkpoint();
+    let events = [written(run, 3)];
+    let tail = Tail::new(&owner, Some((3, &cp)), &events, 3).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
+    let err = intents::settle_with_step(&mut tx, run, settling(1), 3, Some(&tail))
+        .await
+        .map_err(anyhow::Error::from)
+        .err()
+        .ok_or_else(|| anyhow::anyhow!("landed in part"))?;
+    assert!(refused(&err), "{err}");
+    drop(tx);
+    assert_eq!(left(&store, run).await?, before, "the intent still pending, nothing added");
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_single_statement_from_an_owner_fenced_out_or_behind_the_head_writes_nothing(
+) -> anyhow::Result<()> {
+    let (_d, store) = fresh(Backend::Postgres).await?;
+    let (run, owner) = held(&store).await?;
+
+    // Someone else appended: the owner's remembered head is stale.
+    let mut tx = store.begin().await?;
+    audit::append(&mut tx, written(run, 1), 2).await?;
+    tx.commit().await?;
+    refused_leaving(&store, run, &owner, &left(&store, run).await?).await?;
+
+    // The run is taken over (fence 2); the owner learns the true head, yet writes nothing.
+    let mut tx = store.begin().await?;
+    audit::append_all(&mut tx, Some(&owner), &[written(run, 1)], 4).await?;
+    tx.commit().await?;
+    sqlx::query("UPDATE runs SET fence = 2 WHERE id = $1")
+        .bind(run.to_string())
+        .execute(store.pool())
+        .await?;
+    refused_leaving(&store, run, &owner, &left(&store, run).await?).await?;
+    assert!(linked(&chain(&store).await?));
+    Ok(())
+}
+
+/// A writer in its transaction holds the write lock: a single statement does not wait for it,
+/// or write beside it; it is refused, and lands once the lock is free.
+#[tokio::test]
+async fn a_single_statement_never_writes_while_another_holds_the_write_lock() -> anyhow::Result<()> {
+    let (_d, store) = fresh(Backend::Postgres).await?;
+    let (run, owner) = held(&store).await?;
+    let holder = store.begin().await?;
+    refused_leaving(&store, run, &owner, &left(&store, run).await?).await?;
+    drop(holder);
+    single_step(&store, run, &owner, 2).await?;
+    assert_eq!(checkpoint_seqs(&store, run).await?, [1, 2]);
+    assert!(linked(&chain(&store).await?));
+    Ok(())
+}
+
+/// The fence moves while a single statement runs (its snapshot still shows the old one): the
+/// statement sees the move all the same, and writes nothing.
+#[tokio::test]
+async fn a_single_statement_sees_a_fence_moved_after_it_began() -> anyhow::Result<()> {
+    let (_d, store) = fresh(Backend::Postgres).await?;
+    let (run, owner) = held(&store).await?;
+    let before = left(&store, run).await?;
+    // A take-over in flight, not yet committed.
+    let mut mover = store.pool().begin().await?;
+    sqlx::query("UPDATE runs SET fence = 2 WHERE id = $1")
+        .bind(run.to_string())
+        .execute(&mut *mover)
+        .await?;
+    let (written, moved) = tokio::join!(single_step(&store, run, &owner, 2), async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        mover.commit().await
+    });
+    moved?;
+    let err = written.err().ok_or_else(|| anyhow::anyhow!("a fenced-out owner's step landed"))?;
+    assert!(refused(&err), "{err}");
+    assert_eq!(left(&store, run).await?, before);
+    Ok(())
+}

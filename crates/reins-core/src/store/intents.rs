@@ -7,7 +7,7 @@ use super::{Executor, Pool};
 
 use super::dialect::batch;
 use super::decode::{self, Stored};
-use super::fused::Tail;
+use super::fused::{Tail, Whole};
 use super::{blobs, steps, Result, StoreError, Tx};
 use crate::digest::Digest;
 use crate::ids::RunId;
@@ -113,7 +113,8 @@ pub async fn insert_with_step(
             .collect();
         let mut parts = vec![(steps::INSERT, None), (INSERT, None)];
         parts.extend(distinct.iter().map(|_| (blobs::INSERT, None)));
-        let sql = super::fused::statement(&parts, tail);
+        let whole = tx.is_single().then_some(Whole { rows: None });
+        let sql = super::fused::statement(&parts, tail, whole);
         let mut q = bind_insert(steps::bind_insert(sqlx::query(&sql), run, step), run, intent);
         for (digest, bytes) in &distinct {
             q = blobs::bind_insert(q, digest, bytes, intent.created_at);
@@ -121,7 +122,7 @@ pub async fn insert_with_step(
         if let Some(tail) = tail {
             q = tail.bind(q);
         }
-        let row = q.fetch_one(&mut **tx).await?;
+        let row = super::fused::fetch(tx, q).await?;
         return tail_counts(&row);
     }
     let mut statements = vec![steps::INSERT, INSERT];
@@ -226,7 +227,9 @@ pub async fn settle_with_step(
             parts.push((super::processes::END_STEP, None));
         }
         parts.extend([(finish.as_str(), Some(0)), (SETTLE, Some(0))]);
-        let sql = super::fused::statement(&parts, tail);
+        // Both rows, or neither (`settled_once`).
+        let whole = tx.is_single().then_some(Whole { rows: Some(2) });
+        let sql = super::fused::statement(&parts, tail, whole);
         let mut q = sqlx::query(&sql);
         if ends_processes {
             q = super::processes::bind_end_step(q, run, step_seq, now);
@@ -236,7 +239,7 @@ pub async fn settle_with_step(
         if let Some(tail) = tail {
             q = tail.bind(q);
         }
-        let row = q.fetch_one(&mut **tx).await?;
+        let row = super::fused::fetch(tx, q).await?;
         let rows = u64::try_from(sqlx::Row::try_get::<i64, _>(&row, 0)?).unwrap_or(0);
         (rows, tail_counts(&row)?)
     };

@@ -296,6 +296,22 @@ impl Store {
         self.begin_with(self.dialect.begin_quiet_write()).await
     }
 
+    /// One statement that commits on its own, with no transaction around it (PostgreSQL only):
+    /// a step's own rows when they all travel in one statement that lands whole or not at all
+    /// (`fused::Whole`). It saves the round trips of `BEGIN` and `COMMIT`.
+    pub async fn begin_single(&self) -> Result<Tx> {
+        if self.dialect != Dialect::Postgres {
+            return self.begin_quiet().await;
+        }
+        let conn = self.pool.acquire().await?;
+        Ok(Tx::single(
+            conn,
+            self.dialect,
+            Arc::clone(&self.anchor),
+            Arc::clone(&self.wake),
+        ))
+    }
+
     async fn begin_with(&self, statement: &'static str) -> Result<Tx> {
         let inner = self.pool.begin_with(statement).await?;
         Ok(Tx::new(

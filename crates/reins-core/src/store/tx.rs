@@ -12,12 +12,20 @@ use super::{Conn, Db};
 use super::anchor::{Anchor, Mark};
 
 pub struct Tx {
-    inner: Transaction<'static, Db>,
+    inner: Inner,
     dialect: super::Dialect,
     anchor: Arc<Anchor>,
     wake: Arc<super::wake::Wake>,
     /// The chain head and the marks this transaction appended, written out once it commits.
     marks: Vec<Mark>,
+}
+
+/// What a `Tx` writes through.
+enum Inner {
+    Transaction(Transaction<'static, Db>),
+    /// No transaction around it: the one statement it runs commits on its own, whole or not at
+    /// all (`fused::Whole`). Nothing else may be written through it.
+    Single(sqlx::pool::PoolConnection<Db>),
 }
 
 impl Tx {
@@ -28,12 +36,34 @@ impl Tx {
         wake: Arc<super::wake::Wake>,
     ) -> Self {
         Self {
-            inner,
+            inner: Inner::Transaction(inner),
             dialect,
             anchor,
             wake,
             marks: Vec::new(),
         }
+    }
+
+    /// A "transaction" of one statement that commits on its own (`Store::begin_single`).
+    pub(super) fn single(
+        conn: sqlx::pool::PoolConnection<Db>,
+        dialect: super::Dialect,
+        anchor: Arc<Anchor>,
+        wake: Arc<super::wake::Wake>,
+    ) -> Self {
+        Self {
+            inner: Inner::Single(conn),
+            dialect,
+            anchor,
+            wake,
+            marks: Vec::new(),
+        }
+    }
+
+    /// Whether this is one statement committing on its own: the statement must then land whole
+    /// (`fused::Whole`) and be read to its end, for its end is its commit.
+    pub fn is_single(&self) -> bool {
+        matches!(self.inner, Inner::Single(_))
     }
 
     pub fn dialect(&self) -> super::Dialect {
@@ -58,7 +88,9 @@ impl Tx {
             marks,
             ..
         } = self;
-        inner.commit().await?;
+        if let Inner::Transaction(tx) = inner {
+            tx.commit().await?;
+        }
         if !marks.is_empty() {
             anchor.submit(marks);
         }
@@ -71,7 +103,10 @@ impl Tx {
     /// Commits without telling the anchor: what a hand-edit of the database amounts to.
     #[cfg(test)]
     pub(crate) async fn commit_without_anchor(self) -> Result<(), sqlx::Error> {
-        self.inner.commit().await
+        match self.inner {
+            Inner::Transaction(tx) => tx.commit().await,
+            Inner::Single(_) => Ok(()),
+        }
     }
 }
 
@@ -79,12 +114,18 @@ impl Deref for Tx {
     type Target = Conn;
 
     fn deref(&self) -> &Conn {
-        &self.inner
+        match &self.inner {
+            Inner::Transaction(tx) => tx,
+            Inner::Single(conn) => conn,
+        }
     }
 }
 
 impl DerefMut for Tx {
     fn deref_mut(&mut self) -> &mut Conn {
-        &mut self.inner
+        match &mut self.inner {
+            Inner::Transaction(tx) => tx,
+            Inner::Single(conn) => conn,
+        }
     }
 }
