@@ -322,7 +322,8 @@ async fn a_single_statement_never_writes_while_another_holds_the_write_lock() ->
     let (run, owner) = held(&store).await?;
     let holder = store.begin().await?;
     refused_leaving(&store, run, &owner, &left(&store, run).await?).await?;
-    drop(holder);
+    // Ended now (a dropped transaction's rollback would be sent later, with the lock held until then).
+    holder.commit().await?;
     single_step(&store, run, &owner, 2).await?;
     assert_eq!(checkpoint_seqs(&store, run).await?, [1, 2]);
     assert!(linked(&chain(&store).await?));
