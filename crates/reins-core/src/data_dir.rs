@@ -85,17 +85,29 @@ pub fn config_dir() -> Result<PathBuf> {
         })
 }
 
-/// Writes a small file in the config dir whole (temp file, rename): a crash leaves the old one or
-/// the new, never half of either.
+/// Writes a small file in the config dir whole and durably (temp file, fsync, rename, fsync of
+/// the directory): a crash leaves the old one or the new, never half of either, and once this
+/// returns the new one survives a power cut.
 pub fn write_config(path: &Path, text: &str) -> Result<()> {
+    use std::io::Write as _;
     let io = |source| Error::Io {
         context: format!("writing {}", path.display()),
         source,
     };
-    if let Some(dir) = path.parent() {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
     let tmp = path.with_extension("toml.tmp");
-    std::fs::write(&tmp, text).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(io)
+    let mut file = std::fs::File::create(&tmp).map_err(io)?;
+    file.write_all(text.as_bytes())
+        .and_then(|()| file.sync_all())
+        .map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)?;
+    if let Some(dir) = dir {
+        std::fs::File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io)?;
+    }
+    Ok(())
 }
