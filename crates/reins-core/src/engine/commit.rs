@@ -124,21 +124,17 @@ impl Change {
 }
 
 impl Engine {
-    /// Writes a change's one row-write with its tail as one statement that commits on its own,
-    /// when `single`. `None` when it was not tried, or the database refused it (nothing was
-    /// written then: a failed statement commits nothing): the caller writes it again the usual
-    /// way. An error that leaves the outcome unknown (the connection lost) is returned.
+    /// Writes a change's one row-write with its tail as one statement that commits on its own.
+    /// `None` when the database refused it (nothing was written then: a failed statement
+    /// commits nothing): the caller writes it again the usual way. An error that leaves the
+    /// outcome unknown (the connection lost) is returned.
     async fn apply_single(
         &self,
-        single: bool,
         run: Option<RunId>,
         rows: &[Write],
         now: i64,
         tail: Option<&Tail<'_>>,
     ) -> Result<Option<(crate::store::Tx, (Written, Option<(i64, i64)>))>> {
-        if !single {
-            return Ok(None);
-        }
         let mut tx = self.store.begin_single().await?;
         match write::apply_with(&mut tx, run, rows, now, tail).await {
             Ok(applied) => Ok(Some((tx, applied))),
@@ -264,16 +260,16 @@ impl Engine {
             _ => None,
         };
         let quiet = step_only && write::steps_own(&rows);
-        // The whole change in one statement, checkpoint and events included: it can commit on
-        // its own, with no transaction around it (`fused::Whole`).
-        let single = quiet
-            && rows.len() == 1
-            && tail.is_some()
-            && (checkpoint.is_none() || predicted.is_some());
-        let (mut tx, (written_rows, carried)) = match self
-            .apply_single(single, run, &rows, now, tail.as_ref())
-            .await?
-        {
+        // The whole change in one statement, checkpoint and events included (a tail carries a
+        // checkpoint only where it foresaw its seq): it can commit on its own, with no
+        // transaction around it (`fused::Whole`).
+        let single = quiet && rows.len() == 1 && tail.is_some();
+        let done = if single {
+            self.apply_single(run, &rows, now, tail.as_ref()).await?
+        } else {
+            None
+        };
+        let (mut tx, (written_rows, carried)) = match done {
             Some(done) => done,
             None => {
                 let mut tx = if quiet {

@@ -62,6 +62,26 @@ async fn held(store: &Store) -> anyhow::Result<(RunId, audit::Owner)> {
     Ok((run, owner))
 }
 
+/// Someone else appends: the head the owner remembers is no longer the head.
+async fn another_appends(store: &Store, run: RunId) -> anyhow::Result<()> {
+    let mut tx = store.begin().await?;
+    audit::append(&mut tx, written(run, 1), 2).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The owner learns the true head again, then the run is taken over (fence 2).
+async fn taken_over(store: &Store, run: RunId, owner: &audit::Owner) -> anyhow::Result<()> {
+    let mut tx = store.begin().await?;
+    audit::append_all(&mut tx, Some(owner), &[written(run, 1)], 4).await?;
+    tx.commit().await?;
+    sqlx::query("UPDATE runs SET fence = 2 WHERE id = $1")
+        .bind(run.to_string())
+        .execute(store.pool())
+        .await?;
+    Ok(())
+}
+
 /// The events of the chain, in order: (kind, prev_hash, hash).
 async fn chain(store: &Store) -> anyhow::Result<Vec<(String, String, String)>> {
     Ok(
@@ -161,10 +181,7 @@ async fn events_after_a_head_that_moved_or_for_a_run_lost_do_not_land() -> anyho
     let (_d, store) = fresh(Backend::Postgres).await?;
     let (run, owner) = held(&store).await?;
 
-    // Someone else appends: the head the owner remembers is no longer the head.
-    let mut tx = store.begin().await?;
-    audit::append(&mut tx, written(run, 1), 2).await?;
-    tx.commit().await?;
+    another_appends(&store, run).await?;
     let mut tx = store.begin().await?;
     let events = [written(run, 1)];
     let tail = Tail::new(&owner, None, &events, 3).ok_or_else(|| anyhow::anyhow!("remembered"))?;
@@ -174,13 +191,7 @@ async fn events_after_a_head_that_moved_or_for_a_run_lost_do_not_land() -> anyho
     drop(tx);
 
     // The run is taken over (fence 2): even with the true head, the old owner appends nothing.
-    let mut tx = store.begin().await?;
-    audit::append_all(&mut tx, Some(&owner), &[written(run, 1)], 4).await?;
-    tx.commit().await?;
-    sqlx::query("UPDATE runs SET fence = 2 WHERE id = $1")
-        .bind(run.to_string())
-        .execute(store.pool())
-        .await?;
+    taken_over(&store, run, &owner).await?;
     let mut tx = store.begin().await?;
     let tail = Tail::new(&owner, None, &events, 5).ok_or_else(|| anyhow::anyhow!("remembered"))?;
     let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
@@ -296,19 +307,11 @@ async fn a_single_statement_from_an_owner_fenced_out_or_behind_the_head_writes_n
     let (run, owner) = held(&store).await?;
 
     // Someone else appended: the owner's remembered head is stale.
-    let mut tx = store.begin().await?;
-    audit::append(&mut tx, written(run, 1), 2).await?;
-    tx.commit().await?;
+    another_appends(&store, run).await?;
     refused_leaving(&store, run, &owner, &left(&store, run).await?).await?;
 
     // The run is taken over (fence 2); the owner learns the true head, yet writes nothing.
-    let mut tx = store.begin().await?;
-    audit::append_all(&mut tx, Some(&owner), &[written(run, 1)], 4).await?;
-    tx.commit().await?;
-    sqlx::query("UPDATE runs SET fence = 2 WHERE id = $1")
-        .bind(run.to_string())
-        .execute(store.pool())
-        .await?;
+    taken_over(&store, run, &owner).await?;
     refused_leaving(&store, run, &owner, &left(&store, run).await?).await?;
     assert!(linked(&chain(&store).await?));
     Ok(())
