@@ -113,7 +113,7 @@ pub trait Agent: Send + Sync {
     /// message chunks) streams it to `obs` meanwhile.
     async fn next_observed(
         &mut self,
-        _obs: &dyn crate::engine::Observer,
+        _obs: &dyn crate::progress::Observer,
     ) -> Result<Move, AgentError> {
         self.next().await
     }

@@ -11,7 +11,7 @@ use super::llm::goal_and_name;
 use super::Reins;
 pub use crate::agent::acp::known::FoundAgent;
 use crate::agent::acp::{Spec, DEFAULT_IDLE_TIMEOUT_S};
-use crate::engine::{Observer, Progress};
+use crate::progress::{Observer, Progress};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::workspace::Workspace;

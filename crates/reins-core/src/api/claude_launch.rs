@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use super::claude_run::{ClaudeRunOutcome, ClaudeRunRequest};
 use super::Reins;
 use crate::agent::claude::Spec;
-use crate::engine::Observer;
+use crate::progress::Observer;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::keys::Secret;

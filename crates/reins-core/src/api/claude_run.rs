@@ -445,7 +445,7 @@ impl Reins {
             let offer = Offer::new(to_value(request)?);
             if !self
                 .engine
-                .record_if_attached(run, &offer, &crate::engine::Silent)
+                .record_if_attached(run, &offer, &crate::progress::Silent)
                 .await?
             {
                 break;
@@ -460,7 +460,7 @@ impl Reins {
         let offer = Offer::new(to_value(&request)?);
         let until = crate::clock::now_ms() + RECORD_DEADLINE_MS;
         self.engine
-            .record_offer(run, &offer, until, &crate::engine::Silent)
+            .record_offer(run, &offer, until, &crate::progress::Silent)
             .await?;
         Ok(())
     }

@@ -105,7 +105,7 @@ impl Reins {
                 };
                 let answer = self
                     .engine
-                    .decide_offer(run, &offer, until, !headless, &crate::engine::Silent)
+                    .decide_offer(run, &offer, until, !headless, &crate::progress::Silent)
                     .await?;
                 Ok(HookOutcome {
                     run: Some(run),
@@ -118,7 +118,7 @@ impl Reins {
                 })?);
                 let until = until.min(crate::clock::now_ms() + POST_DEADLINE_MS);
                 self.engine
-                    .record_offer(run, &offer, until, &crate::engine::Silent)
+                    .record_offer(run, &offer, until, &crate::progress::Silent)
                     .await?;
                 Ok(HookOutcome {
                     run: Some(run),

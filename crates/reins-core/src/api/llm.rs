@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::{FactUse, Reins};
 use crate::agent::llm::{Spec, DEFAULT_MAX_TURNS};
-use crate::engine::{Observer, Progress};
+use crate::progress::{Observer, Progress};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::keys::{KeyError, Secret};

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::session::Incoming;
 use super::{AcpAgent, Live};
-use crate::engine::Silent;
+use crate::progress::Silent;
 
 /// How long an agent is given to end its turn after `session/cancel`.
 const GRACE: Duration = Duration::from_secs(5);

@@ -64,7 +64,7 @@ impl AcpAgent {
             return Landed::Dropped;
         }
         match serde_json::from_value::<SessionNotification>(params) {
-            Ok(n) => Landed::Update(self.on_update(&n, &crate::engine::Silent)),
+            Ok(n) => Landed::Update(self.on_update(&n, &crate::progress::Silent)),
             Err(_) => Landed::Dropped,
         }
     }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Account, Agent, AgentError, Move, Observation};
-use crate::engine::{Observer, Progress};
+use crate::progress::{Observer, Progress};
 use crate::ids::RunId;
 
 mod cancel;
@@ -379,7 +379,7 @@ impl Agent for AcpAgent {
     }
 
     async fn next(&mut self) -> Result<Move, AgentError> {
-        self.next_observed(&crate::engine::Silent).await
+        self.next_observed(&crate::progress::Silent).await
     }
 
     async fn next_observed(&mut self, obs: &dyn Observer) -> Result<Move, AgentError> {
