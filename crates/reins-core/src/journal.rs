@@ -125,6 +125,18 @@ pub fn settle_files(
     }
 }
 
+/// What a person decided about an effect whose outcome nobody could know.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resolution {
+    /// It happened: the agent is told the result it would have got.
+    Done,
+    /// Run it again: the step is proposed and executed afresh (new pre-images, new intent).
+    Retry,
+    /// Do not run it: the agent is told it was skipped.
+    Skip,
+}
+
 #[cfg(test)]
 mod tests {
     use rstest::rstest;

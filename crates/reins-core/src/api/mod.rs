@@ -73,14 +73,15 @@ pub use crate::context::{Entry as ContextEntry, Fate, Kind as ContextKind, Manif
 pub use crate::data_dir::{DataDir, DATA_DIR_ENV};
 pub use crate::digest::Digest;
 pub use crate::engine::{
-    ApproveRequest, Control, DriveOutcome, EditedAction, GcReport, Observer, Progress, Resolution,
+    ApproveRequest, Control, DriveOutcome, EditedAction, Observer, Progress,
     Resolved, ResumeMode, RollbackChange, RollbackReport, Silent, BLOB_GRACE_MS, MAX_ANSWER,
 };
 pub use crate::error::{Error, ErrorCode, Result};
 pub use crate::failure::{FailureClass, RetryBudget};
 pub use crate::ids::RunId;
 pub use crate::input_file::{read as read_input_file, InputError, Links, MAX_INPUT_BYTES};
-pub use crate::journal::{EffectClass, FileImage, IntentStatus};
+pub use crate::journal::{EffectClass, FileImage, IntentStatus, Resolution};
+pub use crate::audit::event::GcReport;
 pub use crate::keys::{check_name as check_key_name, check_value as check_key_value};
 pub use crate::keys::{Keyring, MemoryStore as MemorySecrets, Secret, SecretStore};
 pub use crate::memory::{NewFact, Origin as FactOrigin, Settings as MemorySettings};

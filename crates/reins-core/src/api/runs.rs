@@ -13,8 +13,10 @@ use super::{
 };
 use crate::agent::script::Plan;
 use crate::checkpoint::stored;
+use crate::audit::event::GcReport;
+use crate::journal::Resolution;
 use crate::engine::{
-    Control, DriveOutcome, GcReport, Observer, Progress, Resolution, Resolved, ResumeMode,
+    Control, DriveOutcome, Observer, Progress, Resolved, ResumeMode,
     RollbackReport,
 };
 use crate::error::{Error, Result};

@@ -73,8 +73,8 @@ pub use decision::{ApproveRequest, Decided, EditedAction};
 pub use hooked::Offer;
 pub use crate::progress::{DriveOutcome, Observer, Progress, Silent};
 pub use question::MAX_TEXT as MAX_ANSWER;
-pub use resolve::{Resolution, Resolved};
-pub use retention::{GcReport, BLOB_GRACE_MS};
+pub use resolve::Resolved;
+pub use retention::BLOB_GRACE_MS;
 pub(crate) use think::ModelCall;
 pub use rollback::{RollbackChange, RollbackReport};
 

@@ -7,25 +7,13 @@ use serde::Serialize;
 use crate::audit::event::{self as ev, Actor};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
-use crate::journal::IntentStatus;
+use crate::journal::{IntentStatus, Resolution};
 use crate::step::StepStatus;
 use crate::store::write::{Transition, Write};
 use crate::store::{audit, runs, StoreError};
 
 use super::commit::Change;
 use super::{Engine, Silent};
-
-/// What a person decided about an effect whose outcome nobody could know.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Resolution {
-    /// It happened: the agent is told the result it would have got.
-    Done,
-    /// Run it again: the step is proposed and executed afresh (new pre-images, new intent).
-    Retry,
-    /// Do not run it: the agent is told it was skipped.
-    Skip,
-}
 
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -4,9 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
-
-use crate::audit::event as ev;
+use crate::audit::event::{self as ev, GcReport};
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::Result;
@@ -18,24 +16,6 @@ use super::{Engine, Silent};
 
 /// Blob files modified more recently than this are never removed.
 pub const BLOB_GRACE_MS: i64 = 10 * 60 * 1000;
-
-#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct GcReport {
-    pub dry_run: bool,
-    pub keep: usize,
-    /// Finished runs that had checkpoints to remove.
-    pub runs: usize,
-    pub checkpoints: u64,
-    pub checkpoint_bytes: i64,
-    pub blob_files: usize,
-    pub blob_file_bytes: u64,
-    /// Small pre-images kept in the database that no intent refers to any more.
-    pub db_blobs: u64,
-    /// Unreferenced blob files left alone because they are younger than the grace period.
-    pub young_blobs_kept: usize,
-}
 
 impl Engine {
     pub async fn gc(&self, keep: usize, dry_run: bool) -> Result<GcReport> {

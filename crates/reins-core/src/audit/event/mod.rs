@@ -11,10 +11,12 @@ use crate::ids::RunId;
 
 mod device;
 mod payload;
+mod retention;
 pub mod sentence;
 
 pub use device::*;
 pub use payload::*;
+pub use retention::GcReport;
 
 /// Who caused an event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -189,7 +191,7 @@ kinds! {
     RollbackSnapshot(RollbackSnapshot) = "rollback.snapshot" [from],
     RollbackPerformed(RollbackPerformed) = "rollback.performed" [from],
     RetentionPruned(RetentionPruned) = "retention.pruned" [from],
-    RetentionGc(crate::engine::GcReport) = "retention.gc" [from],
+    RetentionGc(GcReport) = "retention.gc" [from],
     FactAdded(FactWritten) = "memory.fact_added",
     FactEdited(FactWritten) = "memory.fact_edited",
     FactRefused(FactRefused) = "memory.fact_refused" [from],

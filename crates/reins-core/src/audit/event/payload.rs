@@ -231,7 +231,7 @@ pub struct IntentResolved {
     pub tool: String,
     pub action_hash: String,
     pub previous_status: IntentStatus,
-    pub resolution: crate::engine::Resolution,
+    pub resolution: crate::journal::Resolution,
     pub note: Option<String>,
     pub pre: Vec<FileImage>,
     pub post: Vec<FileImage>,
