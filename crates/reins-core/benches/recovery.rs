@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use reins_core::api::{Options, Reins};
 use reins_core::data_dir::DataDir;
-use reins_core::engine::{Observer, Progress, ResumeMode};
+use reins_core::engine::ResumeMode;
+use reins_core::progress::{Observer, Progress};
 use reins_core::ids::RunId;
 use reins_core::workspace::fingerprint::{self, Fingerprint};
 

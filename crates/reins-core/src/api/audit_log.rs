@@ -39,7 +39,7 @@ impl Reins {
 
     pub async fn audit_page(&self, req: &PageRequest) -> Result<AuditPage> {
         let page = audit::query::page(self.store(), req).await?;
-        let names = audit::event::sentence::Lookup::of_rows(self.store(), &page.events).await?;
+        let names = audit::sentence::Lookup::of_rows(self.store(), &page.events).await?;
         AuditPage::of(page, &names)
     }
 }

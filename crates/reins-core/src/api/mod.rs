@@ -60,9 +60,10 @@ pub use crate::agent::llm::DEFAULT_MAX_TURNS;
 pub use crate::agent::script::Plan;
 pub use crate::approval::watch::Watch as ApprovalWatch;
 pub use crate::approval::{ContextSummary, Matcher, Scope, Status as ApprovalStatus};
-pub use crate::audit::event::NAMES as AUDIT_KINDS;
+pub use crate::event::NAMES as AUDIT_KINDS;
+pub use crate::event::{ExportFormat, Filter as AuditFilter};
 pub use crate::audit::{
-    ExportCheck, ExportFormat, ExportRequest, ExportSummary, Filter as AuditFilter, PageRequest,
+    ExportCheck, ExportRequest, ExportSummary, PageRequest,
     Verification,
 };
 pub use crate::checkpoint::stored::CheckpointSummary;
@@ -81,7 +82,7 @@ pub use crate::failure::{FailureClass, RetryBudget};
 pub use crate::ids::RunId;
 pub use crate::input_file::{read as read_input_file, InputError, Links, MAX_INPUT_BYTES};
 pub use crate::journal::{EffectClass, FileImage, IntentStatus, Resolution};
-pub use crate::audit::event::GcReport;
+pub use crate::event::GcReport;
 pub use crate::keys::{check_name as check_key_name, check_value as check_key_value};
 pub use crate::keys::{Keyring, MemoryStore as MemorySecrets, Secret, SecretStore};
 pub use crate::memory::{NewFact, Origin as FactOrigin, Settings as MemorySettings};

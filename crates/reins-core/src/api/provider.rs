@@ -160,7 +160,7 @@ impl Reins {
                     audit::Event::new(
                         Actor::User,
                         None,
-                        crate::audit::event::SettingChanged {
+                        crate::event::SettingChanged {
                             key: key.into(),
                             old,
                             new: value,

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::agent::script::Plan;
 use crate::checkpoint::stored;
-use crate::audit::event::GcReport;
+use crate::event::GcReport;
 use crate::journal::Resolution;
 use crate::engine::{
     Control, DriveOutcome, Observer, Progress, Resolved, ResumeMode,
@@ -438,7 +438,7 @@ impl Reins {
         let pool = self.store().pool();
         let row = runs::get(pool, id).await?;
         let events = audit::for_run(pool, id).await?;
-        let names = crate::audit::event::sentence::Lookup::of_rows(self.store(), &events).await?;
+        let names = crate::audit::sentence::Lookup::of_rows(self.store(), &events).await?;
         let attempts = store::attempts::list(pool, id).await?;
         let inspected = stored::inspect(self.store(), self.engine.blobs(), id).await?;
         let analysis = stored::analyse(self.store(), id, &inspected).await?;

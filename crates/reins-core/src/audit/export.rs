@@ -24,9 +24,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::export_file::{Target, Writer};
-use super::Filter;
 use crate::error::{Error, Result};
-use crate::store::anchor::Mark;
+use crate::event::{ExportFormat, Filter, Mark};
 use crate::store::audit_read;
 use crate::store::scan::{self, EventRef};
 use crate::store::Store;
@@ -35,23 +34,6 @@ pub const FORMAT: &str = "reins-audit-export/1";
 
 /// Seqs per stretch handed to a formatting thread.
 const BATCH_SEQS: i64 = 4096;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub enum ExportFormat {
-    Jsonl,
-    Csv,
-}
-
-impl ExportFormat {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExportFormat::Jsonl => "jsonl",
-            ExportFormat::Csv => "csv",
-        }
-    }
-}
 
 #[derive(Clone, Debug)]
 pub struct ExportRequest {

@@ -2,7 +2,7 @@
 //! that verifies on its own, and page through it. Appending lives with the table
 //! (`store::audit`), because every event is written in the transaction of the change it records.
 //!
-//! Event kinds (`kind`, actor in brackets; each kind and its payload is typed in [`event`]):
+//! Event kinds (`kind`, actor in brackets; each kind and its payload is typed in [`crate::event`]):
 //! - runs: `run.created` [user], `run.state_changed` [harness], `run.pause_requested`, `run.paused`,
 //!   `run.resumed`, `run.cancelled` [user], `run.suspended`, `run.recovered`, `run.retry_scheduled`,
 //!   `run.finished` [harness], `run.compat_overridden` [user]
@@ -30,85 +30,26 @@
 //! - settings: `settings.changed` [user] (key, old and new value)
 //! - the log itself: `audit.anchor_created` [system], `audit.verified`, `audit.exported` [user]
 
-use serde::{Deserialize, Serialize};
-
-use crate::ids::RunId;
-
-pub mod event;
 pub mod export;
 mod export_file;
 pub mod exported;
 pub mod query;
+pub mod sentence;
 pub mod verify;
 
 #[cfg(test)]
 mod tests;
 
-pub use export::{ExportFormat, ExportRequest, ExportSummary};
+pub use export::{ExportRequest, ExportSummary};
 pub use exported::ExportCheck;
 pub use query::{Page, PageRequest};
 pub use verify::Verification;
-
-/// Which events: all given conditions must hold.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct Filter {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<RunId>,
-    /// An exact kind (`approval.approved`) or a family (`approval`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub actor: Option<String>,
-    /// Unix ms, inclusive.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub since: Option<i64>,
-    /// Unix ms, exclusive.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub until: Option<i64>,
-}
-
-impl Filter {
-    pub fn is_empty(&self) -> bool {
-        self == &Filter::default()
-    }
-
-    /// Checks what a person typed; the message says what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
-        if let Some(kind) = &self.kind {
-            let ok = !kind.is_empty()
-                && kind.len() <= 64
-                && kind
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b == b'.' || b == b'_');
-            if !ok {
-                return Err(format!(
-                    "--kind {kind:?}: a kind is lowercase words with dots, like `approval.approved` or `approval`"
-                ));
-            }
-        }
-        if let Some(actor) = &self.actor {
-            if !["user", "agent", "harness", "system"].contains(&actor.as_str()) {
-                return Err(format!(
-                    "--actor {actor:?}: one of user, agent, harness, system"
-                ));
-            }
-        }
-        if let (Some(since), Some(until)) = (self.since, self.until) {
-            if since >= until {
-                return Err("--since must be before --until".into());
-            }
-        }
-        Ok(())
-    }
-}
 
 /// Appends one of the log's own events (verified, exported, an anchor accepted), done by a person,
 /// in a transaction of its own.
 pub(crate) async fn record_by_user(
     store: &crate::store::Store,
-    kind: impl Into<event::Kind>,
+    kind: impl Into<crate::event::Kind>,
 ) -> Result<(), crate::store::StoreError> {
     use crate::store::audit;
     let mut tx = store.begin().await?;

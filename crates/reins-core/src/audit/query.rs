@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Filter;
+use crate::event::Filter;
 use crate::error::{Error, Result};
 use crate::store::audit::AuditRow;
 use crate::store::{audit_read, Store};

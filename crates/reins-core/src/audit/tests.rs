@@ -275,7 +275,7 @@ async fn the_anchor_keeps_its_head_when_another_process_lags() -> TestResult {
     let dir = tempfile::tempdir()?;
     let store = store_with(dir.path(), 3).await?;
     // A slower writer arriving with an older head moves nothing back.
-    store.anchor().advance(&[crate::store::anchor::Mark {
+    store.anchor().advance(&[crate::event::Mark {
         seq: 2,
         hash: "x".into(),
     }])?;
@@ -464,7 +464,7 @@ async fn secrets_never_reach_the_log_and_the_export_scans_again() -> TestResult 
     let canon = planted[0].canonical();
     planted[0].hash = table::chain_hash(&last.hash, &canon).to_string();
     insert_raw(&store, &planted).await?;
-    store.anchor().advance(&[crate::store::anchor::Mark {
+    store.anchor().advance(&[crate::event::Mark {
         seq: 4,
         hash: planted[0].hash.clone(),
     }])?;
@@ -533,7 +533,7 @@ async fn an_event_added_behind_the_anchors_back_is_damage() -> TestResult {
         crate::store::audit::Event::new(
             crate::store::audit::Actor::User,
             None,
-            crate::audit::event::AuditVerified {
+            crate::event::AuditVerified {
                 events: 0,
                 head: None,
                 anchor: "agrees".into(),

@@ -3,7 +3,7 @@
 //! agent's word, kept apart from what Reins decided.
 
 use crate::agent::Account;
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::error::Result;
 use crate::store::audit;
 use crate::store::write::Write;

@@ -5,7 +5,7 @@
 //! and the disk: nothing is written, and nobody is asked to review it again. Within one attempt an
 //! action asked for twice is judged twice, as the person's "once" means.
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::error::Result;
 use crate::step::StepStatus;
 use crate::store::{audit, steps};

@@ -3,7 +3,7 @@
 //! is off), assembled under a budget like the LLM agent's context, with its manifest. The exact text
 //! sent is journaled, so a resumed run hands the agent the same brief, never a new one.
 
-use crate::audit::event as ev;
+use crate::event as ev;
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::context::{self, tokens::TokenCounter as _, Budget, Item, Kind};

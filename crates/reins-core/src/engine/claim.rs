@@ -4,7 +4,7 @@
 
 use tracing::instrument;
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::failure::FailureClass;

@@ -5,7 +5,7 @@
 //! owner: appending its events proves it still holds the run (the fence check), so a stale worker's
 //! change commits nothing.
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::checkpoint::{self, Checkpoint, Level};
 use crate::clock::now_ms;
 use crate::error::Result;

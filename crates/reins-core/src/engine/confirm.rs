@@ -3,7 +3,7 @@
 //! can say what happened, the intent is marked unknown and the run waits for a person: never
 //! guessed, never re-run.
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::checkpoint::Level;
 use crate::error::Result;
 use crate::ids::IntentId;

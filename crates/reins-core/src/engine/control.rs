@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use crate::agent;
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::clock::now_ms;
 use crate::compat::Compat;
 use crate::error::{Error, Result};

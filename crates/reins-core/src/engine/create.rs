@@ -1,7 +1,7 @@
 //! Creating runs: the run row, its first checkpoint and the audit event commit together.
 
 use crate::agent::script::Plan;
-use crate::audit::event as ev;
+use crate::event as ev;
 use crate::checkpoint::{Checkpoint, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};

@@ -5,7 +5,7 @@
 //! pending approval, so none is ever overwritten.
 
 use crate::approval::{preview, GrantSpec, Scope, Status};
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::{Error, Result};

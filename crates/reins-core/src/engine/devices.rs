@@ -1,7 +1,7 @@
 //! Pairing devices for remote approvals, and revoking them: durable changes through the one commit
 //! path, each with its audit event. The code and the token are returned once and stored as hashes.
 
-use crate::audit::event::{self as ev, Actor, Event, Kind};
+use crate::event::{self as ev, Actor, Event, Kind};
 use crate::clock::now_ms;
 use crate::device;
 use crate::error::{Error, Result};

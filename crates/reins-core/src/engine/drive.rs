@@ -4,7 +4,7 @@
 //! nothing.
 
 use crate::agent::{self, Agent, Move};
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::checkpoint::{stored, Checkpoint, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};

@@ -141,9 +141,9 @@ impl Drive<'_> {
     ) -> Result<()> {
         let intent = self.intend(rec, action, Some(plan)).await?;
         let change = super::commit::Change::default().event(crate::store::audit::Event::new(
-            crate::audit::event::Actor::Harness,
+            crate::event::Actor::Harness,
             Some(self.run),
-            crate::audit::event::HandedToAgent {
+            crate::event::HandedToAgent {
                 intent: intent.to_string(),
                 step: rec.seq,
                 pre: plan.pre.clone(),

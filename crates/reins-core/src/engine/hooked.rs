@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::agent::claude::{hook::Answer, Spec, KIND, VERSION};
 use crate::approval::Status;
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;

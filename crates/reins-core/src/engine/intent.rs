@@ -3,7 +3,7 @@
 //! with a FULL sync. A crash after this point is settled from the journal and the disk; it is never
 //! guessed at.
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::Result;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::error::Result;
 use crate::mcp::{Hub, McpError};
 use crate::store::write::Write;

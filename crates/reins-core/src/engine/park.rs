@@ -3,7 +3,7 @@
 //! `awaiting_approval` commit together; then the run waits durably — the app may close or crash.
 
 use crate::approval::{ContextSummary, Status};
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::digest::Digest;

@@ -3,7 +3,7 @@
 //! file change — and let `decide` rule: deny, review, a grant's run, or run. An invalid proposal is
 //! an error result for the agent, never a prompt for a person.
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::digest::Digest;
 use crate::error::Result;
 use crate::policy::shell::Place;

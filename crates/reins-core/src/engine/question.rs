@@ -2,7 +2,7 @@
 //! `awaiting_input` (a safe point: no worker holds it) until the person's answer is recorded as the
 //! step's result (`Engine::answer`); the next worker hands it to the agent as the call's result.
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::digest::Digest;

@@ -3,7 +3,7 @@
 //! its intent), committed together.
 
 use crate::agent::Observation;
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::checkpoint::{Level, ToolRecord};
 use crate::clock::now_ms;
 use crate::digest::Digest;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::audit::event as ev;
+use crate::event as ev;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::journal::IntentStatus;

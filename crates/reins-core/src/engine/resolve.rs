@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::journal::{IntentStatus, Resolution};

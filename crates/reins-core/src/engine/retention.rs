@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::audit::event::{self as ev, GcReport};
+use crate::event::{self as ev, GcReport};
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::Result;

@@ -2,7 +2,7 @@
 //! run let go, and claimed again after a backoff — or, with the run's retry budget spent,
 //! suspended for a person.
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::run::{RunEvent, RunState};

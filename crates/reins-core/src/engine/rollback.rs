@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::audit::event as ev;
+use crate::event as ev;
 use crate::checkpoint::{stored, Checkpoint, Level, Meta};
 use crate::clock::now_ms;
 use crate::digest::Digest;

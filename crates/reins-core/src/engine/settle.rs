@@ -2,7 +2,7 @@
 //! before the agent proposes anything. File effects settle deterministically from the disk; anything
 //! that cannot be known suspends the run for a human. Nothing is re-run on a guess.
 
-use crate::audit::event as ev;
+use crate::event as ev;
 use crate::error::Result;
 use crate::ids::IntentId;
 use crate::journal::{settle_files, EffectClass, IntentStatus, Settlement};

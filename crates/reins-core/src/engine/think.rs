@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::agent::{ModelInput, Part};
-use crate::audit::event as ev;
+use crate::event as ev;
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::context::{self, tokens::TokenCounter as _, Budget};

@@ -17,7 +17,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::clock::now_ms;
 use crate::ids::RunId;
 use crate::memory::{self, NewFact, Origin, Remembered};

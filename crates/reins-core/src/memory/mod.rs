@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::audit::event as ev;
+use crate::event as ev;
 use crate::clock::now_ms;
 use crate::ids::{FactId, RunId, SuggestionId};
 use crate::store::audit::{self, Actor};

@@ -2,7 +2,7 @@
 //! keeping where it came from) or dismisses it (its value is removed).
 
 use super::{next_version, Remembered, Result};
-use crate::audit::event as ev;
+use crate::event as ev;
 use crate::clock::now_ms;
 use crate::store::audit::{self, Actor};
 use crate::store::memory::{self as table, FactRow, SuggestionRow};

@@ -17,9 +17,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use serde::{Deserialize, Serialize};
 
-/// A mark is kept at seq 1 and at every multiple of this, to say roughly where a replaced chain
-/// starts to differ.
-pub const MARK_EVERY: i64 = 16_384;
+pub use crate::event::{Mark, MARK_EVERY};
 
 /// How long a process waits for another to finish its anchor write before leaving the anchor as
 /// it is.
@@ -29,20 +27,6 @@ const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 const WRITE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
 
 const FORMAT: &str = "reins-audit-anchor/1";
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub struct Mark {
-    pub seq: i64,
-    pub hash: String,
-}
-
-impl Mark {
-    /// Whether the event at `seq` is kept as a mark (the head is kept whatever its seq).
-    pub fn wanted(seq: i64) -> bool {
-        seq == 1 || seq % MARK_EVERY == 0
-    }
-}
 
 /// What the anchor file holds.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

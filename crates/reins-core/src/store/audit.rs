@@ -15,7 +15,7 @@ use crate::ids::RunId;
 /// The hash before the first event.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-pub use crate::audit::event::{Actor, Event};
+pub use crate::event::{Actor, Event};
 
 #[derive(Clone, Debug, PartialEq, Eq, sqlx::FromRow)]
 pub struct AuditRow {

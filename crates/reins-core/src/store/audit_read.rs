@@ -8,7 +8,7 @@ use super::audit::AuditRow;
 use super::dialect::numbered;
 use super::scan::{self, Param};
 use super::Result;
-use crate::audit::Filter;
+use crate::event::Filter;
 
 /// The last event's (seq, hash).
 pub async fn head(pool: &Pool) -> Result<Option<Mark>> {

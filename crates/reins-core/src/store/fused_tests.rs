@@ -5,7 +5,7 @@ use super::checkpoints::{Body, NewCheckpoint};
 use super::fused::{Landed, Tail};
 use super::tests::{fresh, insert_run, intent, step, Backend};
 use super::*;
-use crate::audit::event::{self as ev, Actor};
+use crate::event::{self as ev, Actor};
 use crate::checkpoint::Level;
 use crate::ids::RunId;
 use crate::journal::IntentStatus;

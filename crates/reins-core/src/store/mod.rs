@@ -233,7 +233,7 @@ impl Store {
             audit::Event::new(
                 audit::Actor::System,
                 None,
-                crate::audit::event::AnchorCreated {
+                crate::event::AnchorCreated {
                     reason: "no head anchor was found beside the database".into(),
                     adopted: head,
                     path: self.anchor.path().to_owned(),

@@ -12,7 +12,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use super::audit::AuditRow;
 use super::StoreError;
-use crate::audit::Filter;
+use crate::event::Filter;
 
 /// One event as it sits in the row: nothing copied.
 #[derive(Clone, Copy, Debug)]

@@ -387,7 +387,7 @@ async fn a_stale_owner_cannot_append_so_its_transaction_cannot_commit_a_change(#
     let event = audit::Event::new(
         audit::Actor::Harness,
         Some(id),
-        crate::audit::event::Reason { reason: "x".into() },
+        crate::event::Reason { reason: "x".into() },
     );
 
     // w1 appends while it owns the run, and so remembers the head.

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::audit::event::sentence::{self, Lookup};
+use crate::audit::sentence::{self, Lookup};
 use crate::error::Result;
 use crate::store::audit::AuditRow;
 use crate::store::StoreError;

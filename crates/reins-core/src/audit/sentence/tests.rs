@@ -1,7 +1,7 @@
 //! Sentences read back from stored payloads.
 
 use super::*;
-use crate::audit::event::{self as ev, Event};
+use crate::event::{self as ev, Event};
 use crate::run::RunState;
 
 fn stored(actor: Actor, kind: impl Into<Kind>, names: &dyn Names) -> String {

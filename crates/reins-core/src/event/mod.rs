@@ -11,11 +11,12 @@ use crate::ids::RunId;
 
 mod device;
 mod payload;
+mod log;
 mod retention;
-pub mod sentence;
 
 pub use device::*;
 pub use payload::*;
+pub use log::{ExportFormat, Filter, Mark, MARK_EVERY};
 pub use retention::GcReport;
 
 /// Who caused an event.

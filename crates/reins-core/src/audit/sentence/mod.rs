@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::{Actor, Kind};
+use crate::event::{Actor, Kind};
 use crate::resume::plural;
 
 /// What an id in a payload stands for, as the reader found it in the store.

@@ -561,7 +561,7 @@ pub struct SettingChanged {
 #[serde(rename_all = "camelCase")]
 pub struct AnchorCreated {
     pub reason: String,
-    pub adopted: crate::store::anchor::Mark,
+    pub adopted: crate::event::Mark,
     pub path: std::path::PathBuf,
 }
 
@@ -577,7 +577,7 @@ pub struct AnchorAcknowledged {
 #[serde(rename_all = "camelCase")]
 pub struct AuditVerified {
     pub events: i64,
-    pub head: Option<crate::store::anchor::Mark>,
+    pub head: Option<crate::event::Mark>,
     /// The anchor's status (`agrees`, `behind`, …).
     pub anchor: String,
     pub elapsed_ms: u64,
@@ -586,13 +586,13 @@ pub struct AuditVerified {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AuditExported {
-    pub format: crate::audit::ExportFormat,
+    pub format: crate::event::ExportFormat,
     pub path: String,
     pub count: u64,
     pub first_seq: Option<i64>,
     pub last_seq: Option<i64>,
-    pub head: Option<crate::store::anchor::Mark>,
+    pub head: Option<crate::event::Mark>,
     pub sha256: String,
-    pub filter: crate::audit::Filter,
+    pub filter: crate::event::Filter,
     pub redacted_on_export: u64,
 }
