@@ -3,6 +3,7 @@
 use crate::agent::AgentError;
 use crate::blob::BlobError;
 use crate::checkpoint::CheckpointError;
+use crate::failure::{classify_io, FailureClass};
 use crate::store::StoreError;
 use crate::tools::ToolError;
 use crate::workspace::JailError;
@@ -49,6 +50,24 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The class of failure this is, for the run that met it (see [`crate::failure`]).
+    pub fn class(&self) -> FailureClass {
+        match self {
+            Error::Store(e) => e.class(),
+            Error::Blob(BlobError::Io { source, .. }) | Error::Io { source, .. } => {
+                classify_io(source)
+            }
+            Error::Blob(BlobError::Corrupt { .. } | BlobError::Missing { .. }) => {
+                FailureClass::CheckpointInvalid
+            }
+            Error::Checkpoint(_) => FailureClass::CheckpointInvalid,
+            Error::Provider(p) if p.is_transient() => FailureClass::Transient,
+            _ => FailureClass::Permanent,
+        }
+    }
+}
 
 impl From<crate::mcp::McpError> for Error {
     fn from(e: crate::mcp::McpError) -> Self {
@@ -198,5 +217,35 @@ impl Error {
             self,
             Error::Store(StoreError::LostLease { .. } | StoreError::StaleState { .. })
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_full_waits_for_a_person_and_busy_is_retried() {
+        let full = Error::Io {
+            context: "writing".into(),
+            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
+        };
+        assert_eq!(full.class(), FailureClass::Resource);
+        let busy = Error::Io {
+            context: "writing".into(),
+            source: std::io::Error::from_raw_os_error(libc::EBUSY),
+        };
+        assert_eq!(busy.class(), FailureClass::Transient);
+        let lost = Error::Store(StoreError::LostLease {
+            run: "r".into(),
+            fence: 1,
+        });
+        assert_eq!(lost.class(), FailureClass::WorkerLost);
+        assert_eq!(Error::Invalid("x".into()).class(), FailureClass::Permanent);
+        let file = Error::Io {
+            context: "reading".into(),
+            source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+        };
+        assert_eq!(file.class(), FailureClass::Permanent);
     }
 }

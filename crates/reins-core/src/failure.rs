@@ -1,13 +1,9 @@
-//! What kind of failure stopped a drive, and what the harness does about it (seed `004` §9):
+//! The kinds of failure that can stop a drive, and what the harness does about each (seed `004` §9):
 //! transient failures are retried with backoff under the run's budget; a lost worker is adopted
 //! (and counted against the same budget, so a run that keeps killing its worker stops); a full or
 //! failing disk and everything not understood wait for a person. Nothing is retried blindly.
 
 use serde::{Deserialize, Serialize};
-
-use crate::blob::BlobError;
-use crate::error::Error;
-use crate::store::StoreError;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -40,84 +36,9 @@ impl FailureClass {
     }
 }
 
-/// Sorts an error into a class.
-pub fn classify(e: &Error) -> FailureClass {
-    match e {
-        Error::Store(StoreError::LostLease { .. } | StoreError::StaleState { .. }) => {
-            FailureClass::WorkerLost
-        }
-        Error::Store(StoreError::Sqlx(sq)) => classify_sqlx(sq),
-        Error::Blob(BlobError::Io { source, .. }) | Error::Io { source, .. } => classify_io(source),
-        Error::Blob(BlobError::Corrupt { .. } | BlobError::Missing { .. }) => {
-            FailureClass::CheckpointInvalid
-        }
-        Error::Checkpoint(_) => FailureClass::CheckpointInvalid,
-        Error::Provider(p) if p.is_transient() => FailureClass::Transient,
-        _ => FailureClass::Permanent,
-    }
-}
-
-fn classify_sqlx(e: &sqlx::Error) -> FailureClass {
-    match e {
-        sqlx::Error::PoolTimedOut => FailureClass::Transient,
-        // A database server's connection going away (a restart, the network).
-        sqlx::Error::Io(io)
-            if matches!(
-                io.kind(),
-                std::io::ErrorKind::ConnectionReset
-                    | std::io::ErrorKind::ConnectionAborted
-                    | std::io::ErrorKind::ConnectionRefused
-                    | std::io::ErrorKind::BrokenPipe
-                    | std::io::ErrorKind::UnexpectedEof
-                    | std::io::ErrorKind::NotConnected
-            ) =>
-        {
-            FailureClass::Transient
-        }
-        sqlx::Error::Io(io) => classify_io(io),
-        // The shared database restarted or the network between dropped: connect again later.
-        sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => FailureClass::Transient,
-        sqlx::Error::Database(db)
-            if db
-                .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
-                .is_some() =>
-        {
-            postgres_class(db.code().as_deref().unwrap_or_default())
-        }
-        sqlx::Error::Database(db) => {
-            let code = db.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or(0);
-            match code & 0xff {
-                // SQLITE_BUSY, SQLITE_LOCKED (and their extended codes)
-                5 | 6 => FailureClass::Transient,
-                // SQLITE_IOERR, SQLITE_FULL, SQLITE_READONLY, SQLITE_CANTOPEN
-                10 | 13 | 8 | 14 => FailureClass::Resource,
-                // SQLITE_CORRUPT, SQLITE_NOTADB
-                11 | 26 => FailureClass::Resource,
-                _ => FailureClass::Permanent,
-            }
-        }
-        _ => FailureClass::Permanent,
-    }
-}
-
-/// A PostgreSQL error by its SQLSTATE.
-fn postgres_class(sqlstate: &str) -> FailureClass {
-    match sqlstate {
-        // connection exceptions; the server shutting down or starting; serialization, deadlock, a
-        // lock wait given up, a session ended idle in its transaction (each rolled back whole)
-        c if c.starts_with("08") => FailureClass::Transient,
-        "57P01" | "57P02" | "57P03" | "40001" | "40P01" | "53300" | "55P03" | "25P03" => {
-            FailureClass::Transient
-        }
-        // disk full, out of memory
-        c if c.starts_with("53") => FailureClass::Resource,
-        // data corrupted, index corrupted
-        "XX001" | "XX002" => FailureClass::Resource,
-        _ => FailureClass::Permanent,
-    }
-}
-
-fn classify_io(e: &std::io::Error) -> FailureClass {
+/// An I/O error by what the system said: a full or failing disk waits for a person, a busy or
+/// interrupted call is retried, anything else is permanent.
+pub fn classify_io(e: &std::io::Error) -> FailureClass {
     use std::io::ErrorKind as K;
     match e.raw_os_error() {
         Some(
@@ -177,57 +98,6 @@ impl RetryBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_database_connection_going_away_is_retried_but_a_file_error_keeps_its_class() {
-        let sqlx_io = |kind| {
-            Error::Store(StoreError::Sqlx(sqlx::Error::Io(std::io::Error::from(kind))))
-        };
-        assert_eq!(
-            classify(&sqlx_io(std::io::ErrorKind::ConnectionReset)),
-            FailureClass::Transient
-        );
-        assert_eq!(
-            classify(&sqlx_io(std::io::ErrorKind::ConnectionRefused)),
-            FailureClass::Transient
-        );
-        assert_eq!(
-            classify(&Error::Store(StoreError::Sqlx(sqlx::Error::PoolClosed))),
-            FailureClass::Transient
-        );
-        let file = Error::Io {
-            context: "reading".into(),
-            source: std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-        };
-        assert_eq!(classify(&file), FailureClass::Permanent);
-        assert_eq!(postgres_class("08006"), FailureClass::Transient);
-        assert_eq!(postgres_class("57P01"), FailureClass::Transient);
-        assert_eq!(postgres_class("53100"), FailureClass::Resource);
-        assert_eq!(postgres_class("23505"), FailureClass::Permanent);
-    }
-
-    #[test]
-    fn disk_full_waits_for_a_person_and_busy_is_retried() {
-        let full = Error::Io {
-            context: "writing".into(),
-            source: std::io::Error::from_raw_os_error(libc::ENOSPC),
-        };
-        assert_eq!(classify(&full), FailureClass::Resource);
-        let busy = Error::Io {
-            context: "writing".into(),
-            source: std::io::Error::from_raw_os_error(libc::EBUSY),
-        };
-        assert_eq!(classify(&busy), FailureClass::Transient);
-        let lost = Error::Store(StoreError::LostLease {
-            run: "r".into(),
-            fence: 1,
-        });
-        assert_eq!(classify(&lost), FailureClass::WorkerLost);
-        assert_eq!(
-            classify(&Error::Invalid("x".into())),
-            FailureClass::Permanent
-        );
-    }
 
     #[test]
     fn backoff_grows_is_capped_and_the_budget_ends() {

@@ -264,7 +264,7 @@ impl Reconnect {
     /// Whether `e` means the database is out of reach for now (then the caller waits `next()`).
     fn waits_out(&mut self, e: &Error) -> bool {
         let transient_store = matches!(e, Error::Store(crate::store::StoreError::Sqlx(_)))
-            && crate::failure::classify(e) == crate::failure::FailureClass::Transient;
+            && e.class() == crate::failure::FailureClass::Transient;
         if transient_store {
             if self.failures == 0 {
                 tracing::warn!("the database is out of reach ({e}); connecting again with backoff");

@@ -221,7 +221,7 @@ impl Engine {
         match drive.run().await {
             Ok(outcome) => Ok(outcome),
             Err(e) => {
-                let class = crate::failure::classify(&e);
+                let class = e.class();
                 let handled = match class {
                     FailureClass::WorkerLost => {
                         return Ok(DriveOutcome::Lost {

@@ -19,6 +19,7 @@ pub mod audit;
 pub mod audit_read;
 pub mod blobs;
 pub mod checkpoints;
+mod class;
 pub mod column;
 mod decode;
 pub mod devices;
