@@ -2,7 +2,20 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+/// What can go wrong finding or making Reins' folders and config files.
+#[derive(Debug, thiserror::Error)]
+pub enum DataDirError {
+    /// No home directory, and nothing named instead.
+    #[error("{0}")]
+    NoHome(String),
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
+}
+
+type Result<T> = std::result::Result<T, DataDirError>;
 
 /// The environment variable that overrides the data dir (the CLI's `--data-dir` wins over it).
 pub const DATA_DIR_ENV: &str = "REINS_DATA_DIR";
@@ -20,7 +33,7 @@ impl DataDir {
             None => directories::ProjectDirs::from("dev", "reins", "reins")
                 .map(|d| d.data_dir().to_owned())
                 .ok_or_else(|| {
-                    Error::Invalid(format!(
+                    DataDirError::NoHome(format!(
                         "no home directory to keep data in; set {DATA_DIR_ENV} or pass --data-dir"
                     ))
                 })?,
@@ -43,9 +56,8 @@ impl DataDir {
     }
 
     /// This machine's record of the highest audit chain head it has seen in the shared database at
-    /// `url` (team mode): one file per database, named by a digest of its URL without password.
-    pub fn team_anchor(&self, url: &str) -> PathBuf {
-        let shown = crate::store::redacted(url);
+    /// `shown` (team mode; its URL without password): one file per database, named by a digest.
+    pub fn team_anchor(&self, shown: &str) -> PathBuf {
         let digest = crate::digest::Digest::of(shown.as_bytes());
         let short: String = digest.as_str().chars().take(16).collect();
         self.root.join(format!("team-{short}.audit-head"))
@@ -61,7 +73,7 @@ impl DataDir {
     }
 
     pub fn ensure(&self) -> Result<()> {
-        std::fs::create_dir_all(&self.root).map_err(|source| Error::Io {
+        std::fs::create_dir_all(&self.root).map_err(|source| DataDirError::Io {
             context: format!("creating data dir {}", self.root.display()),
             source,
         })
@@ -79,7 +91,7 @@ pub fn config_dir() -> Result<PathBuf> {
     directories::ProjectDirs::from("dev", "reins", "reins")
         .map(|d| d.config_dir().to_owned())
         .ok_or_else(|| {
-            Error::Invalid(format!(
+            DataDirError::NoHome(format!(
                 "no home directory to find the config in; set {CONFIG_DIR_ENV}"
             ))
         })
@@ -90,7 +102,7 @@ pub fn config_dir() -> Result<PathBuf> {
 /// returns the new one survives a power cut.
 pub fn write_config(path: &Path, text: &str) -> Result<()> {
     use std::io::Write as _;
-    let io = |source| Error::Io {
+    let io = |source| DataDirError::Io {
         context: format!("writing {}", path.display()),
         source,
     };

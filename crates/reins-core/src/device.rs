@@ -5,7 +5,13 @@
 use ring::rand::{SecureRandom, SystemRandom};
 
 use crate::digest::Digest;
-use crate::error::{Error, Result};
+
+/// A pairing code or token that cannot be made, or a device name that is refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct DeviceError(String);
+
+type Result<T> = std::result::Result<T, DeviceError>;
 
 /// How long a pairing code works: 5 minutes, and once.
 pub const PAIRING_TTL_MS: i64 = 5 * 60 * 1000;
@@ -22,7 +28,7 @@ pub const TOKEN_PREFIX: &str = "reins_dev_";
 fn random(bytes: &mut [u8]) -> Result<()> {
     SystemRandom::new()
         .fill(bytes)
-        .map_err(|_| Error::Invalid("the OS random source failed".into()))
+        .map_err(|_| DeviceError("the OS random source failed".into()))
 }
 
 /// A fresh pairing code, like `7KQ2M-XD4PA`.
@@ -81,12 +87,12 @@ pub fn hash(secret: &str) -> String {
 pub fn check_name(name: &str) -> Result<String> {
     let name = name.trim();
     if name.is_empty() {
-        return Err(Error::Invalid(
+        return Err(DeviceError(
             "name the device (`--name \"my phone\"`), so its decisions can be told apart".into(),
         ));
     }
     if name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err(Error::Invalid(
+        return Err(DeviceError(
             "a device name is one line of at most 64 characters".into(),
         ));
     }

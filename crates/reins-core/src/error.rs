@@ -83,6 +83,22 @@ impl From<crate::mcp::McpError> for Error {
     }
 }
 
+impl From<crate::data_dir::DataDirError> for Error {
+    fn from(e: crate::data_dir::DataDirError) -> Self {
+        use crate::data_dir::DataDirError;
+        match e {
+            DataDirError::NoHome(m) => Error::Invalid(m),
+            DataDirError::Io { context, source } => Error::Io { context, source },
+        }
+    }
+}
+
+impl From<crate::device::DeviceError> for Error {
+    fn from(e: crate::device::DeviceError) -> Self {
+        Error::Invalid(e.to_string())
+    }
+}
+
 impl From<crate::memory::MemoryError> for Error {
     fn from(e: crate::memory::MemoryError) -> Self {
         match e {

@@ -121,7 +121,7 @@ fn read(file: &Path) -> Result<AgentsFile> {
 fn write(file: &Path, agents: &AgentsFile) -> Result<()> {
     let text = toml::to_string(agents)
         .map_err(|e| Error::Invalid(format!("the agents cannot be written: {e}")))?;
-    crate::data_dir::write_config(file, &text)
+    Ok(crate::data_dir::write_config(file, &text)?)
 }
 
 impl Reins {

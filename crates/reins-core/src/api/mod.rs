@@ -199,7 +199,7 @@ impl Reins {
                 let url = &url;
                 Store::open_postgres(
                     url,
-                    &data_dir.team_anchor(url),
+                    &data_dir.team_anchor(&crate::store::redacted(url)),
                     options.connections,
                     options.listen,
                 )
