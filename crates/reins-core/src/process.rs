@@ -172,7 +172,7 @@ pub struct Piped {
     pub pid: u32,
     pub child: tokio::process::Child,
     /// The last of what it wrote to stderr.
-    pub stderr: crate::agent::acp::stderr::Tail,
+    pub stderr: crate::stderr::Tail,
 }
 
 /// What a piped program is started with.
@@ -239,9 +239,9 @@ pub fn spawn_piped(
     else {
         return Err(PipedError::NoStreams);
     };
-    let tail = crate::agent::acp::stderr::Tail::default();
+    let tail = crate::stderr::Tail::default();
     let secrets = spec.keys.iter().map(|(_, s)| s.expose().to_owned()).collect();
-    let mut sink = crate::agent::acp::stderr::Sink::new(tail.clone(), spec.log, secrets);
+    let mut sink = crate::stderr::Sink::new(tail.clone(), spec.log, secrets);
     sink.note(&format!("started {} (process {pid})", spec.argv.join(" ")));
     tokio::spawn(async move {
         let mut buf = vec![0u8; 8192];

@@ -453,7 +453,7 @@ impl Reins {
             approvals.push(self.approval_view(a).await?);
         }
         let agent_log = match self.engine.agent_log(id) {
-            Some(path) => crate::agent::acp::stderr::read_tail(&path, AGENT_LOG_TAIL)
+            Some(path) => crate::stderr::read_tail(&path, AGENT_LOG_TAIL)
                 .map_err(|source| Error::Io {
                     context: format!("reading the agent log {}", path.display()),
                     source,

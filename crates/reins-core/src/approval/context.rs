@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use crate::store::Pool;
 
-use crate::agent::llm::WorkingMemory;
+use crate::context::working::WorkingMemory;
 use crate::ids::RunId;
 use crate::store::{self, manifests, steps};
 

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 mod record;
 pub mod tokens;
+pub mod working;
 
 #[cfg(test)]
 mod tests;

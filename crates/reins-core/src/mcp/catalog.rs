@@ -137,7 +137,7 @@ fn function_name(server: &str, tool: &str, taken: &BTreeSet<String>) -> String {
     };
     let name = format!("{}__{}", clean(server), clean(tool));
     let builtin = crate::tools::tool_for_function(&name).is_some()
-        || name == crate::agent::llm::ASK_USER;
+        || name == crate::tools::ASK_USER;
     if name.len() <= 64 && !taken.contains(&name) && !builtin {
         return name;
     }

@@ -11,6 +11,9 @@ use super::{invalid, ToolError};
 
 pub const TOOL: &str = "mcp.call";
 
+/// The name Reins' own memory server goes by in an external agent's session.
+pub const MEMORY_SERVER_NAME: &str = "reins-memory";
+
 /// Largest arguments object accepted, as JSON.
 pub const MAX_ARGS_BYTES: usize = 1024 * 1024;
 

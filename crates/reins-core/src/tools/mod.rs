@@ -31,6 +31,9 @@ pub use shell::{CommandForm, ShellCommand};
 #[cfg(test)]
 mod tests;
 
+/// The pseudo-tool the model uses to ask the person something.
+pub const ASK_USER: &str = "ask_user";
+
 /// Largest file `fs.read` returns, and largest file `fs.search` looks into.
 pub const READ_LIMIT: u64 = 1024 * 1024;
 /// Largest content `fs.write` / `fs.edit` accept.

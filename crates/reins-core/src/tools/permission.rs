@@ -37,7 +37,7 @@ pub struct Permission {
 /// agent's own naming: `memory_recall (reins-memory MCP Server)`, `reins-memory_memory_recall`,
 /// `mcp__reins-memory__memory_recall`.
 pub fn memory_tool(title: &str) -> Option<&'static str> {
-    if !title.contains(crate::agent::acp::MEMORY_SERVER_NAME) {
+    if !title.contains(super::mcp::MEMORY_SERVER_NAME) {
         return None;
     }
     ["memory_recall", "memory_suggest"]

@@ -33,7 +33,6 @@ mod landing;
 mod live;
 mod requests;
 pub mod session;
-pub mod stderr;
 mod updates;
 mod vendors;
 #[cfg(any(test, feature = "internals"))]
@@ -122,8 +121,7 @@ pub struct MemoryServer {
     pub config_dir: std::path::PathBuf,
 }
 
-/// The name the memory server goes by in an agent's session.
-pub const MEMORY_SERVER_NAME: &str = "reins-memory";
+pub use crate::tools::mcp::MEMORY_SERVER_NAME;
 
 impl MemoryServer {
     /// The session's `mcpServers` entry for run `run`.

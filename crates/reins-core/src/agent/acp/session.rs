@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::compat::{TokioAsyncReadCompatExt, TokioAsyncWriteCompatExt};
 
-use super::stderr::Tail;
+use crate::stderr::Tail;
 use crate::keys::Secret;
 use crate::process::{Piped, PipedError};
 

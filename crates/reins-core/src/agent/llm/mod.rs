@@ -17,8 +17,7 @@ use crate::provider::{self, Completion, Message};
 use crate::tools::ToolCall;
 
 mod prompt;
-mod working;
-pub use working::{DoneStep, WorkingMemory};
+pub use crate::context::working::{DoneStep, WorkingMemory};
 
 #[cfg(test)]
 mod tests;
@@ -34,8 +33,7 @@ pub const DEFAULT_MAX_TURNS: u32 = 50;
 /// whole, which the harness kept as an artifact in the blob store (and the step journal has).
 pub const RESULT_EXCERPT_BYTES: usize = crate::agent::ARTIFACT_BYTES;
 
-/// The pseudo-tool the model uses to ask the person something.
-pub const ASK_USER: &str = "ask_user";
+pub use crate::tools::ASK_USER;
 
 /// What a run is created with: stored as its spec and hashed into its compatibility record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::working::WorkingMemory;
+use crate::context::working::WorkingMemory;
 use super::{Spec, ASK_USER};
 use crate::agent::Part;
 use crate::context::Kind;

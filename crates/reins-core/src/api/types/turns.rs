@@ -74,7 +74,7 @@ pub fn link_calls(steps: &mut [StepView]) {
         for call in &turn.calls {
             let carried_out_by = |s: &StepView| match crate::tools::tool_for_function(&call.name) {
                 Some(tool) => s.tool == tool,
-                None if call.name == crate::agent::llm::ASK_USER => s.kind == StepKind::Question,
+                None if call.name == crate::tools::ASK_USER => s.kind == StepKind::Question,
                 // An MCP server's tool, named `server__tool` for the model.
                 None if call.name.contains("__") => s.tool == crate::tools::mcp::TOOL,
                 None => false,
