@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::Reins;
-use crate::checkpoint::stored;
+use crate::engine::stored;
 use crate::digest::Digest;
 use crate::error::Result;
 use crate::store::{self, checkpoints, intents, runs, Store};

@@ -66,7 +66,7 @@ pub use crate::audit::{
     ExportCheck, ExportRequest, ExportSummary, PageRequest,
     Verification,
 };
-pub use crate::checkpoint::stored::CheckpointSummary;
+pub use crate::engine::stored::CheckpointSummary;
 pub use crate::checkpoint::{Damage, DamageKind, Level as CheckpointLevel};
 pub use crate::clock::now_ms;
 pub use crate::compat::Compat;

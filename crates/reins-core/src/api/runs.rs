@@ -12,7 +12,7 @@ use super::{
     RunSummary, RunView, StepView,
 };
 use crate::agent::script::Plan;
-use crate::checkpoint::stored;
+use crate::engine::stored;
 use crate::event::GcReport;
 use crate::journal::Resolution;
 use crate::engine::{

@@ -2,11 +2,21 @@
 //! this action, and what it has read — so a person can judge the action without reading the log.
 
 use serde::{Deserialize, Serialize};
-use crate::store::Pool;
 
 use crate::context::working::WorkingMemory;
-use crate::ids::RunId;
-use crate::store::{self, manifests, steps};
+
+/// What the journal says of a run before the step under review, for its summary.
+#[derive(Clone, Debug, Default)]
+pub struct Journal {
+    /// Tool steps finished before it.
+    pub steps_done: i64,
+    /// The last few steps, one line each (newest last).
+    pub recent: Vec<String>,
+    /// The canonical actions of the reads and listings before it, newest first.
+    pub reads: Vec<String>,
+    /// The profile facts the latest model call used.
+    pub facts_used: Vec<String>,
+}
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -35,30 +45,20 @@ pub struct ContextSummary {
 }
 
 impl ContextSummary {
-    /// From the agent's working memory when it keeps one (the LLM agent), else from the journal.
-    pub async fn build(
-        pool: &Pool,
-        run: RunId,
+    /// From the agent's working memory when it keeps one (the LLM agent), else from what the
+    /// journal says of the run so far.
+    pub fn new(
         goal: &str,
-        seq: i64,
         why: Option<&str>,
         working: Option<&WorkingMemory>,
-    ) -> store::Result<Self> {
-        let steps_done = steps::tool_steps_done_before(pool, run, seq).await?;
+        journal: Journal,
+    ) -> Self {
         let recent = match working {
             Some(w) => w.recent(5),
-            None => steps::recent(pool, run, seq, 5)
-                .await?
-                .into_iter()
-                .map(|s| {
-                    let result: String = s.summary_line().chars().take(120).collect();
-                    format!("step {} {} {}: {result}", s.seq, s.tool, s.status)
-                })
-                .collect(),
+            None => journal.recent,
         };
-        let actions = steps::reads_before(pool, run, seq, 200).await?;
         let mut read: Vec<String> = Vec::new();
-        for a in actions {
+        for a in journal.reads {
             let path = serde_json::from_str::<serde_json::Value>(&a)
                 .ok()
                 .and_then(|v| v["args"]["path"].as_str().map(str::to_owned));
@@ -71,16 +71,16 @@ impl ContextSummary {
                 }
             }
         }
-        Ok(Self {
+        Self {
             goal: goal.into(),
-            steps_done,
+            steps_done: journal.steps_done,
             recent,
             why: why.map(str::to_owned),
             read,
-            memory: manifests::latest_facts_used(pool, run).await?,
+            memory: journal.facts_used,
             pending: working.map(|w| w.pending.clone()).unwrap_or_default(),
             constraints: working.map(|w| w.constraints.clone()).unwrap_or_default(),
-        })
+        }
     }
 
     /// The summary as a few lines of plain text.

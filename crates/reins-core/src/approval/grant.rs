@@ -11,7 +11,6 @@ use serde::Serialize;
 
 use crate::policy::shell::Place;
 use crate::policy::{self, programs, Risk};
-use crate::store::grants::GrantRow;
 use crate::tools::Action;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -153,10 +152,25 @@ impl GrantSpec {
     }
 }
 
+/// What a grant allows, as [`covers`] judges an action against it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Terms {
+    pub tool: String,
+    pub matcher: Matcher,
+    pub pattern: String,
+    /// The risk of the action the grant was made from: it covers nothing riskier. None: made
+    /// before grants recorded it, so it covers only what is low risk.
+    pub risk: Option<Risk>,
+    /// For a prefix grant: the options of the approved command beyond the prefix, the only ones
+    /// a covered command may have (None: none).
+    pub options: Option<Vec<String>>,
+    pub revoked: bool,
+}
+
 /// Whether a live grant covers `action`, whose risk is `risk` now. Never an action riskier than
 /// the one the grant was made from (the same text can become a protected-path write when a folder
 /// is swapped for a link), and never an action on a protected path.
-pub fn covers(grant: &GrantRow, action: &Action, risk: Risk, place: Place<'_>) -> bool {
+pub fn covers(grant: &Terms, action: &Action, risk: Risk, place: Place<'_>) -> bool {
     if let Action::Permission(p) = action {
         if grant.tool != action.tool() {
             // Judged as the action it reports, and granted as that action too.
@@ -166,7 +180,7 @@ pub fn covers(grant: &GrantRow, action: &Action, risk: Risk, place: Place<'_>) -
                 .is_some_and(|implied| covers(grant, implied, risk, place));
         }
     }
-    if grant.tool != action.tool() || grant.revoked_at.is_some() {
+    if grant.tool != action.tool() || grant.revoked {
         return false;
     }
     if risk > grant.risk.unwrap_or(Risk::Low) {
@@ -254,22 +268,14 @@ mod tests {
         }
     }
 
-    fn row(spec: &GrantSpec) -> GrantRow {
-        GrantRow {
-            id: "g".into(),
-            scope: crate::approval::Scope::Run,
-            run_id: None,
-            workspace: None,
+    fn row(spec: &GrantSpec) -> Terms {
+        Terms {
             tool: spec.tool.clone(),
             matcher: spec.matcher,
             pattern: spec.pattern.clone(),
-            origin: "a".into(),
-            uses: 0,
-            last_used_at: None,
-            created_at: 0,
-            revoked_at: None,
             risk: Some(Risk::High),
             options: spec.options.clone(),
+            revoked: false,
         }
     }
 
@@ -354,7 +360,7 @@ mod tests {
         };
         assert!(covers(&pinned, &sh("sed -n 1p README"), Risk::Medium, place()));
         assert!(!covers(&pinned, &sh("sed -n 1p README '1e id'"), Risk::Medium, place()));
-        let old = GrantRow {
+        let old = Terms {
             options: None,
             ..row(&GrantSpec::for_action(&sh("ls -l src"), Some("ls"), place()).unwrap_or_else(|e| panic!("{e}")))
         };

@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Digest;
 
 mod recovery;
-pub mod stored;
 pub use recovery::{
     recovery_point_after, recovery_point_past, Damage, DamageKind, Health, RecoveryAnalysis,
 };

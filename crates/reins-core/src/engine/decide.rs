@@ -93,7 +93,7 @@ pub(super) fn granted<'g>(
 ) -> Option<&'g GrantRow> {
     grants
         .iter()
-        .find(|g| grant::covers(g, action, risk, place))
+        .find(|g| grant::covers(&g.terms(), action, risk, place))
 }
 
 /// What the agent is told when the policy denies an action.

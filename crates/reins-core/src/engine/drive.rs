@@ -5,7 +5,7 @@
 
 use crate::agent::{self, Agent, Move};
 use crate::event::{self as ev, Actor};
-use crate::checkpoint::{stored, Checkpoint, Level, Meta};
+use crate::checkpoint::{Checkpoint, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
@@ -16,6 +16,7 @@ use crate::store::write::{Transition, Write};
 use crate::store::{attempts, audit, checkpoints, intents, runs, steps, StoreError};
 use crate::workspace::Workspace;
 
+use super::stored;
 use super::commit::{Applied, Change, Report};
 use super::heartbeat::Heartbeat;
 use super::{DriveOutcome, Engine, Observer, Progress};

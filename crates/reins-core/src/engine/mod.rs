@@ -66,6 +66,7 @@ mod reuse;
 mod rollback;
 mod sealing;
 mod settle;
+pub mod stored;
 mod think;
 
 pub use control::{Control, ResumeMode};
@@ -186,7 +187,7 @@ impl Engine {
 
     /// Reads a checkpoint back and verifies its checksum and payload.
     pub async fn verify_checkpoint(&self, run: RunId, seq: i64) -> Result<Checkpoint> {
-        checkpoint::stored::load(&self.store, &self.blobs, run, seq)
+        stored::load(&self.store, &self.blobs, run, seq)
             .await?
             .map_err(|detail| {
                 Error::Checkpoint(checkpoint::CheckpointError::Decode { seq, detail })

@@ -2,6 +2,7 @@
 //! risk, reasons, preview and context summary), the review checkpoint and the move to
 //! `awaiting_approval` commit together; then the run waits durably — the app may close or crash.
 
+use crate::approval::context::Journal;
 use crate::approval::{ContextSummary, Status};
 use crate::event::{self as ev, Actor};
 use crate::checkpoint::Level;
@@ -14,7 +15,7 @@ use crate::run::{RunEvent, RunState};
 use crate::step::StepStatus;
 use crate::store::approvals::ApprovalRow;
 use crate::store::write::{Transition, Write};
-use crate::store::{audit, StoreError};
+use crate::store::{audit, manifests, steps, StoreError};
 use crate::tools::EffectPlan;
 
 use super::commit::Change;
@@ -23,6 +24,30 @@ use super::record::StepRecord;
 use super::DriveOutcome;
 
 impl Drive<'_> {
+    /// What the journal says of the run before step `seq`, for a review card's context summary:
+    /// its last steps only when the agent keeps no working memory to say them.
+    async fn journal_before(&self, seq: i64, recent: bool) -> Result<Journal> {
+        let pool = self.e.store.pool();
+        let recent = if recent {
+            steps::recent(pool, self.run, seq, 5)
+                .await?
+                .into_iter()
+                .map(|s| {
+                    let result: String = s.summary_line().chars().take(120).collect();
+                    format!("step {} {} {}: {result}", s.seq, s.tool, s.status)
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Journal {
+            steps_done: steps::tool_steps_done_before(pool, self.run, seq).await?,
+            recent,
+            reads: steps::reads_before(pool, self.run, seq, 200).await?,
+            facts_used: manifests::latest_facts_used(pool, self.run).await?,
+        })
+    }
+
     /// Parks the step for review. `supersedes` names an approval this one replaces, and why.
     pub(super) async fn park(
         &mut self,
@@ -36,15 +61,8 @@ impl Drive<'_> {
         let reasons: Vec<String> = verdict.map(|v| v.reasons.clone()).unwrap_or_default();
         let preview = rec.preview.unwrap_or("").to_owned();
         let working = self.agent.working_memory();
-        let context = ContextSummary::build(
-            self.e.store.pool(),
-            self.run,
-            &self.cp.goal,
-            rec.seq,
-            rec.why,
-            working.as_ref(),
-        )
-        .await?;
+        let journal = self.journal_before(rec.seq, working.is_none()).await?;
+        let context = ContextSummary::new(&self.cp.goal, rec.why, working.as_ref(), journal);
         let now = now_ms();
         let id = ApprovalId::new().to_string();
         let row = ApprovalRow {

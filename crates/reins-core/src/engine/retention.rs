@@ -91,7 +91,7 @@ impl Engine {
                 continue;
             }
             let inspected =
-                crate::checkpoint::stored::inspect(&self.store, &self.blobs, run.id).await?;
+                crate::engine::stored::inspect(&self.store, &self.blobs, run.id).await?;
             needed.extend(
                 inspected
                     .iter()

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::event as ev;
-use crate::checkpoint::{stored, Checkpoint, Level, Meta};
+use crate::checkpoint::{Checkpoint, Level, Meta};
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
@@ -17,6 +17,7 @@ use crate::store::{audit, audit::Actor, checkpoints, intents, runs};
 use crate::tools::{self, Action};
 use crate::workspace::{diff, RelPath, Workspace};
 
+use super::stored;
 use super::commit::Change;
 use super::{Engine, Silent};
 

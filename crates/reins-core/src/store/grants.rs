@@ -33,6 +33,20 @@ pub struct GrantRow {
     pub options: Option<Vec<String>>,
 }
 
+impl GrantRow {
+    /// What the grant allows, for the policy to judge an action against.
+    pub fn terms(&self) -> crate::approval::grant::Terms {
+        crate::approval::grant::Terms {
+            tool: self.tool.clone(),
+            matcher: self.matcher,
+            pattern: self.pattern.clone(),
+            risk: self.risk,
+            options: self.options.clone(),
+            revoked: self.revoked_at.is_some(),
+        }
+    }
+}
+
 impl Stored for GrantRow {
     const TABLE: &'static str = "grants";
     const KEY: &'static [&'static str] = &["id"];

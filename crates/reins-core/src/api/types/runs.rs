@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::checkpoint::stored::CheckpointSummary;
+use crate::engine::stored::CheckpointSummary;
 use crate::checkpoint::Damage;
 use crate::compat::Compat;
 use crate::digest::Digest;

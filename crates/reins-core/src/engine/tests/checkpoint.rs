@@ -2,7 +2,8 @@ use std::sync::Arc;
 
 use crate::agent::script::Plan;
 use crate::blob::BlobStore;
-use crate::checkpoint::{self, stored, Checkpoint, Level};
+use crate::checkpoint::{self, Checkpoint, Level};
+use crate::engine::stored;
 use crate::engine::commit::Change;
 use crate::engine::{Engine, Silent};
 use crate::policy::PermitAll;

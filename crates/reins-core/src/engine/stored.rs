@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use super::{
+use crate::checkpoint::{
     decode, recovery_point_after, recovery_point_past, Checkpoint, Health, Level,
     RecoveryAnalysis,
 };
