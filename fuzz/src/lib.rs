@@ -12,7 +12,7 @@ use reins_core::digest::Digest;
 use reins_core::policy::rules::RuleSet;
 use reins_core::policy::shell::{analyse_argv, analyse_command, Place};
 use reins_core::policy::{self, Context, Protected, Risk};
-use reins_core::tools::{Action, ToolCall};
+use reins_core::action::{Action, ToolCall};
 use reins_core::workspace::Workspace;
 
 static NONE: Protected = Protected::NONE;

@@ -97,7 +97,7 @@ async fn direct(n: usize, root: &Path, state: &Path) -> Vec<f64> {
     let tool = hub.catalog().find("fixture", "echo").unwrap().clone();
     let mut times = Vec::new();
     for i in 0..n {
-        let call = reins_core::tools::McpCall {
+        let call = reins_core::action::McpCall {
             server: tool.server.clone(),
             identity: tool.identity.clone(),
             tool: tool.tool.clone(),

@@ -70,7 +70,7 @@ impl Compat {
             agent_kind: kind.to_owned(),
             agent_version: version.to_owned(),
             spec_hash: Digest::of(spec.as_bytes()).to_string(),
-            tool_schema_hash: crate::tools::schema_hash().to_string(),
+            tool_schema_hash: crate::action::schema_hash().to_string(),
             checkpoint_schema: crate::checkpoint::SCHEMA_VERSION,
             model_config_hash: None,
             external_agent: None,

@@ -5,7 +5,7 @@ use crate::blob::BlobError;
 use crate::checkpoint::CheckpointError;
 use crate::failure::{classify_io, FailureClass};
 use crate::store::StoreError;
-use crate::tools::ToolError;
+use crate::action::ToolError;
 use crate::workspace::JailError;
 
 #[derive(Debug, thiserror::Error)]

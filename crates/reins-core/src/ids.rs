@@ -39,9 +39,6 @@ macro_rules! uuid_id {
                 Uuid::parse_str(s).map(Self)
             }
         }
-
-        // Stored as the hyphenated text the database has always held.
-        $crate::store::column::text_column!($name, |v| v.to_string(), |s| s.parse::<$name>());
     };
 }
 

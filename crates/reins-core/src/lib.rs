@@ -22,7 +22,7 @@ macro_rules! rooms {
 }
 
 rooms!(
-    agent, approval, audit, blob, checkpoint, clock, compat, context, data_dir, device, digest,
+    action, agent, approval, audit, blob, checkpoint, clock, compat, context, data_dir, device, digest,
     engine, error, event, failure, ids, input_file, journal, keys, mcp, memory, policy, process, progress,
     provider,
     resume, run, seal, secrets, stderr, step, store, tools, worker, workspace,

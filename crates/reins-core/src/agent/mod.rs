@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::tools::ToolCall;
+use crate::action::ToolCall;
 
 pub mod acp;
 pub mod claude;

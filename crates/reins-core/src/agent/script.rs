@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Agent, AgentError, Move, Observation};
 use crate::digest::Digest;
-use crate::tools::ToolCall;
+use crate::action::ToolCall;
 
 pub const KIND: &str = "script";
 pub const VERSION: &str = "1";

@@ -311,8 +311,8 @@ impl Reins {
                         Some(seq) => Offer::answering(seq),
                         None => Offer::new(to_value(&Request::Pre {
                             tool_use_id: ask.call_id(),
-                            call: crate::tools::ToolCall {
-                                tool: crate::tools::permission::TOOL.into(),
+                            call: crate::action::ToolCall {
+                                tool: crate::action::permission::TOOL.into(),
                                 args: report,
                             },
                             why: Some(said.clone()).filter(|s| !s.trim().is_empty()),

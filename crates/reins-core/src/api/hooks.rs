@@ -96,8 +96,8 @@ impl Reins {
                     Some((seq, args)) if same_call(&args, &report) => Offer::answering(seq),
                     _ => Offer::new(to_value(&Request::Pre {
                         tool_use_id: input.call_id(),
-                        call: crate::tools::ToolCall {
-                            tool: crate::tools::permission::TOOL.into(),
+                        call: crate::action::ToolCall {
+                            tool: crate::action::permission::TOOL.into(),
                             args: report,
                         },
                         why,

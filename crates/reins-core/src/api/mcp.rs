@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::Reins;
 use crate::error::{Error, Result};
 use crate::mcp::{Hub, ServerSpec, SERVERS_FILE};
-use crate::tools::mcp::Hints;
+use crate::action::mcp::Hints;
 
 /// A registered MCP server as the faces list it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

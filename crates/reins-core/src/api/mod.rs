@@ -32,7 +32,7 @@ mod team;
 mod types;
 
 pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
-pub use crate::tools::mcp::Hints as McpHints;
+pub use crate::action::mcp::Hints as McpHints;
 pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
 pub use alerts::{save_alert_scope, saved_alert_scope, Alert, AlertScope, Alerts, ALERTS_FILE};
 pub use claude_launch::AFTER_REVIEW as CLAUDE_AFTER_REVIEW;

@@ -14,7 +14,7 @@ use crate::policy::{shell::Segment, Context, Decision, Risk};
 use crate::store::approvals::{self, ApprovalRow};
 use crate::store::grants;
 use crate::store::StoreError;
-use crate::tools::{Action, ToolCall};
+use crate::action::{Action, ToolCall};
 use crate::workspace::Workspace;
 
 /// What the policy would decide about an action, and why.

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::policy::shell::Place;
 use crate::policy::{self, programs, Risk};
-use crate::tools::Action;
+use crate::action::Action;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -242,7 +242,7 @@ mod tests {
 
     use super::*;
     use crate::policy::Protected;
-    use crate::tools::{CommandForm, ShellCommand};
+    use crate::action::{CommandForm, ShellCommand};
     use crate::workspace::RelPath;
 
     static NONE: Protected = Protected::NONE;
@@ -369,7 +369,7 @@ mod tests {
     }
 
     fn permission(implied: Option<Action>) -> Action {
-        Action::Permission(crate::tools::Permission {
+        Action::Permission(crate::action::Permission {
             kind: "edit".into(),
             title: "WriteFile".into(),
             reported: serde_json::json!({"rawInput": {"file_path": "docs/a.md"}}),

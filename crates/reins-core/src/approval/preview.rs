@@ -6,7 +6,8 @@ use std::net::IpAddr;
 use crate::policy::shell::Place;
 use crate::policy::text::reveal;
 use crate::policy::Verdict;
-use crate::tools::{Action, CommandForm, EffectPlan, FetchRequest, ShellCommand};
+use crate::action::{Action, CommandForm, FetchRequest, ShellCommand};
+use crate::tools::EffectPlan;
 
 /// The preview a person sees for `action`: the file diff from its plan, the parsed command, the
 /// request, or (a read held for review) the read itself.
@@ -99,7 +100,7 @@ const FOLD_AT: usize = 2000;
 
 /// The server, the tool, what the server says of it, and the exact arguments: pretty JSON, long
 /// strings folded, hidden characters marked. The hints are shown as what they are: claims.
-pub fn mcp(call: &crate::tools::McpCall) -> String {
+pub fn mcp(call: &crate::action::McpCall) -> String {
     let mut s = format!(
         "MCP server `{}` · tool `{}`\n",
         reveal(&call.server),

@@ -9,7 +9,8 @@ use crate::event::{self as ev, Actor};
 use crate::error::Result;
 use crate::step::StepStatus;
 use crate::store::{audit, steps};
-use crate::tools::{Action, EffectPlan};
+use crate::action::Action;
+use crate::tools::EffectPlan;
 
 use super::commit::Change;
 use super::drive::Drive;

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::step::StepStatus;
 use crate::store::approvals::{self, ApprovalRow};
 use crate::store::steps;
-use crate::tools::{Action, RecordedCall};
+use crate::action::{Action, RecordedCall};
 
 use super::decide::{self, Bound};
 use super::drive::Drive;

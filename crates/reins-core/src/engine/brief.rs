@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::step::{StepKind, StepStatus};
 use crate::store::write::Write;
 use crate::store::{audit, audit::Actor, manifests, steps};
-use crate::tools::{RecordedCall, ToolCall};
+use crate::action::{RecordedCall, ToolCall};
 
 use super::commit::{Change, Report};
 use super::drive::Drive;

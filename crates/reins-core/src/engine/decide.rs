@@ -13,7 +13,8 @@ use crate::policy::{Context, Decision, Policy, Risk, Verdict};
 use crate::step::StepStatus;
 use crate::store::grants::GrantRow;
 use crate::store::steps::StepRow;
-use crate::tools::{Action, EffectPlan};
+use crate::action::Action;
+use crate::tools::EffectPlan;
 
 /// What the harness gathered about a valid proposed action before judging it.
 pub(super) struct Facts<'a> {

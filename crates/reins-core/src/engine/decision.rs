@@ -18,7 +18,8 @@ use crate::store::approvals::{self, ApprovalRow, Edit};
 use crate::store::grants::{self, GrantRow};
 use crate::store::write::{Transition, Write};
 use crate::store::{audit, runs, StoreError};
-use crate::tools::{self, Action, RecordedCall, ToolCall};
+use crate::action::{Action, RecordedCall, ToolCall};
+use crate::tools;
 use crate::workspace::Workspace;
 
 use super::commit::Change;
@@ -274,9 +275,9 @@ impl Engine {
     async fn mcp_edit(
         &self,
         row: &ApprovalRow,
-        mut edited: tools::McpCall,
+        mut edited: crate::action::McpCall,
         ws: &Workspace,
-    ) -> Result<tools::McpCall> {
+    ) -> Result<crate::action::McpCall> {
         let opened = self.opened(&row.action, "the approved action").await?;
         let Ok(Action::Mcp(original)) = Action::parse(opened.call(), ws) else {
             return Err(Error::Invalid("the reviewed action is not an MCP call".into()));

@@ -10,7 +10,8 @@ use crate::fault_point;
 use crate::journal::EffectClass;
 use crate::step::StepStatus;
 use crate::tools::shell::ShellOutcome;
-use crate::tools::{self, Action, EffectPlan, ShellCommand};
+use crate::action::{Action, ShellCommand};
+use crate::tools::{self, EffectPlan};
 
 use super::confirm::EffectRecord;
 use super::drive::Drive;
@@ -212,7 +213,7 @@ impl Drive<'_> {
     pub(super) async fn remember(
         &self,
         seq: i64,
-        r: &tools::Remember,
+        r: &crate::action::Remember,
         why: Option<&str>,
     ) -> std::result::Result<String, String> {
         use crate::memory::{self, NewFact, Origin, Remembered};

@@ -288,7 +288,7 @@ impl Engine {
         let Some(step) = steps::get(pool, id, seq).await? else {
             return Ok(None);
         };
-        if step.tool != crate::tools::permission::TOOL
+        if step.tool != crate::action::permission::TOOL
             || !matches!(step.status, StepStatus::AwaitingReview | StepStatus::Running)
         {
             return Ok(None);
@@ -300,7 +300,7 @@ impl Engine {
     pub async fn offered_call(&self, id: RunId, seq: i64) -> Result<Option<Value>> {
         let step = steps::get(self.store.pool(), id, seq).await?;
         Ok(step
-            .filter(|s| s.tool == crate::tools::permission::TOOL)
+            .filter(|s| s.tool == crate::action::permission::TOOL)
             .map(|s| s.action.call().args.clone()))
     }
 

@@ -14,7 +14,8 @@ use crate::step::StepStatus;
 use crate::store::audit;
 use crate::store::intents::IntentRow;
 use crate::store::write::Write;
-use crate::tools::{Action, EffectPlan};
+use crate::action::Action;
+use crate::tools::EffectPlan;
 
 use super::commit::Change;
 use super::drive::Drive;

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::mcp::{Hub, McpError};
 use crate::store::write::Write;
 use crate::store::{audit, runs};
-use crate::tools::{mcp, McpCall, ToolCall};
+use crate::action::{mcp, McpCall, ToolCall};
 
 use super::commit::Change;
 use super::drive::Drive;

@@ -11,7 +11,8 @@ use crate::step::StepStatus;
 use crate::store::grants::{self, GrantRow};
 use crate::store::write::Write;
 use crate::store::{audit, steps};
-use crate::tools::{self, Action, RecordedCall, ToolCall};
+use crate::action::{Action, RecordedCall, ToolCall};
+use crate::tools;
 
 use super::commit::Change;
 use super::decide::{self, Facts, Ruling};
@@ -167,7 +168,7 @@ impl Drive<'_> {
         let Some(step) = steps::get(self.e.store.pool(), self.run, permission).await? else {
             return Ok(false);
         };
-        if step.tool != tools::permission::TOOL || step.status != StepStatus::Done {
+        if step.tool != crate::action::permission::TOOL || step.status != StepStatus::Done {
             return Ok(false);
         }
         // A permission asked again (by an agent restarted before it heard the grant) is bound

@@ -12,7 +12,7 @@ use crate::run::{RunEvent, RunState};
 use crate::step::{one_line, StepKind, StepStatus};
 use crate::store::write::{Transition, Write};
 use crate::store::{audit, runs, steps};
-use crate::tools::{RecordedCall, ToolCall};
+use crate::action::{RecordedCall, ToolCall};
 
 use super::commit::{Change, Report};
 use super::drive::{Drive, Stop};

@@ -12,7 +12,7 @@ use crate::policy::Verdict;
 use crate::step::{one_line, StepKind, StepStatus};
 use crate::store::audit;
 use crate::store::steps::StepRow;
-use crate::tools::RecordedCall;
+use crate::action::RecordedCall;
 use crate::store::write::Write;
 
 use super::commit::{Change, Report};

@@ -7,7 +7,8 @@ use crate::error::Result;
 use crate::journal::{EffectClass, IntentStatus};
 use crate::step::one_line;
 use crate::store::{intents, steps};
-use crate::tools::{self, Action, ToolCall};
+use crate::action::{Action, ToolCall};
+use crate::tools;
 
 use super::commit::{Change, Report};
 use super::decide::{self, Reuse};

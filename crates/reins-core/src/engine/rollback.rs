@@ -14,7 +14,8 @@ use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::run::RunState;
 use crate::store::{audit, audit::Actor, checkpoints, intents, runs};
-use crate::tools::{self, Action};
+use crate::action::Action;
+use crate::tools;
 use crate::workspace::{diff, RelPath, Workspace};
 
 use super::stored;

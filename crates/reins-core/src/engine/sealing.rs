@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use crate::error::Result;
 use crate::store::write::Write;
-use crate::tools::RecordedCall;
+use crate::action::RecordedCall;
 
 use super::Engine;
 
@@ -133,9 +133,9 @@ impl Engine {
     /// A call given from outside (a person's edit) with any sealed secret it kept opened.
     pub(super) async fn opened_call(
         &self,
-        call: crate::tools::ToolCall,
+        call: crate::action::ToolCall,
         what: &str,
-    ) -> Result<crate::tools::ToolCall> {
+    ) -> Result<crate::action::ToolCall> {
         let text = serde_json::to_string(&call)
             .map_err(|e| crate::Error::Invalid(format!("{what}: {e}")))?;
         match self.sealer.open(&text, what).await? {

@@ -9,7 +9,8 @@ use crate::journal::{settle_files, EffectClass, IntentStatus, Settlement};
 use crate::step::StepStatus;
 use crate::store::write::Write;
 use crate::store::{audit, audit::Actor, intents, StoreError};
-use crate::tools::{self, Action};
+use crate::action::Action;
+use crate::tools;
 
 use super::commit::Change;
 use super::drive::Drive;

@@ -17,7 +17,7 @@ use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::provider::{Client, Completion, Message, ProviderError, Role, Settings};
 use crate::step::{StepKind, StepStatus};
-use crate::tools::{RecordedCall, ToolCall};
+use crate::action::{RecordedCall, ToolCall};
 use crate::store::write::Write;
 use crate::store::{audit, audit::Actor, manifests, steps};
 

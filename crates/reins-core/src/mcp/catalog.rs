@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::digest::Digest;
-use crate::tools::mcp::Hints;
+use crate::action::mcp::Hints;
 
 /// Longest description kept of a tool (the model and the card see it).
 const MAX_DESCRIPTION: usize = 4000;
@@ -19,7 +19,7 @@ const MAX_DESCRIPTION: usize = 4000;
 #[serde(rename_all = "camelCase")]
 pub struct OfferedTool {
     pub server: String,
-    /// The server's identity (see [`crate::tools::McpCall::identity`]).
+    /// The server's identity (see [`crate::action::McpCall::identity`]).
     pub identity: String,
     pub tool: String,
     /// The model function it is offered as.
@@ -136,8 +136,8 @@ fn function_name(server: &str, tool: &str, taken: &BTreeSet<String>) -> String {
             .collect()
     };
     let name = format!("{}__{}", clean(server), clean(tool));
-    let builtin = crate::tools::tool_for_function(&name).is_some()
-        || name == crate::tools::ASK_USER;
+    let builtin = crate::action::tool_for_function(&name).is_some()
+        || name == crate::action::ASK_USER;
     if name.len() <= 64 && !taken.contains(&name) && !builtin {
         return name;
     }

@@ -18,7 +18,7 @@ use super::McpError;
 use crate::digest::Digest;
 use crate::keys::Secret;
 use crate::process::{Piped, PipedError, PipedSpec};
-use crate::tools::mcp::Hints;
+use crate::action::mcp::Hints;
 
 /// Environment variables a server Reins starts inherits from Reins; its registration names others.
 const BASE_ENV: &[&str] = &[

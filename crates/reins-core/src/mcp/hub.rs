@@ -13,7 +13,7 @@ use super::connection::{Connection, CALL_TIMEOUT};
 use super::server::ServerSpec;
 use super::McpError;
 use crate::keys::{Secret, SecretStore};
-use crate::tools::McpCall;
+use crate::action::McpCall;
 
 /// How a server's process is named in the run's process records (`MCP server NAME: COMMAND`).
 pub const PROCESS_LABEL: &str = "MCP server ";

@@ -1,7 +1,7 @@
 //! The Model Context Protocol, both ways. As a client, Reins starts the MCP servers a person
 //! registered (`server.rs`) for a run, offers their tools to the model (`catalog.rs`) and carries
 //! out each call the step protocol allowed (`hub.rs`, `connection.rs`): a call is an
-//! [`crate::tools::McpCall`], classified, reviewed with its exact arguments and journaled like any
+//! [`crate::action::McpCall`], classified, reviewed with its exact arguments and journaled like any
 //! other effect. As a server (`serve.rs`), Reins offers the user's profile memory to other agents.
 
 pub mod catalog;

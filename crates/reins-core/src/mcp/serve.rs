@@ -72,7 +72,7 @@ struct SuggestArgs {
 // Optional fields are described with one `type` each (not `["number", "null"]`): clients that map
 // tool schemas onto a single-type dialect, as Gemini-based agents do, accept them.
 fn schema<T: schemars::JsonSchema>() -> Arc<serde_json::Map<String, Value>> {
-    let v = crate::tools::clean_schema(schemars::Schema::to_value(schemars::schema_for!(T)));
+    let v = crate::action::clean_schema(schemars::Schema::to_value(schemars::schema_for!(T)));
     Arc::new(v.as_object().cloned().unwrap_or_default())
 }
 

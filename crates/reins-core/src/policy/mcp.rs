@@ -7,7 +7,7 @@
 use std::path::{Component, Path};
 
 use super::{text, Assessment, Context, Protected, Risk};
-use crate::tools::McpCall;
+use crate::action::McpCall;
 
 /// Longest string argument looked at as a possible path.
 const MAX_PATH_LIKE: usize = 1024;
@@ -90,7 +90,7 @@ fn lexical(path: &Path) -> std::path::PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tools::mcp::Hints;
+    use crate::action::mcp::Hints;
     use serde_json::json;
 
     fn call(tool: &str, hints: Hints, args: serde_json::Value) -> McpCall {
@@ -165,7 +165,7 @@ arguments = { path = "/work/ws/notes/**" }
         let root = Path::new("/work/ws");
         let judge = |c: McpCall| {
             policy.classify(
-                &crate::tools::Action::Mcp(c),
+                &crate::action::Action::Mcp(c),
                 &Context { root, resolved: &[] },
             )
         };

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::tools::Action;
+use crate::action::Action;
 
 #[cfg(any(test, feature = "internals"))]
 pub mod corpus;
@@ -361,7 +361,7 @@ impl RulePolicy {
 impl RulePolicy {
     /// An external agent's permission request is judged as the action it reports, by the same
     /// classifier and rules; a report Reins cannot read is high risk and always asks.
-    fn judge_reported(&self, p: &crate::tools::Permission, cx: &Context<'_>) -> Verdict {
+    fn judge_reported(&self, p: &crate::action::Permission, cx: &Context<'_>) -> Verdict {
         match p.implied.as_deref() {
             Some(inner) => {
                 let mut v = self.judge(inner, cx);

@@ -5,7 +5,7 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::{Assessment, Risk};
-use crate::tools::FetchRequest;
+use crate::action::FetchRequest;
 
 /// What an address is, when it is not an ordinary public one: (refuse outright?, description).
 pub fn special_address(ip: IpAddr) -> Option<(bool, &'static str)> {

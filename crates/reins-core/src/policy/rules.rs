@@ -43,7 +43,7 @@ use serde::Deserialize;
 
 use super::{Assessment, Decision};
 use crate::digest::Digest;
-use crate::tools::Action;
+use crate::action::Action;
 
 pub const DEFAULT_EXPIRE_SECS: i64 = 24 * 3600;
 
@@ -104,7 +104,7 @@ impl McpMatch {
             && !self.trust_read_only
     }
 
-    fn matches(&self, call: &crate::tools::McpCall) -> bool {
+    fn matches(&self, call: &crate::action::McpCall) -> bool {
         if self.server.as_ref().is_some_and(|g| !g.is_match(&call.server))
             || self.tool.as_ref().is_some_and(|g| !g.is_match(&call.tool))
         {

@@ -4,7 +4,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::*;
-use crate::tools::{CommandForm, FetchRequest, ShellCommand};
+use crate::action::{CommandForm, FetchRequest, ShellCommand};
 use crate::workspace::RelPath;
 
 fn path(p: &str) -> RelPath {

@@ -11,7 +11,7 @@ use crate::approval::{ContextSummary, Scope, Status};
 use crate::ids::RunId;
 use crate::journal::FileImage;
 use crate::policy::{shell::Segment, Risk};
-use crate::tools::RecordedCall;
+use crate::action::RecordedCall;
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct ApprovalRow {

@@ -187,3 +187,26 @@ enum_columns!(
     crate::approval::Scope,
     crate::approval::Status,
 );
+
+macro_rules! id_columns {
+    ($($ty:ty),* $(,)?) => {
+        // Stored as the hyphenated text the database has always held.
+        $(text_column!($ty, |v| v.to_string(), |s| s.parse::<$ty>());)*
+    };
+}
+
+id_columns!(
+    crate::ids::RunId,
+    crate::ids::IntentId,
+    crate::ids::ApprovalId,
+    crate::ids::GrantId,
+    crate::ids::FactId,
+    crate::ids::SuggestionId,
+);
+
+// A recorded call is stored as its canonical text, exactly as it was judged.
+text_column!(
+    crate::action::RecordedCall,
+    |v| v.text().to_owned(),
+    |s| crate::action::RecordedCall::parse(s)
+);

@@ -13,7 +13,7 @@ use crate::digest::Digest;
 use crate::ids::RunId;
 use crate::journal::{EffectClass, FileImage, IntentStatus};
 use crate::step::StepStatus;
-use crate::tools::RecordedCall;
+use crate::action::RecordedCall;
 
 #[derive(Clone, Debug, sqlx::FromRow)]
 pub struct IntentRow {

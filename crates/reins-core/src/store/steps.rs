@@ -8,7 +8,7 @@ use super::{Result, Tx};
 use crate::ids::RunId;
 use crate::policy::Risk;
 use crate::step::{StepKind, StepStatus};
-use crate::tools::RecordedCall;
+use crate::action::RecordedCall;
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct StepRow {

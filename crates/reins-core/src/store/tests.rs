@@ -8,7 +8,7 @@ use crate::ids::RunId;
 use crate::journal::{EffectClass, IntentStatus};
 use crate::run::{RunEvent, RunState};
 use crate::step::{StepKind, StepStatus};
-use crate::tools::{RecordedCall, ToolCall};
+use crate::action::{RecordedCall, ToolCall};
 
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Backend {

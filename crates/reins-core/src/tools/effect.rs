@@ -2,7 +2,7 @@
 //! everything about the effect in advance: pre-images (stored before it runs), post-images (how a
 //! restart recognises it happened), the exact diff, and the operations.
 
-use super::{Action, ToolError};
+use crate::action::{Action, ToolError};
 use crate::digest::Digest;
 use crate::journal::FileImage;
 use crate::workspace::{diff, JailError, RelPath, Workspace};

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Action, ToolError, LIST_LIMIT, READ_LIMIT, SEARCH_LIMIT};
+use crate::action::{Action, ToolError, LIST_LIMIT, READ_LIMIT, SEARCH_LIMIT};
 use crate::policy::Protected;
 use crate::workspace::{JailError, RelPath, Workspace};
 

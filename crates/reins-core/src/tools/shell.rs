@@ -8,131 +8,22 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde::Deserialize;
-use serde_json::{json, Value};
+use crate::action::{CommandForm, ShellCommand};
+use crate::policy::shell::{self, Analysis, Place};
 
-use super::{invalid, parse_args, ToolError};
-use crate::policy::shell::{self, Analysis, Place, MAX_COMMAND_BYTES};
-
-pub const DEFAULT_TIMEOUT_S: u64 = 120;
-pub const MAX_TIMEOUT_S: u64 = 3600;
 /// Bytes of stdout and of stderr kept (the head and the tail); the rest is counted and dropped.
 pub const OUTPUT_CAP: usize = 64 * 1024;
-const MAX_ARGV: usize = 1024;
 
 /// Environment variables a command inherits; everything else (API keys included) stays out.
 const PASSED_ENV: &[&str] = &[
     "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR",
 ];
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum CommandForm {
-    Line(String),
-    Argv(Vec<String>),
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ShellCommand {
-    pub form: CommandForm,
-    pub timeout_s: u64,
-}
-
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct Args {
-    /// A shell command line (pipes, redirections and `&&` allowed; each part is classified). Give this or `argv`.
-    command: Option<String>,
-    /// The program and its arguments, run without a shell. Give this or `command`.
-    argv: Option<Vec<String>>,
-    /// Seconds before the command is stopped (default 120).
-    timeout_s: Option<u64>,
-}
-
 impl ShellCommand {
-    pub fn parse(value: &Value) -> Result<Self, ToolError> {
-        let t = "shell.exec";
-        let a: Args = parse_args(t, value)?;
-        let form = match (a.command, a.argv) {
-            (Some(_), Some(_)) => return Err(invalid(t, "give `command` or `argv`, not both")),
-            (None, None) => return Err(invalid(t, "give `command` (a string) or `argv` (a list)")),
-            (Some(c), None) => {
-                if c.trim().is_empty() {
-                    return Err(invalid(t, "`command` is empty"));
-                }
-                if c.len() > MAX_COMMAND_BYTES {
-                    return Err(invalid(
-                        t,
-                        format!(
-                            "`command` is {} bytes, over the {MAX_COMMAND_BYTES}-byte limit",
-                            c.len()
-                        ),
-                    ));
-                }
-                if c.contains('\0') {
-                    return Err(invalid(t, "`command` contains a NUL byte"));
-                }
-                CommandForm::Line(c)
-            }
-            (None, Some(v)) => {
-                if v.is_empty() || v[0].is_empty() {
-                    return Err(invalid(t, "`argv` must start with a program name"));
-                }
-                if v.len() > MAX_ARGV {
-                    return Err(invalid(
-                        t,
-                        format!("`argv` has {} items, over the limit of {MAX_ARGV}", v.len()),
-                    ));
-                }
-                if v.iter().map(String::len).sum::<usize>() > MAX_COMMAND_BYTES * 8 {
-                    return Err(invalid(t, "`argv` is too long"));
-                }
-                if v.iter().any(|s| s.contains('\0')) {
-                    return Err(invalid(t, "an `argv` item contains a NUL byte"));
-                }
-                CommandForm::Argv(v)
-            }
-        };
-        let timeout_s = a.timeout_s.unwrap_or(DEFAULT_TIMEOUT_S);
-        if timeout_s == 0 || timeout_s > MAX_TIMEOUT_S {
-            return Err(invalid(
-                t,
-                format!("`timeout_s` must be 1 to {MAX_TIMEOUT_S}"),
-            ));
-        }
-        Ok(Self { form, timeout_s })
-    }
-
-    pub fn canonical_args(&self) -> Value {
-        match &self.form {
-            CommandForm::Line(c) => json!({ "command": c, "timeout_s": self.timeout_s }),
-            CommandForm::Argv(v) => json!({ "argv": v, "timeout_s": self.timeout_s }),
-        }
-    }
-
     pub fn analyse(&self, place: Place<'_>) -> Analysis {
         match &self.form {
             CommandForm::Line(c) => shell::analyse_command(c, place),
             CommandForm::Argv(v) => shell::analyse_argv(v, place),
-        }
-    }
-
-    /// The command as a person reads it.
-    pub fn display(&self) -> String {
-        match &self.form {
-            CommandForm::Line(c) => c.clone(),
-            CommandForm::Argv(v) => v
-                .iter()
-                .map(|a| {
-                    if a.chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-                    {
-                        a.clone()
-                    } else {
-                        format!("'{}'", a.replace('\'', r"'\''"))
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(" "),
         }
     }
 

@@ -3,6 +3,8 @@ use std::fs;
 use serde_json::json;
 
 use super::*;
+use crate::action::*;
+use crate::workspace::Workspace;
 use crate::policy::Protected;
 
 static NONE: Protected = Protected::NONE;

@@ -121,7 +121,7 @@ pub struct MemoryServer {
     pub config_dir: std::path::PathBuf,
 }
 
-pub use crate::tools::mcp::MEMORY_SERVER_NAME;
+pub use crate::action::mcp::MEMORY_SERVER_NAME;
 
 impl MemoryServer {
     /// The session's `mcpServers` entry for run `run`.

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::AcpAgent;
 use crate::agent::{Move, Observation};
-use crate::tools::ToolCall;
+use crate::action::ToolCall;
 
 /// The request being decided, and how to answer it once its step is done.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -77,7 +77,7 @@ impl AcpAgent {
     pub(super) fn on_request(&mut self, request: AgentRequest) -> Handled {
         let root = self.services.root.clone();
         let rel = |p: &std::path::Path| {
-            crate::tools::permission::relative_to(&root, &p.to_string_lossy())
+            crate::action::permission::relative_to(&root, &p.to_string_lossy())
         };
         let (asked, call, bound) = match request {
             AgentRequest::WriteTextFileRequest(r) => {
@@ -133,7 +133,7 @@ impl AcpAgent {
                     }
                 }
                 self.state.calls.asked(r.tool_call.tool_call_id.0.as_ref());
-                let path = crate::tools::permission::reported_path(&Value::Object(args.clone()))
+                let path = crate::action::permission::reported_path(&Value::Object(args.clone()))
                     .map(|p| rel(std::path::Path::new(&p)));
                 let bound = path.as_deref().and_then(|p| self.bind(p, false));
                 (
@@ -144,7 +144,7 @@ impl AcpAgent {
                         path,
                     },
                     ToolCall {
-                        tool: crate::tools::permission::TOOL.into(),
+                        tool: crate::action::permission::TOOL.into(),
                         args: Value::Object(args),
                     },
                     bound,

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Account, Agent, AgentError, Move, Observation};
-use crate::tools::ToolCall;
+use crate::action::ToolCall;
 
 pub mod hook;
 pub mod notebook;

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::{Agent, AgentError, ModelInput, Move, Observation};
 use crate::provider::{self, Completion, Message};
-use crate::tools::ToolCall;
+use crate::action::ToolCall;
 
 mod prompt;
 pub use crate::context::working::{DoneStep, WorkingMemory};
@@ -33,7 +33,7 @@ pub const DEFAULT_MAX_TURNS: u32 = 50;
 /// whole, which the harness kept as an artifact in the blob store (and the step journal has).
 pub const RESULT_EXCERPT_BYTES: usize = crate::agent::ARTIFACT_BYTES;
 
-pub use crate::tools::ASK_USER;
+pub use crate::action::ASK_USER;
 
 /// What a run is created with: stored as its spec and hashed into its compatibility record.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -194,9 +194,9 @@ impl LlmAgent {
             let tool = if c.name == ASK_USER {
                 Some(ASK_USER.to_owned())
             } else if self.mcp.by_function(&c.name).is_some() {
-                Some(crate::tools::mcp::TOOL.to_owned())
+                Some(crate::action::mcp::TOOL.to_owned())
             } else {
-                crate::tools::tool_for_function(&c.name).map(str::to_owned)
+                crate::action::tool_for_function(&c.name).map(str::to_owned)
             };
             let args = parse_args(&c.arguments);
             let problem = match (&tool, &args) {
@@ -329,7 +329,7 @@ impl Agent for LlmAgent {
                     .map(str::to_owned)
                     .unwrap_or_else(|| args.to_string());
                 Move::Ask { question }
-            } else if p.tool.as_deref() == Some(crate::tools::mcp::TOOL) {
+            } else if p.tool.as_deref() == Some(crate::action::mcp::TOOL) {
                 // The server and tool the function stands for; the harness adds the rest.
                 let (server, tool) = self
                     .mcp
@@ -338,7 +338,7 @@ impl Agent for LlmAgent {
                     .unwrap_or_else(|| (String::new(), p.name.clone()));
                 Move::Call {
                     call: ToolCall {
-                        tool: crate::tools::mcp::TOOL.into(),
+                        tool: crate::action::mcp::TOOL.into(),
                         args: serde_json::json!({
                             "server": server, "tool": tool, "arguments": args,
                         }),

@@ -165,14 +165,14 @@ fn subject(action: &ActionView) -> String {
 
 fn subject_raw(action: &ActionView) -> String {
     let args = &action.args;
-    if action.tool == crate::tools::permission::TOOL {
+    if action.tool == crate::action::permission::TOOL {
         // What the external agent reported it will touch: its command, or its file.
         if let Some(command) = args["rawInput"]["command"].as_str() {
             return command.to_owned();
         }
-        return crate::tools::permission::reported_path(args).unwrap_or_default();
+        return crate::action::permission::reported_path(args).unwrap_or_default();
     }
-    if action.tool == crate::tools::mcp::TOOL {
+    if action.tool == crate::action::mcp::TOOL {
         // The server and tool, and the path or URL it names, if its arguments name one.
         let target = ["path", "file_path", "uri", "url", "source", "destination"]
             .iter()

@@ -19,7 +19,7 @@ use crate::store::intents::IntentRow;
 use crate::store::retries::RetryRow;
 use crate::store::runs::RunRow;
 use crate::store::steps::StepRow;
-use crate::tools::RecordedCall;
+use crate::action::RecordedCall;
 
 use super::{ApprovalView, AuditEventView};
 

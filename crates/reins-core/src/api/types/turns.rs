@@ -72,11 +72,11 @@ pub fn link_calls(steps: &mut [StepView]) {
         let mut links = Vec::with_capacity(turn.calls.len());
         let mut next = i + 1;
         for call in &turn.calls {
-            let carried_out_by = |s: &StepView| match crate::tools::tool_for_function(&call.name) {
+            let carried_out_by = |s: &StepView| match crate::action::tool_for_function(&call.name) {
                 Some(tool) => s.tool == tool,
-                None if call.name == crate::tools::ASK_USER => s.kind == StepKind::Question,
+                None if call.name == crate::action::ASK_USER => s.kind == StepKind::Question,
                 // An MCP server's tool, named `server__tool` for the model.
-                None if call.name.contains("__") => s.tool == crate::tools::mcp::TOOL,
+                None if call.name.contains("__") => s.tool == crate::action::mcp::TOOL,
                 None => false,
             };
             let found = steps[next..]

@@ -516,7 +516,7 @@ fn changed(who: &str, what: &str, from: Option<&str>, to: &str) -> String {
 }
 
 /// An action in a few words, for sentences: "fs.write on docs/note.md", "shell.exec `make`".
-pub fn action_words(call: &crate::tools::ToolCall) -> String {
+pub fn action_words(call: &crate::action::ToolCall) -> String {
     let arg = |k: &str| call.args.get(k).and_then(|v| v.as_str());
     if let Some(command) = arg("command") {
         return format!("{} `{}`", call.tool, brief(command, 80));

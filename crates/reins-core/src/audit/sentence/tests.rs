@@ -14,7 +14,7 @@ fn an_approval_reads_as_who_did_what_to_which_action() {
     let names = Lookup {
             approvals: HashMap::from([(
         "a1".to_owned(),
-        action_words(&crate::tools::ToolCall {
+        action_words(&crate::action::ToolCall {
             tool: "fs.edit".into(),
             args: serde_json::json!({"path": "config/logrotate.conf", "old": "x", "new": "y"}),
         }),

@@ -9,7 +9,7 @@ use crate::step::StepStatus;
 use super::fixtures::*;
 
 fn rule(
-    action: &crate::tools::Action,
+    action: &crate::action::Action,
     plan: Result<Option<&crate::tools::EffectPlan>, &str>,
     risk: Risk,
     decision: Decision,

@@ -15,7 +15,8 @@ use crate::store::grants::GrantRow;
 use crate::store::runs::RunRow;
 use crate::store::steps::StepRow;
 use crate::tools::shell::{CommandForm, ShellCommand};
-use crate::tools::{Action, EffectPlan, RecordedCall, ToolCall};
+use crate::action::{Action, RecordedCall, ToolCall};
+use crate::tools::EffectPlan;
 use crate::workspace::RelPath;
 
 pub static NOTHING_PROTECTED: Protected = Protected::NONE;

@@ -18,8 +18,7 @@ use super::protected::{absolute, Protected};
 use super::text;
 use super::Risk;
 
-/// Longest command string the classifier reads; longer is high without parsing.
-pub const MAX_COMMAND_BYTES: usize = 32 * 1024;
+pub use crate::action::shell::MAX_COMMAND_BYTES;
 /// Deepest nesting of brackets, braces and substitutions the parser is given. The parser's time
 /// doubles with each unclosed `(` (found by fuzzing: 30 of them took seven minutes), so the bound
 /// is also what keeps one command from stalling the worker. 16 still let unclosed `${x[` reach

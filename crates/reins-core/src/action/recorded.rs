@@ -61,8 +61,6 @@ impl Serialize for RecordedCall {
     }
 }
 
-crate::store::column::text_column!(RecordedCall, |v| v.text.clone(), |s| RecordedCall::parse(s));
-
 #[cfg(test)]
 mod tests {
     use super::*;
