@@ -25,7 +25,7 @@ rooms!(
     action, agent, approval, audit, blob, checkpoint, clock, compat, context, data_dir, device, digest,
     engine, error, event, failure, ids, input_file, journal, keys, mcp, memory, policy, process, progress,
     provider,
-    resume, run, seal, secrets, stderr, step, store, tools, worker, workspace,
+    resume, run, seal, secrets, stderr, step, store, text, tools, worker, workspace,
 );
 
 // Declared by hand: it defines `fault_point!`, which a macro-expanded module could not export.

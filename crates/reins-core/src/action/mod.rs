@@ -1,6 +1,6 @@
 //! What an agent asked for. A proposed call is parsed into a typed [`Action`] (schema, size limits
 //! and the path jail: step 1 of the protocol), with the canonical form a review binds to and the
-//! journal records. Judging it is the policy's; doing it is the tools' ([`crate::tools`]).
+//! journal records. Judging it is the policy's; doing it is the tools' (`tools`).
 
 use std::collections::BTreeMap;
 

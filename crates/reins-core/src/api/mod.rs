@@ -87,7 +87,7 @@ pub use crate::keys::{check_name as check_key_name, check_value as check_key_val
 pub use crate::keys::{Keyring, MemoryStore as MemorySecrets, Secret, SecretStore};
 pub use crate::memory::{NewFact, Origin as FactOrigin, Settings as MemorySettings};
 pub use crate::policy::shell::Segment;
-pub use crate::policy::text::reveal;
+pub use crate::text::reveal;
 pub use crate::policy::{Context as PolicyContext, Decision, Policy, Risk, Verdict};
 pub use crate::provider::{Price, DEFAULT_BASE_URL, DEFAULT_MODEL};
 pub use crate::resume::{RecoverySummary, SettledEffect};

@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 
 use crate::policy::shell::Place;
-use crate::policy::text::reveal;
+use crate::text::reveal;
 use crate::policy::Verdict;
 use crate::action::{Action, CommandForm, FetchRequest, ShellCommand};
 use crate::tools::EffectPlan;

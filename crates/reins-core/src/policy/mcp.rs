@@ -6,7 +6,8 @@
 
 use std::path::{Component, Path};
 
-use super::{text, Assessment, Context, Protected, Risk};
+use super::{Assessment, Context, Protected, Risk};
+use crate::text;
 use crate::action::McpCall;
 
 /// Longest string argument looked at as a possible path.

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::text;
 use crate::action::Action;
 
 #[cfg(any(test, feature = "internals"))]
@@ -20,7 +21,6 @@ pub mod programs;
 pub mod protected;
 pub mod rules;
 pub mod shell;
-pub mod text;
 
 pub use protected::Protected;
 pub use rules::{PolicyError, RuleSet};

@@ -181,7 +181,7 @@ pub fn assess(req: &FetchRequest, resolved: &[IpAddr], a: &mut Assessment) {
         }
     }
     if let Some(body) = &req.body {
-        if let Some(why) = super::text::invisible_reason("the request body", body) {
+        if let Some(why) = crate::text::invisible_reason("the request body", body) {
             a.raise(Risk::High, why);
         }
     }

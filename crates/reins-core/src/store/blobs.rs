@@ -1,6 +1,6 @@
 //! The `blobs` table: content-addressed blobs stored inside the database. Small ones commit in the
 //! same transaction as the intent that needs them (no extra fsync, no window where one exists
-//! without the other). Larger ones go to the blob store (`crate::blob`): files beside an embedded
+//! without the other). Larger ones go to the blob store (`blob`): files beside an embedded
 //! database, and this table too on a shared one, where no shared filesystem is assumed.
 
 use super::dialect::Sql;

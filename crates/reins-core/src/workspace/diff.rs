@@ -4,7 +4,7 @@
 //! (CRLF ↔ LF) shows `␍`, and a change of line endings across the file is called out.
 
 use crate::digest::Digest;
-use crate::policy::text::reveal;
+use crate::text::reveal;
 
 /// Files larger than this (either side) are not line-diffed.
 pub const DIFF_INPUT_LIMIT: usize = 4 * 1024 * 1024;

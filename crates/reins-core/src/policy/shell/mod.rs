@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use super::programs;
 use super::protected::{absolute, Protected};
-use super::text;
+use crate::text;
 use super::Risk;
 
 pub use crate::action::shell::MAX_COMMAND_BYTES;
