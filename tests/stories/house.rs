@@ -1,7 +1,8 @@
 //! The house rules that keep the tree readable, checked on the source itself so a change that
 //! breaks one fails here with the file and line: the faces and the tests outside the core enter it
-//! only through `reins_core::api`; SQL is written only in `store/`; the engine commits in one place;
-//! no hand-written source file is over 600 lines.
+//! only through `reins_core::api`; the core's rooms import only downwards, floor by floor; SQL is
+//! written only in `store/`; the engine commits in one place; no hand-written source file is over
+//! 600 lines.
 
 use std::path::{Path, PathBuf};
 
@@ -191,4 +192,147 @@ fn no_hand_written_source_file_is_over_600_lines() -> anyhow::Result<()> {
     }
     assert!(long.is_empty(), "split these by noun:\n{}", long.join("\n"));
     Ok(())
+}
+
+/// The core's reading order: a room imports only rooms on lower floors, or rooms listed before it
+/// on its own floor. A new room gets a place here, or the floor test names it.
+const FLOORS: &[(&str, &[&str])] = &[
+    (
+        "1 words: vocabulary, no IO",
+        &[
+            "ids", "clock", "digest", "fault", "text", "run", "step", "journal", "failure",
+            "input_file", "worker",
+        ],
+    ),
+    (
+        "2 platform: files, processes, the keyring, HTTP",
+        &[
+            "secrets", "keys", "seal", "workspace", "checkpoint", "progress", "resume", "data_dir",
+            "device", "stderr", "process", "provider",
+        ],
+    ),
+    (
+        "3 domain: rules and nouns, no store",
+        &["action", "context", "policy", "tools", "compat", "approval"],
+    ),
+    ("4 record: the audit log's vocabulary", &["event"]),
+    ("5 store: the only SQL, and the dialect", &["store", "blob"]),
+    ("6 services over the store: every agent kind", &["memory", "mcp", "agent"]),
+    ("7 driver: the drive", &["error", "audit", "engine"]),
+    ("8 door: what people can do", &["api"]),
+];
+
+/// Where `room` sits: (floor, place on its floor).
+fn floor_of(room: &str) -> Option<(usize, usize)> {
+    FLOORS.iter().enumerate().find_map(|(f, (_, rooms))| {
+        rooms.iter().position(|r| *r == room).map(|i| (f, i))
+    })
+}
+
+/// The room a path under `crates/reins-core/src` belongs to: its first folder, or its file stem.
+fn room_of(rel: &Path) -> Option<String> {
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    Some(first.strip_suffix(".rs").unwrap_or(first).to_owned())
+}
+
+/// The rooms `line` names through `crate::` (the crate root's re-exports count as theirs).
+fn rooms_named(line: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, _) in line.match_indices("crate::") {
+        let named: String = line[i + "crate::".len()..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let room = match named.as_str() {
+            "Error" | "ErrorCode" | "Result" => "error".to_owned(),
+            "fault_point" => "fault".to_owned(),
+            _ => named,
+        };
+        if !room.is_empty() {
+            found.push(room);
+        }
+    }
+    found
+}
+
+/// The imports in `text` (a file of `room`) that run upwards or sideways to a room listed later
+/// on the same floor, as (line number, named room). A file's test module at its end is not read:
+/// tests may reach up to build what they test with.
+fn upward_imports(room: &str, text: &str) -> Vec<(usize, String)> {
+    let Some(here) = floor_of(room) else {
+        return vec![(0, format!("{room} (a room with no floor)"))];
+    };
+    let mut found = Vec::new();
+    let mut lines = text.lines().enumerate().peekable();
+    while let Some((n, line)) = lines.next() {
+        if line.trim() == "#[cfg(test)]"
+            && lines.peek().is_some_and(|(_, next)| next.starts_with("mod tests {"))
+        {
+            break;
+        }
+        for named in rooms_named(line) {
+            if named == room {
+                continue;
+            }
+            match floor_of(&named) {
+                Some(there) if there < here => {}
+                _ => found.push((n + 1, named)),
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_rooms_import_only_downwards() -> anyhow::Result<()> {
+    let src = repo_root().join("crates/reins-core/src");
+    let mut wrong = Vec::new();
+    let mut rooms = std::collections::BTreeSet::new();
+    for file in files(&src, &[".rs"])? {
+        let rel = file.strip_prefix(&src).unwrap_or(&file);
+        let is_test = rel.ends_with("tests.rs")
+            || rel.to_string_lossy().ends_with("_tests.rs")
+            || rel.components().any(|c| c.as_os_str() == "tests");
+        if rel == Path::new("lib.rs") || is_test {
+            continue;
+        }
+        let Some(room) = room_of(rel) else { continue };
+        rooms.insert(room.clone());
+        for (n, named) in upward_imports(&room, &std::fs::read_to_string(&file)?) {
+            let to = floor_of(&named).map_or("no floor".to_owned(), |(f, _)| FLOORS[f].0.to_owned());
+            wrong.push(format!("{}:{n}: {room} imports {named} ({to})", shown(&file)));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a room imports upwards (or a room has no floor in FLOORS):\n{}",
+        wrong.join("\n")
+    );
+    assert!(
+        rooms.len() >= 35,
+        "the scan reads the core's rooms ({} found)",
+        rooms.len()
+    );
+    Ok(())
+}
+
+#[test]
+fn the_floor_check_sees_an_upward_import() {
+    let planted = "use crate::ids::RunId;\nuse crate::engine::Engine;\n";
+    assert_eq!(upward_imports("store", planted), [(2, "engine".to_owned())]);
+    // Sideways to a room listed later on the same floor is upwards too.
+    assert_eq!(
+        upward_imports("policy", "fn f(_: &crate::tools::EffectPlan) {}"),
+        [(1, "tools".to_owned())]
+    );
+    assert!(upward_imports("tools", "use crate::policy::Risk;").is_empty());
+    // The crate root's error is the error room's.
+    assert_eq!(
+        upward_imports("workspace", "fn f() -> crate::Result<()> {}"),
+        [(1, "error".to_owned())]
+    );
+    // A test module at the end of a file may reach up.
+    let tested = "use crate::ids::RunId;\n#[cfg(test)]\nmod tests {\n    use crate::api::Reins;\n}\n";
+    assert!(upward_imports("store", tested).is_empty());
+    assert_eq!(upward_imports("novel", "")[0].1, "novel (a room with no floor)");
 }
