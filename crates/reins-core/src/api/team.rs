@@ -143,7 +143,7 @@ pub fn save_team_database(db: Option<&TeamDatabase>) -> Result<Option<TeamDataba
 impl Reins {
     /// Whether this process works on a shared team database (not this machine's own file).
     pub fn shared(&self) -> bool {
-        self.store().dialect() == crate::store::Dialect::Postgres
+        self.store().shared()
     }
 
     /// The name this machine goes by in runs and decisions.

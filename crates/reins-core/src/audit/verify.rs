@@ -202,7 +202,7 @@ async fn unanchored(store: &Store, anchor: Option<&Head>) -> Result<Option<Damag
     let Some(anchor) = anchor else {
         return Ok(None);
     };
-    if store.dialect() == crate::store::Dialect::Postgres {
+    if store.shared() {
         return Ok(None);
     }
     let Some((seq, at)) = audit_read::earliest_after(store.pool(), anchor.head.seq).await? else {

@@ -246,7 +246,7 @@ impl Engine {
             .into_iter()
             .filter(|owner| crate::worker::is_gone(owner))
             .collect();
-        let shared = self.store.dialect() == crate::store::Dialect::Postgres;
+        let shared = self.store.shared();
         Ok(runs::runnable(pool, now_ms(), &gone)
             .await?
             .into_iter()

@@ -260,6 +260,12 @@ impl Store {
         self.dialect
     }
 
+    /// Whether other machines share this store (a team's PostgreSQL), rather than this machine
+    /// alone having it (its SQLite file): their workers, reviewers and events are in it too.
+    pub fn shared(&self) -> bool {
+        self.dialect == Dialect::Postgres
+    }
+
     /// Wakes when a write commits: this process's, and on a shared database any machine's.
     pub fn waiter(&self) -> wake::Waiter {
         self.wake.subscribe()
