@@ -1,8 +1,8 @@
 //! The house rules that keep the tree readable, checked on the source itself so a change that
 //! breaks one fails here with the file and line: the faces and the tests outside the core enter it
 //! only through `reins_core::api`; the core's rooms import only downwards, floor by floor; SQL is
-//! written only in `store/`; the engine commits in one place; no hand-written source file is over
-//! 600 lines.
+//! written only in `store/`, and every write transaction is begun and committed there; no
+//! hand-written source file is over 600 lines.
 
 use std::path::{Path, PathBuf};
 
@@ -140,26 +140,62 @@ fn sql_is_written_only_in_the_store() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Lines of `text` that begin or commit a store transaction by hand.
+fn transaction_sites(text: &str) -> Vec<usize> {
+    let calls = [
+        ".begin()",
+        ".begin_quiet()",
+        ".begin_single()",
+        ".commit()",
+        ".commit_without_anchor()",
+    ];
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| calls.iter().any(|c| line.contains(c)))
+        .map(|(n, _)| n + 1)
+        .collect()
+}
+
 #[test]
-fn the_engine_commits_in_one_place() -> anyhow::Result<()> {
-    let engine = repo_root().join("crates/reins-core/src/engine");
-    let mut sites = Vec::new();
-    for file in files(&engine, &[".rs"])? {
-        if file.components().any(|c| c.as_os_str() == "tests") {
+fn every_write_goes_through_the_one_commit_path() -> anyhow::Result<()> {
+    let src = repo_root().join("crates/reins-core/src");
+    let mut outside = Vec::new();
+    let mut inside = Vec::new();
+    for file in files(&src, &[".rs"])? {
+        let rel = file.strip_prefix(&src).unwrap_or(&file);
+        let is_test = rel.ends_with("tests.rs")
+            || rel.to_string_lossy().ends_with("_tests.rs")
+            || rel.components().any(|c| c.as_os_str() == "tests");
+        if is_test {
             continue;
         }
-        for (n, line) in std::fs::read_to_string(&file)?.lines().enumerate() {
-            if line.contains(".commit()") {
-                sites.push(format!("{}:{}", shown(&file), n + 1));
+        for n in transaction_sites(&std::fs::read_to_string(&file)?) {
+            let site = format!("{}:{n}", shown(&file));
+            if rel.starts_with("store") {
+                inside.push(site);
+            } else {
+                outside.push(site);
             }
         }
     }
     assert!(
-        sites.len() <= 3,
-        "every engine write goes through engine::commit; commit sites:\n{}",
-        sites.join("\n")
+        outside.is_empty(),
+        "a change is a `store::change::Change` applied by `Store::apply`; transactions begun or committed by hand:\n{}",
+        outside.join("\n")
+    );
+    assert!(
+        inside.len() <= 12,
+        "the store begins and commits in few places (its one apply, the anchor, the transaction type); sites:\n{}",
+        inside.join("\n")
     );
     Ok(())
+}
+
+#[test]
+fn the_commit_path_check_sees_a_transaction_by_hand() {
+    let by_hand = "let mut tx = store.begin().await?;\nappend(&mut tx).await?;\ntx.commit().await?;";
+    assert_eq!(transaction_sites(by_hand), [1, 3]);
+    assert!(transaction_sites("store.apply(None, change, None).await?;").is_empty());
 }
 
 #[test]

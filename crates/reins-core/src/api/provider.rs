@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 use super::Reins;
 use crate::error::{Error, Result};
 use crate::provider::{Client, Settings, DEFAULT_BASE_URL, DEFAULT_MODEL};
+use crate::store::change::Change;
+use crate::store::write::Write;
 use crate::store::{audit, audit::Actor, memory as table, StoreError};
 
 const BASE_URL: &str = "provider.base_url";
@@ -145,33 +147,28 @@ impl Reins {
     /// Stores new defaults; the change is audited (`settings.changed`, old and new values).
     pub async fn set_provider_defaults(&self, new: &ProviderDefaults) -> Result<ProviderDefaults> {
         new.check()?;
-        let now = crate::clock::now_ms();
-        let mut tx = self.store().begin().await?;
         let values = [
             (BASE_URL, new.base_url.trim().to_owned()),
             (MODEL, new.model.trim().to_owned()),
             (KEY, new.key.clone().unwrap_or_default()),
         ];
-        for (key, value) in values {
-            let old = table::set_setting(&mut tx, key, &value, now).await?;
-            if old.as_deref() != Some(value.as_str()) {
-                audit::append(
-                    &mut tx,
-                    audit::Event::new(
-                        Actor::User,
-                        None,
-                        crate::event::SettingChanged {
-                            key: key.into(),
-                            old,
-                            new: value,
-                        },
-                    ),
-                    now,
-                )
-                .await?;
-            }
-        }
-        tx.commit().await.map_err(StoreError::from)?;
+        let rows = values
+            .into_iter()
+            .map(|(key, value)| Write::Setting {
+                key: key.into(),
+                value,
+            })
+            .collect();
+        let change = Change::rows(rows).announcing(Box::new(|applied| {
+            let changed = applied.written.settings.iter().cloned();
+            changed
+                .map(|(key, old, new)| {
+                    let changed = crate::event::SettingChanged { key, old, new };
+                    audit::Event::new(Actor::User, None, changed)
+                })
+                .collect()
+        }));
+        self.store().apply(None, change, None).await?;
         self.provider_defaults().await
     }
 }

@@ -207,7 +207,7 @@ pub async fn export(
     let (bytes, sha256) = out.finish(manifest)?;
     progress(count, total);
     crate::fault_point!("export_before_rename");
-    target.commit()?;
+    target.persist()?;
 
     let summary = ExportSummary {
         path: req.out.display().to_string(),

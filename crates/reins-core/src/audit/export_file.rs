@@ -74,7 +74,7 @@ impl Target {
     }
 
     /// Moves the finished file into place; without `overwrite`, never over an existing file.
-    pub(super) fn commit(&self) -> Result<()> {
+    pub(super) fn persist(&self) -> Result<()> {
         let moved = if self.overwrite {
             std::fs::rename(&self.partial, &self.out)
         } else {

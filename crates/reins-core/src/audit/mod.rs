@@ -52,14 +52,9 @@ pub(crate) async fn record_by_user(
     kind: impl Into<crate::event::Kind>,
 ) -> Result<(), crate::store::StoreError> {
     use crate::store::audit;
-    let mut tx = store.begin().await?;
-    audit::append(
-        &mut tx,
-        audit::Event::new(audit::Actor::User, None, kind),
-        crate::clock::now_ms(),
-    )
-    .await?;
-    tx.commit().await?;
+    let event = audit::Event::new(audit::Actor::User, None, kind);
+    let change = crate::store::change::Change::default().event(event);
+    store.apply(None, change, None).await?;
     Ok(())
 }
 

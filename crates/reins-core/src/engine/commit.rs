@@ -1,20 +1,19 @@
-//! The one commit path. Every durable change the engine makes is a [`Change`] value — the rows it
-//! writes, the checkpoint it records, its audit events, the run's transition and the end of the
-//! open attempt — and [`Engine::commit`] applies it in one transaction, always in that order, then
-//! tells the observer what happened, only after the commit. A worker's change is committed as its
-//! owner: appending its events proves it still holds the run (the fence check), so a stale worker's
-//! change commits nothing.
+//! The engine's one commit path. Every durable change the engine makes is a [`Change`] value — the
+//! rows it writes, the checkpoint it records, its audit events, the run's transition and the end of
+//! the open attempt — and [`Engine::commit`] seals what it carries, encodes its checkpoint, hands it
+//! to the store once (`Store::apply`, which chooses how it lands), then tells the observer what
+//! happened, only after the commit.
 
-use crate::event::{self as ev, Actor};
 use crate::checkpoint::{self, Checkpoint, Level};
-use crate::clock::now_ms;
 use crate::error::Result;
 use crate::ids::RunId;
-use crate::store::write::{self, Moved, Transition, Write, Written};
-use crate::store::fused::{Landed, Tail};
-use crate::store::{audit, checkpoints};
+use crate::store::audit;
+use crate::store::change::{self, Encoded};
+use crate::store::write::{Transition, Write};
 
 use super::{Engine, Observer, Progress};
+
+pub(super) use crate::store::change::{Announce, Applied};
 
 /// A checkpoint to write with a change: sealed and encoded when the change commits.
 pub(crate) struct Prepared {
@@ -24,24 +23,6 @@ pub(crate) struct Prepared {
     /// written in the same transaction.
     pub(super) history: Option<(i64, Vec<String>)>,
 }
-
-/// A checkpoint's bytes, ready to insert (a large payload is already in the blob store).
-pub(super) struct Encoded {
-    level: Level,
-    bytes: Vec<u8>,
-    sha256: String,
-    in_blob: bool,
-}
-
-impl Encoded {
-    #[cfg(test)]
-    pub(super) fn in_blob(&self) -> bool {
-        self.in_blob
-    }
-}
-
-/// Builds events from what the change did (a transition's from and to, the approvals it closed).
-pub(super) type Announce = Box<dyn FnOnce(&Applied) -> Vec<audit::Event> + Send>;
 
 /// One durable change of one run.
 #[derive(Default)]
@@ -69,14 +50,6 @@ pub(super) enum Report {
         summary: String,
         reused: bool,
     },
-}
-
-/// What a committed change did.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Applied {
-    pub checkpoint: Option<i64>,
-    pub moved: Option<Moved>,
-    pub written: Written,
 }
 
 impl Change {
@@ -124,28 +97,6 @@ impl Change {
 }
 
 impl Engine {
-    /// Writes a change's one row-write with its tail as one statement that commits on its own.
-    /// `None` when the database refused it (nothing was written then: a failed statement
-    /// commits nothing): the caller writes it again the usual way. An error that leaves the
-    /// outcome unknown (the connection lost) is returned.
-    async fn apply_single(
-        &self,
-        run: Option<RunId>,
-        rows: &[Write],
-        now: i64,
-        tail: Option<&Tail<'_>>,
-    ) -> Result<Option<(crate::store::Tx, (Written, Option<(i64, i64)>))>> {
-        let mut tx = self.store.begin_single().await?;
-        match write::apply_with(&mut tx, run, rows, now, tail).await {
-            Ok(applied) => Ok(Some((tx, applied))),
-            Err(crate::store::StoreError::Sqlx(sqlx::Error::Database(e))) => {
-                tracing::debug!(error = %e, "a step's single-statement commit was refused; writing it in a transaction");
-                Ok(None)
-            }
-            Err(e) => Err(e.into()),
-        }
-    }
-
     /// A checkpoint to write with a change, as it is now.
     pub(crate) fn prepare(&self, cp: &Checkpoint, level: Level) -> Result<Prepared> {
         Ok(Prepared {
@@ -179,8 +130,7 @@ impl Engine {
         })
     }
 
-    /// Applies `change` to `run` in one transaction: rows, checkpoint, events (as `owner` when a
-    /// worker commits it), transition, announced events, attempt end; commits; then reports.
+    /// Applies `change` to `run` in one go (as `owner` when a worker commits it), then reports.
     pub(super) async fn commit(
         &self,
         run: Option<RunId>,
@@ -191,7 +141,7 @@ impl Engine {
         let Change {
             mut rows,
             mut checkpoint,
-            mut events,
+            events,
             transition,
             announce,
             end_attempt,
@@ -205,136 +155,15 @@ impl Engine {
             Some(p) => Some(self.encode(p).await?),
             None => None,
         };
-        let now = now_ms();
-        // Only a step's own doing in a run this worker holds: no change of state, announcement or
-        // attempt's end. Such a commit wakes no other process (`write::steps_own`).
-        let step_only = owner.is_some()
-            && transition.is_none()
-            && announce.is_none()
-            && end_attempt.is_none();
-        let new_checkpoint = checkpoint.as_ref().map(|p| checkpoints::NewCheckpoint {
-            level: p.level,
-            schema_version: checkpoint::SCHEMA_VERSION,
-            body: if p.in_blob {
-                checkpoints::Body::Blob(&p.sha256)
-            } else {
-                checkpoints::Body::Inline(&p.bytes)
-            },
-            size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
-            sha256: &p.sha256,
-            created_at: now,
-        });
-        let written = |seq: i64, p: &Encoded| -> Result<audit::Event> {
-            Ok(audit::Event::new(
-                Actor::Harness,
-                Some(write::of_run(run)?),
-                ev::CheckpointWritten {
-                    seq,
-                    level: p.level,
-                    sha256: p.sha256.clone(),
-                    size: p.bytes.len(),
-                },
-            ))
+        let change = change::Change {
+            rows,
+            checkpoint,
+            events,
+            transition,
+            announce,
+            end_attempt,
         };
-        // On a shared PostgreSQL a worker's checkpoint and events travel in its rows' statement
-        // when it can tell in advance where they go (`store::fused`): `predicted` is the seq its
-        // checkpoint is foreseen at, announced already in `events`.
-        let mut predicted = None;
-        let tail = match owner {
-            Some(o)
-                if self.store.dialect() == crate::store::Dialect::Postgres
-                    && step_only
-                    && write::carries_tail(&rows)
-                    && (checkpoint.is_some() || !events.is_empty()) =>
-            {
-                match (&checkpoint, &new_checkpoint, o.last_checkpoint()) {
-                    (None, _, _) => Tail::new(o, None, &events, now),
-                    (Some(p), Some(cp), Some(last)) => {
-                        predicted = Some(last + 1);
-                        events.push(written(last + 1, p)?);
-                        Tail::new(o, Some((last + 1, cp)), &events, now)
-                    }
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
-        let quiet = step_only && write::steps_own(&rows);
-        // The whole change in one statement, checkpoint and events included (a tail carries a
-        // checkpoint only where it foresaw its seq): it can commit on its own, with no
-        // transaction around it (`fused::Whole`).
-        let single = quiet && rows.len() == 1 && tail.is_some();
-        let done = if single {
-            self.apply_single(run, &rows, now, tail.as_ref()).await?
-        } else {
-            None
-        };
-        let (mut tx, (written_rows, carried)) = match done {
-            Some(done) => done,
-            None => {
-                let mut tx = if quiet {
-                    self.store.begin_quiet().await?
-                } else {
-                    self.store.begin().await?
-                };
-                let applied = write::apply_with(&mut tx, run, &rows, now, tail.as_ref()).await?;
-                (tx, applied)
-            }
-        };
-        let landed = match (tail, carried) {
-            (Some(tail), Some((checkpoint_rows, event_rows))) => {
-                tail.landed(&mut tx, checkpoint_rows, event_rows)
-            }
-            _ => Landed::default(),
-        };
-        if tx.is_single() && !(landed.events && (landed.checkpoint || checkpoint.is_none())) {
-            // The statement fails unless it lands whole, so this cannot be; if it were, the
-            // rest could not be written with it.
-            return Err(crate::store::StoreError::Invalid(
-                "a step's single-statement commit landed in part".into(),
-            )
-            .into());
-        }
-        let mut applied = Applied {
-            written: written_rows,
-            ..Applied::default()
-        };
-        if let (Some(p), Some(cp)) = (&checkpoint, &new_checkpoint) {
-            let seq = match predicted {
-                Some(seq) if landed.checkpoint => seq,
-                _ => {
-                    if predicted.is_some() {
-                        // It did not land where foreseen: announce where it does.
-                        events.pop();
-                    }
-                    let seq = checkpoints::insert(&mut tx, write::of_run(run)?, cp).await?;
-                    events.push(written(seq, p)?);
-                    seq
-                }
-            };
-            if let Some(o) = owner {
-                o.wrote_checkpoint(seq);
-            }
-            applied.checkpoint = Some(seq);
-        }
-        if !events.is_empty() && !landed.events {
-            audit::append_all(&mut tx, owner, &events, now).await?;
-        }
-        if let Some(t) = &transition {
-            applied.moved =
-                Some(write::transition(&mut tx, run, owner.map(|o| o.fence), t, now).await?);
-        }
-        if let Some(announce) = announce {
-            let later = announce(&applied);
-            if !later.is_empty() {
-                // The transition (fenced for a worker) already proved who writes.
-                audit::append_all(&mut tx, None, &later, now).await?;
-            }
-        }
-        if let Some(outcome) = &end_attempt {
-            crate::store::attempts::end_open(&mut tx, write::of_run(run)?, outcome, now).await?;
-        }
-        tx.commit().await.map_err(crate::store::StoreError::from)?;
+        let applied = self.store.apply(run, change, owner).await?;
         for r in report {
             observer.on(&match r {
                 Report::Now(p) => p,

@@ -21,6 +21,7 @@ use crate::event::{self as ev, Actor};
 use crate::clock::now_ms;
 use crate::ids::RunId;
 use crate::memory::{self, NewFact, Origin, Remembered};
+use crate::store::change::Change;
 use crate::store::{audit, Store, StoreError};
 
 /// Most facts one recall answers.
@@ -249,19 +250,11 @@ impl MemoryServer {
     }
 
     async fn audit(&self, payload: ev::MemoryServed) -> Result<(), String> {
-        let write = async {
-            let mut tx = self.store.begin().await?;
-            audit::append(
-                &mut tx,
-                audit::Event::new(Actor::Agent, self.caller.run, payload),
-                now_ms(),
-            )
-            .await?;
-            tx.commit().await.map_err(StoreError::from)?;
-            Ok::<(), StoreError>(())
-        };
-        write
+        let served = audit::Event::new(Actor::Agent, self.caller.run, payload);
+        self.store
+            .apply(None, Change::default().event(served), None)
             .await
+            .map(|_| ())
             .map_err(|e| format!("the call could not be audited, so it was not answered: {e}"))
     }
 }

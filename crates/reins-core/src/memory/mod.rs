@@ -17,9 +17,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::event as ev;
 use crate::clock::now_ms;
-use crate::ids::{FactId, RunId, SuggestionId};
+use crate::ids::{RunId, SuggestionId};
 use crate::store::audit::{self, Actor};
 use crate::store::memory::{self as table, FactRow, SuggestionRow, VersionRow};
+use crate::store::change::Change;
+use crate::store::memory_write::MemoryWrite;
+use crate::store::write::Write;
 use crate::store::{Store, StoreError};
 
 mod check;
@@ -171,25 +174,34 @@ pub async fn configure(
     if let Some(on) = enabled {
         changes.push(("memory.enabled", on.to_string()));
     }
-    let now = now_ms();
-    let mut tx = store.begin().await?;
-    for (key, value) in &changes {
-        let old = table::set_setting(&mut tx, key, value, now).await?;
-        if old.as_deref() != Some(value.as_str()) {
-            let change = ev::MemorySetting {
-                setting: (*key).into(),
-                from: old,
-                to: value.clone(),
-            };
-            let kind = match (*key, value.as_str()) {
-                ("memory.enabled", "true") => ev::Kind::MemorySwitchedOn(change),
-                ("memory.enabled", _) => ev::Kind::MemorySwitchedOff(change),
-                _ => ev::Kind::MemorySettingChanged(change),
-            };
-            audit::append(&mut tx, audit::Event::new(Actor::User, None, kind), now).await?;
-        }
-    }
-    tx.commit().await.map_err(StoreError::from)?;
+    let rows = changes
+        .into_iter()
+        .map(|(key, value)| Write::Setting {
+            key: key.into(),
+            value,
+        })
+        .collect();
+    let change = Change::rows(rows).announcing(Box::new(|applied| {
+        let changed = applied.written.settings.iter().cloned();
+        changed
+            .map(|(key, from, to)| {
+                let enabled = key == "memory.enabled";
+                let on = to == "true";
+                let change = ev::MemorySetting {
+                    setting: key,
+                    from,
+                    to,
+                };
+                let kind = match (enabled, on) {
+                    (true, true) => ev::Kind::MemorySwitchedOn(change),
+                    (true, false) => ev::Kind::MemorySwitchedOff(change),
+                    _ => ev::Kind::MemorySettingChanged(change),
+                };
+                audit::Event::new(Actor::User, None, kind)
+            })
+            .collect()
+    }));
+    store.apply(None, change, None).await?;
     settings(store).await
 }
 
@@ -208,21 +220,15 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
         Ok(c) => c,
         Err(e) => {
             if matches!(e, MemoryError::Secret { .. }) {
-                let mut tx = store.begin().await?;
-                audit::append(
-                    &mut tx,
-                    audit::Event::new(
-                        if is_agent { Actor::Agent } else { Actor::User },
-                        run_of(&new.origin),
-                        ev::FactRefused {
-                            category: new.category.clone(),
-                            reason: e.to_string(),
-                        },
-                    ),
-                    now_ms(),
-                )
-                .await?;
-                tx.commit().await.map_err(StoreError::from)?;
+                let refused = audit::Event::new(
+                    if is_agent { Actor::Agent } else { Actor::User },
+                    run_of(&new.origin),
+                    ev::FactRefused {
+                        category: new.category.clone(),
+                        reason: e.to_string(),
+                    },
+                );
+                store.apply(None, Change::default().event(refused), None).await?;
             }
             return Err(e);
         }
@@ -243,7 +249,7 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
         )));
     }
     let now = now_ms();
-    let mut tx = store.begin().await?;
+    let run = run_of(&new.origin);
     if is_agent && (!allowed || confidence < settings.threshold) {
         let reason = if allowed {
             format!(
@@ -253,19 +259,6 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
         } else {
             format!("category {:?} is not one memory keeps", new.category)
         };
-        // The same proposal again (a step done again after a restart) is not a second suggestion.
-        if let Some(same) = table::same_suggestion(
-            &mut tx,
-            &new.category,
-            &key,
-            &value,
-            run_id.as_deref(),
-            step_seq,
-        )
-        .await?
-        {
-            return Ok(Remembered::Suggested { suggestion: same });
-        }
         let row = SuggestionRow {
             id: SuggestionId::new().to_string(),
             category: new.category.clone(),
@@ -278,89 +271,75 @@ pub async fn remember(store: &Store, new: NewFact) -> Result<Remembered> {
             reason,
             created_at: now,
         };
-        table::suggest(&mut tx, &row).await?;
-        audit::append(
-            &mut tx,
-            audit::Event::new(
-                Actor::Agent,
-                run_of(&new.origin),
-                ev::MemorySuggested {
-                    suggestion: row.id.clone(),
-                    category: row.category.clone(),
-                    step: step_seq,
-                    reason: row.reason.clone(),
-                },
-            ),
-            now,
-        )
-        .await?;
-        tx.commit().await.map_err(StoreError::from)?;
-        return Ok(Remembered::Suggested { suggestion: row });
+        let change = Change::rows(vec![Write::Memory(MemoryWrite::Suggestion(Box::new(row)))])
+            .announcing(Box::new(move |applied| match &applied.written.memory.suggestion {
+                // The same proposal again (a step done again after a restart) is not a second
+                // suggestion.
+                Some((row, true)) => vec![audit::Event::new(
+                    Actor::Agent,
+                    run,
+                    ev::MemorySuggested {
+                        suggestion: row.id.clone(),
+                        category: row.category.clone(),
+                        step: step_seq,
+                        reason: row.reason.clone(),
+                    },
+                )],
+                _ => Vec::new(),
+            }));
+        let applied = store.apply(None, change, None).await?;
+        let (suggestion, _) = applied.written.memory.suggestion.ok_or_else(|| {
+            StoreError::Invalid("the suggestion was not reported written".into())
+        })?;
+        return Ok(Remembered::Suggested { suggestion });
     }
-    let existing = table::find(&mut tx, &new.category, &key).await?;
-    if let Some(current) = existing.as_ref().filter(|f| f.value == value) {
-        return Ok(Remembered::Unchanged {
-            fact: current.clone(),
-        });
-    }
-    let row = next_version(
-        existing.as_ref(),
-        FactRow {
-            id: String::new(),
-            category: new.category.clone(),
-            key,
-            version: 1,
-            value,
-            confidence,
-            origin: origin.into(),
-            run_id,
-            step_seq,
-            source_text,
-            created_at: now,
-            updated_at: now,
-        },
-    );
-    table::put(&mut tx, &row).await?;
-    let written = ev::FactWritten {
-        fact: row.id.clone(),
-        category: row.category.clone(),
-        version: row.version,
-        origin: row.origin.clone(),
-        step: row.step_seq,
+    let row = FactRow {
+        id: String::new(),
+        category: new.category.clone(),
+        key,
+        version: 1,
+        value,
+        confidence,
+        origin: origin.into(),
+        run_id,
+        step_seq,
+        source_text,
+        created_at: now,
+        updated_at: now,
     };
-    audit::append(
-        &mut tx,
-        audit::Event::new(
-            if is_agent { Actor::Agent } else { Actor::User },
-            run_of(&new.origin),
-            if row.version == 1 {
-                ev::Kind::FactAdded(written)
-            } else {
-                ev::Kind::FactEdited(written)
-            },
-        ),
-        now,
-    )
-    .await?;
-    tx.commit().await.map_err(StoreError::from)?;
-    Ok(Remembered::Stored { fact: row })
-}
-
-/// `row` as the next version of `existing` (same id, version + 1, first created time), or as a
-/// new fact at version 1.
-fn next_version(existing: Option<&FactRow>, row: FactRow) -> FactRow {
-    match existing {
-        Some(f) => FactRow {
-            id: f.id.clone(),
-            version: f.version + 1,
-            created_at: f.created_at,
-            ..row
-        },
-        None => FactRow {
-            id: FactId::new().to_string(),
-            version: 1,
-            ..row
-        },
+    let write = MemoryWrite::Fact {
+        row: Box::new(row),
+        unless_same: true,
+    };
+    let actor = if is_agent { Actor::Agent } else { Actor::User };
+    let change = Change::rows(vec![Write::Memory(write)]).announcing(Box::new(move |applied| {
+        match &applied.written.memory.fact {
+            Some((row, true)) => {
+                let written = ev::FactWritten {
+                    fact: row.id.clone(),
+                    category: row.category.clone(),
+                    version: row.version,
+                    origin: row.origin.clone(),
+                    step: row.step_seq,
+                };
+                vec![audit::Event::new(
+                    actor,
+                    run,
+                    if row.version == 1 {
+                        ev::Kind::FactAdded(written)
+                    } else {
+                        ev::Kind::FactEdited(written)
+                    },
+                )]
+            }
+            _ => Vec::new(),
+        }
+    }));
+    let applied = store.apply(None, change, None).await?;
+    match applied.written.memory.fact {
+        Some((fact, true)) => Ok(Remembered::Stored { fact }),
+        Some((fact, false)) => Ok(Remembered::Unchanged { fact }),
+        None => Err(StoreError::Invalid("the fact was not reported written".into()).into()),
     }
 }
 
@@ -415,42 +394,36 @@ pub async fn show(store: &Store, id: &str) -> Result<FactDetail> {
 
 /// Deletes a fact and every version of it; the audit log records only that it happened.
 pub async fn delete(store: &Store, id: &str) -> Result<()> {
-    let mut tx = store.begin().await?;
-    let Some(category) = table::delete(&mut tx, id).await? else {
-        return Err(StoreError::NotFound {
-            what: format!("memory fact {id}"),
-        }
-        .into());
-    };
-    audit::append(
-        &mut tx,
-        audit::Event::new(
-            Actor::User,
-            None,
-            ev::FactDeleted {
-                fact: id.into(),
-                category,
-            },
-        ),
-        now_ms(),
-    )
-    .await?;
-    tx.commit().await.map_err(StoreError::from)?;
+    let fact = id.to_owned();
+    let change = Change::rows(vec![Write::Memory(MemoryWrite::Delete(id.into()))]).announcing(
+        Box::new(move |applied| {
+            let category = applied.written.memory.deleted.clone().unwrap_or_default();
+            vec![audit::Event::new(
+                Actor::User,
+                None,
+                ev::FactDeleted { fact, category },
+            )]
+        }),
+    );
+    store.apply(None, change, None).await?;
     table::checkpoint(store.pool()).await?;
     Ok(())
 }
 
 /// Deletes every fact and suggestion: (facts, suggestions) removed.
 pub async fn clear(store: &Store) -> Result<(u64, u64)> {
-    let mut tx = store.begin().await?;
-    let (facts, suggestions) = table::clear(&mut tx).await?;
-    audit::append(
-        &mut tx,
-        audit::Event::new(Actor::User, None, ev::MemoryCleared { facts, suggestions }),
-        now_ms(),
-    )
-    .await?;
-    tx.commit().await.map_err(StoreError::from)?;
+    let change = Change::rows(vec![Write::Memory(MemoryWrite::Clear)]).announcing(Box::new(
+        |applied| {
+            let (facts, suggestions) = applied.written.memory.cleared.unwrap_or_default();
+            vec![audit::Event::new(
+                Actor::User,
+                None,
+                ev::MemoryCleared { facts, suggestions },
+            )]
+        },
+    ));
+    let applied = store.apply(None, change, None).await?;
+    let (facts, suggestions) = applied.written.memory.cleared.unwrap_or_default();
     table::checkpoint(store.pool()).await?;
     Ok((facts, suggestions))
 }

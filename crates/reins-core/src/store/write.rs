@@ -9,6 +9,7 @@ use super::fused::Tail;
 use super::grants::{self, GrantRow};
 use super::intents::{self, IntentRow};
 use super::manifests::{self, ManifestRow};
+use super::memory_write::{self, MemoryWrite, MemoryWritten};
 use super::runs::{self, Claim, RunRow};
 use super::steps::{self, StepRow};
 use super::{attempts, checkpoints, processes, retries, Result, StoreError, Tx};
@@ -160,10 +161,14 @@ pub enum Write {
     },
     /// Fails with `Conflict` when the device is already revoked.
     DeviceRevoked(String),
+    /// A setting (`memory.enabled`, the provider's defaults…); its old value is reported when the
+    /// value changed.
+    Setting { key: String, value: String },
+    Memory(MemoryWrite),
 }
 
 /// What a write reports back.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Written {
     /// From a claim: the new fence and the attempt it opened.
     pub claimed: Option<(i64, i64)>,
@@ -171,6 +176,9 @@ pub struct Written {
     pub retry: Option<(i64, i64)>,
     /// Approvals ended with the run.
     pub closed: Vec<String>,
+    /// Settings whose value changed: (key, old value, new value).
+    pub settings: Vec<(String, Option<String>, String)>,
+    pub memory: MemoryWritten,
 }
 
 /// Whether `writes` are only a step's own rows, which, in a run its worker holds, are committed
@@ -256,6 +264,14 @@ async fn apply_one(
             return devices::pair(tx, pairing, device, now).await
         }
         Write::DeviceRevoked(id) => return devices::revoke(tx, id, now).await,
+        Write::Setting { key, value } => {
+            let old = super::memory::set_setting(tx, key, value, now).await?;
+            if old.as_deref() != Some(value.as_str()) {
+                out.settings.push((key.clone(), old, value.clone()));
+            }
+            return Ok(());
+        }
+        Write::Memory(m) => return memory_write::apply(tx, m, now, &mut out.memory).await,
         Write::RunInsert { row, spec, sole } => {
             if *sole && runs::newest_named_open(tx, &row.agent_kind, &row.name).await? {
                 return Err(StoreError::Conflict(format!(
@@ -423,6 +439,8 @@ async fn apply_one(
         | Write::PairingOffered(_)
         | Write::Paired { .. }
         | Write::DeviceRevoked(_)
+        | Write::Setting { .. }
+        | Write::Memory(_)
         | Write::RunInsert { .. } => {}
     }
     Ok(())

@@ -31,7 +31,7 @@ async fn a_checkpoint_over_one_mib_goes_to_the_blob_store_and_verifies() -> anyh
     };
     let prepared = engine.prepare(&big, Level::Step)?;
     assert!(
-        engine.encode(engine.prepare(&big, Level::Step)?).await?.in_blob(),
+        engine.encode(engine.prepare(&big, Level::Step)?).await?.in_blob,
         "over the inline limit"
     );
     let applied = engine

@@ -1,0 +1,255 @@
+//! One durable change, applied whole: the rows it writes, the checkpoint it records, its audit
+//! events, the run's transition and the end of the open attempt, always in that order. The store
+//! alone chooses how it lands: one statement sent alone (a step's intent or settling on a shared
+//! PostgreSQL, with its checkpoint and events), a quiet transaction (a step's own rows, which wake
+//! nobody), or a transaction that wakes every waiter. A worker's change is applied as its owner:
+//! appending its events proves it still holds the run (the fence check), so a stale worker's
+//! change commits nothing.
+
+use crate::checkpoint::{Level, SCHEMA_VERSION};
+use crate::event::{self as ev, Actor};
+use crate::ids::RunId;
+
+use super::audit::{self, Event, Owner};
+use super::checkpoints::{self, Body, NewCheckpoint};
+use super::fused::{Landed, Tail};
+use super::write::{self, Moved, Transition, Write, Written};
+use super::{attempts, Result, Store, StoreError, Tx};
+
+/// A checkpoint's bytes, ready to insert (a large payload is already in the blob store).
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    pub level: Level,
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+    /// The bytes are in the blob store under `sha256`; the row names them.
+    pub in_blob: bool,
+}
+
+/// Builds events from what the change did (a transition's from and to, the approvals it closed).
+pub type Announce = Box<dyn FnOnce(&Applied) -> Vec<Event> + Send>;
+
+/// One durable change of one run (or of none: a person's settings, the memory, the log itself).
+#[derive(Default)]
+pub struct Change {
+    pub rows: Vec<Write>,
+    pub checkpoint: Option<Encoded>,
+    pub events: Vec<Event>,
+    pub transition: Option<Transition>,
+    /// Events that depend on what the change did, appended after it.
+    pub announce: Option<Announce>,
+    /// Ends the run's open attempt with this outcome.
+    pub end_attempt: Option<String>,
+}
+
+/// What a committed change did.
+#[derive(Clone, Debug, Default)]
+pub struct Applied {
+    pub checkpoint: Option<i64>,
+    pub moved: Option<Moved>,
+    pub written: Written,
+}
+
+impl Change {
+    pub fn rows(rows: Vec<Write>) -> Self {
+        Self {
+            rows,
+            ..Self::default()
+        }
+    }
+
+    pub fn event(mut self, event: Event) -> Self {
+        self.events.push(event);
+        self
+    }
+
+    pub fn events(mut self, events: impl IntoIterator<Item = Event>) -> Self {
+        self.events.extend(events);
+        self
+    }
+
+    pub fn moving(mut self, transition: Transition) -> Self {
+        self.transition = Some(transition);
+        self
+    }
+
+    pub fn announcing(mut self, announce: Announce) -> Self {
+        self.announce = Some(announce);
+        self
+    }
+
+    pub fn ending_attempt(mut self, outcome: impl Into<String>) -> Self {
+        self.end_attempt = Some(outcome.into());
+        self
+    }
+}
+
+impl Store {
+    /// Applies `change` to `run`: rows, checkpoint, events (as `owner` when a worker commits it),
+    /// transition, announced events, attempt end; all of it or, on any error, none.
+    pub async fn apply(
+        &self,
+        run: Option<RunId>,
+        change: Change,
+        owner: Option<&Owner>,
+    ) -> Result<Applied> {
+        let Change {
+            rows,
+            checkpoint,
+            mut events,
+            transition,
+            announce,
+            end_attempt,
+        } = change;
+        let now = crate::clock::now_ms();
+        // Only a step's own doing in a run its worker holds: no change of state, announcement or
+        // attempt's end. Such a commit wakes no other process (`write::steps_own`).
+        let step_only =
+            owner.is_some() && transition.is_none() && announce.is_none() && end_attempt.is_none();
+        let new_checkpoint = checkpoint.as_ref().map(|p| NewCheckpoint {
+            level: p.level,
+            schema_version: SCHEMA_VERSION,
+            body: if p.in_blob {
+                Body::Blob(&p.sha256)
+            } else {
+                Body::Inline(&p.bytes)
+            },
+            size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
+            sha256: &p.sha256,
+            created_at: now,
+        });
+        let written = |seq: i64, p: &Encoded| -> Result<Event> {
+            Ok(Event::new(
+                Actor::Harness,
+                Some(write::of_run(run)?),
+                ev::CheckpointWritten {
+                    seq,
+                    level: p.level,
+                    sha256: p.sha256.clone(),
+                    size: p.bytes.len(),
+                },
+            ))
+        };
+        // On a shared PostgreSQL a worker's checkpoint and events travel in its rows' statement
+        // when it can tell in advance where they go (`fused`): `predicted` is the seq its
+        // checkpoint is foreseen at, announced already in `events`.
+        let mut predicted = None;
+        let tail = match owner {
+            Some(o)
+                if self.shared()
+                    && step_only
+                    && write::carries_tail(&rows)
+                    && (checkpoint.is_some() || !events.is_empty()) =>
+            {
+                match (&checkpoint, &new_checkpoint, o.last_checkpoint()) {
+                    (None, _, _) => Tail::new(o, None, &events, now),
+                    (Some(p), Some(cp), Some(last)) => {
+                        predicted = Some(last + 1);
+                        events.push(written(last + 1, p)?);
+                        Tail::new(o, Some((last + 1, cp)), &events, now)
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
+        let quiet = step_only && write::steps_own(&rows);
+        // The whole change in one statement, checkpoint and events included (a tail carries a
+        // checkpoint only where it foresaw its seq): it can commit on its own, with no
+        // transaction around it (`fused::Whole`).
+        let single = quiet && rows.len() == 1 && tail.is_some();
+        let done = if single {
+            self.apply_single(run, &rows, now, tail.as_ref()).await?
+        } else {
+            None
+        };
+        let (mut tx, (written_rows, carried)) = match done {
+            Some(done) => done,
+            None => {
+                let mut tx = if quiet {
+                    self.begin_quiet().await?
+                } else {
+                    self.begin().await?
+                };
+                let applied = write::apply_with(&mut tx, run, &rows, now, tail.as_ref()).await?;
+                (tx, applied)
+            }
+        };
+        let landed = match (tail, carried) {
+            (Some(tail), Some((checkpoint_rows, event_rows))) => {
+                tail.landed(&mut tx, checkpoint_rows, event_rows)
+            }
+            _ => Landed::default(),
+        };
+        if tx.is_single() && !(landed.events && (landed.checkpoint || checkpoint.is_none())) {
+            // The statement fails unless it lands whole, so this cannot be; if it were, the
+            // rest could not be written with it.
+            return Err(StoreError::Invalid(
+                "a step's single-statement commit landed in part".into(),
+            ));
+        }
+        let mut applied = Applied {
+            written: written_rows,
+            ..Applied::default()
+        };
+        if let (Some(p), Some(cp)) = (&checkpoint, &new_checkpoint) {
+            let seq = match predicted {
+                Some(seq) if landed.checkpoint => seq,
+                _ => {
+                    if predicted.is_some() {
+                        // It did not land where foreseen: announce where it does.
+                        events.pop();
+                    }
+                    let seq = checkpoints::insert(&mut tx, write::of_run(run)?, cp).await?;
+                    events.push(written(seq, p)?);
+                    seq
+                }
+            };
+            if let Some(o) = owner {
+                o.wrote_checkpoint(seq);
+            }
+            applied.checkpoint = Some(seq);
+        }
+        if !events.is_empty() && !landed.events {
+            audit::append_all(&mut tx, owner, &events, now).await?;
+        }
+        if let Some(t) = &transition {
+            applied.moved =
+                Some(write::transition(&mut tx, run, owner.map(|o| o.fence), t, now).await?);
+        }
+        if let Some(announce) = announce {
+            let later = announce(&applied);
+            if !later.is_empty() {
+                // The transition (fenced for a worker) already proved who writes.
+                audit::append_all(&mut tx, None, &later, now).await?;
+            }
+        }
+        if let Some(outcome) = &end_attempt {
+            attempts::end_open(&mut tx, write::of_run(run)?, outcome, now).await?;
+        }
+        tx.commit().await?;
+        Ok(applied)
+    }
+
+    /// Writes a change's one row-write with its tail as one statement that commits on its own.
+    /// `None` when the database refused it (nothing was written then: a failed statement
+    /// commits nothing): the caller writes it again the usual way. An error that leaves the
+    /// outcome unknown (the connection lost) is returned.
+    async fn apply_single(
+        &self,
+        run: Option<RunId>,
+        rows: &[Write],
+        now: i64,
+        tail: Option<&Tail<'_>>,
+    ) -> Result<Option<(Tx, (Written, Option<(i64, i64)>))>> {
+        let mut tx = self.begin_single().await?;
+        match write::apply_with(&mut tx, run, rows, now, tail).await {
+            Ok(applied) => Ok(Some((tx, applied))),
+            Err(StoreError::Sqlx(sqlx::Error::Database(e))) => {
+                tracing::debug!(error = %e, "a step's single-statement commit was refused; writing it in a transaction");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}
