@@ -36,6 +36,7 @@ pub mod processes;
 pub mod retries;
 pub mod runs;
 pub mod scan;
+pub mod schema;
 pub mod sealed;
 pub mod steps;
 mod postgres;
