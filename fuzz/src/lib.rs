@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use reins_core::action::{Action, ToolCall};
 use reins_core::agent::acp::{AcpAgent, Handled, Landed};
 use reins_core::agent::script::Plan;
 use reins_core::agent::{Agent as _, Move, Observation};
@@ -12,7 +13,6 @@ use reins_core::digest::Digest;
 use reins_core::policy::rules::RuleSet;
 use reins_core::policy::shell::{analyse_argv, analyse_command, Place};
 use reins_core::policy::{self, Context, Protected, Risk};
-use reins_core::action::{Action, ToolCall};
 use reins_core::workspace::Workspace;
 
 static NONE: Protected = Protected::NONE;

@@ -193,7 +193,8 @@ fn every_write_goes_through_the_one_commit_path() -> anyhow::Result<()> {
 
 #[test]
 fn the_commit_path_check_sees_a_transaction_by_hand() {
-    let by_hand = "let mut tx = store.begin().await?;\nappend(&mut tx).await?;\ntx.commit().await?;";
+    let by_hand =
+        "let mut tx = store.begin().await?;\nappend(&mut tx).await?;\ntx.commit().await?;";
     assert_eq!(transaction_sites(by_hand), [1, 3]);
     assert!(transaction_sites("store.apply(None, change, None).await?;").is_empty());
 }
@@ -236,15 +237,34 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "1 words: vocabulary, no IO",
         &[
-            "ids", "clock", "digest", "fault", "text", "run", "step", "journal", "failure",
-            "input_file", "worker",
+            "ids",
+            "clock",
+            "digest",
+            "fault",
+            "text",
+            "run",
+            "step",
+            "journal",
+            "failure",
+            "input_file",
+            "worker",
         ],
     ),
     (
         "2 platform: files, processes, the keyring, HTTP",
         &[
-            "secrets", "keys", "seal", "workspace", "checkpoint", "progress", "resume", "data_dir",
-            "device", "stderr", "process", "provider",
+            "secrets",
+            "keys",
+            "seal",
+            "workspace",
+            "checkpoint",
+            "progress",
+            "resume",
+            "data_dir",
+            "device",
+            "stderr",
+            "process",
+            "provider",
         ],
     ),
     (
@@ -253,16 +273,20 @@ const FLOORS: &[(&str, &[&str])] = &[
     ),
     ("4 record: the audit log's vocabulary", &["event"]),
     ("5 store: the only SQL, and the dialect", &["store", "blob"]),
-    ("6 services over the store: every agent kind", &["memory", "mcp", "agent"]),
+    (
+        "6 services over the store: every agent kind",
+        &["memory", "mcp", "agent"],
+    ),
     ("7 driver: the drive", &["error", "audit", "engine"]),
     ("8 door: what people can do", &["api"]),
 ];
 
 /// Where `room` sits: (floor, place on its floor).
 fn floor_of(room: &str) -> Option<(usize, usize)> {
-    FLOORS.iter().enumerate().find_map(|(f, (_, rooms))| {
-        rooms.iter().position(|r| *r == room).map(|i| (f, i))
-    })
+    FLOORS
+        .iter()
+        .enumerate()
+        .find_map(|(f, (_, rooms))| rooms.iter().position(|r| *r == room).map(|i| (f, i)))
 }
 
 /// The room a path under `crates/reins-core/src` belongs to: its first folder, or its file stem.
@@ -302,7 +326,9 @@ fn upward_imports(room: &str, text: &str) -> Vec<(usize, String)> {
     let mut lines = text.lines().enumerate().peekable();
     while let Some((n, line)) = lines.next() {
         if line.trim() == "#[cfg(test)]"
-            && lines.peek().is_some_and(|(_, next)| next.starts_with("mod tests {"))
+            && lines
+                .peek()
+                .is_some_and(|(_, next)| next.starts_with("mod tests {"))
         {
             break;
         }
@@ -335,8 +361,12 @@ fn the_rooms_import_only_downwards() -> anyhow::Result<()> {
         let Some(room) = room_of(rel) else { continue };
         rooms.insert(room.clone());
         for (n, named) in upward_imports(&room, &std::fs::read_to_string(&file)?) {
-            let to = floor_of(&named).map_or("no floor".to_owned(), |(f, _)| FLOORS[f].0.to_owned());
-            wrong.push(format!("{}:{n}: {room} imports {named} ({to})", shown(&file)));
+            let to =
+                floor_of(&named).map_or("no floor".to_owned(), |(f, _)| FLOORS[f].0.to_owned());
+            wrong.push(format!(
+                "{}:{n}: {room} imports {named} ({to})",
+                shown(&file)
+            ));
         }
     }
     assert!(
@@ -368,7 +398,11 @@ fn the_floor_check_sees_an_upward_import() {
         [(1, "error".to_owned())]
     );
     // A test module at the end of a file may reach up.
-    let tested = "use crate::ids::RunId;\n#[cfg(test)]\nmod tests {\n    use crate::api::Reins;\n}\n";
+    let tested =
+        "use crate::ids::RunId;\n#[cfg(test)]\nmod tests {\n    use crate::api::Reins;\n}\n";
     assert!(upward_imports("store", tested).is_empty());
-    assert_eq!(upward_imports("novel", "")[0].1, "novel (a room with no floor)");
+    assert_eq!(
+        upward_imports("novel", "")[0].1,
+        "novel (a room with no floor)"
+    );
 }

@@ -17,8 +17,8 @@
 use std::time::Instant;
 
 use futures_util::TryStreamExt as _;
-use reins_core::event::{self as ev, ExportFormat, Filter, Kind};
 use reins_core::audit::{self, ExportRequest, PageRequest};
+use reins_core::event::{self as ev, ExportFormat, Filter, Kind};
 use reins_core::policy::{Decision, Risk, Verdict};
 use reins_core::step::StepStatus;
 use reins_core::store::audit::{append_all, Actor, AuditRow, Event};

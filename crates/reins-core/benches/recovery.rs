@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use reins_core::api::{Options, Reins};
 use reins_core::data_dir::DataDir;
 use reins_core::engine::ResumeMode;
-use reins_core::progress::{Observer, Progress};
 use reins_core::ids::RunId;
+use reins_core::progress::{Observer, Progress};
 use reins_core::workspace::fingerprint::{self, Fingerprint};
 
 /// Records when the first step event arrives, and asks the engine to drain right then, so the run
@@ -157,7 +157,7 @@ async fn recovery(steps: usize, reps: usize) {
                 .await
                 .unwrap();
             let t = Instant::now();
-            let health = reins_core::checkpoint::stored::verify(&store, &blobs, id)
+            let health = reins_core::engine::stored::verify(&store, &blobs, id)
                 .await
                 .unwrap();
             let bytes: i64 =

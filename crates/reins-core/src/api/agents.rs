@@ -11,9 +11,9 @@ use super::llm::goal_and_name;
 use super::Reins;
 pub use crate::agent::acp::known::FoundAgent;
 use crate::agent::acp::{Spec, DEFAULT_IDLE_TIMEOUT_S};
-use crate::progress::{Observer, Progress};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
+use crate::progress::{Observer, Progress};
 use crate::workspace::Workspace;
 
 /// The file registered agents are kept in, in the config dir.

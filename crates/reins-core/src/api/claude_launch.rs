@@ -11,10 +11,10 @@ use serde_json::{json, Value};
 use super::claude_run::{ClaudeRunOutcome, ClaudeRunRequest};
 use super::Reins;
 use crate::agent::claude::Spec;
-use crate::progress::Observer;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::keys::Secret;
+use crate::progress::Observer;
 
 /// Set for a headless Claude Code to the session's id: Reins' hooks, if the user installed them,
 /// let that session's calls through to the control channel instead of deciding them twice.

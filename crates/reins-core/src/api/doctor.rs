@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use super::Reins;
-use crate::engine::stored;
 use crate::digest::Digest;
+use crate::engine::stored;
 use crate::error::Result;
 use crate::store::{self, checkpoints, intents, runs, Store};
 

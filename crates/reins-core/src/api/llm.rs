@@ -7,10 +7,10 @@ use serde::Serialize;
 
 use super::{FactUse, Reins};
 use crate::agent::llm::{Spec, DEFAULT_MAX_TURNS};
-use crate::progress::{Observer, Progress};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::keys::{KeyError, Secret};
+use crate::progress::{Observer, Progress};
 use crate::provider::{Price, Settings};
 use crate::store::{manifests, runs, steps};
 use crate::workspace::Workspace;

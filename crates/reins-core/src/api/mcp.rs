@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::Reins;
+use crate::action::mcp::Hints;
 use crate::error::{Error, Result};
 use crate::mcp::{Hub, ServerSpec, SERVERS_FILE};
-use crate::action::mcp::Hints;
 
 /// A registered MCP server as the faces list it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -31,8 +31,8 @@ mod runs;
 mod team;
 mod types;
 
-pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
 pub use crate::action::mcp::Hints as McpHints;
+pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
 pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
 pub use alerts::{save_alert_scope, saved_alert_scope, Alert, AlertScope, Alerts, ALERTS_FILE};
 pub use claude_launch::AFTER_REVIEW as CLAUDE_AFTER_REVIEW;
@@ -56,38 +56,35 @@ pub use team::{
 pub use types::*;
 
 // The vocabulary the door speaks, from the rooms that own it.
+pub use crate::action::{Action, ToolCall};
 pub use crate::agent::llm::DEFAULT_MAX_TURNS;
 pub use crate::agent::script::Plan;
 pub use crate::approval::watch::Watch as ApprovalWatch;
 pub use crate::approval::{ContextSummary, Matcher, Scope, Status as ApprovalStatus};
-pub use crate::event::NAMES as AUDIT_KINDS;
-pub use crate::event::{ExportFormat, Filter as AuditFilter};
-pub use crate::audit::{
-    ExportCheck, ExportRequest, ExportSummary, PageRequest,
-    Verification,
-};
-pub use crate::engine::stored::CheckpointSummary;
+pub use crate::audit::{ExportCheck, ExportRequest, ExportSummary, PageRequest, Verification};
 pub use crate::checkpoint::{Damage, DamageKind, Level as CheckpointLevel};
 pub use crate::clock::now_ms;
 pub use crate::compat::Compat;
 pub use crate::context::{Entry as ContextEntry, Fate, Kind as ContextKind, Manifest};
 pub use crate::data_dir::{DataDir, DATA_DIR_ENV};
 pub use crate::digest::Digest;
+pub use crate::engine::stored::CheckpointSummary;
 pub use crate::engine::{
-    ApproveRequest, Control, DriveOutcome, EditedAction, Observer, Progress,
-    Resolved, ResumeMode, RollbackChange, RollbackReport, Silent, BLOB_GRACE_MS, MAX_ANSWER,
+    ApproveRequest, Control, DriveOutcome, EditedAction, Observer, Progress, Resolved, ResumeMode,
+    RollbackChange, RollbackReport, Silent, BLOB_GRACE_MS, MAX_ANSWER,
 };
 pub use crate::error::{Error, ErrorCode, Result};
+pub use crate::event::GcReport;
+pub use crate::event::NAMES as AUDIT_KINDS;
+pub use crate::event::{ExportFormat, Filter as AuditFilter};
 pub use crate::failure::{FailureClass, RetryBudget};
 pub use crate::ids::RunId;
 pub use crate::input_file::{read as read_input_file, InputError, Links, MAX_INPUT_BYTES};
 pub use crate::journal::{EffectClass, FileImage, IntentStatus, Resolution};
-pub use crate::event::GcReport;
 pub use crate::keys::{check_name as check_key_name, check_value as check_key_value};
 pub use crate::keys::{Keyring, MemoryStore as MemorySecrets, Secret, SecretStore};
 pub use crate::memory::{NewFact, Origin as FactOrigin, Settings as MemorySettings};
 pub use crate::policy::shell::Segment;
-pub use crate::text::reveal;
 pub use crate::policy::{Context as PolicyContext, Decision, Policy, Risk, Verdict};
 pub use crate::provider::{Price, DEFAULT_BASE_URL, DEFAULT_MODEL};
 pub use crate::resume::{RecoverySummary, SettledEffect};
@@ -96,7 +93,7 @@ pub use crate::secrets::{prepare as prepare_secret_patterns, redact};
 pub use crate::step::{StepKind, StepStatus};
 pub use crate::store::wake::{Listening, Waiter as ChangeWaiter};
 pub use crate::store::DEFAULT_CONNECTIONS;
-pub use crate::tools::{Action, ToolCall};
+pub use crate::text::reveal;
 
 /// Default lease: how long a worker owns a run without writing before another may take it over.
 pub const DEFAULT_LEASE_MS: i64 = 30_000;

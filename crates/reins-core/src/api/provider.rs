@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::provider::{Client, Settings, DEFAULT_BASE_URL, DEFAULT_MODEL};
 use crate::store::change::Change;
 use crate::store::write::Write;
-use crate::store::{audit, audit::Actor, memory as table, StoreError};
+use crate::store::{audit, audit::Actor, memory as table};
 
 const BASE_URL: &str = "provider.base_url";
 const MODEL: &str = "provider.model";

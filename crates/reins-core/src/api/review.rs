@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::{ActionView, ApprovalView, DecidedView, GrantView, Reins};
+use crate::action::{Action, ToolCall};
 use crate::approval::Status;
 use crate::engine::{ApproveRequest, Decided};
 use crate::error::{Error, Result};
@@ -14,7 +15,6 @@ use crate::policy::{shell::Segment, Context, Decision, Risk};
 use crate::store::approvals::{self, ApprovalRow};
 use crate::store::grants;
 use crate::store::StoreError;
-use crate::action::{Action, ToolCall};
 use crate::workspace::Workspace;
 
 /// What the policy would decide about an action, and why.

@@ -13,14 +13,13 @@ use super::{
 };
 use crate::agent::script::Plan;
 use crate::engine::stored;
-use crate::event::GcReport;
-use crate::journal::Resolution;
 use crate::engine::{
-    Control, DriveOutcome, Observer, Progress, Resolved, ResumeMode,
-    RollbackReport,
+    Control, DriveOutcome, Observer, Progress, Resolved, ResumeMode, RollbackReport,
 };
 use crate::error::{Error, Result};
+use crate::event::GcReport;
 use crate::ids::RunId;
+use crate::journal::Resolution;
 use crate::run::RunState;
 use crate::store::{self, audit, checkpoints, intents, runs};
 use crate::workspace::Workspace;

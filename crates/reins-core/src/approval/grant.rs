@@ -399,7 +399,7 @@ mod tests {
         assert!(covers(&exact, &permission(Some(write("docs/a.md"))), Risk::Medium, place()));
         assert!(!covers(&exact, &permission(Some(write("docs/b.md"))), Risk::Medium, place()));
         let mut revoked = exact.clone();
-        revoked.revoked_at = Some(1);
+        revoked.revoked = true;
         assert!(!covers(&revoked, &asked, Risk::Medium, place()));
     }
 

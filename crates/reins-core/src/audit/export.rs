@@ -223,7 +223,7 @@ pub async fn export(
     };
     super::record_by_user(
         store,
-    super::event::AuditExported {
+    crate::event::AuditExported {
         format: req.format,
         path: summary.path.clone(),
         count,

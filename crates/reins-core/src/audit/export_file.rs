@@ -7,7 +7,8 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::export::{ExportFormat, Manifest, CSV_COLUMNS};
+use super::export::{Manifest, CSV_COLUMNS};
+use crate::event::ExportFormat;
 use crate::error::{Error, Result};
 
 /// The target path and the temporary file beside it.

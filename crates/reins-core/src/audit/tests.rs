@@ -2,6 +2,7 @@ use std::path::Path;
 
 use super::verify::DamageKind;
 use super::*;
+use crate::event::{ExportFormat, Filter};
 use crate::store::audit::{self as table, Actor, AuditRow, Canon, GENESIS};
 use crate::store::Store;
 

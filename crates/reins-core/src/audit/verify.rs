@@ -248,7 +248,7 @@ pub async fn acknowledge(store: &Store, by: &str) -> Result<Option<i64>, StoreEr
     };
     super::record_by_user(
         store,
-        super::event::AnchorAcknowledged {
+        crate::event::AnchorAcknowledged {
             created_at_seq: seq,
             by: by.to_owned(),
         },
@@ -470,7 +470,7 @@ async fn classify(pool: &Pool, bad: Bad) -> Result<Damage, StoreError> {
 pub async fn record(store: &Store, v: &Verification) -> Result<(), StoreError> {
     super::record_by_user(
         store,
-        super::event::AuditVerified {
+        crate::event::AuditVerified {
             events: v.events,
             head: v.head.clone(),
             anchor: v.anchor.status.into(),

@@ -189,7 +189,7 @@ async fn verify_range(
                 None => false,
             },
             (None, None) => false,
-        } && c.schema_version <= super::SCHEMA_VERSION;
+        } && c.schema_version <= crate::checkpoint::SCHEMA_VERSION;
         out.push((c.seq, if ok { Health::Valid } else { Health::Invalid }));
     })
     .await?;

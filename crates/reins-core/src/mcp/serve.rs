@@ -18,11 +18,10 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::event::{self as ev, Actor};
-use crate::clock::now_ms;
 use crate::ids::RunId;
 use crate::memory::{self, NewFact, Origin, Remembered};
 use crate::store::change::Change;
-use crate::store::{audit, Store, StoreError};
+use crate::store::{audit, Store};
 
 /// Most facts one recall answers.
 const MAX_RECALL: usize = 50;

@@ -60,8 +60,6 @@ macro_rules! text_column {
     };
 }
 
-pub(crate) use text_column;
-
 /// A JSON document in a text column: what the row holds is `T`, written and read with serde.
 /// A value that does not parse is a decode error naming the column (damage, never a default).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Claude Code under Reins, through its hooks: Claude Code runs in the user's terminal, and before
 //! each tool call its `PreToolUse` hook (`reins hook claude-code`) asks Reins. The session is a run
 //! of this kind with no loop of its own: each hook hands its request to a drive of the run
-//! ([`crate::engine::Offer`]), the agent proposes it as an `agent.permission` step — judged as the
+//! (an offer), the agent proposes it as an `agent.permission` step — judged as the
 //! action it reports, by the same classifier, rules, grants and reviews as any other — and the run
 //! goes back to waiting, attached, for the next one. `PostToolUse` is recorded as the agent's
 //! account of what happened.

@@ -4,10 +4,11 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::engine::stored::CheckpointSummary;
+use crate::action::RecordedCall;
 use crate::checkpoint::Damage;
 use crate::compat::Compat;
 use crate::digest::Digest;
+use crate::engine::stored::CheckpointSummary;
 use crate::failure::FailureClass;
 use crate::ids::RunId;
 use crate::journal::{EffectClass, FileImage, IntentStatus};
@@ -19,7 +20,6 @@ use crate::store::intents::IntentRow;
 use crate::store::retries::RetryRow;
 use crate::store::runs::RunRow;
 use crate::store::steps::StepRow;
-use crate::action::RecordedCall;
 
 use super::{ApprovalView, AuditEventView};
 

@@ -14,7 +14,7 @@ use crate::store::approvals::ApprovalRow;
 use crate::store::grants::GrantRow;
 use crate::store::runs::RunRow;
 use crate::store::steps::StepRow;
-use crate::tools::shell::{CommandForm, ShellCommand};
+use crate::action::shell::{CommandForm, ShellCommand};
 use crate::action::{Action, RecordedCall, ToolCall};
 use crate::tools::EffectPlan;
 use crate::workspace::RelPath;
