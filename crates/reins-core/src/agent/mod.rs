@@ -5,6 +5,8 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::action::ToolCall;
+use crate::context::working::WorkingMemory;
+use crate::progress::Observer;
 
 pub mod acp;
 pub mod claude;
@@ -104,33 +106,53 @@ pub struct Observation {
 /// Outputs longer than this are stored as artifacts in the blob store.
 pub const ARTIFACT_BYTES: usize = 8 * 1024;
 
+/// An agent, as the harness drives it: it proposes the next move, is told what happened, and can
+/// serialise its state into a checkpoint and be restored from one. What only some agents do is a
+/// capability, asked for by name: a conversation, a process of its own, tools it offers.
 #[async_trait]
 pub trait Agent: Send + Sync {
     fn kind(&self) -> &'static str;
     fn version(&self) -> &'static str;
-    async fn next(&mut self) -> Result<Move, AgentError>;
-    /// `next`, with someone watching: an agent whose moves arrive with text (an external agent's
+    /// What the agent wants next. An agent whose moves arrive with text (an external agent's
     /// message chunks) streams it to `obs` meanwhile.
-    async fn next_observed(
-        &mut self,
-        _obs: &dyn crate::progress::Observer,
-    ) -> Result<Move, AgentError> {
-        self.next().await
-    }
-    /// The run stops at the safe point it is at (a pause, a drain, a cancellation) while `next`
-    /// was waiting: an agent that waits on something outside Reins (an external agent mid-turn)
-    /// ends that wait in order, so what it was doing is not lost. `next` was not finished; it is
-    /// asked again when the run goes on.
-    async fn interrupt(&mut self) {}
+    async fn next(&mut self, obs: &dyn Observer) -> Result<Move, AgentError>;
     /// Called with the outcome of the call `next` proposed, before the step's checkpoint is written.
     fn observe(&mut self, observation: &Observation);
     /// What a checkpoint holds of the agent: bounded, whatever the length of the run (what only
-    /// grows goes in its history).
+    /// grows goes in its conversation's history).
     fn state(&self) -> serde_json::Value;
     fn restore(&mut self, state: &serde_json::Value) -> Result<(), AgentError>;
-    /// How many entries the agent's append-only history has (an LLM agent's conversation). The
-    /// harness writes each entry once into the journal, with the first checkpoint after it, and
-    /// a checkpoint says how many entries it stands on; so checkpoints do not grow with the run.
+    /// The agent is talked to: briefed, told a recovery, handed the model's replies.
+    fn conversation(&mut self) -> Option<&mut dyn Conversation> {
+        None
+    }
+    /// The agent is a process of its own, outside the harness.
+    fn external(&mut self) -> Option<&mut dyn External> {
+        None
+    }
+    /// The agent offers its model tools from MCP servers the harness starts.
+    fn tools(&mut self) -> Option<&mut dyn OffersTools> {
+        None
+    }
+}
+
+/// An agent the harness talks to, with a conversation it keeps as an append-only history.
+pub trait Conversation: Send {
+    /// Told once when a run resumes, before the agent proposes anything: what was done, what was
+    /// settled and what changed meanwhile. An LLM agent puts it in its context.
+    fn recovered(&mut self, _summary: &crate::resume::RecoverySummary) {}
+    /// The brief the harness assembled for the [`Move::Prompt`] this agent proposed: what to send.
+    fn prompted(&mut self, _text: &str) {}
+    /// The model's answer to the [`Move::Think`] this agent proposed.
+    fn replied(&mut self, _reply: &crate::provider::Completion) {}
+    /// Goal, constraints, what is done and pending: kept in every checkpoint (in the agent state)
+    /// and shown on review cards.
+    fn working_memory(&self) -> Option<WorkingMemory> {
+        None
+    }
+    /// How many entries the append-only history has (an LLM agent's conversation). The harness
+    /// writes each entry once into the journal, with the first checkpoint after it, and a
+    /// checkpoint says how many entries it stands on; so checkpoints do not grow with the run.
     fn history_len(&self) -> usize {
         0
     }
@@ -138,8 +160,8 @@ pub trait Agent: Send + Sync {
     fn history_since(&self, _from: usize) -> Vec<serde_json::Value> {
         Vec::new()
     }
-    /// The history a checkpoint stands on, read back from the journal (after [`Agent::restore`]
-    /// with that checkpoint's state).
+    /// The history a checkpoint stands on, read back from the journal (after
+    /// [`Agent::restore`] with that checkpoint's state).
     fn restore_history(&mut self, entries: Vec<serde_json::Value>) -> Result<(), AgentError> {
         if entries.is_empty() {
             Ok(())
@@ -150,52 +172,54 @@ pub trait Agent: Send + Sync {
             )))
         }
     }
-    /// Told once when a run resumes, before the agent proposes anything: what was done, what was
-    /// settled and what changed meanwhile. An LLM agent puts it in its context.
-    fn recovered(&mut self, _summary: &crate::resume::RecoverySummary) {}
-    /// The brief the harness assembled for the [`Move::Prompt`] this agent proposed: what to send.
-    fn prompted(&mut self, _text: &str) {}
-    /// The model's answer to the [`Move::Think`] this agent proposed.
-    fn replied(&mut self, _reply: &crate::provider::Completion) {}
-    /// Goal, constraints, what is done and pending: kept in every checkpoint (in the agent state)
-    /// and shown on review cards.
-    fn working_memory(&self) -> Option<llm::WorkingMemory> {
-        None
-    }
+}
+
+/// An agent that is a process of its own outside the harness (an ACP agent, Claude Code): it
+/// cannot be checkpointed, reports what it does, and may be asked things from outside Reins.
+#[async_trait]
+pub trait External: Send {
+    /// The run stops at the safe point it is at (a pause, a drain, a cancellation) while `next`
+    /// was waiting: the agent ends that wait in order, so what it was doing is not lost. `next`
+    /// was not finished; it is asked again when the run goes on.
+    async fn interrupt(&mut self) {}
     /// The run stops for a person and this process may carry on with it: keep what a checkpoint
-    /// cannot hold (an external agent's live process) for the next attempt.
+    /// cannot hold (the live process) for the next attempt.
     fn keep_alive(&mut self) {}
     /// A process the agent started since last asked (pid, command), for the harness to record so
     /// recovery after a crash can end it.
     fn take_started(&mut self) -> Option<(u32, String)> {
         None
     }
-    /// What the agent reported since last asked, for the run's record (an external agent's account
-    /// of its own work); recorded before its next move.
+    /// What the agent reported since last asked, for the run's record (its account of its own
+    /// work); recorded before its next move.
     fn take_accounts(&mut self) -> Vec<Account> {
         Vec::new()
     }
-    /// The MCP servers whose tools this agent offers its model; the harness starts them for each
-    /// attempt and tells the agent their tools by [`Agent::offer_tools`] before its first move.
-    fn mcp_servers(&self) -> Vec<crate::mcp::ServerSpec> {
-        Vec::new()
-    }
-    /// The tools the run's MCP servers offer, once started.
-    fn offer_tools(&mut self, _catalog: &crate::mcp::Catalog) {}
-    /// The agent runs outside Reins (Claude Code in a terminal): it keeps its own context and
-    /// changes the workspace itself, so a drive neither fingerprints the workspace nor tells it a
-    /// recovery summary — each of its requests is a drive of its own, not a resumption.
+    /// The agent changes the workspace itself and keeps its own context (Claude Code): a drive
+    /// neither fingerprints the workspace nor tells it a recovery summary.
     fn runs_outside(&self) -> bool {
         false
     }
-    /// A request from an agent that runs outside Reins (a Claude Code hook's), handed over at the
-    /// start of the drive that decides it; the agent proposes it next.
-    fn offer(&mut self, _request: &serde_json::Value) -> Result<(), AgentError> {
-        Err(AgentError::State(format!(
-            "a {} agent takes no requests from outside Reins",
-            self.kind()
-        )))
+    /// Whether the agent takes requests made outside Reins (a Claude Code hook's, kept as the
+    /// run's request rows) and whether it can take one now.
+    fn wants_request(&self) -> bool {
+        false
     }
+    /// A request made outside Reins, handed over by the drive: the agent proposes it next.
+    fn take_request(&mut self, _request: &serde_json::Value) -> Result<(), AgentError> {
+        Err(AgentError::State(
+            "this agent takes no requests from outside Reins".into(),
+        ))
+    }
+}
+
+/// An agent that offers its model the tools of MCP servers.
+pub trait OffersTools: Send {
+    /// The MCP servers whose tools it offers; the harness starts them for each attempt and tells
+    /// the agent their tools by [`OffersTools::offer_tools`] before its first move.
+    fn mcp_servers(&self) -> Vec<crate::mcp::ServerSpec>;
+    /// The tools the run's MCP servers offer, once started.
+    fn offer_tools(&mut self, catalog: &crate::mcp::Catalog);
 }
 
 /// What an agent reports for the run's record besides its moves: its account of itself and its

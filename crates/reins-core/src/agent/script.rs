@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::{Agent, AgentError, Move, Observation};
+use crate::progress::Observer;
 use crate::digest::Digest;
 use crate::action::ToolCall;
 
@@ -137,7 +138,7 @@ impl Agent for ScriptAgent {
         VERSION
     }
 
-    async fn next(&mut self) -> Result<Move, AgentError> {
+    async fn next(&mut self, _obs: &dyn Observer) -> Result<Move, AgentError> {
         if let Some(reason) = &self.state.failure {
             return Ok(Move::Fail {
                 reason: reason.clone(),
@@ -238,7 +239,7 @@ expect_output = "created"
     async fn proposes_in_order_and_survives_a_restore() -> anyhow::Result<()> {
         let plan = Plan::from_toml(PLAN, "t.toml")?;
         let mut a = ScriptAgent::new(plan.clone());
-        assert!(matches!(a.next().await?, Move::Call { ref call, .. } if call.tool == "fs.read"));
+        assert!(matches!(a.next(&crate::progress::Silent).await?, Move::Call { ref call, .. } if call.tool == "fs.read"));
         a.observe(&Observation {
             seq: 1,
             tool: "fs.read".into(),
@@ -251,7 +252,7 @@ expect_output = "created"
         let mut b = ScriptAgent::new(Plan::from_json(&plan.to_json())?);
         b.restore(&saved)?;
         assert!(
-            matches!(b.next().await?, Move::Call { ref why, .. } if why.as_deref() == Some("because"))
+            matches!(b.next(&crate::progress::Silent).await?, Move::Call { ref why, .. } if why.as_deref() == Some("because"))
         );
         b.observe(&Observation {
             seq: 2,
@@ -261,7 +262,7 @@ expect_output = "created"
             artifact: None,
         });
         assert!(
-            matches!(b.next().await?, Move::Fail { ref reason } if reason.contains("\"created\""))
+            matches!(b.next(&crate::progress::Silent).await?, Move::Fail { ref reason } if reason.contains("\"created\""))
         );
         Ok(())
     }

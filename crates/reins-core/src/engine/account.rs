@@ -15,7 +15,11 @@ use super::drive::Drive;
 impl Drive<'_> {
     /// Commits what the agent reported since its last move, in one change.
     pub(super) async fn record_accounts(&mut self) -> Result<()> {
-        let accounts = self.agent.take_accounts();
+        let accounts = self
+            .agent
+            .external()
+            .map(|x| x.take_accounts())
+            .unwrap_or_default();
         if accounts.is_empty() {
             return Ok(());
         }

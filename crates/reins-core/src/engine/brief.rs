@@ -75,7 +75,9 @@ impl Drive<'_> {
                 facts.join("\n")
             )
         };
-        self.agent.prompted(&sent);
+        if let Some(c) = self.agent.conversation() {
+            c.prompted(&sent);
+        }
         let summary = crate::step::brief_summary(facts.len() as u64);
         let action_hash = Digest::of(sent.as_bytes());
         self.complete(seq, TOOL, action_hash.as_str(), StepStatus::Done, &sent, &summary);
@@ -148,7 +150,9 @@ impl Drive<'_> {
             .e
             .opened_text(prev.result.as_deref().unwrap_or(""), &format!("step {seq}'s brief"))
             .await?;
-        self.agent.prompted(&sent);
+        if let Some(c) = self.agent.conversation() {
+            c.prompted(&sent);
+        }
         let summary = "the agent's brief, from the journal".to_owned();
         self.complete(seq, TOOL, &prev.action_hash, StepStatus::Done, &sent, &summary);
         let checkpoint = self.checkpoint(Level::Step, format!("step {seq} brief reused"))?;

@@ -212,7 +212,13 @@ impl Engine {
         };
         if let Some(offer) = offer {
             drive.offer = Some(offer);
-            if let Err(e) = drive.agent.offer(&offer.request) {
+            let taken = match drive.agent.external() {
+                Some(x) => x.take_request(&offer.request),
+                None => Err(crate::agent::AgentError::State(
+                    "this agent takes no requests from outside Reins".into(),
+                )),
+            };
+            if let Err(e) = taken {
                 // Nothing was asked yet: the run goes back to waiting for the agent.
                 let _ = drive.detach().await;
                 return Err(e.into());

@@ -297,14 +297,17 @@ impl<'a> Drive<'a> {
             // interrupted when the run must stop here: the next safe point then stops it.
             let watch = self.heartbeat.watch();
             let next = tokio::select! {
-                next = self.agent.next_observed(self.obs) => next,
+                next = self.agent.next(self.obs) => next,
                 () = must_stop(self.e, self.run, watch, &self.owner) => {
-                    self.agent.interrupt().await;
+                    if let Some(x) = self.agent.external() {
+                        x.interrupt().await;
+                    }
                     self.record_accounts().await?;
                     continue;
                 }
             };
-            if let Some((pid, command)) = self.agent.take_started() {
+            let started = self.agent.external().and_then(|x| x.take_started());
+            if let Some((pid, command)) = started {
                 if let Err(e) = self.e.track_pid(self.run, self.cp.next_step, pid, &command).await {
                     tracing::warn!("could not record the agent's process {pid}: {e}");
                 }
@@ -461,7 +464,9 @@ impl<'a> Drive<'a> {
         } = stop;
         if matches!(state, RunState::AwaitingApproval | RunState::AwaitingInput) {
             // The person answers, and this process may carry the answer on to the same agent.
-            self.agent.keep_alive();
+            if let Some(x) = self.agent.external() {
+                x.keep_alive();
+            }
         }
         let change = change
             .moving(transition)

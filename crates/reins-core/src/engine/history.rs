@@ -15,14 +15,14 @@ impl Drive<'_> {
     /// The agent's entries since the last checkpoint, chained into the checkpoint's reference:
     /// (index of the first, their JSON), or None when there are none.
     pub(super) fn new_history(&mut self) -> Option<(i64, Vec<String>)> {
-        let len = self.agent.history_len();
+        let conversation = self.agent.conversation()?;
+        let len = conversation.history_len();
         if len == 0 && self.cp.history.is_none() {
             return None;
         }
         let mut at = self.cp.history.clone().unwrap_or_else(HistoryRef::empty);
         let from = usize::try_from(at.len).unwrap_or(usize::MAX);
-        let entries: Vec<String> = self
-            .agent
+        let entries: Vec<String> = conversation
             .history_since(from)
             .iter()
             .map(|v| serde_json::to_string(v).unwrap_or_default())
@@ -73,6 +73,13 @@ impl Engine {
                     .into(),
             ));
         }
-        Ok(agent.restore_history(entries).map_err(|e| e.to_string()))
+        match agent.conversation() {
+            Some(c) => Ok(c.restore_history(entries).map_err(|e| e.to_string())),
+            None if entries.is_empty() => Ok(Ok(())),
+            None => Ok(Err(format!(
+                "{} history entries for an agent that keeps none",
+                entries.len()
+            ))),
+        }
     }
 }

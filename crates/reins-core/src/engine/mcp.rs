@@ -20,7 +20,11 @@ impl Drive<'_> {
     /// Starts the servers the agent's tools come from and offers it their tools. `Some` when the
     /// run cannot go on: a server that does not start, or whose tools changed since the run began.
     pub(super) async fn start_mcp(&mut self) -> Result<Option<DriveOutcome>> {
-        let specs = self.agent.mcp_servers();
+        let specs = self
+            .agent
+            .tools()
+            .map(|t| t.mcp_servers())
+            .unwrap_or_default();
         if specs.is_empty() {
             return Ok(None);
         }
@@ -99,7 +103,9 @@ impl Drive<'_> {
                 self.commit(change).await?;
             }
         }
-        self.agent.offer_tools(hub.catalog());
+        if let Some(t) = self.agent.tools() {
+            t.offer_tools(hub.catalog());
+        }
         self.mcp = Some(hub);
         Ok(None)
     }

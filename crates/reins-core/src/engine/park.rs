@@ -60,7 +60,7 @@ impl Drive<'_> {
         let risk = verdict.map_or(Risk::High, |v| v.risk);
         let reasons: Vec<String> = verdict.map(|v| v.reasons.clone()).unwrap_or_default();
         let preview = rec.preview.unwrap_or("").to_owned();
-        let working = self.agent.working_memory();
+        let working = self.agent.conversation().and_then(|c| c.working_memory());
         let journal = self.journal_before(rec.seq, working.is_none()).await?;
         let context = ContextSummary::new(&self.cp.goal, rec.why, working.as_ref(), journal);
         let now = now_ms();

@@ -88,7 +88,7 @@ impl Drive<'_> {
 
     /// Runs once per attempt, after the journal is settled.
     pub(super) async fn orient(&mut self) -> Result<()> {
-        if self.agent.runs_outside() {
+        if self.agent.external().is_some_and(|x| x.runs_outside()) {
             return Ok(());
         }
         let changed_outside = self.observe_workspace().await?;
@@ -132,7 +132,9 @@ impl Drive<'_> {
             text: String::new(),
         }
         .with_text();
-        self.agent.recovered(&summary);
+        if let Some(c) = self.agent.conversation() {
+            c.recovered(&summary);
+        }
         let change = Change::rows(vec![Write::AttemptRecovery {
             attempt: self.attempt,
             summary: Box::new(summary.clone()),

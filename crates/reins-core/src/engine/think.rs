@@ -241,7 +241,9 @@ impl Drive<'_> {
                 .await
                 .map(Some);
         };
-        self.agent.replied(&call.reply);
+        if let Some(c) = self.agent.conversation() {
+            c.replied(&call.reply);
+        }
         self.complete(
             seq,
             TOOL,
@@ -273,7 +275,9 @@ impl Drive<'_> {
         call: &ModelCall,
         manifest: Option<&context::Manifest>,
     ) -> Result<()> {
-        self.agent.replied(&call.reply);
+        if let Some(c) = self.agent.conversation() {
+            c.replied(&call.reply);
+        }
         let result = serde_json::to_string(call).unwrap_or_default();
         let summary = said(&call.reply);
         self.complete(seq, TOOL, action_hash, StepStatus::Done, &result, &summary);

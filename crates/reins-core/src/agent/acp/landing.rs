@@ -80,7 +80,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::agent::Agent as _;
+    use crate::agent::External as _;
 
     fn chunk(text: &str) -> Value {
         json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s",

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Account, Agent, AgentError, Move, Observation};
+use super::{Account, Agent, AgentError, Conversation, External, Move, Observation};
 use crate::progress::{Observer, Progress};
 use crate::ids::RunId;
 
@@ -376,11 +376,7 @@ impl Agent for AcpAgent {
         VERSION
     }
 
-    async fn next(&mut self) -> Result<Move, AgentError> {
-        self.next_observed(&crate::progress::Silent).await
-    }
-
-    async fn next_observed(&mut self, obs: &dyn Observer) -> Result<Move, AgentError> {
+    async fn next(&mut self, obs: &dyn Observer) -> Result<Move, AgentError> {
         self.keep = false;
         if self.state.brief.is_none() && self.state.prompts == 0 {
             // The harness briefs the agent first: the goal with the facts it may use.
@@ -466,14 +462,6 @@ impl Agent for AcpAgent {
         }
     }
 
-    async fn interrupt(&mut self) {
-        self.cancel_turn().await;
-    }
-
-    fn prompted(&mut self, text: &str) {
-        self.state.brief = Some(text.to_owned());
-    }
-
     fn observe(&mut self, observation: &Observation) {
         self.answer(observation);
     }
@@ -492,6 +480,20 @@ impl Agent for AcpAgent {
         Ok(())
     }
 
+    fn conversation(&mut self) -> Option<&mut dyn Conversation> {
+        Some(self)
+    }
+
+    fn external(&mut self) -> Option<&mut dyn External> {
+        Some(self)
+    }
+}
+
+impl Conversation for AcpAgent {
+    fn prompted(&mut self, text: &str) {
+        self.state.brief = Some(text.to_owned());
+    }
+
     fn recovered(&mut self, summary: &crate::resume::RecoverySummary) {
         // A process of this run still alive here heard everything itself.
         if self.services.sessions.holds(self.services.run) {
@@ -505,6 +507,13 @@ impl Agent for AcpAgent {
                 summary.text
             ));
         }
+    }
+}
+
+#[async_trait]
+impl External for AcpAgent {
+    async fn interrupt(&mut self) {
+        self.cancel_turn().await;
     }
 
     fn keep_alive(&mut self) {

@@ -10,7 +10,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Account, Agent, AgentError, Move, Observation};
+use super::{Account, Agent, AgentError, External, Move, Observation};
+use crate::progress::Observer;
 use crate::action::ToolCall;
 
 pub mod hook;
@@ -140,7 +141,7 @@ impl Agent for HookedAgent {
         VERSION
     }
 
-    async fn next(&mut self) -> Result<Move, AgentError> {
+    async fn next(&mut self, _obs: &dyn Observer) -> Result<Move, AgentError> {
         Ok(match &self.state.pending {
             Some(Request::Pre { call, why, .. }) => Move::Call {
                 call: call.clone(),
@@ -176,6 +177,12 @@ impl Agent for HookedAgent {
         Ok(())
     }
 
+    fn external(&mut self) -> Option<&mut dyn External> {
+        Some(self)
+    }
+}
+
+impl External for HookedAgent {
     fn runs_outside(&self) -> bool {
         true
     }
@@ -184,7 +191,7 @@ impl Agent for HookedAgent {
         std::mem::take(&mut self.accounts)
     }
 
-    fn offer(&mut self, request: &Value) -> Result<(), AgentError> {
+    fn take_request(&mut self, request: &Value) -> Result<(), AgentError> {
         let request: Request = serde_json::from_value(request.clone())
             .map_err(|e| AgentError::State(format!("a hook's request cannot be read: {e}")))?;
         if let Some(Request::Pre { .. }) = &self.state.pending {
@@ -231,28 +238,28 @@ mod tests {
     #[tokio::test]
     async fn an_offered_call_is_proposed_until_it_is_observed_then_the_agent_detaches() {
         let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into(), headless: None });
-        assert_eq!(a.next().await.ok(), Some(Move::Detach));
-        a.offer(&pre()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(a.next(&crate::progress::Silent).await.ok(), Some(Move::Detach));
+        a.take_request(&pre()).unwrap_or_else(|e| panic!("{e}"));
         // Proposed again after a restore (a decision carried out by another process).
         let saved = a.state();
         let mut b = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into(), headless: None });
         b.restore(&saved).unwrap_or_else(|e| panic!("{e}"));
         for agent in [&mut a, &mut b] {
-            assert!(matches!(agent.next().await, Ok(Move::Call { .. })));
-            assert!(agent.offer(&pre()).is_err(), "a second call while one is decided");
+            assert!(matches!(agent.next(&crate::progress::Silent).await, Ok(Move::Call { .. })));
+            assert!(agent.take_request(&pre()).is_err(), "a second call while one is decided");
             agent.observe(&Observation { seq: 2, tool: "agent.permission".into(), ok: true, output: String::new(), artifact: None });
-            assert_eq!(agent.next().await.ok(), Some(Move::Detach));
+            assert_eq!(agent.next(&crate::progress::Silent).await.ok(), Some(Move::Detach));
         }
     }
 
     #[tokio::test]
     async fn a_post_tool_use_is_an_account_and_no_step() {
         let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into(), headless: None });
-        a.offer(&json!({"hook": "post", "detail": {"tool": "Write", "ok": true}}))
+        a.take_request(&json!({"hook": "post", "detail": {"tool": "Write", "ok": true}}))
             .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(a.next().await.ok(), Some(Move::Detach));
+        assert_eq!(a.next(&crate::progress::Silent).await.ok(), Some(Move::Detach));
         assert_eq!(a.take_accounts().len(), 1);
-        assert!(a.offer(&json!({"hook": "other"})).is_err());
+        assert!(a.take_request(&json!({"hook": "other"})).is_err());
         assert!(a.restore(&json!({"pending": null, "decided": 1, "extra": 1})).is_err());
     }
 }

@@ -12,7 +12,8 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Agent, AgentError, ModelInput, Move, Observation};
+use super::{Agent, AgentError, Conversation, ModelInput, Move, Observation, OffersTools};
+use crate::progress::Observer;
 use crate::provider::{self, Completion, Message};
 use crate::action::ToolCall;
 
@@ -312,7 +313,7 @@ impl Agent for LlmAgent {
         VERSION
     }
 
-    async fn next(&mut self) -> Result<Move, AgentError> {
+    async fn next(&mut self, _obs: &dyn Observer) -> Result<Move, AgentError> {
         if let Some(reason) = &self.state.failed {
             return Ok(Move::Fail {
                 reason: reason.clone(),
@@ -399,29 +400,6 @@ impl Agent for LlmAgent {
         self.state.working.pending = self.state.pending.iter().map(|p| p.name.clone()).collect();
     }
 
-    fn replied(&mut self, reply: &Completion) {
-        self.state.model_calls += 1;
-        self.push_message(Message {
-            role: provider::Role::Assistant,
-            content: reply.text.clone(),
-            tool_calls: reply.tool_calls.clone(),
-            tool_call_id: None,
-        });
-        let said = reply.text.trim();
-        // The reason shown for this reply's calls: its own words, never an earlier reply's.
-        self.state.working.intent = (!said.is_empty()).then(|| said.chars().take(300).collect());
-        if reply.tool_calls.is_empty() {
-            self.state.finished = Some(if said.is_empty() {
-                "the model finished without a final message".into()
-            } else {
-                said.to_owned()
-            });
-            return;
-        }
-        self.take_calls(&reply.tool_calls);
-        self.state.working.pending = self.state.pending.iter().map(|p| p.name.clone()).collect();
-    }
-
     fn state(&self) -> Value {
         serde_json::to_value(&self.state).unwrap_or_default()
     }
@@ -444,6 +422,39 @@ impl Agent for LlmAgent {
             self.push_done(d);
         }
         Ok(())
+    }
+
+    fn conversation(&mut self) -> Option<&mut dyn Conversation> {
+        Some(self)
+    }
+
+    fn tools(&mut self) -> Option<&mut dyn OffersTools> {
+        Some(self)
+    }
+}
+
+impl Conversation for LlmAgent {
+    fn replied(&mut self, reply: &Completion) {
+        self.state.model_calls += 1;
+        self.push_message(Message {
+            role: provider::Role::Assistant,
+            content: reply.text.clone(),
+            tool_calls: reply.tool_calls.clone(),
+            tool_call_id: None,
+        });
+        let said = reply.text.trim();
+        // The reason shown for this reply's calls: its own words, never an earlier reply's.
+        self.state.working.intent = (!said.is_empty()).then(|| said.chars().take(300).collect());
+        if reply.tool_calls.is_empty() {
+            self.state.finished = Some(if said.is_empty() {
+                "the model finished without a final message".into()
+            } else {
+                said.to_owned()
+            });
+            return;
+        }
+        self.take_calls(&reply.tool_calls);
+        self.state.working.pending = self.state.pending.iter().map(|p| p.name.clone()).collect();
     }
 
     fn history_len(&self) -> usize {
@@ -497,7 +508,9 @@ impl Agent for LlmAgent {
     fn working_memory(&self) -> Option<WorkingMemory> {
         Some(self.working())
     }
+}
 
+impl OffersTools for LlmAgent {
     fn mcp_servers(&self) -> Vec<crate::mcp::ServerSpec> {
         self.spec.mcp.clone()
     }

@@ -30,7 +30,7 @@ fn reply(text: &str, calls: &[(&str, &str, &str)]) -> Completion {
 #[tokio::test]
 async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
     let mut a = LlmAgent::new(spec());
-    let Move::Think(input) = a.next().await? else {
+    let Move::Think(input) = a.next(&crate::progress::Silent).await? else {
         anyhow::bail!("first move must ask the model")
     };
     assert!(input
@@ -49,7 +49,7 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
         ],
     ));
     for (n, path) in [(1, "a"), (2, "b")] {
-        let Move::Call { call, why } = a.next().await? else {
+        let Move::Call { call, why } = a.next(&crate::progress::Silent).await? else {
             anyhow::bail!("a call")
         };
         assert_eq!(
@@ -65,7 +65,7 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
             artifact: None,
         });
     }
-    let Move::Think(input) = a.next().await? else {
+    let Move::Think(input) = a.next(&crate::progress::Silent).await? else {
         anyhow::bail!("back to the model")
     };
     assert_eq!(
@@ -88,7 +88,7 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
         "both results answer their calls, in order"
     );
     a.replied(&reply("", &[("c3", "fs_list", "{}")]));
-    let Move::Call { why, .. } = a.next().await? else {
+    let Move::Call { why, .. } = a.next(&crate::progress::Silent).await? else {
         anyhow::bail!("a call")
     };
     assert_eq!(why, None, "a silent reply's call carries no earlier reason");
@@ -99,10 +99,10 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
         output: "a\nb".into(),
         artifact: None,
     });
-    assert!(matches!(a.next().await?, Move::Think(_)));
+    assert!(matches!(a.next(&crate::progress::Silent).await?, Move::Think(_)));
     a.replied(&reply("All done.", &[]));
     assert_eq!(
-        a.next().await?,
+        a.next(&crate::progress::Silent).await?,
         Move::Finish {
             summary: "All done.".into()
         }
@@ -114,7 +114,7 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
 async fn bad_calls_are_answered_then_the_run_fails_after_a_bound() -> anyhow::Result<()> {
     let mut a = LlmAgent::new(spec());
     for i in 0..MAX_BAD_REPLIES {
-        assert!(matches!(a.next().await?, Move::Think(_)), "round {i}");
+        assert!(matches!(a.next(&crate::progress::Silent).await?, Move::Think(_)), "round {i}");
         let bad = if i % 2 == 0 {
             ("x", "fs_write", "{not json")
         } else {
@@ -122,7 +122,7 @@ async fn bad_calls_are_answered_then_the_run_fails_after_a_bound() -> anyhow::Re
         };
         a.replied(&reply("", &[bad]));
     }
-    let Move::Fail { reason } = a.next().await? else {
+    let Move::Fail { reason } = a.next(&crate::progress::Silent).await? else {
         anyhow::bail!("must fail")
     };
     assert!(reason.contains("3 times in a row"), "{reason}");
@@ -141,7 +141,7 @@ async fn bad_calls_are_answered_then_the_run_fails_after_a_bound() -> anyhow::Re
 #[tokio::test]
 async fn state_survives_a_restore_mid_turn() -> anyhow::Result<()> {
     let mut a = LlmAgent::new(spec());
-    a.next().await?;
+    a.next(&crate::progress::Silent).await?;
     a.replied(&reply(
         "",
         &[
@@ -150,7 +150,7 @@ async fn state_survives_a_restore_mid_turn() -> anyhow::Result<()> {
         ],
     ));
     assert_eq!(
-        a.next().await?,
+        a.next(&crate::progress::Silent).await?,
         Move::Ask {
             question: "which file?".into()
         }
@@ -168,7 +168,7 @@ async fn state_survives_a_restore_mid_turn() -> anyhow::Result<()> {
         output: "the one in config/".into(),
         artifact: None,
     });
-    let Move::Call { call, .. } = b.next().await? else {
+    let Move::Call { call, .. } = b.next(&crate::progress::Silent).await? else {
         anyhow::bail!("the second call follows")
     };
     assert_eq!(call.tool, "fs.delete");
@@ -196,12 +196,12 @@ async fn history_is_written_once_and_rebuilds_the_same_conversation() -> anyhow:
     let mut sizes = Vec::new();
     let mut saved = Vec::new();
     for turn in 1..=20 {
-        assert!(matches!(a.next().await?, Move::Think(_)));
+        assert!(matches!(a.next(&crate::progress::Silent).await?, Move::Think(_)));
         a.replied(&reply(
             &format!("turn {turn}"),
             &[(&format!("c{turn}"), "fs_read", r#"{"path":"a.txt"}"#)],
         ));
-        a.next().await?;
+        a.next(&crate::progress::Silent).await?;
         a.observe(&Observation {
             seq: 2 * turn,
             tool: "fs.read".into(),
@@ -223,7 +223,7 @@ async fn history_is_written_once_and_rebuilds_the_same_conversation() -> anyhow:
     b.restore_history(saved)?;
     assert_eq!(b.messages, a.messages);
     assert_eq!(b.working_memory(), a.working_memory());
-    let (Move::Think(x), Move::Think(y)) = (a.next().await?, b.next().await?) else {
+    let (Move::Think(x), Move::Think(y)) = (a.next(&crate::progress::Silent).await?, b.next(&crate::progress::Silent).await?) else {
         anyhow::bail!("both ask the model")
     };
     assert_eq!(x, y, "the same model input");
