@@ -1,10 +1,13 @@
 //! Agents reason; the harness owns the loop. An agent proposes the next move, is told what happened,
 //! and can serialise its state into a checkpoint and be restored from one.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::action::ToolCall;
+use crate::ids::RunId;
 use crate::context::working::WorkingMemory;
 use crate::progress::Observer;
 
@@ -12,6 +15,9 @@ pub mod acp;
 pub mod claude;
 pub mod llm;
 pub mod script;
+mod sessions;
+
+pub use sessions::{Kept, Sessions};
 
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
@@ -222,6 +228,80 @@ pub trait OffersTools: Send {
     fn offer_tools(&mut self, catalog: &crate::mcp::Catalog);
 }
 
+/// The run an agent is built for, and what the harness lends it: keys, the processes this
+/// process keeps alive between attempts, where its stderr is logged, how Reins is started again.
+#[derive(Clone)]
+pub struct Services {
+    pub run: RunId,
+    pub root: std::path::PathBuf,
+    pub secrets: Arc<dyn crate::keys::SecretStore>,
+    pub sessions: Arc<Sessions>,
+    /// Where the agent's stderr is logged (bounded); none: kept in memory only.
+    pub log: Option<std::path::PathBuf>,
+    /// Reins' memory server, offered to the agent in its session; none: not offered.
+    pub memory: Option<acp::MemoryServer>,
+}
+
+/// What a run is created with, whatever its agent: the agent's kind and version, the run's name
+/// and goal, and the spec the agent is rebuilt from (stored; it names secrets, never holds them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewRun {
+    pub kind: &'static str,
+    pub version: &'static str,
+    pub name: String,
+    pub goal: String,
+    pub spec: String,
+    /// Keyring entries the agent is given: each must exist before the run is created.
+    pub keys: Vec<String>,
+}
+
+/// What Reins answers a request an agent running outside it made (a hook's tool call).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// Let the call run; `input` replaces the tool's input when a person edited it.
+    Allow {
+        reason: String,
+        input: Option<serde_json::Value>,
+    },
+    /// Block it; the agent's model reads the reason.
+    Deny { reason: String },
+    /// Let the agent ask for permission its own way: a card waits in Reins' inbox, and the
+    /// agent's ask reaches Reins on another channel, where the card answers it.
+    Ask { reason: String },
+}
+
+/// A request an agent running outside Reins makes of its run, as the agent's kind reads it.
+#[derive(Clone, Debug)]
+pub struct Outside {
+    /// The session's run: the newest of this kind and name unless it finished, else a new one.
+    pub session: NewRun,
+    pub workspace: std::path::PathBuf,
+    pub asked: Asked,
+}
+
+/// What an outside request asks.
+#[derive(Clone, Debug)]
+pub enum Asked {
+    /// Decide a tool call: `request` is what the agent takes as its next move, `args` the call's
+    /// arguments. The same call asked again (`same`) is answered by its card rather than a new one.
+    /// With `wait` false, a card is not waited for: the answer is [`Answer::Ask`].
+    Decide {
+        request: serde_json::Value,
+        args: serde_json::Value,
+        same: fn(&serde_json::Value, &serde_json::Value) -> bool,
+        wait: bool,
+        /// A step whose card answers this call on the agent's own channel (a headless session
+        /// started again): when it is this call, the answer is [`Answer::Ask`] at once.
+        carried: Option<i64>,
+    },
+    /// Record what happened (no decision).
+    Record { request: serde_json::Value },
+    /// The session ended: its run finishes with `request` and a card still waiting expires.
+    End { request: serde_json::Value },
+    /// Nothing for Reins (a session Reins runs itself reports through its own channel).
+    Nothing,
+}
+
 /// What an agent reports for the run's record besides its moves: its account of itself and its
 /// work.
 #[derive(Clone, Debug, PartialEq)]
@@ -269,7 +349,7 @@ impl Account {
 pub fn build(
     kind: &str,
     spec: &str,
-    services: &acp::Services,
+    services: &Services,
 ) -> Result<Box<dyn Agent>, AgentError> {
     match kind {
         acp::KIND => Ok(Box::new(acp::AcpAgent::new(

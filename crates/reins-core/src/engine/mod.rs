@@ -93,7 +93,7 @@ pub struct Engine {
     /// Seals the secrets rows would store, with a key from `secrets`.
     sealer: Arc<crate::seal::Sealer>,
     /// External agents kept alive while their runs wait for a person here.
-    sessions: Arc<crate::agent::acp::Sessions>,
+    sessions: Arc<crate::agent::Sessions>,
     /// Where external agents' stderr logs go (`<run>.log`); none: kept in memory only.
     agent_logs: Option<std::path::PathBuf>,
     /// How external agents reach the profile memory over MCP; none: they do not.
@@ -116,7 +116,7 @@ impl Engine {
             budget: crate::failure::RetryBudget::default(),
             secrets: Arc::clone(&keyring),
             sealer: Arc::new(crate::seal::Sealer::new(keyring)),
-            sessions: Arc::new(crate::agent::acp::Sessions::new()),
+            sessions: Arc::new(crate::agent::Sessions::new()),
             agent_logs: None,
             memory_server: None,
             reach: Arc::default(),
@@ -130,8 +130,8 @@ impl Engine {
     }
 
     /// What an agent of `row` is built with.
-    pub(crate) fn services(&self, row: &runs::RunRow) -> crate::agent::acp::Services {
-        crate::agent::acp::Services {
+    pub(crate) fn services(&self, row: &runs::RunRow) -> crate::agent::Services {
+        crate::agent::Services {
             run: row.id,
             root: std::path::PathBuf::from(&row.workspace),
             secrets: Arc::clone(&self.secrets),

@@ -39,6 +39,7 @@ impl Engine {
                 Write::Settle { seq, result, .. } | Write::SettleByPerson { seq, result, .. } => {
                     self.seal_text(result, &format!("step {seq}'s result")).await?;
                 }
+                Write::Request { body, .. } => self.seal_text(body, "a request from outside").await?,
                 Write::Answer { seq, text } => {
                     self.seal_text(text, &format!("the answer to step {seq}")).await?;
                 }

@@ -33,6 +33,7 @@ pub mod manifests;
 pub mod memory;
 pub mod memory_write;
 pub mod processes;
+pub mod requests;
 pub mod retries;
 pub mod runs;
 pub mod scan;

@@ -9,6 +9,7 @@ use super::fused::Tail;
 use super::grants::{self, GrantRow};
 use super::intents::{self, IntentRow};
 use super::manifests::{self, ManifestRow};
+use super::requests;
 use super::memory_write::{self, MemoryWrite, MemoryWritten};
 use super::runs::{self, Claim, RunRow};
 use super::steps::{self, StepRow};
@@ -165,6 +166,13 @@ pub enum Write {
     /// value changed.
     Setting { key: String, value: String },
     Memory(MemoryWrite),
+    /// A request an agent outside Reins makes of the run (`requests`).
+    Request { id: String, body: String },
+    /// The drive took request `id`, decided by step `seq` (a tool call) or only recorded; fails
+    /// with `Conflict` when it was taken or withdrawn meanwhile.
+    RequestTaken { id: String, seq: Option<i64> },
+    /// Its asker stopped waiting for request `id`; fails with `Conflict` when it was taken.
+    RequestWithdrawn(String),
 }
 
 /// What a write reports back.
@@ -272,6 +280,8 @@ async fn apply_one(
             return Ok(());
         }
         Write::Memory(m) => return memory_write::apply(tx, m, now, &mut out.memory).await,
+        Write::RequestTaken { id, seq } => return requests::taken(tx, id, *seq, now).await,
+        Write::RequestWithdrawn(id) => return requests::withdraw(tx, id).await,
         Write::RunInsert { row, spec, sole } => {
             if *sole && runs::newest_named_open(tx, &row.agent_kind, &row.name).await? {
                 return Err(StoreError::Conflict(format!(
@@ -401,6 +411,7 @@ async fn apply_one(
             .await?
         }
         Write::ForgetForRetry(seq) => intents::forget_for_retry(tx, run, *seq).await?,
+        Write::Request { id, body } => requests::insert(tx, run, id, body, now).await?,
         Write::Manifest(row) => manifests::insert(tx, run, row).await?,
         Write::ProcessEnded { seq, pid, outcome } => {
             processes::end(tx, run, *seq, *pid, outcome, now).await?
@@ -441,6 +452,8 @@ async fn apply_one(
         | Write::DeviceRevoked(_)
         | Write::Setting { .. }
         | Write::Memory(_)
+        | Write::RequestTaken { .. }
+        | Write::RequestWithdrawn(_)
         | Write::RunInsert { .. } => {}
     }
     Ok(())

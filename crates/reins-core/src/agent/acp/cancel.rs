@@ -40,6 +40,21 @@ impl Pending {
     }
 }
 
+#[async_trait::async_trait]
+impl crate::agent::sessions::Kept for Live {
+    fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
+    async fn end(self: Box<Self>, why: &str) {
+        (*self).end(why).await;
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
 impl Live {
     /// Ends the agent's session for a run that will not go on here (cancelled, or paused while
     /// it waited for a person): what it waits on is refused, its turn cancelled, and, after a

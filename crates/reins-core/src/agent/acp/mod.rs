@@ -11,7 +11,6 @@
 //! agent supports it, and told what happened meanwhile.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use agent_client_protocol::v1::schema::{
@@ -30,14 +29,13 @@ mod handshake;
 pub mod known;
 #[cfg(any(test, feature = "internals"))]
 mod landing;
-mod live;
 mod requests;
 pub mod session;
 mod updates;
 mod vendors;
 #[cfg(any(test, feature = "internals"))]
 pub use landing::Landed;
-pub use live::Sessions;
+use super::{Services, Sessions};
 pub use requests::Handled;
 use requests::{Asked, Permitted, Terminal};
 use session::{Incoming, Process};
@@ -97,19 +95,6 @@ impl Spec {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
-}
-
-/// What the harness lends an agent it builds.
-#[derive(Clone)]
-pub struct Services {
-    pub run: RunId,
-    pub root: std::path::PathBuf,
-    pub secrets: Arc<dyn crate::keys::SecretStore>,
-    pub sessions: Arc<Sessions>,
-    /// Where the agent's stderr is logged (bounded); none: kept in memory only.
-    pub log: Option<std::path::PathBuf>,
-    /// Reins' memory server, offered to the agent in its session; none: not offered.
-    pub memory: Option<MemoryServer>,
 }
 
 /// How an external agent starts Reins' memory server (`reins mcp serve --run RUN`).
@@ -257,7 +242,7 @@ impl AcpAgent {
             self.live = self
                 .services
                 .sessions
-                .take(self.services.run)
+                .take::<Live>(self.services.run)
                 .filter(|l| Some(&l.session) == self.state.session.as_ref());
         }
     }
@@ -535,7 +520,7 @@ impl Drop for AcpAgent {
     fn drop(&mut self) {
         if let Some(live) = self.live.take() {
             if self.keep {
-                self.services.sessions.keep(self.services.run, live);
+                self.services.sessions.keep(self.services.run, Box::new(live));
             }
         }
     }

@@ -2,15 +2,26 @@
 //! person ends its attempt, but its agent is still waiting for the answer, so the process is kept
 //! here and adopted by the run's next attempt in this process. Dropped (ended) with the engine.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use super::Live;
+use async_trait::async_trait;
+
 use crate::ids::RunId;
+
+/// A live process of an agent kind, kept between attempts.
+#[async_trait]
+pub trait Kept: Send {
+    fn pid(&self) -> u32;
+    /// Ends the process: what the agent waits on is refused with `why`.
+    async fn end(self: Box<Self>, why: &str);
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
 
 #[derive(Default)]
 pub struct Sessions {
-    live: Mutex<HashMap<RunId, Live>>,
+    live: Mutex<HashMap<RunId, Box<dyn Kept>>>,
 }
 
 impl Sessions {
@@ -18,20 +29,22 @@ impl Sessions {
         Self::default()
     }
 
-    pub(super) fn keep(&self, run: RunId, live: Live) {
+    pub(super) fn keep(&self, run: RunId, live: Box<dyn Kept>) {
         if let Ok(mut m) = self.live.lock() {
             m.insert(run, live);
         }
     }
 
-    pub(super) fn take(&self, run: RunId) -> Option<Live> {
-        self.live.lock().ok()?.remove(&run)
+    /// The process kept for `run`, if it is of type `T` (an agent kind's own).
+    pub(super) fn take<T: 'static>(&self, run: RunId) -> Option<T> {
+        let kept = self.live.lock().ok()?.remove(&run)?;
+        kept.into_any().downcast::<T>().ok().map(|b| *b)
     }
 
     /// Ends the process kept for `run`, if any: the run was cancelled, or paused while it waited
-    /// for a person. What the agent waits on is refused (see [`Live::end`]).
+    /// for a person. What the agent waits on is refused.
     pub async fn end(&self, run: RunId, why: &str) {
-        let live = self.take(run);
+        let live = self.live.lock().ok().and_then(|mut m| m.remove(&run));
         if let Some(live) = live {
             live.end(why).await;
         }
@@ -46,6 +59,6 @@ impl Sessions {
     pub fn is_kept(&self, run: RunId, pid: u32) -> bool {
         self.live
             .lock()
-            .is_ok_and(|m| m.get(&run).is_some_and(|l| l.process.pid() == pid))
+            .is_ok_and(|m| m.get(&run).is_some_and(|l| l.pid() == pid))
     }
 }
