@@ -79,7 +79,7 @@ impl Setup {
     pub async fn start(&self, spec: &LlmRunRequest) -> anyhow::Result<RunId> {
         Ok(self
             .reins
-            .create_llm_run(spec.clone(), &self.sb.ws(), &Silent)
+            .create_run(spec.clone(), &self.sb.ws(), &Silent)
             .await?)
     }
 

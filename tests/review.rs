@@ -16,9 +16,7 @@ impl Sandbox {
 
     /// Starts the plan `text` (TOML) on this sandbox's workspace.
     pub async fn start(&self, reins: &Reins, text: &str) -> anyhow::Result<RunId> {
-        Ok(reins
-            .create_plan_run(&plan(text)?, &self.ws(), &Silent)
-            .await?)
+        Ok(reins.create_run(&plan(text)?, &self.ws(), &Silent).await?)
     }
 
     /// Starts the plan `text` and drives it until it waits for a person: the run and its review.

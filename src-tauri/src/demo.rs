@@ -62,10 +62,7 @@ pub async fn start(reins: &Reins) -> reins_core::api::Result<String> {
     let (plan, ws) = write(&std::env::temp_dir()).map_err(|e| {
         reins_core::api::Error::Invalid(format!("cannot write the demo workspace: {e}"))
     })?;
-    Ok(reins
-        .create_script_run(&plan, &ws, &Silent)
-        .await?
-        .to_string())
+    Ok(reins.create_run(&plan, &ws, &Silent).await?.to_string())
 }
 
 #[tauri::command]

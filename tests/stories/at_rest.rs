@@ -281,7 +281,7 @@ async fn without_a_keyring_a_plan_with_a_secret_is_refused_and_nothing_is_stored
     )
     .await?;
     let err = reins
-        .create_plan_run(&plan(&deploy_plan())?, &sb.ws(), &Silent)
+        .create_run(&plan(&deploy_plan())?, &sb.ws(), &Silent)
         .await
         .err()
         .map(|e| (e.code().as_str(), e.to_string()));
@@ -292,9 +292,7 @@ async fn without_a_keyring_a_plan_with_a_secret_is_refused_and_nothing_is_stored
     assert!(reins.runs().await?.is_empty(), "no run was created");
     // A plan without one runs as before: the keyring is not needed.
     let plain = "name = \"p\"\ngoal = \"g\"\n[[steps]]\ntool = \"fs.write\"\nargs = { path = \"a.txt\", content = \"hi\\n\" }\n";
-    let run = reins
-        .create_plan_run(&plan(plain)?, &sb.ws(), &Silent)
-        .await?;
+    let run = reins.create_run(&plan(plain)?, &sb.ws(), &Silent).await?;
     assert!(succeeded(&reins.drive(run, &Silent).await?));
     Ok(())
 }

@@ -11,7 +11,7 @@ use reins_tests::{example_plan, raw_db, PermitAll, Sandbox};
 async fn finished_run(sb: &Sandbox) -> anyhow::Result<RunId> {
     let engine = sb.reins(Arc::new(PermitAll)).await?;
     let id = engine
-        .create_plan_run(&example_plan("tidy-configs.toml")?, &sb.ws(), &Silent)
+        .create_run(&example_plan("tidy-configs.toml")?, &sb.ws(), &Silent)
         .await?;
     let outcome = engine.drive(id, &Silent).await?;
     assert!(

@@ -24,8 +24,8 @@ async fn first_calls_side_by_side_make_one_run_for_the_session() -> anyhow::Resu
         };
         let (first, second) = (call("toolu_a"), call("toolu_b"));
         let (x, y) = tokio::join!(
-            a.claude_hook(&first, deadline, false),
-            b.claude_hook(&second, deadline, false)
+            a.hook("claude-code", &first, deadline, false),
+            b.hook("claude-code", &second, deadline, false)
         );
         let (x, y) = (x?, y?);
         assert_eq!(x.run, y.run, "session {n}: both calls went to one run");

@@ -54,7 +54,7 @@ async fn pause_stops_at_a_verified_checkpoint_and_resume_repeats_nothing() -> an
     let worker = open(&sb).await?;
     let person = open(&sb).await?;
     let plan = many_writes(&sb, 300)?;
-    let id = person.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    let id = person.create_run(&plan, &sb.ws(), &Silent).await?;
 
     let driving = tokio::spawn({
         let worker = Arc::clone(&worker);
@@ -143,8 +143,8 @@ async fn a_draining_worker_pauses_what_it_drives_and_takes_nothing_new() -> anyh
     let worker = open(&sb).await?;
     let person = open(&sb).await?;
     let plan = many_writes(&sb, 300)?;
-    let id = person.create_script_run(&plan, &sb.ws(), &Silent).await?;
-    let other = person.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    let id = person.create_run(&plan, &sb.ws(), &Silent).await?;
+    let other = person.create_run(&plan, &sb.ws(), &Silent).await?;
 
     let working = tokio::spawn({
         let worker = Arc::clone(&worker);
@@ -183,7 +183,7 @@ async fn cancel_is_final_and_the_worker_stops_writing() -> anyhow::Result<()> {
     let worker = open(&sb).await?;
     let person = open(&sb).await?;
     let plan = many_writes(&sb, 300)?;
-    let id = person.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    let id = person.create_run(&plan, &sb.ws(), &Silent).await?;
     let driving = tokio::spawn({
         let worker = Arc::clone(&worker);
         async move { worker.drive(id, &Silent).await }
@@ -219,7 +219,7 @@ async fn a_run_held_by_a_dead_worker_pauses_at_once_and_fences_it_out() -> anyho
     let sb = Sandbox::new()?;
     let r = open(&sb).await?;
     let plan = many_writes(&sb, 3)?;
-    let id = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    let id = r.create_run(&plan, &sb.ws(), &Silent).await?;
     // As a crashed worker leaves it: running, a live lease, a holder that no longer exists.
     sqlx::query(
         "UPDATE runs SET state = 'running', owner = $1, lease_until = $2, fence = 1 WHERE id = $3",
@@ -252,8 +252,8 @@ async fn an_incompatible_run_waits_for_a_person_who_forces_it_or_starts_over() -
     let sb = Sandbox::new()?;
     let r = open(&sb).await?;
     let plan = many_writes(&sb, 3)?;
-    let forced = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
-    let restarted = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    let forced = r.create_run(&plan, &sb.ws(), &Silent).await?;
+    let restarted = r.create_run(&plan, &sb.ws(), &Silent).await?;
     // As if created by a build whose tool schemas differ.
     for id in [forced, restarted] {
         let set = if reins_tests::on_postgres() {
@@ -310,7 +310,7 @@ async fn a_resumed_run_is_told_what_changed_outside_it_while_it_was_paused() -> 
     let worker = open(&sb).await?;
     let person = open(&sb).await?;
     let plan = many_writes(&sb, 300)?;
-    let id = person.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    let id = person.create_run(&plan, &sb.ws(), &Silent).await?;
     let driving = tokio::spawn({
         let worker = Arc::clone(&worker);
         async move { worker.drive(id, &Silent).await }
@@ -378,7 +378,7 @@ async fn an_orphaned_child_process_is_ended_before_anything_runs_again() -> anyh
     let sb = Sandbox::new()?;
     let r = open(&sb).await?;
     let plan = many_writes(&sb, 3)?;
-    let id = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    let id = r.create_run(&plan, &sb.ws(), &Silent).await?;
     // As a tool of a worker that then died would leave it: a process group, recorded, running.
     let child = {
         use std::os::unix::process::CommandExt as _;

@@ -44,7 +44,7 @@ async fn the_database_password_comes_from_the_keyring_by_name() -> anyhow::Resul
     sb.keys.set("team-db", &Secret::new(PASSWORD))?;
     let reins = Reins::open(sb.data(), options(Some("team-db"))).await?;
     let plan = reins_tests::example_plan("tidy-configs.toml")?;
-    let run = reins.create_plan_run(&plan, &sb.ws(), &Silent).await?;
+    let run = reins.create_run(&plan, &sb.ws(), &Silent).await?;
     assert_eq!(reins.run_detail(run).await?.run.id, run);
     let shown = reins.database().display().to_string();
     assert!(

@@ -28,9 +28,7 @@ args = { category = "preference", key = "token", value = "ghp_0123456789abcdefgh
 async fn an_agents_facts_are_kept_suggested_or_refused_by_memorys_rules() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let engine = sb.with_defaults().await?;
-    let run = engine
-        .create_plan_run(&plan(PLAN)?, &sb.ws(), &Silent)
-        .await?;
+    let run = engine.create_run(&plan(PLAN)?, &sb.ws(), &Silent).await?;
     engine.drive(run, &Silent).await?;
     let facts = engine.memory_list(None, None).await?;
     assert_eq!(facts.len(), 1, "{facts:?}");
@@ -108,9 +106,7 @@ async fn with_memory_off_an_agent_cannot_add_facts() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let engine = sb.with_defaults().await?;
     engine.memory_configure(Some(false), None, None).await?;
-    let run = engine
-        .create_plan_run(&plan(PLAN)?, &sb.ws(), &Silent)
-        .await?;
+    let run = engine.create_run(&plan(PLAN)?, &sb.ws(), &Silent).await?;
     engine.drive(run, &Silent).await?;
     assert!(engine.memory_list(None, None).await?.is_empty());
     assert!(engine.memory_suggestions().await?.is_empty());

@@ -11,7 +11,7 @@ async fn gc_keeps_the_last_checkpoints_and_what_is_still_needed() -> anyhow::Res
     let sb = Sandbox::new()?;
     let r = Reins::open(sb.data(), sb.options()).await?;
     let plan = repo_root().join("examples/plans/tidy-configs.toml");
-    let id = r.create_script_run(&plan, &sb.ws(), &Silent).await?;
+    let id = r.create_run(&plan, &sb.ws(), &Silent).await?;
     r.work(true, Duration::from_millis(10), &Silent).await?;
     let before = r.run_detail(id).await?;
     let total = before.checkpoints.len();

@@ -409,9 +409,7 @@ async fn a_worker_watching_pending_reviews_supersedes_a_stale_one_at_once() -> a
     let reins = reins_core::api::Reins::open(sb.data(), options).await?;
     let plan_file = sb.tmp.path().join("conf.toml");
     std::fs::write(&plan_file, EDIT_CONF)?;
-    let run = reins
-        .create_script_run(&plan_file, &sb.ws(), &Silent)
-        .await?;
+    let run = reins.create_run(&plan_file, &sb.ws(), &Silent).await?;
     reins.drive(run, &Silent).await?;
     let before = reins
         .approvals(Some(ApprovalStatus::Pending), Some(run))

@@ -11,7 +11,7 @@ async fn a_post_image_no_blob_holds_is_rebuilt_from_the_journal() -> anyhow::Res
     let sb = Sandbox::new()?;
     let engine = sb.reins(Arc::new(PermitAll)).await?;
     let id = engine
-        .create_plan_run(&example_plan("fix-logrotate.toml")?, &sb.ws(), &Silent)
+        .create_run(&example_plan("fix-logrotate.toml")?, &sb.ws(), &Silent)
         .await?;
     engine.drive(id, &Silent).await?;
     engine.close().await;
@@ -60,7 +60,7 @@ async fn an_active_run_is_not_rolled_back() -> anyhow::Result<()> {
     let sb = Sandbox::new()?;
     let engine = sb.reins(Arc::new(PermitAll)).await?;
     let id = engine
-        .create_plan_run(&example_plan("tidy-configs.toml")?, &sb.ws(), &Silent)
+        .create_run(&example_plan("tidy-configs.toml")?, &sb.ws(), &Silent)
         .await?;
     let before = sb.read("docs/RUNBOOK.md")?;
     let err = engine

@@ -49,7 +49,7 @@ why = "record the fix"
 args = { path = "docs/note.md", content = "hello\n" }
 "#,
     )?;
-    let id = engine.create_plan_run(&p, &sb.ws(), &Silent).await?;
+    let id = engine.create_run(&p, &sb.ws(), &Silent).await?;
     let outcome = engine.drive(id, &Silent).await?;
     assert!(
         matches!(
@@ -122,7 +122,7 @@ args = { path = "config/nginx.conf", old = "not there", new = "x" }
 expect = "error"
 "#,
     )?;
-    let id = engine.create_plan_run(&p, &sb.ws(), &Silent).await?;
+    let id = engine.create_run(&p, &sb.ws(), &Silent).await?;
     let outcome = engine.drive(id, &Silent).await?;
     assert!(
         matches!(
@@ -147,7 +147,7 @@ async fn an_unmet_expectation_fails_the_run_and_stops_it() -> anyhow::Result<()>
     let sb = Sandbox::new()?;
     let engine = sb.reins(Arc::new(PermitAll)).await?;
     let p = reins_tests::example_plan("guarded-edit.toml")?;
-    let id = engine.create_plan_run(&p, &sb.ws(), &Silent).await?;
+    let id = engine.create_run(&p, &sb.ws(), &Silent).await?;
     match engine.drive(id, &Silent).await? {
         DriveOutcome::Finished {
             state: RunState::Failed,

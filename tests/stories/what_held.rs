@@ -223,15 +223,13 @@ async fn hostile_plans_and_commands_fail_cleanly_or_are_reviewed() -> anyhow::Re
         ("50k tables", deep_tables),
     ] {
         if let Ok(p) = plan(&text) {
-            let created = reins.create_plan_run(&p, &sb.ws(), &Silent).await;
+            let created = reins.create_run(&p, &sb.ws(), &Silent).await;
             assert!(created.is_err(), "{what} was accepted as a plan");
         }
     }
     // A NUL in a path: the step is refused as invalid, nothing is read.
     let nul = "name = \"t\"\ngoal = \"g\"\n[[steps]]\ntool = \"fs.read\"\nexpect = \"any\"\nargs = { path = \"a\\u0000b\" }\n";
-    let run = reins
-        .create_plan_run(&plan(nul)?, &sb.ws(), &Silent)
-        .await?;
+    let run = reins.create_run(&plan(nul)?, &sb.ws(), &Silent).await?;
     reins.drive(run, &Silent).await?;
     let status = reins
         .run_detail(run)
@@ -269,9 +267,7 @@ async fn hostile_plans_and_commands_fail_cleanly_or_are_reviewed() -> anyhow::Re
             "name = \"t\"\ngoal = \"g\"\n[[steps]]\ntool = \"fs.search\"\nexpect = \"any\"\nargs = {{ pattern = {}, path = \".\" }}\n",
             serde_json::to_string(&pattern)?
         );
-        let run = reins
-            .create_plan_run(&plan(&text)?, &sb.ws(), &Silent)
-            .await?;
+        let run = reins.create_run(&plan(&text)?, &sb.ws(), &Silent).await?;
         let outcome = reins.drive(run, &Silent).await?;
         let steps = reins.run_detail(run).await?.steps;
         let got = steps.first().map(|s| s.status.to_string());
@@ -292,7 +288,7 @@ async fn a_delete_of_a_folder_is_refused_and_the_plan_file_is_read_once() -> any
         "name = \"t\"\ngoal = \"g\"\n[[steps]]\ntool = \"fs.delete\"\nexpect = \"any\"\nargs = { path = \"keep\" }\n",
     )?;
     let run = reins
-        .create_plan_run(&plan(&std::fs::read_to_string(&file)?)?, &sb.ws(), &Silent)
+        .create_run(&plan(&std::fs::read_to_string(&file)?)?, &sb.ws(), &Silent)
         .await?;
     // Changing the file after the run started changes nothing: the run keeps what it was given.
     std::fs::write(

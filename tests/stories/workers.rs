@@ -19,7 +19,7 @@ async fn two_workers_share_the_queue_without_doing_anything_twice() -> anyhow::R
         let ws = sb.tmp.path().join(format!("ws{i}"));
         copy_dir(&repo_root().join("examples/ops-workspace"), &ws)?;
         let plan = repo_root().join("examples/plans/tidy-configs.toml");
-        runs.push((a.create_script_run(&plan, &ws, &Silent).await?, ws));
+        runs.push((a.create_run(&plan, &ws, &Silent).await?, ws));
     }
 
     let poll = Duration::from_millis(20);
@@ -85,7 +85,7 @@ async fn a_runs_steps_wake_no_other_machine_its_changes_of_state_do() -> anyhow:
         let plan = reins_tests::plan(&format!(
             "name = \"notes {writes}\"\ngoal = \"write notes\"\n{steps}"
         ))?;
-        let run = reins.create_plan_run(&plan, &sb.ws(), &Silent).await?;
+        let run = reins.create_run(&plan, &sb.ws(), &Silent).await?;
         reins.drive(run, &Silent).await?;
         assert_eq!(reins.run_state(run).await?, RunState::Succeeded);
         assert!(sb
@@ -144,7 +144,7 @@ async fn a_step_meeting_the_write_lock_held_waits_its_turn_and_is_written_once(
         })
         .collect();
     let plan = reins_tests::plan(&format!("name = \"held\"\ngoal = \"write notes\"\n{steps}"))?;
-    let run = reins.create_plan_run(&plan, &sb.ws(), &Silent).await?;
+    let run = reins.create_run(&plan, &sb.ws(), &Silent).await?;
     let mut other = sqlx::PgConnection::connect(&url).await?;
     let before = rollbacks(&mut other).await?;
 

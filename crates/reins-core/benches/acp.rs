@@ -124,7 +124,7 @@ async fn under_reins(n: usize, ws: &Path, data: &Path, out: &Path) -> Timings {
         pass_env: Vec::new(),
         idle_timeout_s: Some(600),
     };
-    let id = reins.create_acp_run(req, ws, &Silent).await.unwrap();
+    let id = reins.create_run(req, ws, &Silent).await.unwrap();
     match reins.drive(id, &Silent).await.unwrap() {
         DriveOutcome::Finished { .. } => {}
         other => panic!("the run did not finish: {other:?}"),

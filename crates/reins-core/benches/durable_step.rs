@@ -79,7 +79,7 @@ async fn reins_round(dir: &Path, steps: usize, overwrite: bool) -> ReinsRound {
     let reins = Reins::open(DataDir::at(dir), options).await.unwrap();
     let quiet = Stopwatch(Mutex::new(Vec::new()));
     let run = reins
-        .create_plan_run(&plan(steps, overwrite), &ws_dir, &quiet)
+        .create_run(&plan(steps, overwrite), &ws_dir, &quiet)
         .await
         .unwrap();
     let watch = Stopwatch(Mutex::new(Vec::new()));

@@ -175,7 +175,7 @@ async fn bench(turns: usize, reps: usize) {
     };
     let started = Instant::now();
     let id = reins
-        .create_llm_run(req, &ws, &reins_core::api::Silent)
+        .create_run(req, &ws, &reins_core::api::Silent)
         .await
         .unwrap();
     match reins.drive(id, &obs).await.unwrap() {

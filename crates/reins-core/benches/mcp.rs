@@ -132,7 +132,7 @@ async fn under_reins(n: usize, root: &Path, data: &Path, state: &Path) -> Vec<f6
         ..LlmRunRequest::default()
     };
     let clock = Clock::default();
-    let id = reins.create_llm_run(req, root, &clock).await.unwrap();
+    let id = reins.create_run(req, root, &clock).await.unwrap();
     match reins.drive(id, &clock).await.unwrap() {
         DriveOutcome::Finished { .. } => {}
         other => panic!("the run did not finish: {other:?}"),

@@ -67,7 +67,7 @@ fn plan_file(dir: &Path, steps: usize) -> std::path::PathBuf {
 async fn prepare(data: &DataDir, ws: &Path, plan: &Path, done: i64) -> RunId {
     let reins = Reins::open(data.clone(), Options::default()).await.unwrap();
     let id = reins
-        .create_script_run(plan, ws, &reins_core::api::Silent)
+        .create_run(plan, ws, &reins_core::api::Silent)
         .await
         .unwrap();
     let obs = FirstStep {

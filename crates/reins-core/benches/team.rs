@@ -142,10 +142,7 @@ async fn claims(cluster: &reins_testpg::Cluster, workers: usize, runs: usize) ->
     .await
     .unwrap();
     for i in 0..runs {
-        creator
-            .create_plan_run(&plan(1, i), &ws, &Silent)
-            .await
-            .unwrap();
+        creator.create_run(&plan(1, i), &ws, &Silent).await.unwrap();
     }
     let mut pool = Vec::new();
     for w in 0..workers {
@@ -207,7 +204,7 @@ async fn wake_ups(cluster: &reins_testpg::Cluster, listen: bool, rounds: usize) 
     let mut out = Vec::new();
     for round in 0..rounds {
         let run = reviewer
-            .create_plan_run(&plan(1, round), &ws, &Silent)
+            .create_run(&plan(1, round), &ws, &Silent)
             .await
             .unwrap();
         // The worker claims it, reaches the write and stops for the review.

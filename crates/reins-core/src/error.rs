@@ -19,7 +19,7 @@ pub enum Error {
     #[error(transparent)]
     Tool(#[from] ToolError),
     #[error(transparent)]
-    Agent(#[from] AgentError),
+    Agent(AgentError),
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
     #[error(transparent)]
@@ -79,6 +79,15 @@ impl From<crate::mcp::McpError> for Error {
                 context: "MCP".into(),
                 source: std::io::Error::other(other.to_string()),
             },
+        }
+    }
+}
+
+impl From<AgentError> for Error {
+    fn from(e: AgentError) -> Self {
+        match e {
+            AgentError::Invalid(m) => Error::Invalid(m),
+            other => Error::Agent(other),
         }
     }
 }

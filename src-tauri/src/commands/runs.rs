@@ -45,7 +45,7 @@ pub async fn start_plan_run(
     let plan = args::path("plan file", &plan)?;
     let workspace = args::path("workspace folder", &workspace)?;
     let id = changing(&state, |r| async move {
-        r.create_script_run(&plan, &workspace, &Silent).await
+        r.create_run(&plan, &workspace, &Silent).await
     })
     .await?;
     Ok(id.to_string())
@@ -80,7 +80,7 @@ pub async fn start_llm_run(state: State<'_, AppState>, start: StartLlm) -> Resul
         ..LlmRunRequest::default()
     };
     let id = changing(&state, |r| async move {
-        r.create_llm_run(request, &workspace, &Silent).await
+        r.create_run(request, &workspace, &Silent).await
     })
     .await?;
     Ok(id.to_string())
@@ -132,7 +132,7 @@ pub async fn start_acp_run(state: State<'_, AppState>, start: StartAcp) -> Resul
         ..AcpRunRequest::default()
     };
     let id = changing(&state, |r| async move {
-        r.create_acp_run(request, &workspace, &Silent).await
+        r.create_run(request, &workspace, &Silent).await
     })
     .await?;
     Ok(id.to_string())

@@ -58,17 +58,23 @@ pub async fn exec(
         Ok(r) => r,
         Err(e) => return blocked(&format!("cannot open Reins' store: {e}")),
     };
+    const KIND: &str = "claude-code";
     let outcome = reins
-        .claude_hook(&text, Duration::from_secs(args.deadline), args.headless)
+        .hook(
+            KIND,
+            &text,
+            Duration::from_secs(args.deadline),
+            args.headless,
+        )
         .await;
     reins.close().await;
-    match outcome {
-        Ok(outcome) => {
-            if let Some(answer) = outcome.answer {
-                println!("{}", answer.to_json());
-            }
+    let answer = outcome.and_then(|o| o.answer.map(|a| Reins::hook_output(KIND, &a)).transpose());
+    match answer {
+        Ok(Some(output)) => {
+            println!("{output}");
             exit::DONE
         }
+        Ok(None) => exit::DONE,
         Err(e) => blocked(&e.to_string()),
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reins_core::api::DriveOutcome;
 use reins_core::api::Reins;
 use reins_core::api::RunState;
-use reins_core::api::{AcpRunRequest, LlmRunRequest, Price};
+use reins_core::api::{AcpRunRequest, LlmRunRequest, Price, RunRequest};
 
 use crate::exit;
 use crate::output::Printer;
@@ -132,64 +132,39 @@ impl ModelArgs {
 
 pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Result<u8> {
     let printer = Printer::new(json);
-    if args.claude.is_some() || args.resume.is_some() {
-        if args.queue {
-            return Err(reins_core::api::Error::Invalid(
-                "--queue is for runs Reins drives itself: a headless Claude Code session starts with `reins run --claude`; with --no-wait it stops at its first card and a worker carries it on".into(),
-            ));
-        }
-        return crate::commands::claude_run::exec(
-            reins,
-            crate::commands::claude_run::Session {
-                goal: args.claude,
-                resume: args.resume,
-                env: args.env,
-                workspace: args.workspace,
-                no_wait: args.no_wait,
-            },
-            args.claude_args,
-            &printer,
-            json,
-        )
-        .await;
-    }
-    if !args.env.is_empty() && args.acp.is_none() {
+    let claude = args.claude.is_some() || args.resume.is_some();
+    if !args.env.is_empty() && args.acp.is_none() && !claude {
         return Err(reins_core::api::Error::Invalid(
             "--env sets an external agent's variables: it goes with --acp or --claude".into(),
         ));
     }
-    let id = match (args.plan, args.llm, args.acp) {
-        (Some(plan), _, _) => {
-            reins
-                .create_script_run(&plan, &args.workspace, &printer)
-                .await?
+    let req: RunRequest = match (args.plan, args.llm, args.acp) {
+        _ if claude => {
+            if !json {
+                println!("  Claude Code asks Reins before each tool call; cards wait in `reins approvals` and the app");
+            }
+            args.claude_args
+                .request(args.claude, args.resume, args.env)
+                .into()
         }
-        (None, Some(goal), _) => {
-            reins
-                .create_llm_run(
-                    args.model.request(goal, args.mcp),
-                    &args.workspace,
-                    &printer,
-                )
-                .await?
+        (Some(plan), _, _) => RunRequest::PlanFile(plan),
+        (None, Some(goal), _) => args.model.request(goal, args.mcp).into(),
+        (None, None, Some(goal)) => AcpRunRequest {
+            goal,
+            name: args.model.name,
+            agent: args.agent.unwrap_or_default(),
+            env: args.env.into_iter().collect(),
+            pass_env: Vec::new(),
+            idle_timeout_s: args.idle_timeout,
         }
-        (None, None, Some(goal)) => {
-            let req = AcpRunRequest {
-                goal,
-                name: args.model.name,
-                agent: args.agent.unwrap_or_default(),
-                env: args.env.into_iter().collect(),
-                pass_env: Vec::new(),
-                idle_timeout_s: args.idle_timeout,
-            };
-            reins.create_acp_run(req, &args.workspace, &printer).await?
-        }
+        .into(),
         (None, None, None) => {
             return Err(reins_core::api::Error::Invalid(
                 "give --plan FILE, --llm GOAL, --acp GOAL --agent CMD or --claude GOAL".into(),
             ))
         }
     };
+    let id = reins.create_run(req, &args.workspace, &printer).await?;
     if args.queue {
         if !json {
             println!("queued; a worker picks it up (`reins worker`), `reins show {id}` follows it");
@@ -263,7 +238,9 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
             }
         };
         if args.no_wait {
-            if !json {
+            if !json && waiting == RunState::AwaitingApproval {
+                println!("run {id} stopped at a card and needs a human; once it is decided, a worker (`reins worker`, the app) carries it on\n  see: reins approvals; reins show {id}");
+            } else if !json {
                 println!("run {id} is {waiting} and needs a human; see: reins show {id}");
             }
             return Ok(exit::NEEDS_HUMAN);

@@ -253,7 +253,7 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
             let (text, expected) = plan(runs.len());
             let file = cli.tmp.path().join(format!("plan-{}.toml", runs.len()));
             std::fs::write(&file, text)?;
-            let id = reins.create_script_run(&file, &cli.ws(), &Silent).await?;
+            let id = reins.create_run(&file, &cli.ws(), &Silent).await?;
             runs.push((id, expected));
         }
         let (mut child, life) = spawn_worker(&cli, &effects)?;

@@ -36,7 +36,7 @@ impl Team {
     async fn queued_writes(&self) -> anyhow::Result<(Reins, reins_core::api::RunId)> {
         let queue = self.reins("alpha").await?;
         let plan = reins_tests::plan(&many_writes(WRITES))?;
-        let run = queue.create_plan_run(&plan, &self.ws(), &Silent).await?;
+        let run = queue.create_run(&plan, &self.ws(), &Silent).await?;
         Ok((queue, run))
     }
 
@@ -185,7 +185,7 @@ async fn eight_workers_share_two_hundred_runs_without_claiming_one_twice() -> an
         let plan = reins_tests::plan(&format!(
             "name = \"r{i}\"\ngoal = \"one file\"\n[[steps]]\ntool = \"fs.write\"\nargs = {{ path = \"race/r{i}.txt\", content = \"r{i}\" }}\n"
         ))?;
-        ids.push(queue.create_plan_run(&plan, &team.ws(), &Silent).await?);
+        ids.push(queue.create_run(&plan, &team.ws(), &Silent).await?);
     }
     let root = team.ws();
     let workers: Vec<_> = (1..=8)

@@ -151,7 +151,7 @@ async fn reins_steps(
     round: usize,
 ) -> (Timed, Vec<StepRows>) {
     let run = reins
-        .create_plan_run(&plan(steps, round * steps), ws, &Silent)
+        .create_run(&plan(steps, round * steps), ws, &Silent)
         .await
         .unwrap();
     let probe = pg(url).await;

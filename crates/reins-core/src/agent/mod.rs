@@ -27,6 +27,9 @@ pub enum AgentError {
     UnknownKind(String),
     #[error("cannot restore agent state: {0}")]
     State(String),
+    /// What a person asked for is malformed (a session id, a missing goal).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 /// What the agent wants next.
@@ -103,6 +106,9 @@ pub struct Observation {
     pub tool: String,
     pub ok: bool,
     pub output: String,
+    /// The call's arguments as it ran: a person may have edited what the agent proposed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ran: Option<serde_json::Value>,
     /// A large output is also kept whole in the blob store under this digest (see
     /// [`ARTIFACT_BYTES`]); an agent may hand the model a part of it and this reference.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -210,6 +216,11 @@ pub trait External: Send {
     /// run's request rows) and whether it can take one now.
     fn wants_request(&self) -> bool {
         false
+    }
+    /// How long a card of this agent's may wait for a person, when it says (a headless session
+    /// started with a review deadline); the policy's review timeout otherwise.
+    fn review_deadline(&self) -> Option<std::time::Duration> {
+        None
     }
     /// A request made outside Reins, handed over by the drive: the agent proposes it next.
     fn take_request(&mut self, _request: &serde_json::Value) -> Result<(), AgentError> {
@@ -360,9 +371,43 @@ pub fn build(
             spec,
         )?))),
         llm::KIND => Ok(Box::new(llm::LlmAgent::new(llm::Spec::from_json(spec)?))),
-        claude::KIND => Ok(Box::new(claude::HookedAgent::new(claude::Spec::from_json(
-            spec,
-        )?))),
+        claude::KIND => Ok(Box::new(claude::ClaudeAgent::new(
+            claude::Spec::from_json(spec)?,
+            Some(services.clone()),
+        ))),
+        other => Err(AgentError::UnknownKind(other.to_owned())),
+    }
+}
+
+/// Whether an agent of `kind` has sessions one process at a time may run (see
+/// [`held_elsewhere`]).
+pub fn has_sessions(kind: &str) -> bool {
+    kind == claude::KIND
+}
+
+/// Why the run of an agent of `kind` with `spec` cannot be driven by this process now (another
+/// process runs its agent's session); None when it can.
+pub fn held_elsewhere(kind: &str, spec: &str, services: &Services) -> Option<String> {
+    match kind {
+        claude::KIND => claude::held_elsewhere(&claude::Spec::from_json(spec).ok()?, services),
+        _ => None,
+    }
+}
+
+/// One call of the hook of an agent of `kind` that runs outside Reins, as a request of its run.
+pub async fn read_hook(kind: &str, text: &str, headless: bool) -> Result<Outside, AgentError> {
+    match kind {
+        claude::KIND => claude::hook::outside(text, headless)
+            .await
+            .map_err(|e| AgentError::State(e.to_string())),
+        other => Err(AgentError::UnknownKind(other.to_owned())),
+    }
+}
+
+/// What the hook of an agent of `kind` prints for `answer`.
+pub fn hook_output(kind: &str, answer: &Answer) -> Result<serde_json::Value, AgentError> {
+    match kind {
+        claude::KIND => Ok(claude::hook::output(answer)),
         other => Err(AgentError::UnknownKind(other.to_owned())),
     }
 }

@@ -100,6 +100,18 @@ impl Plan {
         serde_json::to_string(self).unwrap_or_default()
     }
 
+    /// A run of this plan, as it is created.
+    pub fn new_run(&self) -> super::NewRun {
+        super::NewRun {
+            kind: KIND,
+            version: VERSION,
+            name: self.name.clone(),
+            goal: self.goal.clone(),
+            spec: self.to_json(),
+            keys: Vec::new(),
+        }
+    }
+
     pub fn hash(&self) -> Digest {
         let value = serde_json::to_value(self).unwrap_or_default();
         Digest::of(crate::digest::canonical_json(&value).as_bytes())
@@ -245,6 +257,7 @@ expect_output = "created"
             tool: "fs.read".into(),
             ok: true,
             output: "hi".into(),
+            ran: None,
             artifact: None,
         });
         let saved = a.state();
@@ -259,6 +272,7 @@ expect_output = "created"
             tool: "fs.write".into(),
             ok: true,
             output: "replaced b".into(),
+            ran: None,
             artifact: None,
         });
         assert!(

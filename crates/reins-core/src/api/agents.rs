@@ -12,9 +12,6 @@ use super::Reins;
 pub use crate::agent::acp::known::FoundAgent;
 use crate::agent::acp::{Spec, DEFAULT_IDLE_TIMEOUT_S};
 use crate::error::{Error, Result};
-use crate::ids::RunId;
-use crate::progress::{Observer, Progress};
-use crate::workspace::Workspace;
 
 /// The file registered agents are kept in, in the config dir.
 pub const AGENTS_FILE: &str = "agents.toml";
@@ -236,29 +233,5 @@ impl Reins {
             agent,
             idle_timeout_s: req.idle_timeout_s.unwrap_or(DEFAULT_IDLE_TIMEOUT_S),
         })
-    }
-
-    /// Creates a queued run of an external agent on a workspace folder. Its keys must exist now.
-    pub async fn create_acp_run(
-        &self,
-        req: AcpRunRequest,
-        workspace: &Path,
-        observer: &dyn Observer,
-    ) -> Result<RunId> {
-        let spec = self.acp_spec(req)?;
-        let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
-        for key in spec.env.values() {
-            let store = std::sync::Arc::clone(self.engine.secrets());
-            if crate::keys::get_blocking(store, key).await?.is_none() {
-                return Err(crate::keys::KeyError::Missing(key.clone()).into());
-            }
-        }
-        let id = self.engine.create_acp_run(&spec, &ws).await?;
-        observer.on(&Progress::Created {
-            run: id,
-            name: spec.name.clone(),
-            workspace: ws.root().display().to_string(),
-        });
-        Ok(id)
     }
 }

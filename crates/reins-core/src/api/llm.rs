@@ -1,6 +1,5 @@
 //! LLM runs, questions and answers, context manifests, and API keys.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -10,10 +9,8 @@ use crate::agent::llm::{Spec, DEFAULT_MAX_TURNS};
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::keys::{KeyError, Secret};
-use crate::progress::{Observer, Progress};
 use crate::provider::{Price, Settings};
 use crate::store::{manifests, runs, steps};
-use crate::workspace::Workspace;
 
 /// One model call's context, as `reins show RUN --context` prints it.
 #[derive(Clone, Debug, Serialize)]
@@ -124,32 +121,6 @@ impl Reins {
             max_turns,
             mcp: self.mcp_specs(&req.mcp)?,
         })
-    }
-
-    /// Creates a queued LLM run on a workspace folder.
-    pub async fn create_llm_run(
-        &self,
-        req: LlmRunRequest,
-        workspace: &Path,
-        observer: &dyn Observer,
-    ) -> Result<RunId> {
-        let spec = self.llm_spec(req).await?;
-        let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
-        let mcp_keys = spec.mcp.iter().flat_map(|s| s.keys()).map(str::to_owned);
-        for name in spec.settings.key.iter().cloned().chain(mcp_keys) {
-            // Said now, not after the run has started: the key must exist.
-            let store = Arc::clone(self.engine.secrets());
-            if crate::keys::get_blocking(store, &name).await?.is_none() {
-                return Err(KeyError::Missing(name).into());
-            }
-        }
-        let id = self.engine.create_llm_run(&spec, &ws).await?;
-        observer.on(&Progress::Created {
-            run: id,
-            name: spec.name.clone(),
-            workspace: ws.root().display().to_string(),
-        });
-        Ok(id)
     }
 
     /// The question a run waits on, if it waits on one: (step, question).

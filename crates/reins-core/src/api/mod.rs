@@ -15,8 +15,6 @@ use crate::store::Store;
 mod agents;
 mod alerts;
 mod audit_log;
-mod claude_launch;
-mod claude_run;
 mod devices;
 mod doctor;
 pub mod face;
@@ -32,24 +30,24 @@ mod team;
 mod types;
 
 pub use crate::action::mcp::Hints as McpHints;
+pub use crate::agent::claude::{Start as ClaudeRunRequest, AFTER_REVIEW as CLAUDE_AFTER_REVIEW};
+pub use crate::engine::WorkSummary;
 pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
 pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
 pub use alerts::{save_alert_scope, saved_alert_scope, Alert, AlertScope, Alerts, ALERTS_FILE};
-pub use claude_launch::AFTER_REVIEW as CLAUDE_AFTER_REVIEW;
-pub use claude_run::{ClaudeRunOutcome, ClaudeRunRequest, DEFAULT_REVIEW_DEADLINE};
 pub use devices::{DeviceView, PairedView, PairingView};
 pub use doctor::DoctorReport;
 pub use hooks::{
     claude_hooks_install, claude_hooks_uninstall, claude_hooks_view, claude_scope,
-    user_scope as claude_user_scope, write_settings, ClaudeHooksView, HookAnswer, HookOutcome,
-    SettingsChange, SettingsScope, DEFAULT_HOOK_DEADLINE, MAX_HOOK_INPUT,
+    claude_user_scope, write_settings, ClaudeHooksView, HookAnswer, HookOutcome, SettingsChange,
+    SettingsScope, DEFAULT_HOOK_DEADLINE, MAX_HOOK_INPUT,
 };
 pub use llm::{ContextView, KeyStatus, LlmRunRequest, UsageView, MAX_TURNS_LIMIT};
 pub use mcp::{McpServerView, McpToolView, McpToolsView};
 pub use policy_view::{PolicyState, ProtectedPlace, POLICY_POLL};
 pub use provider::{ModelServerCheck, ProviderDefaults};
 pub use review::{PolicyCheck, ProgramPowers};
-pub use runs::WorkSummary;
+pub use runs::RunRequest;
 pub use team::{
     save_team_database, saved_team_database, TeamCheck, TeamDatabase, TeamView, TEAM_FILE,
 };
@@ -236,10 +234,12 @@ impl Reins {
             engine = engine.with_secrets(secrets);
         }
         if let Some(program) = options.memory_server {
+            let default_policy = config_dir.join("policy.toml");
             engine = engine.with_memory_server(crate::agent::acp::MemoryServer {
                 program,
                 data_dir: data_dir.root().to_owned(),
                 config_dir: config_dir.clone(),
+                policy_file: Some(policy_file.clone()).filter(|p| *p != default_policy),
             });
         }
         Ok(Self {

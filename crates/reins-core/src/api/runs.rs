@@ -5,14 +5,15 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
-
+use super::{AcpRunRequest, LlmRunRequest};
 use super::{
     AgentLogView, AttemptView, AuditEventView, IntentView, Recovery, Reins, RetryView, RunDetail,
     RunSummary, RunView, StepView,
 };
+use crate::agent::claude::Start as ClaudeStart;
 use crate::agent::script::Plan;
 use crate::engine::stored;
+use crate::engine::WorkSummary;
 use crate::engine::{
     Control, DriveOutcome, Observer, Progress, Resolved, ResumeMode, RollbackReport,
 };
@@ -26,280 +27,127 @@ use crate::workspace::Workspace;
 
 /// Bytes of an external agent's stderr log a run's detail shows.
 const AGENT_LOG_TAIL: usize = 8 * 1024;
-/// How long a worker leaves a headless Claude Code session that could not be started again.
-const HELD_BACK_MS: i64 = 60_000;
-/// How long a worker leaves a headless Claude Code session another process runs.
-const BUSY_MS: i64 = 1_000;
 
-#[derive(Clone, Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct WorkSummary {
-    pub driven: usize,
-    pub finished: usize,
-    pub waiting: usize,
-    /// Paused at a safe point, by a person or because this worker was asked to drain.
-    pub paused: usize,
-    /// Let go after a transient failure, to be retried after a backoff.
-    pub retrying: usize,
-    pub lost: usize,
+/// What a run is started for: its agent, and what that agent is asked.
+#[derive(Clone, Debug)]
+pub enum RunRequest {
+    /// A plan file (TOML) of tool calls, read now.
+    PlanFile(std::path::PathBuf),
+    /// A plan already read.
+    Plan(Plan),
+    /// The LLM agent on a goal.
+    Llm(LlmRunRequest),
+    /// An external agent over ACP on a goal.
+    Acp(AcpRunRequest),
+    /// Claude Code headless: a new session, or one resumed.
+    Claude(ClaudeStart),
+}
+
+impl From<&Path> for RunRequest {
+    fn from(plan_file: &Path) -> Self {
+        RunRequest::PlanFile(plan_file.to_owned())
+    }
+}
+
+impl From<&std::path::PathBuf> for RunRequest {
+    fn from(plan_file: &std::path::PathBuf) -> Self {
+        RunRequest::PlanFile(plan_file.clone())
+    }
+}
+
+impl From<&Plan> for RunRequest {
+    fn from(plan: &Plan) -> Self {
+        RunRequest::Plan(plan.clone())
+    }
+}
+
+impl From<LlmRunRequest> for RunRequest {
+    fn from(req: LlmRunRequest) -> Self {
+        RunRequest::Llm(req)
+    }
+}
+
+impl From<AcpRunRequest> for RunRequest {
+    fn from(req: AcpRunRequest) -> Self {
+        RunRequest::Acp(req)
+    }
+}
+
+impl From<ClaudeStart> for RunRequest {
+    fn from(req: ClaudeStart) -> Self {
+        RunRequest::Claude(req)
+    }
 }
 
 impl Reins {
-    /// Creates a queued run from a plan file on a workspace folder.
-    pub async fn create_script_run(
+    /// Creates a queued run on a workspace folder. A headless Claude Code session resumed is the
+    /// session's run, found again (refused while another process runs it). The keys the agent is
+    /// given must exist now.
+    pub async fn create_run(
         &self,
-        plan_file: &Path,
-        workspace: &Path,
-        observer: &dyn Observer,
-    ) -> Result<RunId> {
-        let text = crate::input_file::read(plan_file, crate::input_file::Links::Follow)
-            .map_err(|e| Error::Invalid(format!("the plan {} {e}", plan_file.display())))?;
-        let plan = Plan::from_toml(&text, &plan_file.display().to_string())?;
-        self.create_plan_run(&plan, workspace, observer).await
-    }
-
-    /// Creates a queued run of a plan already read.
-    pub async fn create_plan_run(
-        &self,
-        plan: &Plan,
+        req: impl Into<RunRequest>,
         workspace: &Path,
         observer: &dyn Observer,
     ) -> Result<RunId> {
         let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
-        let id = self.engine.create_script_run(plan, &ws).await?;
+        let (new, told, session) = match req.into() {
+            RunRequest::PlanFile(file) => {
+                let text = crate::input_file::read(&file, crate::input_file::Links::Follow)
+                    .map_err(|e| Error::Invalid(format!("the plan {} {e}", file.display())))?;
+                let plan = Plan::from_toml(&text, &file.display().to_string())?;
+                (plan.new_run(), None, false)
+            }
+            RunRequest::Plan(plan) => (plan.new_run(), None, false),
+            RunRequest::Llm(req) => (self.llm_spec(req).await?.new_run()?, None, false),
+            RunRequest::Acp(req) => (self.acp_spec(req)?.new_run(), None, false),
+            RunRequest::Claude(start) => {
+                let resumed = start.resume.is_some();
+                let (spec, told) = start.spec(ws.root())?;
+                (spec.new_run(), told, resumed)
+            }
+        };
+        for name in &new.keys {
+            // Said now, not after the run has started: the key must exist.
+            let store = Arc::clone(self.engine.secrets());
+            if crate::keys::get_blocking(store, name).await?.is_none() {
+                return Err(crate::keys::KeyError::Missing(name.clone()).into());
+            }
+        }
+        let id = if session {
+            let id = self.engine.session_run(&new, &ws).await?;
+            if let Some(reason) = self.engine.held_elsewhere_run(id).await? {
+                return Err(Error::Conflict(reason));
+            }
+            id
+        } else {
+            self.engine.create_run(&new, &ws).await?
+        };
+        if let Some(told) = told {
+            let told = serde_json::to_value(&told).map_err(|e| Error::Invalid(e.to_string()))?;
+            self.engine.tell(id, told).await?;
+        }
         observer.on(&Progress::Created {
             run: id,
-            name: plan.name.clone(),
+            name: new.name.clone(),
             workspace: ws.root().display().to_string(),
         });
         Ok(id)
     }
 
-    /// Drives run `id` until it finishes or needs a person. A headless Claude Code session's run
-    /// is carried on by starting Claude Code again on its session, which stops at the next card.
+    /// Drives run `id` until it finishes or needs a person.
     pub async fn drive(&self, id: RunId, observer: &dyn Observer) -> Result<DriveOutcome> {
-        let carried_on = matches!(
-            self.run_state(id).await?,
-            RunState::Queued | RunState::Running | RunState::PauseRequested
-        );
-        if let Some(spec) = self
-            .engine
-            .headless_claude(id)
-            .await?
-            .filter(|_| carried_on)
-        {
-            return match self.resume_headless_claude(id, spec, observer).await {
-                Err(Error::Conflict(reason)) => Ok(DriveOutcome::Skipped {
-                    state: self.run_state(id).await?,
-                    reason,
-                }),
-                other => other.map(Self::claude_outcome),
-            };
-        }
         self.engine.drive(id, observer).await
     }
 
-    /// Where a headless Claude Code session stopped, as a drive's outcome.
-    fn claude_outcome(outcome: crate::api::ClaudeRunOutcome) -> DriveOutcome {
-        if outcome.state.is_terminal() {
-            DriveOutcome::Finished {
-                state: outcome.state,
-                summary: outcome.summary,
-            }
-        } else {
-            DriveOutcome::NeedsHuman {
-                state: outcome.state,
-                reason: outcome.summary,
-            }
-        }
-    }
-
-    /// Drives runnable runs until none is left (`once`) or forever. Between looks it waits for a
-    /// commit (on a shared database, any machine's: a run queued, an approval decided, a pause
-    /// asked for) or at most `poll`, which also catches leases that ran out.
+    /// Drives runnable runs until none is left (`once`) or forever; between looks it waits for a
+    /// commit, at most `poll`.
     pub async fn work(
         &self,
         once: bool,
         poll: Duration,
         observer: &dyn Observer,
     ) -> Result<WorkSummary> {
-        let mut summary = WorkSummary::default();
-        // Runs this loop let go into a retry backoff: a drain pauses them where they wait.
-        let mut backing_off: Vec<RunId> = Vec::new();
-        // Headless Claude Code sessions that could not be started again, and until when they wait.
-        let mut held_back: std::collections::HashMap<RunId, i64> = Default::default();
-        // Pending approvals whose files change on disk are superseded at once; overdue ones expire.
-        let mut watch = match crate::approval::watch::Watch::new() {
-            Ok(w) => Some(w),
-            Err(e) => {
-                tracing::warn!("cannot watch files of pending approvals ({e}); they are re-checked when decided");
-                None
-            }
-        };
-        // A shared database out of reach (restarting, the network) is waited for, with backoff.
-        let mut reconnect = Reconnect::default();
-        let mut waiter = self.store().waiter();
-        // Another worker claimed a run between this one's look and its claim.
-        let mut contended = false;
-        loop {
-            if self.engine.draining() {
-                return self.drained(summary, &backing_off).await;
-            }
-            let looked = match watch.as_mut() {
-                Some(w) => self.watch_approvals(w).await.map(|_| ()),
-                None => self.engine.expire_due().await.map(|_| ()),
-            };
-            let now = crate::clock::now_ms();
-            held_back.retain(|_, until| *until > now);
-            let looked = match looked {
-                Ok(()) => self.engine.runnable().await,
-                Err(e) => Err(e),
-            };
-            let mut ids = match looked {
-                Ok(ids) => {
-                    reconnect.reached();
-                    ids
-                }
-                Err(e) if reconnect.waits_out(&e) => {
-                    self.sleep_unless_draining(reconnect.next()).await;
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            ids.retain(|id| !held_back.contains_key(id));
-            // Oldest first. But when other workers took runs from under this one on its last pass,
-            // the team's workers are racing down the same list: this one starts at a place of its
-            // own in it, so they claim different runs instead of all but one losing each claim.
-            if std::mem::take(&mut contended) && ids.len() > 1 {
-                let start = uuid::Uuid::new_v4().as_u128() % ids.len() as u128;
-                ids.rotate_left(usize::try_from(start).unwrap_or(0));
-            }
-            if ids.is_empty() {
-                if once {
-                    // A run waiting out a retry backoff is still this worker's work.
-                    match runs::next_retry_at(self.store().pool()).await? {
-                        Some(at) => {
-                            let wait = (at - crate::clock::now_ms()).clamp(10, 60_000);
-                            self.sleep_unless_draining(Duration::from_millis(wait.unsigned_abs()))
-                                .await;
-                            continue;
-                        }
-                        None => return Ok(summary),
-                    }
-                }
-                self.nap(&mut waiter, poll).await;
-                continue;
-            }
-            for id in ids {
-                if self.engine.draining() {
-                    return self.drained(summary, &backing_off).await;
-                }
-                if let Some(spec) = self.engine.headless_claude(id).await? {
-                    match self.resume_headless_claude(id, spec, observer).await {
-                        Ok(outcome) => match Self::claude_outcome(outcome) {
-                            DriveOutcome::Finished { .. } => summary.finished += 1,
-                            DriveOutcome::NeedsHuman {
-                                state: RunState::Paused,
-                                ..
-                            } => summary.paused += 1,
-                            _ => summary.waiting += 1,
-                        },
-                        // Its own `reins run --claude` drives it: look again later.
-                        Err(Error::Conflict(_)) => {
-                            held_back.insert(id, crate::clock::now_ms() + BUSY_MS);
-                            continue;
-                        }
-                        Err(e) => {
-                            tracing::warn!(run_id = %id, "cannot start Claude Code again for this run; trying again in a minute: {e}");
-                            held_back.insert(id, crate::clock::now_ms() + HELD_BACK_MS);
-                            continue;
-                        }
-                    }
-                    summary.driven += 1;
-                    continue;
-                }
-                let outcome = match self.engine.drive(id, observer).await {
-                    Ok(outcome) => outcome,
-                    // Its lease runs out while the database is away; it is taken up again after.
-                    Err(e) if reconnect.waits_out(&e) => {
-                        self.sleep_unless_draining(reconnect.next()).await;
-                        break;
-                    }
-                    Err(e) => return Err(e),
-                };
-                match outcome {
-                    // Claimed by someone else between our look and our claim, or no longer runnable.
-                    DriveOutcome::Skipped { .. } => {
-                        contended = true;
-                        continue;
-                    }
-                    DriveOutcome::Finished { .. } => summary.finished += 1,
-                    DriveOutcome::NeedsHuman {
-                        state: RunState::Paused,
-                        ..
-                    } => summary.paused += 1,
-                    DriveOutcome::NeedsHuman { .. } => summary.waiting += 1,
-                    DriveOutcome::Retrying { .. } => {
-                        summary.retrying += 1;
-                        if !backing_off.contains(&id) {
-                            backing_off.push(id);
-                        }
-                    }
-                    DriveOutcome::Lost { .. } => summary.lost += 1,
-                }
-                summary.driven += 1;
-            }
-        }
-    }
-}
-
-/// Waiting for a database that went away: 250 ms, doubling to 5 s, said once per outage.
-#[derive(Default)]
-struct Reconnect {
-    failures: u32,
-}
-
-impl Reconnect {
-    /// Whether `e` means the database is out of reach for now (then the caller waits `next()`).
-    fn waits_out(&mut self, e: &Error) -> bool {
-        let transient_store = matches!(e, Error::Store(crate::store::StoreError::Sqlx(_)))
-            && e.class() == crate::failure::FailureClass::Transient;
-        if transient_store {
-            if self.failures == 0 {
-                tracing::warn!("the database is out of reach ({e}); connecting again with backoff");
-            }
-            self.failures += 1;
-        }
-        transient_store
-    }
-
-    fn next(&self) -> Duration {
-        let exp = self.failures.saturating_sub(1).min(5);
-        Duration::from_millis((250u64 << exp).min(5_000))
-    }
-
-    fn reached(&mut self) {
-        if self.failures > 0 {
-            tracing::info!("the database is back after {} attempt(s)", self.failures);
-        }
-        self.failures = 0;
-    }
-}
-
-impl Reins {
-    /// The end of a drained work loop: every run it let go into a retry backoff is paused where
-    /// it waits (its checkpoint verified), so the process exits now rather than after the backoff.
-    async fn drained(
-        &self,
-        mut summary: WorkSummary,
-        backing_off: &[RunId],
-    ) -> Result<WorkSummary> {
-        for id in backing_off {
-            if self.engine.pause_backoff_for_drain(*id).await?.is_some() {
-                summary.paused += 1;
-            }
-        }
-        Ok(summary)
+        self.engine.work(once, poll, observer).await
     }
 
     /// On drain, pauses a run waiting out a retry backoff (see [`Reins::work`]); None when it is not
@@ -308,22 +156,9 @@ impl Reins {
         self.engine.pause_backoff_for_drain(id).await
     }
 
-    /// Waits for a commit or `total`, whichever is first, and wakes early for a drain.
-    async fn nap(&self, waiter: &mut crate::store::wake::Waiter, total: Duration) {
-        tokio::select! {
-            _ = waiter.wait(total) => {}
-            () = self.sleep_unless_draining(total) => {}
-        }
-    }
-
     /// Sleeps for `total`, waking early when a drain is requested.
     pub async fn sleep_unless_draining(&self, total: Duration) {
-        let step = Duration::from_millis(50);
-        let mut slept = Duration::ZERO;
-        while slept < total && !self.engine.draining() {
-            tokio::time::sleep(step.min(total - slept)).await;
-            slept += step;
-        }
+        self.engine.sleep_unless_draining(total).await
     }
 
     /// The flag that drains this process's worker: runs it drives pause at their next safe point

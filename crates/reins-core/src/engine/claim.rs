@@ -71,22 +71,8 @@ impl Engine {
     /// Drives one run until it finishes, needs a human, or is lost to another worker.
     #[instrument(skip_all, fields(run_id = %id), err)]
     pub async fn drive(&self, id: RunId, observer: &dyn Observer) -> Result<DriveOutcome> {
-        self.drive_with(id, observer, None).await
-    }
-
-    /// [`Engine::drive`], starting with `offer` handed to the agent: only a run that is attached
-    /// (waiting for its agent's next request) takes one; any other is skipped untouched.
-    pub(super) async fn drive_with<'a>(
-        &'a self,
-        id: RunId,
-        observer: &'a dyn Observer,
-        offer: Option<&'a super::hooked::Offer>,
-    ) -> Result<DriveOutcome> {
         let row = runs::get(self.store.pool(), id).await?;
         let now = now_ms();
-        if offer.is_some() && row.state != RunState::Attached {
-            return Ok(skipped(&row, now));
-        }
         let holder_gone = row.owner.as_deref().is_some_and(crate::worker::is_gone);
         let (to, adopting, gone) = match claimable(&row, now, self.draining(), holder_gone) {
             Claimable::Yes { to, adopting, gone } => (to, adopting, gone),
@@ -101,6 +87,13 @@ impl Engine {
                 return Ok(outcome);
             }
         };
+        if let Some(reason) = self.held_elsewhere(&row).await {
+            // Another process runs the agent's session (a `reins run`, a worker): it is theirs.
+            return Ok(DriveOutcome::Skipped {
+                state: row.state,
+                reason,
+            });
+        }
         let why = if gone {
             "lost: its worker process is gone"
         } else {
@@ -210,20 +203,6 @@ impl Engine {
             }
             Err(StartError::Fatal(e)) => return Err(e),
         };
-        if let Some(offer) = offer {
-            drive.offer = Some(offer);
-            let taken = match drive.agent.external() {
-                Some(x) => x.take_request(&offer.request),
-                None => Err(crate::agent::AgentError::State(
-                    "this agent takes no requests from outside Reins".into(),
-                )),
-            };
-            if let Err(e) = taken {
-                // Nothing was asked yet: the run goes back to waiting for the agent.
-                let _ = drive.detach().await;
-                return Err(e.into());
-            }
-        }
         match drive.run().await {
             Ok(outcome) => Ok(outcome),
             Err(e) => {
@@ -251,6 +230,16 @@ impl Engine {
                 handled.or(Err(e))
             }
         }
+    }
+
+    /// Why run `row`'s agent cannot be driven here now (its session runs in another process).
+    pub(super) async fn held_elsewhere(&self, row: &RunRow) -> Option<String> {
+        if !crate::agent::has_sessions(&row.agent_kind) {
+            return None;
+        }
+        let spec = runs::spec(self.store.pool(), row.id).await.ok()?;
+        let spec = self.opened_text(&spec, "the run's plan").await.ok()?;
+        crate::agent::held_elsewhere(&row.agent_kind, &spec, &self.services(row))
     }
 
     /// Suspends a run this worker claimed but could not start driving.

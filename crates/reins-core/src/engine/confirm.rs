@@ -26,6 +26,8 @@ pub(super) struct EffectRecord<'s> {
     pub(super) action_hash: &'s str,
     pub(super) why: Option<&'s str>,
     pub(super) post: &'s [FileImage],
+    /// The call's arguments as it ran.
+    pub(super) ran: Option<&'s serde_json::Value>,
 }
 
 impl Drive<'_> {
@@ -41,7 +43,7 @@ impl Drive<'_> {
             Ok(summary) => (true, summary),
             Err(error) => (false, error),
         };
-        self.observe(e.seq, e.tool, ok, text).await?;
+        self.observe(e.seq, e.tool, ok, text, e.ran).await?;
         let (intent_status, step_status, kind) = if ok {
             for img in e.post {
                 self.cp.files.insert(img.path.clone(), img.sha256.clone());

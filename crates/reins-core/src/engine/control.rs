@@ -322,7 +322,7 @@ impl Engine {
         };
         let ws = Workspace::open(std::path::Path::new(&row.workspace))
             .map_err(|e| Error::Invalid(e.to_string()))?;
-        let new_run = self.create_script_run(&plan, &ws).await?;
+        let new_run = self.create_run(&plan.new_run(), &ws).await?;
         let from = row.state;
         if !from.is_terminal() {
             self.cancel(id, Some(&format!("started over as run {new_run}")))

@@ -9,11 +9,10 @@ use crate::checkpoint::{Checkpoint, Level, Meta};
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
-use crate::resume::SettledEffect;
 use crate::run::{RunEvent, RunState};
 use crate::step::StepKind;
 use crate::store::write::{Transition, Write};
-use crate::store::{attempts, audit, checkpoints, intents, runs, steps, StoreError};
+use crate::store::{audit, checkpoints, runs, steps, StoreError};
 use crate::workspace::Workspace;
 
 use super::stored;
@@ -39,17 +38,7 @@ impl From<StoreError> for StartError {
     }
 }
 
-/// What this attempt knows about the run's past, for the recovery summary it gives the agent.
-pub(super) struct Resumption {
-    /// The checkpoint this attempt resumed from.
-    pub from: Option<i64>,
-    /// Why the run had stopped before this attempt.
-    pub stopped_because: Option<String>,
-    /// Effects the previous attempt left unsettled, and how they were settled.
-    pub settled: Vec<SettledEffect>,
-    /// Orphan processes of earlier attempts this one ended.
-    pub ended_processes: Vec<String>,
-}
+pub(super) use super::recover::{settled_by_person, stopped_because, Resumption};
 
 /// Resolves once the run must stop at its next safe point (see [`Drive::stopping`]), looked at
 /// every quarter second, and the run's own row read once a second (a pause or a cancellation
@@ -98,19 +87,29 @@ pub(super) struct Drive<'a> {
     pub(super) resumed: Resumption,
     /// When this attempt began (ms): what the journal holds from before it, an earlier attempt did.
     pub(super) started_at: i64,
-    /// The API key, once looked up in this attempt.
-    pub(super) api_key: Option<crate::keys::Secret>,
-    /// Token counts of context parts already counted in this attempt (see `think.rs`).
-    pub(super) token_counts: super::think::TokenCounts,
+    /// What the harness serves the agent with in this attempt, by what the agent can do.
+    pub(super) served: Served,
     /// Proves ownership in every commit (its fence) and remembers the audit chain's head.
     owner: audit::Owner,
     /// Keeps the lease alive in the background and reports what it sees.
     heartbeat: Heartbeat,
+}
+
+/// What the harness serves an agent with during one attempt, by capability: model calls for an
+/// agent that thinks (its API key, the token counts), the MCP servers of one that offers tools,
+/// and the outside requests of one that takes them.
+#[derive(Default)]
+pub(super) struct Served {
+    /// The API key, once looked up in this attempt.
+    pub(super) api_key: Option<crate::keys::Secret>,
+    /// Token counts of context parts already counted in this attempt (see `think.rs`).
+    pub(super) token_counts: super::think::TokenCounts,
     /// The run's MCP servers, started for this attempt (see `mcp.rs`).
     pub(super) mcp: Option<crate::mcp::Hub>,
-    /// A request from an agent outside Reins this drive was started to decide (see `hooked.rs`):
-    /// it learns the seq of the step that decides it.
-    pub(super) offer: Option<&'a super::hooked::Offer>,
+    /// The outside request handed to the agent and not yet tied to a move (`take.rs`).
+    pub(super) request: Option<String>,
+    /// Outside requests taken, marked so with the drive's next commit.
+    pub(super) taken: std::sync::Mutex<Vec<Write>>,
 }
 
 impl<'a> Drive<'a> {
@@ -253,10 +252,7 @@ impl<'a> Drive<'a> {
             journal_through,
             resumed,
             started_at: now_ms(),
-            api_key: None,
-            token_counts: Default::default(),
-            mcp: None,
-            offer: None,
+            served: Served::default(),
             e,
             obs,
             run: row.id,
@@ -293,8 +289,10 @@ impl<'a> Drive<'a> {
             if let Some(outcome) = self.safe_point().await? {
                 return Ok(outcome);
             }
+            let takes_requests = self.hand_request().await?;
             // An agent waiting on something outside Reins (an external agent mid-turn) is
-            // interrupted when the run must stop here: the next safe point then stops it.
+            // interrupted when the run must stop here: the next safe point then stops it. One
+            // that takes outside requests is handed one that arrives meanwhile.
             let watch = self.heartbeat.watch();
             let next = tokio::select! {
                 next = self.agent.next(self.obs) => next,
@@ -305,7 +303,12 @@ impl<'a> Drive<'a> {
                     self.record_accounts().await?;
                     continue;
                 }
+                () = super::take::request_arrives(self.e, self.run), if takes_requests => continue,
             };
+            // The outside request the agent was handed is taken with this move: by the step it
+            // proposes, or only recorded.
+            let seq = matches!(next, Ok(Move::Call { .. })).then_some(self.cp.next_step);
+            self.tie_request(seq);
             let started = self.agent.external().and_then(|x| x.take_started());
             if let Some((pid, command)) = started {
                 if let Err(e) = self.e.track_pid(self.run, self.cp.next_step, pid, &command).await {
@@ -325,12 +328,7 @@ impl<'a> Drive<'a> {
                 Move::Think(input) => self.think(input).await?,
                 Move::Ask { question } => self.ask(question).await?,
                 Move::Prompt { text } => self.brief(text).await?,
-                Move::Call { call, why } => {
-                    if let Some(offer) = self.offer.take() {
-                        offer.decided_by(self.cp.next_step);
-                    }
-                    self.step(call, why, None).await?
-                }
+                Move::Call { call, why } => self.step(call, why, None).await?,
                 Move::Bound { call, permission } => {
                     self.step(call, None, Some(permission)).await?
                 }
@@ -339,6 +337,7 @@ impl<'a> Drive<'a> {
                 }
                 Move::Fail { reason } => return self.finish(RunState::Failed, &reason).await,
                 Move::Suspend { reason } => return self.suspend(&reason).await,
+                Move::Detach if self.more_requests().await? => continue,
                 Move::Detach => return self.detach().await,
             };
             if let Some(outcome) = stopped {
@@ -350,6 +349,9 @@ impl<'a> Drive<'a> {
     /// Commits `change` as this worker, renewing the lease when less than half of it is left (the
     /// heartbeat normally keeps it longer).
     pub(super) async fn commit(&self, mut change: Change) -> Result<Applied> {
+        if let Ok(mut taken) = self.served.taken.lock() {
+            change.rows.extend(taken.drain(..));
+        }
         let now = now_ms();
         let watch = self.heartbeat.watch();
         if watch.until() - now < self.e.lease_ms / 2 {
@@ -555,45 +557,4 @@ impl<'a> Drive<'a> {
             summary: summary.into(),
         })
     }
-}
-
-/// Why the run had stopped before this attempt: its last error, else the previous attempt's
-/// outcome (a resume clears the run's reason).
-async fn stopped_because(e: &Engine, row: &runs::RunRow) -> Result<Option<String>> {
-    let previous_outcome = attempts::list(e.store.pool(), row.id)
-        .await?
-        .into_iter()
-        .rev()
-        .nth(1)
-        .and_then(|a| a.outcome);
-    Ok(match (&row.last_error, previous_outcome) {
-        (Some(e), _) => Some(e.clone()),
-        (None, Some(outcome)) if outcome.starts_with("lost") => {
-            Some("its worker stopped (crashed, killed or frozen) mid-run".into())
-        }
-        (None, Some(outcome)) => Some(outcome),
-        (None, None) => None,
-    })
-}
-
-/// Effects a person decided since the run's previous attempt began (`reins resolve`).
-async fn settled_by_person(e: &Engine, run: RunId) -> Result<Vec<SettledEffect>> {
-    let attempts = attempts::list(e.store.pool(), run).await?;
-    let since = match attempts.iter().rev().nth(1) {
-        Some(previous) => previous.started_at,
-        None => return Ok(Vec::new()),
-    };
-    Ok(intents::settled_since(e.store.pool(), run, since)
-        .await?
-        .into_iter()
-        .filter_map(|i| {
-            let how = i.settled_by.clone()?;
-            how.contains("a person").then_some(SettledEffect {
-                step: i.step_seq,
-                tool: i.tool,
-                status: i.status.as_str().into(),
-                how,
-            })
-        })
-        .collect())
 }

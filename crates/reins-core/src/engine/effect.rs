@@ -69,6 +69,7 @@ impl Drive<'_> {
             action_hash: rec.action_hash,
             why: rec.why,
             post,
+            ran: Some(&rec.action.call().args),
         };
         // 9. Confirm (confirm.rs): what happened, or what the disk proves did not.
         match (action, &plan) {
@@ -159,6 +160,7 @@ impl Drive<'_> {
             action_hash: rec.action_hash,
             why: rec.why,
             post: &plan.post,
+            ran: Some(&rec.action.call().args),
         };
         self.settle_effect(done, Ok("allowed: the agent makes this change itself"))
             .await

@@ -106,7 +106,7 @@ impl Drive<'_> {
         if let Some(t) = self.agent.tools() {
             t.offer_tools(hub.catalog());
         }
-        self.mcp = Some(hub);
+        self.served.mcp = Some(hub);
         Ok(None)
     }
 
@@ -141,6 +141,7 @@ impl Drive<'_> {
             args.get("tool").and_then(|v| v.as_str()).unwrap_or(""),
         );
         let offered = self
+            .served
             .mcp
             .as_ref()
             .and_then(|h| h.catalog().find(server, tool))
@@ -158,7 +159,7 @@ impl Drive<'_> {
 
     /// Step 8 for an MCP call: the server's answer, or why there is none.
     pub(super) async fn call_mcp(&mut self, call: &McpCall) -> std::result::Result<String, String> {
-        let Some(mut hub) = self.mcp.take() else {
+        let Some(mut hub) = self.served.mcp.take() else {
             return Err(format!(
                 "this run has no MCP server `{}` running",
                 call.server
@@ -166,7 +167,7 @@ impl Drive<'_> {
         };
         let outcome = hub.call(call).await;
         self.track_mcp(&mut hub).await;
-        self.mcp = Some(hub);
+        self.served.mcp = Some(hub);
         outcome
     }
 }

@@ -51,7 +51,7 @@ mod drive;
 mod effect;
 mod heartbeat;
 mod history;
-mod hooked;
+mod requests;
 mod intent;
 mod mcp;
 mod park;
@@ -65,13 +65,16 @@ mod retry;
 mod reuse;
 mod rollback;
 mod sealing;
+mod take;
+mod work;
 mod settle;
 pub mod stored;
 mod think;
 
 pub use control::{Control, ResumeMode};
 pub use decision::{ApproveRequest, Decided, EditedAction};
-pub use hooked::Offer;
+pub use requests::OutsideOutcome;
+pub use work::WorkSummary;
 pub use crate::progress::{DriveOutcome, Observer, Progress, Silent};
 pub use question::MAX_TEXT as MAX_ANSWER;
 pub use resolve::Resolved;
@@ -159,11 +162,6 @@ impl Engine {
         self
     }
 
-    /// The `reins` program and the dirs it is started with (external agents' memory server,
-    /// headless Claude Code's hook); None when it is not known.
-    pub fn reins_program(&self) -> Option<&crate::agent::acp::MemoryServer> {
-        self.memory_server.as_ref()
-    }
 
     pub fn secrets(&self) -> &Arc<dyn crate::keys::SecretStore> {
         &self.secrets

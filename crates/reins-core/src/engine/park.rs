@@ -48,6 +48,17 @@ impl Drive<'_> {
         })
     }
 
+    /// How long this step's card may wait: the policy's review timeout, or less when the agent
+    /// says so (a headless session started with a review deadline).
+    fn review_timeout_ms(&mut self) -> i64 {
+        let policy = self.e.policy.review_timeout_ms();
+        let agent = self.agent.external().and_then(|x| x.review_deadline());
+        match agent.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)) {
+            Some(ms) => ms.min(policy),
+            None => policy,
+        }
+    }
+
     /// Parks the step for review. `supersedes` names an approval this one replaces, and why.
     pub(super) async fn park(
         &mut self,
@@ -84,7 +95,7 @@ impl Drive<'_> {
             policy: self.e.policy.version(),
             status: Status::Pending,
             created_at: now,
-            expires_at: now + self.e.policy.review_timeout_ms(),
+            expires_at: now + self.review_timeout_ms(),
             decided_at: None,
             decided_by: None,
             note: None,

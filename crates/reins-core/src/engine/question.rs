@@ -118,7 +118,7 @@ impl Drive<'_> {
                 &format!("the answer to step {}", step.seq),
             )
             .await?;
-        self.observe(step.seq, TOOL, true, &answer).await?;
+        self.observe(step.seq, TOOL, true, &answer, None).await?;
         self.complete(
             step.seq,
             TOOL,

@@ -85,7 +85,8 @@ impl Drive<'_> {
         result: &str,
         summary: &str,
     ) -> Result<()> {
-        self.observe(rec.seq, rec.tool, ok, result).await?;
+        self.observe(rec.seq, rec.tool, ok, result, Some(&rec.action.call().args))
+            .await?;
         self.complete(rec.seq, rec.tool, rec.action_hash, status, result, summary);
         let checkpoint = self.checkpoint(
             Level::Step,
@@ -156,6 +157,7 @@ impl Drive<'_> {
         tool: &str,
         ok: bool,
         output: &str,
+        ran: Option<&serde_json::Value>,
     ) -> Result<()> {
         let artifact = if output.len() > crate::agent::ARTIFACT_BYTES {
             Some(self.e.blobs.put(output.as_bytes()).await?)
@@ -167,6 +169,7 @@ impl Drive<'_> {
             tool: tool.into(),
             ok,
             output: output.into(),
+            ran: ran.cloned(),
             artifact,
         });
         Ok(())

@@ -14,6 +14,10 @@ use crate::workspace::fingerprint::{self, ChangeKind, Fingerprint};
 
 use super::commit::Change;
 use super::drive::Drive;
+use super::Engine;
+use crate::ids::RunId;
+use crate::resume::SettledEffect;
+use crate::store::{attempts, runs};
 use super::Progress;
 
 impl Drive<'_> {
@@ -255,4 +259,57 @@ impl super::Engine {
         .await?;
         Ok(())
     }
+}
+
+/// Why the run had stopped before this attempt: its last error, else the previous attempt's
+/// outcome (a resume clears the run's reason).
+pub(super) async fn stopped_because(e: &Engine, row: &runs::RunRow) -> Result<Option<String>> {
+    let previous_outcome = attempts::list(e.store.pool(), row.id)
+        .await?
+        .into_iter()
+        .rev()
+        .nth(1)
+        .and_then(|a| a.outcome);
+    Ok(match (&row.last_error, previous_outcome) {
+        (Some(e), _) => Some(e.clone()),
+        (None, Some(outcome)) if outcome.starts_with("lost") => {
+            Some("its worker stopped (crashed, killed or frozen) mid-run".into())
+        }
+        (None, Some(outcome)) => Some(outcome),
+        (None, None) => None,
+    })
+}
+
+/// Effects a person decided since the run's previous attempt began (`reins resolve`).
+pub(super) async fn settled_by_person(e: &Engine, run: RunId) -> Result<Vec<SettledEffect>> {
+    let attempts = attempts::list(e.store.pool(), run).await?;
+    let since = match attempts.iter().rev().nth(1) {
+        Some(previous) => previous.started_at,
+        None => return Ok(Vec::new()),
+    };
+    Ok(intents::settled_since(e.store.pool(), run, since)
+        .await?
+        .into_iter()
+        .filter_map(|i| {
+            let how = i.settled_by.clone()?;
+            how.contains("a person").then_some(SettledEffect {
+                step: i.step_seq,
+                tool: i.tool,
+                status: i.status.as_str().into(),
+                how,
+            })
+        })
+        .collect())
+}
+
+/// What this attempt knows about the run's past, for the recovery summary it gives the agent.
+pub(super) struct Resumption {
+    /// The checkpoint this attempt resumed from.
+    pub from: Option<i64>,
+    /// Why the run had stopped before this attempt.
+    pub stopped_because: Option<String>,
+    /// Effects the previous attempt left unsettled, and how they were settled.
+    pub settled: Vec<SettledEffect>,
+    /// Orphan processes of earlier attempts this one ended.
+    pub ended_processes: Vec<String>,
 }

@@ -55,7 +55,8 @@ impl Drive<'_> {
             }
         }
         let ok = decide::reused_ok(prev.status);
-        self.observe(seq, &prev.tool, ok, &result).await?;
+        self.observe(seq, &prev.tool, ok, &result, Some(&call.args))
+            .await?;
         let summary = match Action::parse(call, &self.ws) {
             Ok(a) if ok && a.effect_class() == EffectClass::Pure => tools::describe(&a, &result),
             _ => one_line(&result),

@@ -93,7 +93,7 @@ impl Drive<'_> {
         let mut items = Vec::new();
         let mut messages_of: HashMap<String, Arc<[Message]>> = HashMap::new();
         for part in input.parts {
-            let (item, messages, digest) = item_of(part, &counter, &mut self.token_counts);
+            let (item, messages, digest) = item_of(part, &counter, &mut self.served.token_counts);
             if let Some(d) = digest {
                 messages_of.insert(format!("{}#digest", item.id), d);
             }
@@ -209,13 +209,13 @@ impl Drive<'_> {
         let Some(name) = name else {
             return Ok(None);
         };
-        if let Some(k) = &self.api_key {
+        if let Some(k) = &self.served.api_key {
             return Ok(Some(k.clone()));
         }
         let key = crate::keys::get_blocking(std::sync::Arc::clone(self.e.secrets()), name)
             .await?
             .ok_or_else(|| crate::keys::KeyError::Missing(name.to_owned()))?;
-        self.api_key = Some(key.clone());
+        self.served.api_key = Some(key.clone());
         Ok(Some(key))
     }
 

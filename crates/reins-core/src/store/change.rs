@@ -63,25 +63,12 @@ impl Change {
         self
     }
 
-    pub fn events(mut self, events: impl IntoIterator<Item = Event>) -> Self {
-        self.events.extend(events);
-        self
-    }
-
-    pub fn moving(mut self, transition: Transition) -> Self {
-        self.transition = Some(transition);
-        self
-    }
 
     pub fn announcing(mut self, announce: Announce) -> Self {
         self.announce = Some(announce);
         self
     }
 
-    pub fn ending_attempt(mut self, outcome: impl Into<String>) -> Self {
-        self.end_attempt = Some(outcome.into());
-        self
-    }
 }
 
 impl Store {

@@ -17,6 +17,11 @@ impl StoreError {
             _ => FailureClass::Permanent,
         }
     }
+
+    /// Whether the database is out of reach for now (restarting, the network): wait and try again.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Sqlx(_)) && self.class() == FailureClass::Transient
+    }
 }
 
 fn sqlx_class(e: &sqlx::Error) -> FailureClass {

@@ -37,7 +37,8 @@ pub mod requests;
 pub mod retries;
 pub mod runs;
 pub mod scan;
-pub mod schema;
+#[cfg(test)]
+mod schema;
 pub mod sealed;
 pub mod steps;
 mod postgres;
@@ -260,9 +261,6 @@ impl Store {
         &self.pool
     }
 
-    pub fn dialect(&self) -> Dialect {
-        self.dialect
-    }
 
     /// Whether other machines share this store (a team's PostgreSQL), rather than this machine
     /// alone having it (its SQLite file): their workers, reviewers and events are in it too.

@@ -7,7 +7,8 @@ use agent_client_protocol::JsonRpcMessage as _;
 use serde_json::Value;
 
 use super::requests::Handled;
-use super::{AcpAgent, Services, Sessions, Spec};
+use super::{AcpAgent, Services, Spec};
+use crate::agent::Sessions;
 use crate::agent::Move;
 
 /// What Reins made of one message.

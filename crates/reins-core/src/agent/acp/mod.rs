@@ -35,7 +35,7 @@ mod updates;
 mod vendors;
 #[cfg(any(test, feature = "internals"))]
 pub use landing::Landed;
-use super::{Services, Sessions};
+use super::Services;
 pub use requests::Handled;
 use requests::{Asked, Permitted, Terminal};
 use session::{Incoming, Process};
@@ -95,6 +95,18 @@ impl Spec {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
+
+    /// A run of this agent, as it is created, with the keys it is given named.
+    pub fn new_run(&self) -> super::NewRun {
+        super::NewRun {
+            kind: KIND,
+            version: VERSION,
+            name: self.name.clone(),
+            goal: self.goal.clone(),
+            spec: self.to_json(),
+            keys: self.env.values().cloned().collect(),
+        }
+    }
 }
 
 /// How an external agent starts Reins' memory server (`reins mcp serve --run RUN`).
@@ -104,6 +116,8 @@ pub struct MemoryServer {
     pub program: std::path::PathBuf,
     pub data_dir: std::path::PathBuf,
     pub config_dir: std::path::PathBuf,
+    /// The policy file, when it is not `policy.toml` in the config dir.
+    pub policy_file: Option<std::path::PathBuf>,
 }
 
 pub use crate::action::mcp::MEMORY_SERVER_NAME;

@@ -9,6 +9,8 @@
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
+use crate::agent::{Answer, Asked, Outside};
+
 /// Largest hook input read.
 pub const MAX_INPUT_BYTES: usize = 10 * 1024 * 1024;
 
@@ -166,41 +168,145 @@ impl Input {
     }
 }
 
-/// What Reins answers a `PreToolUse` hook.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Answer {
-    /// Let the call run; `input` replaces the tool's input when a person edited it.
-    Allow { reason: String, input: Option<Value> },
-    /// Block it; Claude Code's model reads the reason.
-    Deny { reason: String },
-    /// Let Claude Code ask for permission: a headless session's card waits in Reins' inbox, and
-    /// Claude Code's ask comes to Reins on its control channel, where the card answers it.
-    Ask { reason: String },
+/// The hook's stdout for Reins' answer to a `PreToolUse`.
+pub fn output(answer: &Answer) -> Value {
+    let mut out = json!({"hookEventName": "PreToolUse"});
+    let (decision, reason) = match answer {
+        Answer::Allow { reason, input } => {
+            if let Some(input) = input {
+                out["updatedInput"] = input.clone();
+            }
+            ("allow", reason)
+        }
+        Answer::Deny { reason } => ("deny", reason),
+        Answer::Ask { reason } => ("ask", reason),
+    };
+    out["permissionDecision"] = decision.into();
+    out["permissionDecisionReason"] = reason.clone().into();
+    json!({ "hookSpecificOutput": out })
 }
 
-impl Answer {
-    /// The hook's stdout.
-    pub fn to_json(&self) -> Value {
-        let mut out = json!({"hookEventName": "PreToolUse"});
-        match self {
-            Answer::Allow { reason, input } => {
-                out["permissionDecision"] = "allow".into();
-                out["permissionDecisionReason"] = reason.clone().into();
-                if let Some(input) = input {
-                    out["updatedInput"] = input.clone();
-                }
-            }
-            Answer::Deny { reason } => {
-                out["permissionDecision"] = "deny".into();
-                out["permissionDecisionReason"] = reason.clone().into();
-            }
-            Answer::Ask { reason } => {
-                out["permissionDecision"] = "ask".into();
-                out["permissionDecisionReason"] = reason.clone().into();
+/// One hook call as a request of the session's run. `headless`: the hook Reins gives a session it
+/// runs headless (`reins run --claude`): it judges every call, and when a person must decide it
+/// answers "ask" as soon as the card is in the inbox, so Claude Code asks on its control channel,
+/// where the card answers it. Such a session is recorded from its stream, so the hooks a user
+/// installed record nothing for it.
+pub async fn outside(text: &str, headless: bool) -> Result<Outside, InputError> {
+    let input = Input::parse(text)?;
+    let runs_headless =
+        std::env::var(super::HEADLESS_ENV).ok().as_deref() == Some(input.session_id.as_str());
+    let spec = super::Spec {
+        session_id: input.session_id.clone(),
+        cwd: input.cwd.clone(),
+        headless: None,
+    };
+    let ignored = (runs_headless && !headless)
+        || (headless && input.hook_event_name != Event::PreToolUse);
+    let to_value = |r: &super::Request| {
+        serde_json::to_value(r).map_err(|e| InputError(e.to_string()))
+    };
+    let asked = match input.hook_event_name {
+        _ if ignored => Asked::Nothing,
+        Event::PreToolUse => {
+            let why = match input.transcript_path.as_deref() {
+                Some(p) => super::transcript::tail_for(std::path::Path::new(p), input.tool_use_id.as_deref())
+                    .await
+                    .why(),
+                None => None,
+            };
+            let report = input.report();
+            // A headless session started again asks for the call whose card a person decided
+            // meanwhile: that card answers it on the channel.
+            let carried = headless
+                .then(|| std::env::var(super::CARRIED_ENV).ok()?.parse::<i64>().ok())
+                .flatten();
+            let request = to_value(&super::Request::Pre {
+                tool_use_id: input.call_id(),
+                call: crate::action::ToolCall {
+                    tool: crate::action::permission::TOOL.into(),
+                    args: report.clone(),
+                },
+                why,
+            })?;
+            Asked::Decide {
+                request,
+                args: report,
+                same: same_call,
+                wait: !headless,
+                carried,
             }
         }
-        json!({ "hookSpecificOutput": out })
+        Event::PostToolUse => Asked::Record {
+            request: to_value(&super::Request::Post {
+                detail: post_detail(&input),
+            })?,
+        },
+        Event::SessionEnd => Asked::End {
+            request: to_value(&super::Request::End {
+                ok: true,
+                summary: session_ended(input.reason.as_deref()),
+                usage: Value::Null,
+            })?,
+        },
+    };
+    Ok(Outside {
+        session: spec.new_run(),
+        workspace: std::path::PathBuf::from(&input.cwd),
+        asked,
+    })
+}
+
+/// Whether a call proposed earlier (`proposed`, its step's arguments) is the call `asked` reports.
+pub fn same_call(proposed: &Value, asked: &Value) -> bool {
+    proposed["rawInput"] == asked["rawInput"] && proposed["title"] == asked["title"]
+}
+
+/// A session run's last words, from Claude Code's reason for ending it.
+fn session_ended(reason: Option<&str>) -> String {
+    let why = match reason {
+        Some("prompt_input_exit") => "the person left Claude Code",
+        Some("clear") => "the person cleared the conversation (/clear)",
+        Some("logout") => "the person logged out",
+        Some("resume") => "the person switched to another session (/resume)",
+        Some("bypass_permissions_disabled") => "bypass-permissions mode was turned off",
+        _ => "Claude Code exited",
+    };
+    format!("The Claude Code session ended: {why}.")
+}
+
+/// What a `PostToolUse` tells: the tool, whether it worked, and for a file tool the file's hash now.
+pub fn post_detail(input: &Input) -> Value {
+    let response = input.tool_response.clone().unwrap_or(Value::Null);
+    let ok = !(response.get("is_error").and_then(Value::as_bool) == Some(true)
+        || response.get("error").is_some_and(|e| !e.is_null())
+        || response.get("success").and_then(Value::as_bool) == Some(false));
+    let mut detail = json!({
+        "toolUseId": input.call_id(),
+        "tool": input.tool_name,
+        "ok": ok,
+    });
+    let file = ["file_path", "notebook_path"]
+        .into_iter()
+        .find_map(|k| input.tool_input.get(k).and_then(Value::as_str));
+    if let Some(path) = file {
+        detail["path"] = path.into();
+        if matches!(
+            input.tool_name.as_str(),
+            "Write" | "Edit" | "MultiEdit" | "NotebookEdit"
+        ) {
+            detail["sha256"] = match std::fs::read(path) {
+                Ok(bytes) => crate::digest::Digest::of(&bytes).to_string().into(),
+                Err(_) => Value::Null,
+            };
+        }
     }
+    if let Some(code) = response
+        .get("exitCode")
+        .or_else(|| response.get("exit_code"))
+    {
+        detail["exitCode"] = code.clone();
+    }
+    detail
 }
 
 #[cfg(test)]
@@ -293,13 +399,13 @@ mod tests {
 
     #[test]
     fn the_answer_is_claude_codes_pre_tool_use_output() {
-        let a = Answer::Allow { reason: "approved".into(), input: Some(json!({"command": "ls"})) };
-        assert_eq!(a.to_json()["hookSpecificOutput"]["permissionDecision"], "allow");
-        assert_eq!(a.to_json()["hookSpecificOutput"]["updatedInput"]["command"], "ls");
-        let d = Answer::Deny { reason: "no".into() }.to_json();
+        let a = output(&Answer::Allow { reason: "approved".into(), input: Some(json!({"command": "ls"})) });
+        assert_eq!(a["hookSpecificOutput"]["permissionDecision"], "allow");
+        assert_eq!(a["hookSpecificOutput"]["updatedInput"]["command"], "ls");
+        let d = output(&Answer::Deny { reason: "no".into() });
         assert_eq!(d["hookSpecificOutput"]["permissionDecisionReason"], "no");
         assert!(d["hookSpecificOutput"].get("updatedInput").is_none());
-        let a = Answer::Ask { reason: "a card waits".into() }.to_json();
+        let a = output(&Answer::Ask { reason: "a card waits".into() });
         assert_eq!(a["hookSpecificOutput"]["permissionDecision"], "ask");
     }
 }

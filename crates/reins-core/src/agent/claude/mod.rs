@@ -1,24 +1,32 @@
-//! Claude Code under Reins, through its hooks: Claude Code runs in the user's terminal, and before
-//! each tool call its `PreToolUse` hook (`reins hook claude-code`) asks Reins. The session is a run
-//! of this kind with no loop of its own: each hook hands its request to a drive of the run
-//! (an offer), the agent proposes it as an `agent.permission` step — judged as the
-//! action it reports, by the same classifier, rules, grants and reviews as any other — and the run
-//! goes back to waiting, attached, for the next one. `PostToolUse` is recorded as the agent's
-//! account of what happened.
+//! Claude Code under Reins. Two ways in, one agent:
+//! - **Its hooks**: Claude Code runs in the user's terminal, and before each tool call its
+//!   `PreToolUse` hook (`reins hook claude-code`) asks Reins. The hook writes its request as a row
+//!   of the session's run (`store::requests`); whoever drives the run hands it to this agent, which
+//!   proposes it as an `agent.permission` step — judged as the action it reports, by the same
+//!   classifier, rules, grants and reviews as any other — and the run goes back to waiting,
+//!   attached, for the next one. The hook reads the step's outcome. `PostToolUse` is recorded as
+//!   the agent's account of what happened.
+//! - **Headless** (`reins run --claude GOAL`): this agent starts `claude -p` on its stream-json
+//!   channel ([`headless`]) and the engine drives it like an ACP agent: a `can_use_tool` ask is a
+//!   move, and the answer goes out in `observe`. Reins' own hook judges every call first, even
+//!   those Claude Code would let through; its requests reach this agent as rows while it runs.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Account, Agent, AgentError, External, Move, Observation};
-use crate::progress::Observer;
+use super::{Account, Agent, AgentError, External, Move, NewRun, Observation, Services};
 use crate::action::ToolCall;
+use crate::progress::{Observer, Progress};
 
+mod headless;
 pub mod hook;
 pub mod notebook;
 pub mod settings;
 pub mod stream;
 pub mod transcript;
+
+pub use headless::{held_elsewhere, AFTER_REVIEW, CARRIED_ENV, HEADLESS_ENV};
 
 pub const KIND: &str = "claude-code";
 pub const VERSION: &str = "1";
@@ -29,14 +37,14 @@ pub const VERSION: &str = "1";
 pub struct Spec {
     pub session_id: String,
     pub cwd: String,
-    /// How a headless session is started again (`reins run --claude`); none for a session in the
+    /// How Reins starts a headless session (`reins run --claude`); none for a session in the
     /// user's terminal, which only its hooks report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub headless: Option<Headless>,
 }
 
-/// What a worker needs to start a headless session again once a person decided its card: the
-/// program and the names of what it is given — never a key itself.
+/// What Reins needs to start a headless session, and to start it again once a person decided its
+/// card: the program and the names of what it is given — never a key itself.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Headless {
@@ -51,6 +59,12 @@ pub struct Headless {
     /// How long one ask waits for a decision, in seconds.
     #[serde(default)]
     pub review_deadline_s: Option<u64>,
+    /// The session exists already (`reins run --resume`): it is started with `--resume`.
+    #[serde(default)]
+    pub resumed: bool,
+    /// The task, for a new session.
+    #[serde(default)]
+    pub goal: String,
 }
 
 impl Spec {
@@ -73,9 +87,93 @@ impl Spec {
     pub fn run_name(session_id: &str) -> String {
         format!("Claude Code session {session_id}")
     }
+
+    /// The session's run as it is created, if none of it is open.
+    pub fn new_run(&self) -> NewRun {
+        NewRun {
+            kind: KIND,
+            version: VERSION,
+            name: Self::run_name(&self.session_id),
+            goal: format!("Claude Code session {} in {}", self.session_id, self.cwd),
+            spec: self.to_json(),
+            keys: self
+                .headless
+                .iter()
+                .flat_map(|h| h.env.values().cloned())
+                .collect(),
+        }
+    }
 }
 
-/// What a hook hands the run.
+/// A headless session to start or resume (`reins run --claude GOAL`, `--resume SESSION`).
+#[derive(Clone, Debug, Default)]
+pub struct Start {
+    /// The task; required for a new session, and what a resumed one is told next.
+    pub goal: Option<String>,
+    /// The session to resume.
+    pub resume: Option<String>,
+    /// The `claude` program [default: `claude` on PATH].
+    pub program: Option<std::path::PathBuf>,
+    /// Environment variables set from the keyring: variable → key name.
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Environment variables passed through from Reins' own environment, by name.
+    pub pass_env: Vec<String>,
+    /// How long one permission ask waits for a decision before it is denied.
+    pub review_deadline: Option<std::time::Duration>,
+}
+
+impl Start {
+    /// The session's spec in `cwd` (a folder already opened), and what a resumed session is told
+    /// next, if anything.
+    pub fn spec(self, cwd: &std::path::Path) -> Result<(Spec, Option<Request>), AgentError> {
+        let session = match &self.resume {
+            Some(id) => {
+                if id.is_empty()
+                    || id.len() > 200
+                    || !id
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+                {
+                    return Err(AgentError::Invalid(format!(
+                        "{id:?} is not a Claude Code session id"
+                    )));
+                }
+                id.clone()
+            }
+            None => uuid::Uuid::new_v4().to_string(),
+        };
+        let goal = self.goal.filter(|g| !g.trim().is_empty());
+        if goal.is_none() && self.resume.is_none() {
+            return Err(AgentError::Invalid("give Claude Code a goal".into()));
+        }
+        let asked = self.program.unwrap_or_else(|| "claude".into());
+        let program = headless::find_program(&asked).ok_or_else(|| {
+            AgentError::Invalid(format!(
+                "Claude Code (`{}`) is not installed here: `npm i -g @anthropic-ai/claude-code`, or say --claude-program PATH",
+                asked.display()
+            ))
+        })?;
+        let told = match (&self.resume, &goal) {
+            (Some(_), Some(text)) => Some(Request::Prompt { text: text.clone() }),
+            _ => None,
+        };
+        let spec = Spec {
+            session_id: session,
+            cwd: cwd.to_string_lossy().into_owned(),
+            headless: Some(Headless {
+                program: program.to_string_lossy().into_owned(),
+                env: self.env,
+                pass_env: self.pass_env,
+                review_deadline_s: self.review_deadline.map(|d| d.as_secs()),
+                resumed: self.resume.is_some(),
+                goal: goal.unwrap_or_default(),
+            }),
+        };
+        Ok((spec, told))
+    }
+}
+
+/// What a hook, or Reins itself, hands the session's run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(
     deny_unknown_fields,
@@ -94,13 +192,32 @@ pub enum Request {
     Post { detail: Value },
     /// The model's words between tool calls (a headless session's), for the timeline.
     Said { text: String },
-    /// The session's turn ended (headless): the run finishes with Claude Code's last words, and
-    /// the turn's token usage goes on the record.
+    /// The session's turn ended: the run finishes with Claude Code's last words, and the turn's
+    /// token usage goes on the record.
     End {
         ok: bool,
         summary: String,
         usage: Value,
     },
+    /// What a headless session is told when it is started again (`reins run --resume` with a
+    /// new task).
+    Prompt { text: String },
+}
+
+/// The decision on a call a hook asked: the same call asked again on a headless session's own
+/// channel (after the hook answered "ask") is answered with it, not decided twice.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Answered {
+    /// The step that decided it.
+    seq: i64,
+    /// The call's arguments (`kind`, `title`, `rawInput`).
+    args: Value,
+    allow: bool,
+    /// Why, for the model (a denial's reason).
+    reason: String,
+    /// The tool's input as a person edited it.
+    input: Option<Value>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -110,20 +227,66 @@ struct State {
     pending: Option<Request>,
     /// How many tool calls were decided in this session.
     decided: u64,
+    /// The headless channel's ask the pending call came from (its `request_id`), answered in
+    /// `observe`; none for a hook's.
+    #[serde(default)]
+    channel: Option<String>,
+    /// The last decision on a hook's call, for the channel's ask of the same call.
+    #[serde(default)]
+    answered: Option<Answered>,
+    /// A headless session was started (later starts resume it).
+    #[serde(default)]
+    started: bool,
+    /// What to tell a headless session when it is started again, if not the default.
+    #[serde(default)]
+    prompt: Option<String>,
+    /// Claude Code's last words, for a turn that ends without any.
+    #[serde(default)]
+    said: String,
 }
 
-pub struct HookedAgent {
+pub struct ClaudeAgent {
+    spec: Spec,
+    services: Option<Services>,
     state: State,
     accounts: Vec<Account>,
+    /// A headless session's process, while it lives in this process.
+    live: Option<headless::Live>,
+    /// Kept for this run's next attempt in this process (set when the run waits for a person).
+    keep: bool,
+    /// A process started and not yet reported to the harness (which records it for recovery).
+    started: Option<(u32, String)>,
 }
 
-impl HookedAgent {
-    /// The session's agent: it knows nothing but the request it is handed (the spec names the
-    /// session, for people and for finding the run).
-    pub fn new(_spec: Spec) -> Self {
+impl ClaudeAgent {
+    /// The session's agent; `services` are what a headless session needs to start Claude Code.
+    pub fn new(spec: Spec, services: Option<Services>) -> Self {
         Self {
+            spec,
+            services,
             state: State::default(),
             accounts: Vec::new(),
+            live: None,
+            keep: false,
+            started: None,
+        }
+    }
+
+    /// The decision `o` as the agent hears it: allowed (with the input as a person edited it), or
+    /// refused with the reason.
+    fn answered(&self, o: &Observation, args: &Value) -> Answered {
+        let edited = o
+            .ran
+            .as_ref()
+            .map(|ran| &ran["rawInput"])
+            .filter(|ran| !ran.is_null() && **ran != args["rawInput"])
+            .cloned();
+        Answered {
+            seq: o.seq,
+            args: args.clone(),
+            allow: o.ok,
+            reason: o.output.clone(),
+            input: edited,
         }
     }
 }
@@ -132,7 +295,7 @@ impl HookedAgent {
 pub const TOOL_RESULT: &str = "tool_result";
 
 #[async_trait]
-impl Agent for HookedAgent {
+impl Agent for ClaudeAgent {
     fn kind(&self) -> &'static str {
         KIND
     }
@@ -141,25 +304,47 @@ impl Agent for HookedAgent {
         VERSION
     }
 
-    async fn next(&mut self, _obs: &dyn Observer) -> Result<Move, AgentError> {
-        Ok(match &self.state.pending {
-            Some(Request::Pre { call, why, .. }) => Move::Call {
-                call: call.clone(),
-                why: why.clone(),
-            },
-            Some(Request::End { ok: true, summary, .. }) => Move::Finish {
-                summary: summary.clone(),
-            },
-            Some(Request::End { summary, .. }) => Move::Fail {
-                reason: format!("Claude Code's turn ended in an error: {summary}"),
-            },
-            Some(Request::Post { .. } | Request::Said { .. }) | None => Move::Detach,
-        })
+    async fn next(&mut self, obs: &dyn Observer) -> Result<Move, AgentError> {
+        match &self.state.pending {
+            Some(Request::Pre { call, why, .. }) => {
+                return Ok(Move::Call {
+                    call: call.clone(),
+                    why: why.clone(),
+                })
+            }
+            Some(Request::End { ok: true, summary, .. }) => {
+                return Ok(Move::Finish {
+                    summary: summary.clone(),
+                })
+            }
+            Some(Request::End { summary, .. }) => {
+                return Ok(Move::Fail {
+                    reason: format!("Claude Code's turn ended in an error: {summary}"),
+                })
+            }
+            Some(Request::Post { .. } | Request::Said { .. } | Request::Prompt { .. }) | None => {}
+        }
+        if self.spec.headless.is_none() {
+            return Ok(Move::Detach);
+        }
+        self.next_headless(obs).await
     }
 
-    fn observe(&mut self, _observation: &Observation) {
-        self.state.pending = None;
+    fn observe(&mut self, observation: &Observation) {
+        let Some(Request::Pre { call, .. }) = self.state.pending.take() else {
+            return;
+        };
         self.state.decided += 1;
+        let answered = self.answered(observation, &call.args);
+        match self.state.channel.take() {
+            Some(request_id) if self.adopt() => {
+                if let Some(live) = &self.live {
+                    live.answer(&request_id, &answered);
+                }
+            }
+            // The hook that asked reads the step; Claude Code may ask again on its channel.
+            _ => self.state.answered = Some(answered),
+        }
     }
 
     fn state(&self) -> Value {
@@ -182,19 +367,42 @@ impl Agent for HookedAgent {
     }
 }
 
-impl External for HookedAgent {
-    fn runs_outside(&self) -> bool {
-        true
+#[async_trait]
+impl External for ClaudeAgent {
+    async fn interrupt(&mut self) {}
+
+    fn keep_alive(&mut self) {
+        self.keep = true;
+    }
+
+    fn take_started(&mut self) -> Option<(u32, String)> {
+        self.started.take()
     }
 
     fn take_accounts(&mut self) -> Vec<Account> {
         std::mem::take(&mut self.accounts)
     }
 
+    fn runs_outside(&self) -> bool {
+        true
+    }
+
+    fn review_deadline(&self) -> Option<std::time::Duration> {
+        let secs = self.spec.headless.as_ref()?.review_deadline_s?;
+        Some(std::time::Duration::from_secs(secs))
+    }
+
+    fn wants_request(&self) -> bool {
+        !matches!(
+            self.state.pending,
+            Some(Request::Pre { .. } | Request::End { .. })
+        )
+    }
+
     fn take_request(&mut self, request: &Value) -> Result<(), AgentError> {
         let request: Request = serde_json::from_value(request.clone())
             .map_err(|e| AgentError::State(format!("a hook's request cannot be read: {e}")))?;
-        if let Some(Request::Pre { .. }) = &self.state.pending {
+        if !self.wants_request() {
             return Err(AgentError::State(
                 "the session's run is still deciding another tool call".into(),
             ));
@@ -205,6 +413,7 @@ impl External for HookedAgent {
                 detail,
             }),
             Request::Said { text } => self.accounts.extend(Account::message(&text)),
+            Request::Prompt { text } => self.state.prompt = Some(text),
             Request::End { ok, summary, usage } => {
                 if !usage.is_null() {
                     self.accounts.push(Account::Update {
@@ -218,48 +427,36 @@ impl External for HookedAgent {
                     usage: Value::Null,
                 });
             }
-            pre => self.state.pending = Some(pre),
+            pre @ Request::Pre { .. } => {
+                // A new call: an earlier decision no longer answers the channel.
+                self.state.answered = None;
+                self.state.channel = None;
+                self.state.pending = Some(pre);
+            }
         }
         Ok(())
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    fn pre() -> Value {
-        json!({"hook": "pre", "toolUseId": "t1", "why": "because",
-            "call": {"tool": "agent.permission", "args": {"kind": "read", "title": "Read"}}})
-    }
-
-    #[tokio::test]
-    async fn an_offered_call_is_proposed_until_it_is_observed_then_the_agent_detaches() {
-        let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into(), headless: None });
-        assert_eq!(a.next(&crate::progress::Silent).await.ok(), Some(Move::Detach));
-        a.take_request(&pre()).unwrap_or_else(|e| panic!("{e}"));
-        // Proposed again after a restore (a decision carried out by another process).
-        let saved = a.state();
-        let mut b = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into(), headless: None });
-        b.restore(&saved).unwrap_or_else(|e| panic!("{e}"));
-        for agent in [&mut a, &mut b] {
-            assert!(matches!(agent.next(&crate::progress::Silent).await, Ok(Move::Call { .. })));
-            assert!(agent.take_request(&pre()).is_err(), "a second call while one is decided");
-            agent.observe(&Observation { seq: 2, tool: "agent.permission".into(), ok: true, output: String::new(), artifact: None });
-            assert_eq!(agent.next(&crate::progress::Silent).await.ok(), Some(Move::Detach));
+impl Drop for ClaudeAgent {
+    /// A run waiting for a person keeps a headless session's process for its next attempt here;
+    /// otherwise the process and everything it started end with the attempt.
+    fn drop(&mut self) {
+        if let Some(live) = self.live.take() {
+            match &self.services {
+                Some(s) if self.keep => s.sessions.keep(s.run, Box::new(live)),
+                _ => drop(live),
+            }
         }
     }
-
-    #[tokio::test]
-    async fn a_post_tool_use_is_an_account_and_no_step() {
-        let mut a = HookedAgent::new(Spec { session_id: "s".into(), cwd: "/w".into(), headless: None });
-        a.take_request(&json!({"hook": "post", "detail": {"tool": "Write", "ok": true}}))
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(a.next(&crate::progress::Silent).await.ok(), Some(Move::Detach));
-        assert_eq!(a.take_accounts().len(), 1);
-        assert!(a.take_request(&json!({"hook": "other"})).is_err());
-        assert!(a.restore(&json!({"pending": null, "decided": 1, "extra": 1})).is_err());
-    }
 }
+
+/// Tells the person watching what Claude Code said.
+fn tell(obs: &dyn Observer, text: &str) {
+    obs.on(&Progress::Text {
+        text: format!("{}\n", text.trim_end()),
+    });
+}
+
+#[cfg(test)]
+mod tests;

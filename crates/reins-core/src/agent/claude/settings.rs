@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
+use crate::agent::AgentError;
+
 /// What marks a hook command as Reins'.
 pub const MARK: &str = " hook claude-code";
 /// Claude Code's longest hook timeout, in seconds: the hook answers before it (see the deadline).
@@ -231,6 +233,91 @@ pub fn uninstall(path: &Path) -> Result<Change, SettingsError> {
         after: if unchanged { before_text.clone() } else { after },
         before,
     })
+}
+
+/// Claude Code on this machine and Reins' hooks in one settings file, for the app's Settings.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub struct ClaudeHooksView {
+    /// Where `claude` is on `PATH`, if it is.
+    pub claude: Option<String>,
+    /// The settings file looked at.
+    pub file: String,
+    /// The command of Reins' hook there, when installed.
+    pub installed: Option<String>,
+}
+
+fn invalid(e: impl std::fmt::Display) -> AgentError {
+    AgentError::Invalid(e.to_string())
+}
+
+/// Claude Code on `PATH` and Reins' hooks in the settings of `scope`.
+pub fn hooks_view(scope: &Scope) -> Result<ClaudeHooksView, AgentError> {
+    let file = scope.file();
+    let installed = installed(&file).map_err(invalid)?;
+    let claude = super::headless::find_program(Path::new("claude")).map(|p| p.display().to_string());
+    Ok(ClaudeHooksView {
+        claude,
+        file: file.display().to_string(),
+        installed,
+    })
+}
+
+/// The scope a face names: a project folder (which must exist), or the user's.
+pub fn scope(project: Option<&str>) -> Result<Scope, AgentError> {
+    match project.map(str::trim).filter(|p| !p.is_empty()) {
+        None => user_scope(),
+        Some(dir) => {
+            let path = Path::new(dir);
+            if !path.is_absolute() {
+                return Err(invalid(format!(
+                    "the project folder must be an absolute path: {dir}"
+                )));
+            }
+            let dir = path
+                .canonicalize()
+                .map_err(|e| invalid(format!("the project folder {dir}: {e}")))?;
+            if !dir.is_dir() {
+                return Err(invalid(format!("{} is not a folder", dir.display())));
+            }
+            Ok(Scope::Project(dir))
+        }
+    }
+}
+
+/// The user's scope: `~/.claude/settings.json`.
+pub fn user_scope() -> Result<Scope, AgentError> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| Scope::User(PathBuf::from(h)))
+        .ok_or_else(|| invalid("HOME is not set: say --project DIR instead"))
+}
+
+/// Reins' hooks added to the settings of `scope`, running `command`: the change, not yet written.
+pub fn hooks_install(scope: &Scope, command: &str) -> Result<Change, AgentError> {
+    install(&scope.file(), command).map_err(invalid)
+}
+
+/// Reins' hooks taken out of the settings of `scope`: the change, not yet written.
+pub fn hooks_uninstall(scope: &Scope) -> Result<Change, AgentError> {
+    uninstall(&scope.file()).map_err(invalid)
+}
+
+/// Writes a change worked out by [`hooks_install`] or [`hooks_uninstall`].
+pub fn write(change: &Change) -> Result<(), AgentError> {
+    change.write().map_err(invalid)
+}
+
+/// The hook command a Reins with data dir `data_dir` installs: `program`, with that data dir.
+pub fn command(program: &Path, data_dir: &Path) -> String {
+    let quote = |s: &str| shell_words::quote(s).into_owned();
+    format!(
+        "{} --data-dir {}{}",
+        quote(&program.to_string_lossy()),
+        quote(&data_dir.to_string_lossy()),
+        MARK
+    )
 }
 
 #[cfg(test)]

@@ -91,6 +91,25 @@ fn words(content: &Value) -> Option<String> {
     })
 }
 
+/// The transcript's tail once it shows tool call `tool_use_id`: Claude Code may call the hook
+/// before the call's own entry, and the words before it, are on disk. Waits half a second at most;
+/// then the card does with what is there.
+pub async fn tail_for(path: &std::path::Path, tool_use_id: Option<&str>) -> Tail {
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    loop {
+        let text = tail_text(path);
+        let shown = match (&text, tool_use_id) {
+            (Some(t), Some(id)) => t.contains(id),
+            (_, None) => true,
+            (None, Some(_)) => false,
+        };
+        if shown || std::time::Instant::now() >= until {
+            return text.map(|t| of_lines(&t)).unwrap_or_default();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

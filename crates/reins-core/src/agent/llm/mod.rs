@@ -65,6 +65,21 @@ impl Spec {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
+
+    /// A run of the LLM agent with this spec, as it is created: its settings checked, and the keys
+    /// it and its MCP servers are given named.
+    pub fn new_run(&self) -> Result<super::NewRun, AgentError> {
+        self.settings.check().map_err(AgentError::Invalid)?;
+        let mcp_keys = self.mcp.iter().flat_map(|s| s.keys()).map(str::to_owned);
+        Ok(super::NewRun {
+            kind: KIND,
+            version: VERSION,
+            name: self.name.clone(),
+            goal: self.goal.clone(),
+            spec: self.to_json(),
+            keys: self.settings.key.iter().cloned().chain(mcp_keys).collect(),
+        })
+    }
 }
 
 /// A call the model made, waiting to be handed to the harness.

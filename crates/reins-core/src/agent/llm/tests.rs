@@ -62,6 +62,7 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
             tool: "fs.read".into(),
             ok: true,
             output: format!("content of {path}"),
+            ran: None,
             artifact: None,
         });
     }
@@ -97,6 +98,7 @@ async fn thinks_then_runs_each_call_then_finishes() -> anyhow::Result<()> {
         tool: "fs.list".into(),
         ok: true,
         output: "a\nb".into(),
+        ran: None,
         artifact: None,
     });
     assert!(matches!(a.next(&crate::progress::Silent).await?, Move::Think(_)));
@@ -166,6 +168,7 @@ async fn state_survives_a_restore_mid_turn() -> anyhow::Result<()> {
         tool: "ask_user".into(),
         ok: true,
         output: "the one in config/".into(),
+        ran: None,
         artifact: None,
     });
     let Move::Call { call, .. } = b.next(&crate::progress::Silent).await? else {
@@ -207,6 +210,7 @@ async fn history_is_written_once_and_rebuilds_the_same_conversation() -> anyhow:
             tool: "fs.read".into(),
             ok: true,
             output: "x".repeat(2000),
+            ran: None,
             artifact: None,
         });
         // What a checkpoint writes: the state, and the entries since the last one.

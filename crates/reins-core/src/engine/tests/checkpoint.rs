@@ -22,7 +22,7 @@ async fn a_checkpoint_over_one_mib_goes_to_the_blob_store_and_verifies() -> anyh
         goal: "g".into(),
         steps: Vec::new(),
     };
-    let run = engine.create_script_run(&plan, &ws).await?;
+    let run = engine.create_run(&plan.new_run(), &ws).await?;
 
     let big = Checkpoint {
         goal: "g".into(),

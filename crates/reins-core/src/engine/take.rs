@@ -1,0 +1,102 @@
+//! Handing an agent that takes outside requests (see `requests.rs`) the rows waiting for it: the
+//! oldest first, one at a time, each marked taken with the drive's next commit — by the step that
+//! decides it, or as only recorded.
+
+use serde_json::Value;
+
+use crate::error::Result;
+use crate::ids::RunId;
+use crate::store::requests;
+use crate::store::write::Write;
+
+use super::commit::Change;
+use super::drive::{Drive, Stop};
+use super::{DriveOutcome, Engine};
+use crate::checkpoint::Level;
+use crate::run::{RunEvent, RunState};
+use crate::store::write::Transition;
+
+/// How often a drive waiting on its agent looks for a new outside request when no commit of this
+/// process woke it (a hook runs in a process of its own).
+const LOOK: std::time::Duration = std::time::Duration::from_millis(50);
+
+impl Drive<'_> {
+    /// Hands the agent the oldest request nobody took, when it takes one now. Whether it takes
+    /// requests now: then the drive also waits for the next one while the agent decides its move.
+    pub(super) async fn hand_request(&mut self) -> Result<bool> {
+        let wants = |d: &mut Self| d.agent.external().is_some_and(|x| x.wants_request());
+        if !wants(self) || self.served.request.is_some() {
+            return Ok(wants(self));
+        }
+        let Some(row) = requests::oldest_open(self.e.store.pool(), self.run).await? else {
+            return Ok(true);
+        };
+        let body = self
+            .e
+            .opened_text(&row.body, "a request from outside")
+            .await?;
+        let taken = serde_json::from_str::<Value>(&body)
+            .map_err(|e| crate::agent::AgentError::State(e.to_string()))
+            .and_then(|v| match self.agent.external() {
+                Some(x) => x.take_request(&v),
+                None => Ok(()),
+            });
+        match taken {
+            Ok(()) => self.served.request = Some(row.id),
+            Err(e) => {
+                // Marked taken, as only recorded: its asker hears that it was not taken up.
+                tracing::warn!(run_id = %self.run, "a request from outside cannot be read: {e}");
+                self.served.request = Some(row.id);
+                self.tie_request(None);
+            }
+        }
+        Ok(wants(self))
+    }
+
+    /// Ties the request the agent was handed to its move: decided by step `seq`, or recorded.
+    pub(super) fn tie_request(&mut self, seq: Option<i64>) {
+        if let Some(id) = self.served.request.take() {
+            if let Ok(mut taken) = self.served.taken.lock() {
+                taken.push(Write::RequestTaken { id, seq });
+            }
+        }
+    }
+
+    /// Whether a request waits for the agent, which asks nothing else now: the drive goes on.
+    pub(super) async fn more_requests(&mut self) -> Result<bool> {
+        if !self.agent.external().is_some_and(|x| x.wants_request()) {
+            return Ok(false);
+        }
+        Ok(requests::oldest_open(self.e.store.pool(), self.run)
+            .await?
+            .is_some())
+    }
+}
+
+impl Drive<'_> {
+    /// The agent outside Reins asks nothing now: checkpoint what it knows, let go of the run, and
+    /// leave it attached, waiting for the agent's next request.
+    pub(super) async fn detach(&mut self) -> Result<DriveOutcome> {
+        let note = "waiting for the agent's next tool call".to_owned();
+        let change = Change::default().checkpoint(self.checkpoint(Level::Step, note.clone())?);
+        let stop = Stop {
+            transition: Transition::Moves(vec![RunEvent::Detach], None),
+            state: RunState::Attached,
+            message: note.clone(),
+            attempt: note,
+        };
+        self.stop(change, stop).await
+    }
+}
+
+/// Resolves once a request of run `run` waits to be taken: looked at after each commit of this
+/// process and every [`LOOK`] (another process's request is only seen by looking).
+pub(super) async fn request_arrives(e: &Engine, run: RunId) {
+    let mut changes = e.store.waiter();
+    loop {
+        if let Ok(Some(_)) = requests::oldest_open(e.store.pool(), run).await {
+            return;
+        }
+        changes.wait(LOOK).await;
+    }
+}
