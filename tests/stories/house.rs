@@ -277,8 +277,11 @@ const FLOORS: &[(&str, &[&str])] = &[
         "6 services over the store: every agent kind",
         &["memory", "mcp", "agent"],
     ),
-    ("7 driver: the drive", &["error", "audit", "engine"]),
-    ("8 door: what people can do", &["api"]),
+    (
+        "7 driver: the drive, and the settings kept between runs",
+        &["error", "audit", "engine", "settings"],
+    ),
+    ("8 door: what people can do, and what they are shown", &["view", "api"]),
 ];
 
 /// Where `room` sits: (floor, place on its floor).

@@ -38,8 +38,6 @@ impl Reins {
     }
 
     pub async fn audit_page(&self, req: &PageRequest) -> Result<AuditPage> {
-        let page = audit::query::page(self.store(), req).await?;
-        let names = audit::sentence::Lookup::of_rows(self.store(), &page.events).await?;
-        AuditPage::of(page, &names)
+        self.views().audit_page(req).await
     }
 }

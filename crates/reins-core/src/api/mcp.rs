@@ -1,6 +1,6 @@
 //! MCP servers a person registered by name (`mcp.toml` in the config dir), and what they offer.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::Reins;
 use crate::action::mcp::Hints;
 use crate::error::{Error, Result};
-use crate::mcp::{Hub, ServerSpec, SERVERS_FILE};
+use crate::mcp::{Hub, ServerSpec};
 
 /// A registered MCP server as the faces list it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -83,57 +83,9 @@ impl Reins {
         })
     }
 
-    fn mcp_file(&self) -> Result<PathBuf> {
-        Ok(crate::data_dir::config_dir()?.join(SERVERS_FILE))
-    }
-
-    /// The registered MCP servers, by name.
-    pub fn mcp_servers(&self) -> Result<Vec<ServerSpec>> {
-        Ok(crate::mcp::server::registered(&self.mcp_file()?)?)
-    }
-
-    /// Registers an MCP server under a new name. Its keys need not exist yet (a run checks).
-    pub fn add_mcp_server(&self, spec: ServerSpec) -> Result<()> {
-        Ok(crate::mcp::server::register(&self.mcp_file()?, spec)?)
-    }
-
-    /// Unregisters an MCP server; false when none had the name. Runs keep what they started with.
-    pub fn remove_mcp_server(&self, name: &str) -> Result<bool> {
-        Ok(crate::mcp::server::unregister(&self.mcp_file()?, name)?)
-    }
-
-    /// The registered servers named, in order, once each; an unknown name is an error naming them.
-    pub(crate) fn mcp_specs(&self, names: &[String]) -> Result<Vec<ServerSpec>> {
-        if names.is_empty() {
-            return Ok(Vec::new());
-        }
-        let all = self.mcp_servers()?;
-        let mut out: Vec<ServerSpec> = Vec::new();
-        for name in names {
-            if out.iter().any(|s| &s.name == name) {
-                continue;
-            }
-            match all.iter().find(|s| &s.name == name) {
-                Some(s) => out.push(s.clone()),
-                None => {
-                    let known: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-                    return Err(Error::Invalid(if known.is_empty() {
-                        format!("no MCP server named {name:?} is registered; `reins mcp add {name} -- PROGRAM ARGS…` registers one")
-                    } else {
-                        format!(
-                            "no MCP server named {name:?} is registered (registered: {})",
-                            known.join(", ")
-                        )
-                    }));
-                }
-            }
-        }
-        Ok(out)
-    }
-
     /// Starts a registered server as a run on `workspace` would, and lists its tools.
     pub async fn mcp_tools(&self, name: &str, workspace: &Path) -> Result<McpToolsView> {
-        let spec = self.mcp_specs(&[name.to_owned()])?;
+        let spec = crate::settings::runs::mcp_specs(&[name.to_owned()])?;
         let root = std::fs::canonicalize(workspace)
             .map_err(|e| Error::Invalid(format!("workspace {}: {e}", workspace.display())))?;
         let hub = Hub::start(&spec, &root, Arc::clone(self.engine.secrets()), None).await?;

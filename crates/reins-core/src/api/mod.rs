@@ -12,46 +12,41 @@ use crate::engine::Engine;
 use crate::policy::{Protected, RulePolicy};
 use crate::store::Store;
 
-mod agents;
-mod alerts;
 mod audit_log;
 mod devices;
-mod doctor;
-pub mod face;
 mod hooks;
 mod llm;
 mod mcp;
 mod memory;
 mod policy_view;
-mod provider;
 mod review;
 mod runs;
-mod team;
-mod types;
+mod settings;
 
 pub use crate::action::mcp::Hints as McpHints;
 pub use crate::agent::claude::{Start as ClaudeRunRequest, AFTER_REVIEW as CLAUDE_AFTER_REVIEW};
+pub use crate::engine::DoctorReport;
 pub use crate::engine::WorkSummary;
 pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
-pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
-pub use alerts::{save_alert_scope, saved_alert_scope, Alert, AlertScope, Alerts, ALERTS_FILE};
+pub use crate::settings::{save_alert_scope, saved_alert_scope, AlertScope, ALERTS_FILE};
+pub use crate::settings::{
+    save_team_database, saved_team_database, TeamCheck, TeamDatabase, TeamView, TEAM_FILE,
+};
+pub use crate::settings::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
+pub use crate::settings::{LlmRunRequest, MAX_TURNS_LIMIT};
+pub use crate::settings::{ModelServerCheck, ProviderDefaults};
+pub use crate::view::*;
 pub use devices::{DeviceView, PairedView, PairingView};
-pub use doctor::DoctorReport;
 pub use hooks::{
     claude_hooks_install, claude_hooks_uninstall, claude_hooks_view, claude_scope,
     claude_user_scope, write_settings, ClaudeHooksView, HookAnswer, HookOutcome, SettingsChange,
     SettingsScope, DEFAULT_HOOK_DEADLINE, MAX_HOOK_INPUT,
 };
-pub use llm::{ContextView, KeyStatus, LlmRunRequest, UsageView, MAX_TURNS_LIMIT};
+pub use llm::KeyStatus;
 pub use mcp::{McpServerView, McpToolView, McpToolsView};
 pub use policy_view::{PolicyState, ProtectedPlace, POLICY_POLL};
-pub use provider::{ModelServerCheck, ProviderDefaults};
 pub use review::{PolicyCheck, ProgramPowers};
 pub use runs::RunRequest;
-pub use team::{
-    save_team_database, saved_team_database, TeamCheck, TeamDatabase, TeamView, TEAM_FILE,
-};
-pub use types::*;
 
 // The vocabulary the door speaks, from the rooms that own it.
 pub use crate::action::{Action, ToolCall};
@@ -274,6 +269,11 @@ impl Reins {
         self.engine.store().close().await;
     }
 
+    /// Checks the database, the blob store, every run's checkpoints and the audit chain.
+    pub async fn doctor(&self) -> Result<DoctorReport> {
+        self.engine.doctor(self.data_dir.root()).await
+    }
+
     /// A blob by digest (a pre-image, an artifact), verified; None when it is not kept.
     pub async fn blob(&self, digest: &Digest) -> Result<Option<Vec<u8>>> {
         self.engine.blob(digest).await
@@ -281,5 +281,9 @@ impl Reins {
 
     fn store(&self) -> &Store {
         self.engine.store()
+    }
+
+    fn views(&self) -> crate::view::Views<'_> {
+        crate::view::Views::new(&self.engine)
     }
 }

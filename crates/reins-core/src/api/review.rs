@@ -8,12 +8,11 @@ use serde::Serialize;
 use super::{ActionView, ApprovalView, DecidedView, GrantView, Reins};
 use crate::action::{Action, ToolCall};
 use crate::approval::Status;
-use crate::engine::{ApproveRequest, Decided};
+use crate::engine::ApproveRequest;
 use crate::error::{Error, Result};
 use crate::ids::RunId;
 use crate::policy::{shell::Segment, Context, Decision, Risk};
-use crate::store::approvals::{self, ApprovalRow};
-use crate::store::grants;
+use crate::store::approvals;
 use crate::store::StoreError;
 use crate::workspace::Workspace;
 
@@ -40,71 +39,13 @@ impl Reins {
         status: Option<Status>,
         run: Option<RunId>,
     ) -> Result<Vec<ApprovalView>> {
-        self.engine.expire_due().await?;
-        let rows = approvals::list(self.store().pool(), status, run).await?;
-        // The cards' runs in one query: a thousand pending cards are a thousand runs.
-        let mut ids: Vec<RunId> = rows.iter().map(|r| r.run_id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        let runs: std::collections::HashMap<RunId, crate::store::runs::RunRow> =
-            crate::store::runs::get_many(self.store().pool(), &ids)
-                .await?
-                .into_iter()
-                .map(|r| (r.id, r))
-                .collect();
-        let mut views = Vec::with_capacity(rows.len());
-        for row in rows {
-            let run = match runs.get(&row.run_id) {
-                Some(run) => run.clone(),
-                None => crate::store::runs::get(self.store().pool(), row.run_id).await?,
-            };
-            views.push(self.view_with_run(row, &run).await?);
-        }
-        Ok(views)
-    }
-
-    /// The view of an approval, with the facts its context used resolved to their text now.
-    pub(super) async fn approval_view(&self, row: ApprovalRow) -> Result<ApprovalView> {
-        let run = crate::store::runs::get(self.store().pool(), row.run_id).await?;
-        self.view_with_run(row, &run).await
-    }
-
-    async fn view_with_run(
-        &self,
-        row: ApprovalRow,
-        run: &crate::store::runs::RunRow,
-    ) -> Result<ApprovalView> {
-        let facts = self.facts_by_id(row.context.memory.clone()).await?;
-        let agent = match &run.compat.external_agent {
-            Some(a) => a.label(),
-            None => run.agent_kind.clone(),
-        };
-        let mut view = ApprovalView::of(row, facts, agent);
-        // An external agent names files by absolute path: show them as the workspace's.
-        let root = format!("{}/", run.workspace.trim_end_matches('/'));
-        if let Some(rel) = view.subject.strip_prefix(&root) {
-            view.subject = rel.to_owned();
-        }
-        Ok(view)
+        self.views().approvals(status, run).await
     }
 
     /// One approval by id or unique prefix; a pending one is first checked against the disk, and
     /// if a file changed, the fresh approval that supersedes it is returned instead.
     pub async fn approval(&self, id: &str) -> Result<ApprovalView> {
-        self.engine.expire_due().await?;
-        let row = approvals::find(self.store().pool(), id)
-            .await?
-            .ok_or_else(|| StoreError::NotFound {
-                what: format!("approval {id}"),
-            })?;
-        if row.status == Status::Pending {
-            if let Some(new) = self.engine.refresh_approval(&row.id).await? {
-                if let Some(fresh) = approvals::get(self.store().pool(), &new).await? {
-                    return self.approval_view(fresh).await;
-                }
-            }
-        }
-        self.approval_view(row).await
+        self.views().approval(id).await
     }
 
     /// Exactly what an approval would run (the person's edit when there is one), with any secret
@@ -126,27 +67,12 @@ impl Reins {
 
     pub async fn approve(&self, id: &str, req: ApproveRequest) -> Result<DecidedView> {
         let decided = self.engine.approve(id, req).await?;
-        self.decided_view(decided).await
+        self.views().decided(decided).await
     }
 
     pub async fn reject(&self, id: &str, reason: &str, by: &str) -> Result<DecidedView> {
         let decided = self.engine.reject(id, reason, by).await?;
-        self.decided_view(decided).await
-    }
-
-    async fn decided_view(&self, d: Decided) -> Result<DecidedView> {
-        let Decided {
-            approval,
-            run,
-            run_state,
-            grant,
-        } = d;
-        Ok(DecidedView {
-            approval: self.approval_view(approval).await?,
-            run,
-            run_state,
-            grant: grant.map(GrantView::from),
-        })
+        self.views().decided(decided).await
     }
 
     /// Re-checks pending approvals against the disk (see `Engine::refresh_approval`) and expires
@@ -163,11 +89,7 @@ impl Reins {
     }
 
     pub async fn grants(&self) -> Result<Vec<GrantView>> {
-        Ok(grants::list(self.store().pool())
-            .await?
-            .into_iter()
-            .map(GrantView::from)
-            .collect())
+        self.views().grants().await
     }
 
     pub async fn revoke_grant(&self, id: &str) -> Result<GrantView> {

@@ -6,13 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{AcpRunRequest, LlmRunRequest};
-use super::{
-    AgentLogView, AttemptView, AuditEventView, IntentView, Recovery, Reins, RetryView, RunDetail,
-    RunSummary, RunView, StepView,
-};
+use super::{Reins, RunDetail, RunSummary};
 use crate::agent::claude::Start as ClaudeStart;
 use crate::agent::script::Plan;
-use crate::engine::stored;
+use crate::engine::stored::CheckpointSummary;
 use crate::engine::WorkSummary;
 use crate::engine::{
     Control, DriveOutcome, Observer, Progress, Resolved, ResumeMode, RollbackReport,
@@ -22,11 +19,8 @@ use crate::event::GcReport;
 use crate::ids::RunId;
 use crate::journal::Resolution;
 use crate::run::RunState;
-use crate::store::{self, audit, checkpoints, intents, runs};
+use crate::store::{self, audit, runs};
 use crate::workspace::Workspace;
-
-/// Bytes of an external agent's stderr log a run's detail shows.
-const AGENT_LOG_TAIL: usize = 8 * 1024;
 
 /// What a run is started for: its agent, and what that agent is asked.
 #[derive(Clone, Debug)]
@@ -253,93 +247,17 @@ impl Reins {
     }
 
     pub async fn runs(&self) -> Result<Vec<RunSummary>> {
-        Ok(runs::list(self.store().pool())
-            .await?
-            .into_iter()
-            .map(|(r, steps)| RunSummary::of(r, steps))
-            .collect())
+        self.views().runs().await
     }
 
     /// Every checkpoint of a run, read back, hashed and decoded: what `status` says is what is
     /// wrong with it, or "ok".
-    pub async fn checkpoints(&self, id: RunId) -> Result<Vec<stored::CheckpointSummary>> {
-        runs::get(self.store().pool(), id).await?;
-        let inspected = stored::inspect(self.store(), self.engine.blobs(), id).await?;
-        Ok(inspected.iter().map(|i| i.summary()).collect())
+    pub async fn checkpoints(&self, id: RunId) -> Result<Vec<CheckpointSummary>> {
+        self.views().checkpoints(id).await
     }
 
     pub async fn run_detail(&self, id: RunId) -> Result<RunDetail> {
-        let pool = self.store().pool();
-        let row = runs::get(pool, id).await?;
-        let events = audit::for_run(pool, id).await?;
-        let names = crate::audit::sentence::Lookup::of_rows(self.store(), &events).await?;
-        let attempts = store::attempts::list(pool, id).await?;
-        let inspected = stored::inspect(self.store(), self.engine.blobs(), id).await?;
-        let analysis = stored::analyse(self.store(), id, &inspected).await?;
-        let files = analysis
-            .point
-            .and_then(|p| inspected.iter().find(|i| i.seq == p))
-            .and_then(|i| i.payload.as_ref().ok())
-            .map(|cp| cp.files.clone())
-            .unwrap_or_default();
-        let mut approvals = Vec::new();
-        for a in store::approvals::list(pool, None, Some(id)).await? {
-            approvals.push(self.approval_view(a).await?);
-        }
-        let agent_log = match self.engine.agent_log(id) {
-            Some(path) => crate::stderr::read_tail(&path, AGENT_LOG_TAIL)
-                .map_err(|source| Error::Io {
-                    context: format!("reading the agent log {}", path.display()),
-                    source,
-                })?
-                .map(|tail| AgentLogView {
-                    path: path.display().to_string(),
-                    tail,
-                }),
-            None => None,
-        };
-        Ok(RunDetail {
-            agent_log,
-            run: RunView::from(row),
-            recovery_summary: attempts
-                .iter()
-                .rev()
-                .filter_map(|a| a.recovery.clone())
-                .find(crate::resume::RecoverySummary::interrupted),
-            attempts: attempts.into_iter().map(AttemptView::from).collect(),
-            retries: store::retries::list(pool, id)
-                .await?
-                .into_iter()
-                .map(RetryView::from)
-                .collect(),
-            steps: {
-                let mut steps: Vec<StepView> = store::steps::list(pool, id)
-                    .await?
-                    .into_iter()
-                    .map(StepView::from)
-                    .collect();
-                super::types::link_calls(&mut steps);
-                steps
-            },
-            checkpoints: inspected.iter().map(|i| i.summary()).collect(),
-            intents: intents::list(pool, id)
-                .await?
-                .into_iter()
-                .map(IntentView::from)
-                .collect(),
-            approvals,
-            recovery: Recovery {
-                point: analysis.point,
-                damage: analysis.damage,
-                pruned_through: checkpoints::pruned_through(pool, id).await?,
-            },
-            files,
-            audit_events: events.len(),
-            audit: events
-                .into_iter()
-                .map(|row| AuditEventView::read(row, &names))
-                .collect::<Result<_>>()?,
-        })
+        self.views().run_detail(id).await
     }
 
     pub async fn rollback(&self, id: RunId, to: i64, dry_run: bool) -> Result<RollbackReport> {

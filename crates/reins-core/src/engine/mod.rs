@@ -47,6 +47,7 @@ mod create;
 mod decide;
 mod decision;
 mod devices;
+mod doctor;
 mod drive;
 mod effect;
 mod heartbeat;
@@ -73,6 +74,7 @@ mod think;
 
 pub use control::{Control, ResumeMode};
 pub use decision::{ApproveRequest, Decided, EditedAction};
+pub use doctor::DoctorReport;
 pub use requests::OutsideOutcome;
 pub use work::WorkSummary;
 pub use crate::progress::{DriveOutcome, Observer, Progress, Silent};

@@ -12,7 +12,12 @@ use crate::run::RunState;
 use crate::store::approvals::ApprovalRow;
 use crate::store::grants::GrantRow;
 
-use super::ActionView;
+use super::{ActionView, Views};
+use crate::engine::Decided;
+use crate::error::Result;
+use crate::store::approvals;
+use crate::store::grants;
+use crate::store::StoreError;
 
 /// A profile fact an agent's context used, with its current text (None: deleted since).
 #[derive(Clone, Debug, Serialize)]
@@ -278,4 +283,102 @@ pub struct DecidedView {
     pub run: RunId,
     pub run_state: RunState,
     pub grant: Option<GrantView>,
+}
+
+impl Views<'_> {
+    /// Approvals, newest last; overdue ones are expired first (they fail closed).
+    pub async fn approvals(
+        &self,
+        status: Option<Status>,
+        run: Option<RunId>,
+    ) -> Result<Vec<ApprovalView>> {
+        self.e.expire_due().await?;
+        let rows = approvals::list(self.e.store().pool(), status, run).await?;
+        // The cards' runs in one query: a thousand pending cards are a thousand runs.
+        let mut ids: Vec<RunId> = rows.iter().map(|r| r.run_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let runs: std::collections::HashMap<RunId, crate::store::runs::RunRow> =
+            crate::store::runs::get_many(self.e.store().pool(), &ids)
+                .await?
+                .into_iter()
+                .map(|r| (r.id, r))
+                .collect();
+        let mut views = Vec::with_capacity(rows.len());
+        for row in rows {
+            let run = match runs.get(&row.run_id) {
+                Some(run) => run.clone(),
+                None => crate::store::runs::get(self.e.store().pool(), row.run_id).await?,
+            };
+            views.push(self.view_with_run(row, &run).await?);
+        }
+        Ok(views)
+    }
+
+    /// The view of an approval, with the facts its context used resolved to their text now.
+    pub(crate) async fn approval_view(&self, row: ApprovalRow) -> Result<ApprovalView> {
+        let run = crate::store::runs::get(self.e.store().pool(), row.run_id).await?;
+        self.view_with_run(row, &run).await
+    }
+
+    async fn view_with_run(
+        &self,
+        row: ApprovalRow,
+        run: &crate::store::runs::RunRow,
+    ) -> Result<ApprovalView> {
+        let facts = self.facts_by_id(row.context.memory.clone()).await?;
+        let agent = match &run.compat.external_agent {
+            Some(a) => a.label(),
+            None => run.agent_kind.clone(),
+        };
+        let mut view = ApprovalView::of(row, facts, agent);
+        // An external agent names files by absolute path: show them as the workspace's.
+        let root = format!("{}/", run.workspace.trim_end_matches('/'));
+        if let Some(rel) = view.subject.strip_prefix(&root) {
+            view.subject = rel.to_owned();
+        }
+        Ok(view)
+    }
+
+    /// One approval by id or unique prefix; a pending one is first checked against the disk, and
+    /// if a file changed, the fresh approval that supersedes it is returned instead.
+    pub async fn approval(&self, id: &str) -> Result<ApprovalView> {
+        self.e.expire_due().await?;
+        let row = approvals::find(self.e.store().pool(), id)
+            .await?
+            .ok_or_else(|| StoreError::NotFound {
+                what: format!("approval {id}"),
+            })?;
+        if row.status == Status::Pending {
+            if let Some(new) = self.e.refresh_approval(&row.id).await? {
+                if let Some(fresh) = approvals::get(self.e.store().pool(), &new).await? {
+                    return self.approval_view(fresh).await;
+                }
+            }
+        }
+        self.approval_view(row).await
+    }
+
+    pub async fn decided(&self, d: Decided) -> Result<DecidedView> {
+        let Decided {
+            approval,
+            run,
+            run_state,
+            grant,
+        } = d;
+        Ok(DecidedView {
+            approval: self.approval_view(approval).await?,
+            run,
+            run_state,
+            grant: grant.map(GrantView::from),
+        })
+    }
+
+    pub async fn grants(&self) -> Result<Vec<GrantView>> {
+        Ok(grants::list(self.e.store().pool())
+            .await?
+            .into_iter()
+            .map(GrantView::from)
+            .collect())
+    }
 }

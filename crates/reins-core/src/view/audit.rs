@@ -7,6 +7,8 @@ use crate::error::Result;
 use crate::store::audit::AuditRow;
 use crate::store::StoreError;
 
+use super::Views;
+
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(feature = "specta", derive(specta::Type))]
@@ -90,5 +92,14 @@ impl AuditPage {
                 .collect::<Result<_>>()?,
             next,
         })
+    }
+}
+
+impl Views<'_> {
+    /// A page of the log, each event in a sentence.
+    pub async fn audit_page(&self, req: &crate::audit::PageRequest) -> Result<AuditPage> {
+        let page = crate::audit::query::page(self.e.store(), req).await?;
+        let names = Lookup::of_rows(self.e.store(), &page.events).await?;
+        AuditPage::of(page, &names)
     }
 }

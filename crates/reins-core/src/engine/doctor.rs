@@ -2,9 +2,8 @@
 
 use serde::Serialize;
 
-use super::Reins;
+use super::{stored, Engine};
 use crate::digest::Digest;
-use crate::engine::stored;
 use crate::error::Result;
 use crate::store::{self, checkpoints, intents, runs, Store};
 
@@ -36,10 +35,10 @@ pub struct DoctorReport {
     pub sealed: String,
 }
 
-impl Reins {
+impl Engine {
     /// How this process hears of changes (see [`DoctorReport::wake_ups`]). A listener still
     /// connecting (the process has just started) is given two seconds.
-    pub(super) async fn wake_ups(&self) -> &'static str {
+    pub async fn wake_ups(&self) -> &'static str {
         use crate::store::wake::Listening;
         for _ in 0..40 {
             match self.store().listening() {
@@ -51,10 +50,11 @@ impl Reins {
         "polling"
     }
 
-    /// Checks the database, the blob store, every run's checkpoints and the audit chain.
-    pub async fn doctor(&self) -> Result<DoctorReport> {
+    /// Checks the database, the blob store, every run's checkpoints and the audit chain of the
+    /// data dir at `data_dir`.
+    pub async fn doctor(&self, data_dir: &std::path::Path) -> Result<DoctorReport> {
         let pool = self.store().pool();
-        let blobs = self.engine.blobs();
+        let blobs = self.blobs();
         let integrity = self.store().integrity_check().await?;
         let mut corrupt = Vec::new();
         let mut bytes = 0;
@@ -88,7 +88,7 @@ impl Reins {
         referenced.dedup();
         let mut missing = Vec::new();
         for digest in &referenced {
-            if self.engine.blob(digest).await?.is_none() {
+            if self.blob(digest).await?.is_none() {
                 missing.push(digest.to_string());
             }
         }
@@ -114,7 +114,7 @@ impl Reins {
         let (sealed_rows, sample) = store::sealed::sample(pool).await?;
         let sealed = match sample {
             None => "ok".to_owned(),
-            Some(text) => match self.engine.reveal_text(&text).await {
+            Some(text) => match self.reveal_text(&text).await {
                 Ok(_) => "ok".to_owned(),
                 Err(e) => e.to_string(),
             },
@@ -130,7 +130,7 @@ impl Reins {
             && schema_version == supported_schema;
         Ok(DoctorReport {
             healthy,
-            data_dir: self.data_dir.root().display().to_string(),
+            data_dir: data_dir.display().to_string(),
             database: self.store().path().display().to_string(),
             schema_version,
             supported_schema,

@@ -21,7 +21,10 @@ use crate::store::retries::RetryRow;
 use crate::store::runs::RunRow;
 use crate::store::steps::StepRow;
 
-use super::{ApprovalView, AuditEventView};
+use super::{ApprovalView, AuditEventView, Views};
+use crate::engine::stored;
+use crate::error::{Error, Result};
+use crate::store::{self, audit, checkpoints, intents, runs};
 
 /// A call as proposed: the tool and its arguments.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -430,4 +433,99 @@ pub struct AgentLogView {
     pub path: String,
     /// Its last lines (at most 8 KiB), secrets redacted before they were written.
     pub tail: String,
+}
+
+/// Bytes of an external agent's stderr log a run's detail shows.
+const AGENT_LOG_TAIL: usize = 8 * 1024;
+
+impl Views<'_> {
+    pub async fn runs(&self) -> Result<Vec<RunSummary>> {
+        Ok(runs::list(self.e.store().pool())
+            .await?
+            .into_iter()
+            .map(|(r, steps)| RunSummary::of(r, steps))
+            .collect())
+    }
+
+    /// Every checkpoint of a run, read back, hashed and decoded: what `status` says is what is
+    /// wrong with it, or "ok".
+    pub async fn checkpoints(&self, id: RunId) -> Result<Vec<CheckpointSummary>> {
+        runs::get(self.e.store().pool(), id).await?;
+        let inspected = stored::inspect(self.e.store(), self.e.blobs(), id).await?;
+        Ok(inspected.iter().map(|i| i.summary()).collect())
+    }
+
+    pub async fn run_detail(&self, id: RunId) -> Result<RunDetail> {
+        let pool = self.e.store().pool();
+        let row = runs::get(pool, id).await?;
+        let events = audit::for_run(pool, id).await?;
+        let names = crate::audit::sentence::Lookup::of_rows(self.e.store(), &events).await?;
+        let attempts = store::attempts::list(pool, id).await?;
+        let inspected = stored::inspect(self.e.store(), self.e.blobs(), id).await?;
+        let analysis = stored::analyse(self.e.store(), id, &inspected).await?;
+        let files = analysis
+            .point
+            .and_then(|p| inspected.iter().find(|i| i.seq == p))
+            .and_then(|i| i.payload.as_ref().ok())
+            .map(|cp| cp.files.clone())
+            .unwrap_or_default();
+        let mut approvals = Vec::new();
+        for a in store::approvals::list(pool, None, Some(id)).await? {
+            approvals.push(self.approval_view(a).await?);
+        }
+        let agent_log = match self.e.agent_log(id) {
+            Some(path) => crate::stderr::read_tail(&path, AGENT_LOG_TAIL)
+                .map_err(|source| Error::Io {
+                    context: format!("reading the agent log {}", path.display()),
+                    source,
+                })?
+                .map(|tail| AgentLogView {
+                    path: path.display().to_string(),
+                    tail,
+                }),
+            None => None,
+        };
+        Ok(RunDetail {
+            agent_log,
+            run: RunView::from(row),
+            recovery_summary: attempts
+                .iter()
+                .rev()
+                .filter_map(|a| a.recovery.clone())
+                .find(crate::resume::RecoverySummary::interrupted),
+            attempts: attempts.into_iter().map(AttemptView::from).collect(),
+            retries: store::retries::list(pool, id)
+                .await?
+                .into_iter()
+                .map(RetryView::from)
+                .collect(),
+            steps: {
+                let mut steps: Vec<StepView> = store::steps::list(pool, id)
+                    .await?
+                    .into_iter()
+                    .map(StepView::from)
+                    .collect();
+                super::link_calls(&mut steps);
+                steps
+            },
+            checkpoints: inspected.iter().map(|i| i.summary()).collect(),
+            intents: intents::list(pool, id)
+                .await?
+                .into_iter()
+                .map(IntentView::from)
+                .collect(),
+            approvals,
+            recovery: Recovery {
+                point: analysis.point,
+                damage: analysis.damage,
+                pruned_through: checkpoints::pruned_through(pool, id).await?,
+            },
+            files,
+            audit_events: events.len(),
+            audit: events
+                .into_iter()
+                .map(|row| AuditEventView::read(row, &names))
+                .collect::<Result<_>>()?,
+        })
+    }
 }

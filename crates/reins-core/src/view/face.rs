@@ -4,7 +4,10 @@
 
 use serde::Deserialize;
 
-use super::{ApproveRequest, EditedAction, Error, Result, RunId, Scope};
+use crate::approval::{Scope, Status as ApprovalStatus};
+use crate::engine::{ApproveRequest, EditedAction};
+use crate::error::{Error, Result};
+use crate::ids::RunId;
 
 fn invalid(message: impl Into<String>) -> Error {
     Error::Invalid(message.into())
@@ -127,9 +130,9 @@ pub fn reason(text: &str) -> Result<String> {
 }
 
 /// An approval status filter; None is `pending`.
-pub fn approval_status(status: Option<&str>) -> Result<super::ApprovalStatus> {
+pub fn approval_status(status: Option<&str>) -> Result<ApprovalStatus> {
     let status = status.unwrap_or("pending");
-    super::ApprovalStatus::parse(status)
+    ApprovalStatus::parse(status)
         .ok_or_else(|| invalid(format!("no approval status {status:?}")))
 }
 

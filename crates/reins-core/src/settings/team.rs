@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use super::Reins;
+use super::Settings;
 use crate::error::{Error, Result};
 
 /// The file, in the config dir, that names the app's team database.
@@ -84,7 +84,7 @@ pub struct TeamView {
     /// The name this machine goes by in runs and decisions (`REINS_HOST`, else the host name).
     pub machine: String,
     /// What this machine's tray and notifications cover.
-    pub alerts: super::AlertScope,
+    pub alerts: super::alerts::AlertScope,
 }
 
 /// Whether a team database can be reached, before switching to it.
@@ -140,30 +140,7 @@ pub fn save_team_database(db: Option<&TeamDatabase>) -> Result<Option<TeamDataba
     Ok(Some(db))
 }
 
-impl Reins {
-    /// Whether this process works on a shared team database (not this machine's own file).
-    pub fn shared(&self) -> bool {
-        self.store().shared()
-    }
-
-    /// The name this machine goes by in runs and decisions.
-    pub fn this_machine(&self) -> String {
-        crate::worker::host_name()
-    }
-
-    /// What the Team database panel shows.
-    pub async fn team_view(&self) -> Result<TeamView> {
-        let connected = self.shared().then(|| self.database().display().to_string());
-        Ok(TeamView {
-            connected,
-            saved: saved_team_database()?,
-            from_environment: std::env::var_os("REINS_DATABASE_URL").is_some_and(|v| !v.is_empty()),
-            wake_ups: self.wake_ups().await.into(),
-            machine: self.this_machine(),
-            alerts: super::alerts::saved_alert_scope()?,
-        })
-    }
-
+impl Settings<'_> {
     /// Connects to `db` (its password from the keyring when it names an entry) and reads its
     /// schema version, changing nothing there.
     pub async fn check_team_database(&self, db: &TeamDatabase) -> Result<TeamCheck> {
@@ -178,7 +155,7 @@ impl Reins {
         let url = match &db.password_key {
             None => db.url.clone(),
             Some(name) => {
-                match crate::keys::get_blocking(std::sync::Arc::clone(self.engine.secrets()), name)
+                match crate::keys::get_blocking(std::sync::Arc::clone(self.e.secrets()), name)
                     .await
                 {
                     Ok(Some(password)) => crate::store::with_password(&db.url, password.expose())?,

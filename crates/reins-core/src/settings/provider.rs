@@ -3,9 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Reins;
+use super::Settings;
 use crate::error::{Error, Result};
-use crate::provider::{Client, Settings, DEFAULT_BASE_URL, DEFAULT_MODEL};
+use crate::provider::{Client, Settings as ModelSettings, DEFAULT_BASE_URL, DEFAULT_MODEL};
 use crate::store::change::Change;
 use crate::store::write::Write;
 use crate::store::{audit, audit::Actor, memory as table};
@@ -64,7 +64,7 @@ pub struct ModelServerCheck {
     pub problem: Option<String>,
 }
 
-impl Reins {
+impl Settings<'_> {
     /// Asks the model server at `base_url` (default: the provider setting) for its models.
     pub async fn check_model_server(&self, base_url: Option<String>) -> Result<ModelServerCheck> {
         let defaults = self.provider_defaults().await?;
@@ -80,7 +80,7 @@ impl Reins {
         };
         let key = match &defaults.key {
             Some(name) => {
-                match crate::keys::get_blocking(std::sync::Arc::clone(self.engine.secrets()), name)
+                match crate::keys::get_blocking(std::sync::Arc::clone(self.e.secrets()), name)
                     .await
                 {
                     Ok(Some(k)) => Some(k),
@@ -98,11 +98,11 @@ impl Reins {
             }
             None => None,
         };
-        let settings = Settings {
+        let settings = ModelSettings {
             base_url,
             model: model.clone(),
             timeout_s: 10,
-            ..Settings::default()
+            ..ModelSettings::default()
         };
         let client = match Client::new(settings, key) {
             Ok(c) => c,
@@ -132,7 +132,7 @@ impl Reins {
         Ok(check)
     }
     pub async fn provider_defaults(&self) -> Result<ProviderDefaults> {
-        let pool = self.store().pool();
+        let pool = self.e.store().pool();
         Ok(ProviderDefaults {
             base_url: table::setting(pool, BASE_URL)
                 .await?
@@ -168,7 +168,7 @@ impl Reins {
                 })
                 .collect()
         }));
-        self.store().apply(None, change, None).await?;
+        self.e.store().apply(None, change, None).await?;
         self.provider_defaults().await
     }
 }
