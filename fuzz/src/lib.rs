@@ -277,6 +277,7 @@ pub fn acp(data: &[u8]) {
                     tool: call.tool.clone(),
                     ok: line.len() % 2 == 0,
                     output: "decided by the fuzzer".into(),
+                    ran: None,
                     artifact: None,
                 });
             }

@@ -281,7 +281,10 @@ const FLOORS: &[(&str, &[&str])] = &[
         "7 driver: the drive, and the settings kept between runs",
         &["error", "audit", "engine", "settings"],
     ),
-    ("8 door: what people can do, and what they are shown", &["view", "api"]),
+    (
+        "8 door: what people can do, and what they are shown",
+        &["view", "api"],
+    ),
 ];
 
 /// Where `room` sits: (floor, place on its floor).

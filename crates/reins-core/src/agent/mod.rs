@@ -249,8 +249,20 @@ pub struct Services {
     pub sessions: Arc<Sessions>,
     /// Where the agent's stderr is logged (bounded); none: kept in memory only.
     pub log: Option<std::path::PathBuf>,
-    /// Reins' memory server, offered to the agent in its session; none: not offered.
-    pub memory: Option<acp::MemoryServer>,
+    /// How the agent starts Reins again (its memory server, its hook); none: it cannot.
+    pub reins: Option<ReinsProgram>,
+}
+
+/// How an agent Reins runs starts Reins itself again: the memory server an external agent is
+/// offered (`reins mcp serve`), the hook a headless Claude Code is given (`reins hook`).
+#[derive(Clone, Debug)]
+pub struct ReinsProgram {
+    /// The `reins` program.
+    pub program: std::path::PathBuf,
+    pub data_dir: std::path::PathBuf,
+    pub config_dir: std::path::PathBuf,
+    /// The policy file, when it is not `policy.toml` in the config dir.
+    pub policy_file: Option<std::path::PathBuf>,
 }
 
 /// What a run is created with, whatever its agent: the agent's kind and version, the run's name
@@ -376,6 +388,27 @@ pub fn build(
             Some(services.clone()),
         ))),
         other => Err(AgentError::UnknownKind(other.to_owned())),
+    }
+}
+
+/// The keyring entries a run's agent of `kind` with `spec` is given (none when the spec does not
+/// read: it names nothing Reins could look up).
+pub fn keys_of(kind: &str, spec: &str) -> Vec<String> {
+    let new = match kind {
+        acp::KIND => acp::Spec::from_json(spec).map(|s| s.new_run()).ok(),
+        llm::KIND => llm::Spec::from_json(spec).ok().and_then(|s| s.new_run().ok()),
+        claude::KIND => claude::Spec::from_json(spec).map(|s| s.new_run()).ok(),
+        _ => None,
+    };
+    new.map(|n| n.keys).unwrap_or_default()
+}
+
+/// The run a run of an agent of `kind` with `spec` starts over as, from its original input; None
+/// when its kind cannot start over (an external agent's work is not a plan to replay).
+pub fn start_over(kind: &str, spec: &str) -> Result<Option<NewRun>, AgentError> {
+    match kind {
+        script::KIND => Ok(Some(script::Plan::from_json(spec)?.new_run())),
+        _ => Ok(None),
     }
 }
 

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::Reins;
-use crate::agent::llm::Spec;
 use crate::error::Result;
 use crate::ids::RunId;
 use crate::keys::{KeyError, Secret};
@@ -80,10 +79,10 @@ impl Reins {
 
     /// Key names runs in this data dir refer to (for `reins keys status`).
     pub async fn key_names_in_use(&self) -> Result<Vec<String>> {
-        let specs = runs::specs_of_kind(self.store().pool(), crate::agent::llm::KIND).await?;
+        let specs = runs::specs(self.store().pool()).await?;
         let mut names: Vec<String> = specs
             .iter()
-            .filter_map(|s| Spec::from_json(s).ok()?.settings.key)
+            .flat_map(|(kind, spec)| crate::agent::keys_of(kind, spec))
             .collect();
         names.sort();
         names.dedup();

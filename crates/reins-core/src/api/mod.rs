@@ -230,7 +230,7 @@ impl Reins {
         }
         if let Some(program) = options.memory_server {
             let default_policy = config_dir.join("policy.toml");
-            engine = engine.with_memory_server(crate::agent::acp::MemoryServer {
+            engine = engine.with_reins_program(crate::agent::ReinsProgram {
                 program,
                 data_dir: data_dir.root().to_owned(),
                 config_dir: config_dir.clone(),

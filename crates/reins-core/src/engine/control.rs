@@ -308,21 +308,18 @@ impl Engine {
                 row.state
             )));
         }
-        let plan = match row.agent_kind.as_str() {
-            agent::script::KIND => agent::script::Plan::from_json(
-                &self
-                    .opened_text(&runs::spec(self.store.pool(), id).await?, "the run's plan")
-                    .await?,
-            )?,
-            other => {
-                return Err(Error::Conflict(format!(
-                    "run {id}: cannot start over an agent of kind {other:?}"
-                )))
-            }
+        let spec = self
+            .opened_text(&runs::spec(self.store.pool(), id).await?, "the run's plan")
+            .await?;
+        let Some(new) = agent::start_over(&row.agent_kind, &spec)? else {
+            return Err(Error::Conflict(format!(
+                "run {id}: cannot start over an agent of kind {:?}",
+                row.agent_kind
+            )));
         };
         let ws = Workspace::open(std::path::Path::new(&row.workspace))
             .map_err(|e| Error::Invalid(e.to_string()))?;
-        let new_run = self.create_run(&plan.new_run(), &ws).await?;
+        let new_run = self.create_run(&new, &ws).await?;
         let from = row.state;
         if !from.is_terminal() {
             self.cancel(id, Some(&format!("started over as run {new_run}")))

@@ -102,7 +102,7 @@ pub struct Engine {
     /// Where external agents' stderr logs go (`<run>.log`); none: kept in memory only.
     agent_logs: Option<std::path::PathBuf>,
     /// How external agents reach the profile memory over MCP; none: they do not.
-    memory_server: Option<crate::agent::acp::MemoryServer>,
+    reins_program: Option<crate::agent::ReinsProgram>,
     /// Workspaces on other machines this worker can reach (team mode).
     reach: Arc<crate::worker::Reach>,
 }
@@ -123,14 +123,14 @@ impl Engine {
             sealer: Arc::new(crate::seal::Sealer::new(keyring)),
             sessions: Arc::new(crate::agent::Sessions::new()),
             agent_logs: None,
-            memory_server: None,
+            reins_program: None,
             reach: Arc::default(),
         }
     }
 
     /// Gives external agents `reins mcp serve` as an MCP server, bound to their run.
-    pub fn with_memory_server(mut self, server: crate::agent::acp::MemoryServer) -> Self {
-        self.memory_server = Some(server);
+    pub fn with_reins_program(mut self, program: crate::agent::ReinsProgram) -> Self {
+        self.reins_program = Some(program);
         self
     }
 
@@ -142,7 +142,7 @@ impl Engine {
             secrets: Arc::clone(&self.secrets),
             sessions: Arc::clone(&self.sessions),
             log: self.agent_log(row.id),
-            memory: self.memory_server.clone(),
+            reins: self.reins_program.clone(),
         }
     }
 

@@ -182,15 +182,12 @@ pub async fn ids_with_prefix(pool: &Pool, prefix: &str) -> Result<Vec<RunId>> {
 }
 
 /// The stored specs of every run of an agent kind.
-pub async fn specs_of_kind(pool: &Pool, kind: &str) -> Result<Vec<String>> {
-    Ok(
-        sqlx::query_scalar(
-            "SELECT s.spec FROM runs r JOIN run_specs s ON s.run_id = r.id WHERE r.agent_kind = $1",
-        )
-            .bind(kind)
-            .fetch_all(pool)
-            .await?,
+pub async fn specs(pool: &Pool) -> Result<Vec<(String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT r.agent_kind, s.spec FROM runs r JOIN run_specs s ON s.run_id = r.id",
     )
+    .fetch_all(pool)
+    .await?)
 }
 
 /// Holders of active runs (to learn which of them are gone).

@@ -102,7 +102,7 @@ impl AcpAgent {
     /// The MCP servers the agent's session gets: Reins' memory server, bound to this run.
     fn mcp_servers(&self) -> Vec<agent_client_protocol::v1::schema::McpServer> {
         self.services
-            .memory
+            .reins
             .iter()
             .map(|m| m.for_run(self.services.run))
             .collect()

@@ -40,7 +40,7 @@ impl AcpAgent {
             secrets: std::sync::Arc::new(crate::keys::MemoryStore::default()),
             sessions: std::sync::Arc::new(Sessions::new()),
             log: None,
-            memory: None,
+            reins: None,
         };
         Self::new(spec, services)
     }

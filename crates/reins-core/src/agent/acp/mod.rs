@@ -109,20 +109,10 @@ impl Spec {
     }
 }
 
-/// How an external agent starts Reins' memory server (`reins mcp serve --run RUN`).
-#[derive(Clone, Debug)]
-pub struct MemoryServer {
-    /// The `reins` program.
-    pub program: std::path::PathBuf,
-    pub data_dir: std::path::PathBuf,
-    pub config_dir: std::path::PathBuf,
-    /// The policy file, when it is not `policy.toml` in the config dir.
-    pub policy_file: Option<std::path::PathBuf>,
-}
-
 pub use crate::action::mcp::MEMORY_SERVER_NAME;
 
-impl MemoryServer {
+/// How an external agent starts Reins' memory server (`reins mcp serve --run RUN`).
+impl super::ReinsProgram {
     /// The session's `mcpServers` entry for run `run`.
     pub fn for_run(
         &self,

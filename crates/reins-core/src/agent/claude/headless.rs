@@ -90,7 +90,7 @@ pub fn held_elsewhere(spec: &super::Spec, services: &Services) -> Option<String>
     if services.sessions.holds(services.run) {
         return None;
     }
-    let data_dir = &services.memory.as_ref()?.data_dir;
+    let data_dir = &services.reins.as_ref()?.data_dir;
     match lock(data_dir, &spec.session_id, Hold::Look) {
         Err(Locked::Held(why)) => Some(why),
         Ok(_) | Err(Locked::Io(_)) => None,
@@ -322,7 +322,7 @@ impl ClaudeAgent {
             .services
             .clone()
             .ok_or("no services to start Claude Code with")?;
-        let reins = services.memory.clone().ok_or(
+        let reins = services.reins.clone().ok_or(
             "Reins cannot tell where its `reins` program is, and without its hook Claude Code would let some calls through unjudged: put `reins` on PATH",
         )?;
         let session = self.spec.session_id.clone();
@@ -452,7 +452,7 @@ fn input_of(
 }
 
 /// The settings that give a headless Claude Code Reins' `PreToolUse` hook (`--headless`).
-fn hook_settings(reins: &crate::agent::acp::MemoryServer) -> Value {
+fn hook_settings(reins: &crate::agent::ReinsProgram) -> Value {
     let quote = |p: &Path| shell_words::quote(&p.to_string_lossy()).into_owned();
     let mut command = format!(
         "{} --data-dir {}",
