@@ -56,20 +56,19 @@ pub async fn watch(
     wake: Arc<Notify>,
     mut scope: tokio::sync::watch::Receiver<AlertScope>,
 ) {
-    let mut last = None;
     let shared = reins.shared();
     let here = reins.this_machine();
     let mut alerts = Alerts::default();
-    // Commits of this process, and on a shared database any machine's, wake it before the poll.
-    let mut changes = reins.changes();
+    // Any process's commit wakes it before the poll (see `Reins::changes`).
+    let mut changes = reins.changes(POLL);
     loop {
         tokio::select! {
             _ = wake.notified() => {}
-            _ = changes.wait(POLL) => {}
+            _ = changes.wait() => {}
             changed = scope.changed() => {
                 // The choice changed: count again now, though the store did not change.
                 if changed.is_ok() {
-                    last = None;
+                    changes.forget();
                 }
             }
         }
@@ -77,17 +76,14 @@ pub async fn watch(
             // Quitting: the store is about to close.
             return;
         }
-        let stamp = match reins.change_stamp().await {
-            Ok(s) => s,
+        match changes.moved().await {
+            Ok(true) => {}
+            Ok(false) => continue,
             Err(e) => {
                 tracing::warn!("cannot read the store: {e}");
                 continue;
             }
-        };
-        if last == Some(stamp) {
-            continue;
         }
-        last = Some(stamp);
         let pending = match reins
             .approvals(Some(reins_core::api::ApprovalStatus::Pending), None)
             .await

@@ -29,26 +29,22 @@ pub struct Changed {
 }
 
 pub async fn watch(reins: Arc<Reins>, wake: Arc<Notify>, tx: broadcast::Sender<Changed>) {
-    let mut last = None;
     let mut known: Option<HashSet<String>> = None;
-    // Commits of this process, and on a shared database any machine's, wake it before the poll.
-    let mut changes = reins.changes();
+    // Any process's commit wakes it before the poll (see `Reins::changes`).
+    let mut changes = reins.changes(POLL);
     loop {
         tokio::select! {
             _ = wake.notified() => {}
-            _ = changes.wait(POLL) => {}
+            _ = changes.wait() => {}
         }
-        let stamp = match reins.change_stamp().await {
-            Ok(s) => s,
+        match changes.moved().await {
+            Ok(true) => {}
+            Ok(false) => continue,
             Err(e) => {
                 tracing::warn!("cannot read the store: {e}");
                 continue;
             }
-        };
-        if last == Some(stamp) {
-            continue;
         }
-        last = Some(stamp);
         let pending = match reins.approvals(Some(ApprovalStatus::Pending), None).await {
             Ok(p) => p,
             Err(e) => {

@@ -84,7 +84,7 @@ pub use crate::resume::{RecoverySummary, SettledEffect};
 pub use crate::run::{RunEvent, RunState};
 pub use crate::secrets::{prepare as prepare_secret_patterns, redact};
 pub use crate::step::{StepKind, StepStatus};
-pub use crate::store::wake::{Listening, Waiter as ChangeWaiter};
+pub use crate::store::wake::{Changes, Listening};
 pub use crate::store::DEFAULT_CONNECTIONS;
 pub use crate::text::reveal;
 

@@ -194,10 +194,11 @@ impl Reins {
         Ok(audit::change_stamp(self.store().pool()).await?)
     }
 
-    /// Wakes when something commits: in this process, and on a shared database on any machine
-    /// (LISTEN/NOTIFY). Screens that poll the change stamp wait on it between looks.
-    pub fn changes(&self) -> crate::store::wake::Waiter {
-        self.store().waiter()
+    /// What screens watch: whether what they show changed, looked at after every commit (this
+    /// process's, any machine's on a shared database, another process's on the database file) and
+    /// at least every `poll`.
+    pub fn changes(&self, poll: Duration) -> crate::store::wake::Changes {
+        self.store().changes(poll)
     }
 
     pub async fn run_state(&self, id: RunId) -> Result<RunState> {

@@ -25,9 +25,9 @@ use crate::workspace::Workspace;
 use super::commit::Change;
 use super::{DriveOutcome, Engine, Silent};
 
-/// How long a waiting asker sleeps at most between looks when no commit of this process woke it
-/// (another process's commit on an embedded database is only seen by looking).
-const LOOK: std::time::Duration = std::time::Duration::from_millis(100);
+/// How long a waiting asker sleeps at most between looks when no commit woke it: any process's
+/// commit wakes it (see `store::wake`), so this only bounds a wake-up that was missed.
+const LOOK: std::time::Duration = std::time::Duration::from_secs(1);
 /// How long after its deadline an asker still waits for an expired card's step to be recorded.
 const GRACE_MS: i64 = 3_000;
 /// How long a record (what a tool did) or a session's end may wait for a busy run.
@@ -151,7 +151,7 @@ impl Engine {
         wait: bool,
     ) -> Result<Answer> {
         let pool = self.store.pool();
-        let mut changes = self.store.waiter();
+        let mut changes = None;
         let mut expired = false;
         loop {
             let now = now_ms();
@@ -227,7 +227,7 @@ impl Engine {
             // An asker that does not wait for people (a session Reins runs itself) leaves the
             // drive to the process running the agent: it only looks.
             if !wait || !self.drive_if_free(id).await? {
-                changes.wait(LOOK).await;
+                self.await_commit(&mut changes).await;
             }
         }
     }
@@ -251,7 +251,7 @@ impl Engine {
     /// Waits, until `deadline`, for request `request` to be taken (recorded); a request nobody
     /// took by then stays for the run's next drive.
     async fn carried_out(&self, id: RunId, request: &str, deadline: i64) -> Result<()> {
-        let mut changes = self.store.waiter();
+        let mut changes = None;
         loop {
             let taken = requests::get(self.store.pool(), request)
                 .await?
@@ -263,8 +263,19 @@ impl Engine {
                 return Ok(());
             }
             if !self.drive_if_free(id).await? {
-                changes.wait(LOOK).await;
+                self.await_commit(&mut changes).await;
             }
+        }
+    }
+
+    /// Waits for the next commit (any process's), or [`LOOK`]. The first time it only starts
+    /// listening, and the caller looks again at once: what committed before it listened is seen.
+    async fn await_commit(&self, changes: &mut Option<crate::store::wake::Waiter>) {
+        match changes {
+            Some(w) => {
+                w.wait(LOOK).await;
+            }
+            None => *changes = Some(self.store.waiter()),
         }
     }
 

@@ -16,9 +16,10 @@ use crate::checkpoint::Level;
 use crate::run::{RunEvent, RunState};
 use crate::store::write::Transition;
 
-/// How often a drive waiting on its agent looks for a new outside request when no commit of this
-/// process woke it (a hook runs in a process of its own).
-const LOOK: std::time::Duration = std::time::Duration::from_millis(50);
+/// How long a drive waiting on its agent sleeps at most between looks for a new outside request
+/// when no commit woke it: a hook's request, written by another process, wakes it (see
+/// `store::wake`), so this only bounds a wake-up that was missed.
+const LOOK: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl Drive<'_> {
     /// Hands the agent the oldest request nobody took, when it takes one now. Whether it takes

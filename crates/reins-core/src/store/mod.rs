@@ -207,7 +207,7 @@ impl Store {
             dialect: Dialect::Sqlite,
             path: path.to_owned(),
             anchor: Arc::new(anchor::Anchor::for_database(path)),
-            wake: wake::Wake::local(),
+            wake: wake::Wake::local(Some(path.to_owned())),
         };
         store.ensure_anchor().await?;
         Ok(store)
@@ -271,6 +271,11 @@ impl Store {
     /// Wakes when a write commits: this process's, and on a shared database any machine's.
     pub fn waiter(&self) -> wake::Waiter {
         self.wake.subscribe()
+    }
+
+    /// The feed of what screens show changing (see [`wake::Changes`]), looked at least every `poll`.
+    pub fn changes(&self, poll: std::time::Duration) -> wake::Changes {
+        wake::Changes::new(self.waiter(), self.pool.clone(), poll)
     }
 
     pub fn listening(&self) -> wake::Listening {

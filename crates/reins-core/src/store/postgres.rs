@@ -154,7 +154,7 @@ impl Store {
             wake: if listen {
                 wake::Wake::listening(listen_options)
             } else {
-                wake::Wake::local()
+                wake::Wake::local(None)
             },
         };
         store.ensure_anchor().await?;

@@ -66,6 +66,28 @@ async fn an_embedded_store_wakes_its_own_waiters() -> anyhow::Result<()> {
     Ok(())
 }
 
+#[tokio::test]
+async fn another_process_commit_to_an_embedded_database_wakes_a_waiter_at_once() -> anyhow::Result<()> {
+    // Two stores on one file stand for two processes: each only bumps its own waiters, so what
+    // wakes A's waiter for B's commit is A watching the file.
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("reins.db");
+    let a = Store::open(&path).await?;
+    let b = Store::open(&path).await?;
+    let mut waiter = a.waiter();
+    assert!(
+        !waiter.wait(std::time::Duration::from_millis(300)).await,
+        "nothing committed yet"
+    );
+    insert_run(&b).await?;
+    // True only when woken (a wait that runs out is false).
+    assert!(
+        waiter.wait(std::time::Duration::from_secs(10)).await,
+        "B's commit reaches A's waiter"
+    );
+    Ok(())
+}
+
 /// Team mode: a large blob lives in the shared database, not in files, and is verified when read.
     #[tokio::test]
     async fn in_team_mode_a_large_blob_is_a_row_of_the_shared_database() -> anyhow::Result<()> {

@@ -44,6 +44,10 @@ pub struct Wake {
     count: watch::Sender<u64>,
     listening: watch::Sender<Listening>,
     listener: Option<tokio::task::AbortHandle>,
+    /// An embedded database's file, watched once somebody waits: another process's commit
+    /// writes it, and wakes this one's waiters at once instead of at their next poll.
+    file: Option<std::path::PathBuf>,
+    watcher: std::sync::OnceLock<Option<notify::RecommendedWatcher>>,
 }
 
 impl std::fmt::Debug for Wake {
@@ -64,12 +68,15 @@ impl Drop for Wake {
 }
 
 impl Wake {
-    /// Wakes for this process's own commits only.
-    pub fn local() -> Arc<Self> {
+    /// Wakes for this process's own commits, and for any process's commit to the database file
+    /// `file` (an embedded database's).
+    pub fn local(file: Option<std::path::PathBuf>) -> Arc<Self> {
         Arc::new(Self {
             count: watch::channel(0).0,
             listening: watch::channel(Listening::Local).0,
             listener: None,
+            file,
+            watcher: std::sync::OnceLock::new(),
         })
     }
 
@@ -83,6 +90,8 @@ impl Wake {
             count,
             listening,
             listener: Some(task.abort_handle()),
+            file: None,
+            watcher: std::sync::OnceLock::new(),
         })
     }
 
@@ -97,9 +106,40 @@ impl Wake {
 
     /// A waiter that has seen everything so far.
     pub fn subscribe(&self) -> Waiter {
+        self.watcher.get_or_init(|| self.watch_file());
         let mut rx = self.count.subscribe();
         rx.borrow_and_update();
         Waiter { rx }
+    }
+}
+
+impl Wake {
+    /// Watches the embedded database's file (and its write-ahead log) for other processes'
+    /// commits. Where the file cannot be watched, waiters poll as before.
+    fn watch_file(&self) -> Option<notify::RecommendedWatcher> {
+        use notify::Watcher as _;
+        let file = self.file.as_ref()?;
+        let dir = file.parent()?.to_path_buf();
+        let name = file.file_name()?.to_string_lossy().into_owned();
+        let wal = format!("{name}-wal");
+        let count = self.count.clone();
+        let mut watcher = notify::recommended_watcher(move |e: notify::Result<notify::Event>| {
+            let Ok(e) = e else { return };
+            let ours = e.paths.iter().any(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_str() == Some(name.as_str()) || n.to_str() == Some(wal.as_str()))
+            });
+            if ours && matches!(e.kind, notify::EventKind::Modify(_) | notify::EventKind::Create(_)) {
+                count.send_modify(|n| *n = n.wrapping_add(1));
+            }
+        })
+        .inspect_err(|e| tracing::debug!("cannot watch the database file: {e}"))
+        .ok()?;
+        watcher
+            .watch(&dir, notify::RecursiveMode::NonRecursive)
+            .inspect_err(|e| tracing::debug!("cannot watch {}: {e}", dir.display()))
+            .ok()?;
+        Some(watcher)
     }
 }
 
@@ -175,13 +215,50 @@ impl Waiter {
     }
 }
 
+/// What screens watch: the store's change stamp (the audit chain's head and the latest run
+/// update), looked at whenever something may have changed — a commit of this process, a team's
+/// notification, another process's write to the database file — and at least every `poll`.
+pub struct Changes {
+    waiter: Waiter,
+    pool: super::Pool,
+    poll: Duration,
+    last: Option<(i64, i64)>,
+}
+
+impl Changes {
+    pub(super) fn new(waiter: Waiter, pool: super::Pool, poll: Duration) -> Self {
+        Self {
+            waiter,
+            pool,
+            poll,
+            last: None,
+        }
+    }
+
+    /// Waits until something may have changed, or the poll.
+    pub async fn wait(&mut self) {
+        self.waiter.wait(self.poll).await;
+    }
+
+    /// Whether what screens show changed since the last look (the first look: it did).
+    pub async fn moved(&mut self) -> super::Result<bool> {
+        let stamp = super::audit::change_stamp(&self.pool).await?;
+        Ok(self.last.replace(stamp) != Some(stamp))
+    }
+
+    /// The next look counts as a change (what it is shown for changed: the alert scope).
+    pub fn forget(&mut self) {
+        self.last = None;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[tokio::test]
     async fn a_commit_wakes_a_waiter_and_a_quiet_store_lets_it_sleep() {
-        let wake = Wake::local();
+        let wake = Wake::local(None);
         let mut waiter = wake.subscribe();
         assert!(!waiter.wait(Duration::from_millis(20)).await, "nothing committed");
         wake.bump();
