@@ -23,68 +23,70 @@ mod review;
 mod runs;
 mod settings;
 
-pub use crate::action::mcp::Hints as McpHints;
 pub use crate::agent::claude::{Start as ClaudeRunRequest, AFTER_REVIEW as CLAUDE_AFTER_REVIEW};
-pub use crate::engine::DoctorReport;
-pub use crate::engine::WorkSummary;
-pub use crate::mcp::{ServerSpec as McpServerSpec, SERVERS_FILE as MCP_SERVERS_FILE};
-pub use crate::settings::{save_alert_scope, saved_alert_scope, AlertScope, ALERTS_FILE};
+
+pub use crate::mcp::ServerSpec as McpServerSpec;
+pub use crate::settings::LlmRunRequest;
+pub use crate::settings::{save_alert_scope, saved_alert_scope, AlertScope};
 pub use crate::settings::{
-    save_team_database, saved_team_database, TeamCheck, TeamDatabase, TeamView, TEAM_FILE,
+    save_team_database, saved_team_database, TeamCheck, TeamDatabase, TeamView,
 };
-pub use crate::settings::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
-pub use crate::settings::{LlmRunRequest, MAX_TURNS_LIMIT};
+pub use crate::settings::{AcpRunRequest, AgentEntry, AgentView, FoundAgent};
 pub use crate::settings::{ModelServerCheck, ProviderDefaults};
-pub use crate::view::*;
-pub use devices::{DeviceView, PairedView, PairingView};
+pub use crate::view::{
+    face, ActionView, Alert, Alerts, ApprovalView, AuditEventView, AuditPage, ContextView,
+    DecidedView, FactDetailView, FactView, GrantView, IntentView, Recovery, RememberedView,
+    RunDetail, RunSummary, StepView, SuggestionView, UsageView,
+};
+pub use devices::{DeviceView, PairedView};
 pub use hooks::{
     claude_hooks_install, claude_hooks_uninstall, claude_hooks_view, claude_scope,
-    claude_user_scope, write_settings, ClaudeHooksView, HookAnswer, HookOutcome, SettingsChange,
-    SettingsScope, DEFAULT_HOOK_DEADLINE, MAX_HOOK_INPUT,
+    claude_user_scope, write_settings, ClaudeHooksView, HookAnswer, SettingsScope,
+    DEFAULT_HOOK_DEADLINE, MAX_HOOK_INPUT,
 };
 pub use llm::KeyStatus;
-pub use mcp::{McpServerView, McpToolView, McpToolsView};
-pub use policy_view::{PolicyState, ProtectedPlace, POLICY_POLL};
-pub use review::{PolicyCheck, ProgramPowers};
+pub use mcp::McpServerView;
+pub use policy_view::{PolicyState, POLICY_POLL};
+pub use review::PolicyCheck;
 pub use runs::RunRequest;
 
 // The vocabulary the door speaks, from the rooms that own it.
 pub use crate::action::{Action, ToolCall};
-pub use crate::agent::llm::DEFAULT_MAX_TURNS;
+
 pub use crate::agent::script::Plan;
 pub use crate::approval::watch::Watch as ApprovalWatch;
-pub use crate::approval::{ContextSummary, Matcher, Scope, Status as ApprovalStatus};
-pub use crate::audit::{ExportCheck, ExportRequest, ExportSummary, PageRequest, Verification};
+pub use crate::approval::{Matcher, Scope, Status as ApprovalStatus};
+pub use crate::audit::{ExportRequest, ExportSummary, PageRequest, Verification};
 pub use crate::checkpoint::{Damage, DamageKind, Level as CheckpointLevel};
 pub use crate::clock::now_ms;
-pub use crate::compat::Compat;
-pub use crate::context::{Entry as ContextEntry, Fate, Kind as ContextKind, Manifest};
+
+pub use crate::context::Fate;
 pub use crate::data_dir::{DataDir, DATA_DIR_ENV};
 pub use crate::digest::Digest;
-pub use crate::engine::stored::CheckpointSummary;
+
 pub use crate::engine::{
-    ApproveRequest, Control, DriveOutcome, EditedAction, Observer, Progress, Resolved, ResumeMode,
-    RollbackChange, RollbackReport, Silent, BLOB_GRACE_MS, MAX_ANSWER,
+    ApproveRequest, Control, DriveOutcome, EditedAction, Observer, Progress, ResumeMode,
+    RollbackReport, Silent,
 };
 pub use crate::error::{Error, ErrorCode, Result};
 pub use crate::event::GcReport;
-pub use crate::event::NAMES as AUDIT_KINDS;
+
 pub use crate::event::{ExportFormat, Filter as AuditFilter};
-pub use crate::failure::{FailureClass, RetryBudget};
+pub use crate::failure::RetryBudget;
 pub use crate::ids::RunId;
-pub use crate::input_file::{read as read_input_file, InputError, Links, MAX_INPUT_BYTES};
-pub use crate::journal::{EffectClass, FileImage, IntentStatus, Resolution};
+pub use crate::input_file::{read as read_input_file, Links};
+pub use crate::journal::{FileImage, IntentStatus, Resolution};
 pub use crate::keys::{check_name as check_key_name, check_value as check_key_value};
 pub use crate::keys::{Keyring, MemoryStore as MemorySecrets, Secret, SecretStore};
 pub use crate::memory::{NewFact, Origin as FactOrigin, Settings as MemorySettings};
-pub use crate::policy::shell::Segment;
+
 pub use crate::policy::{Context as PolicyContext, Decision, Policy, Risk, Verdict};
-pub use crate::provider::{Price, DEFAULT_BASE_URL, DEFAULT_MODEL};
-pub use crate::resume::{RecoverySummary, SettledEffect};
+pub use crate::provider::{Price, DEFAULT_BASE_URL};
+
 pub use crate::run::{RunEvent, RunState};
 pub use crate::secrets::{prepare as prepare_secret_patterns, redact};
 pub use crate::step::{StepKind, StepStatus};
-pub use crate::store::wake::{Changes, Listening};
+
 pub use crate::store::DEFAULT_CONNECTIONS;
 pub use crate::text::reveal;
 
@@ -270,7 +272,7 @@ impl Reins {
     }
 
     /// Checks the database, the blob store, every run's checkpoints and the audit chain.
-    pub async fn doctor(&self) -> Result<DoctorReport> {
+    pub async fn doctor(&self) -> Result<crate::engine::DoctorReport> {
         self.engine.doctor(self.data_dir.root()).await
     }
 
