@@ -186,14 +186,14 @@ mod tests {
 
     #[test]
     fn lines_are_redacted_before_they_reach_the_tail_or_the_disk() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("logs/run.log");
         let tail = Tail::default();
         let mut sink = Sink::new(tail.clone(), Some(log.clone()), vec!["hunter2-key".into()]);
         sink.push(b"starting with key hunter2-");
         sink.push(b"key and token sk-abcdefghijklmnopqrstuvwxyz012345\nno newline");
         sink.flush();
-        let on_disk = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{e}"));
+        let on_disk = std::fs::read_to_string(&log).unwrap();
         for text in [on_disk.as_str(), tail.text(10_000).as_str()] {
             assert!(!text.contains("hunter2-key"), "{text}");
             assert!(!text.contains("sk-abcdefghijklmnopqrstuvwxyz012345"), "{text}");
@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn the_log_is_bounded_and_its_tail_reads_across_the_rotation() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("run.log");
         let mut sink = Sink::new(Tail::default(), Some(log.clone()), Vec::new());
         let line = format!("{}\n", "x".repeat(1023));
@@ -215,7 +215,7 @@ mod tests {
             + std::fs::metadata(rotated(&log)).map(|m| m.len()).unwrap_or(0);
         assert!(total <= 2 * LOG_ROTATE_AT + 2048, "{total} bytes kept");
         let tail = read_tail(&log, 4096)
-            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap()
             .unwrap_or_default();
         assert!(tail.trim_end().lines().last().is_some_and(|l| l.starts_with("02999 ")));
         assert_eq!(read_tail(&dir.path().join("none.log"), 10).ok(), Some(None));

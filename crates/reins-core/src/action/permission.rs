@@ -287,13 +287,13 @@ mod tests {
     use crate::policy::{Context, Decision, Policy, Protected, RulePolicy, RuleSet, Risk};
 
     fn ws() -> (tempfile::TempDir, Workspace) {
-        let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-        let ws = Workspace::open(tmp.path()).unwrap_or_else(|e| panic!("{e}"));
+        let tmp = tempfile::tempdir().unwrap();
+        let ws = Workspace::open(tmp.path()).unwrap();
         (tmp, ws)
     }
 
     fn judge(p: &RulePolicy, ws: &Workspace, report: serde_json::Value) -> crate::policy::Verdict {
-        let action = Action::Permission(Permission::parse(&report, ws).unwrap_or_else(|e| panic!("{e}")));
+        let action = Action::Permission(Permission::parse(&report, ws).unwrap());
         p.classify(
             &action,
             &Context {
@@ -326,7 +326,7 @@ mod tests {
                 "rawInput": {"category": "style", "key": "tone", "value": "short"}}),
             &ws,
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert!(matches!(p.implied.as_deref(), Some(Action::Remember(_))), "{p:?}");
     }
 
@@ -338,7 +338,7 @@ mod tests {
             &json!({"kind": "edit", "title": "WriteFile", "rawInput": {"file_path": abs, "content": "x\n"}}),
             &ws,
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         match p.implied.as_deref() {
             Some(Action::Write { path, content }) => {
                 assert_eq!((path.as_str(), content.as_str()), ("src/a.txt", "x\n"));
@@ -350,13 +350,13 @@ mod tests {
             &json!({"kind": "edit", "rawInput": {"file_path": abs, "old_string": "a", "new_string": "b"}}),
             &ws,
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert!(matches!(p.implied.as_deref(), Some(Action::Edit { .. })), "{p:?}");
         let p = Permission::parse(
             &json!({"kind": "edit", "content": [{"type": "diff", "path": abs, "oldText": "a", "newText": "b\n"}]}),
             &ws,
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert!(matches!(p.implied.as_deref(), Some(Action::Write { .. })), "{p:?}");
     }
 
@@ -393,7 +393,7 @@ mod tests {
             "[[rules]]\ndecision = \"allow\"\ntool = \"shell.exec\"\nprogram = \"cargo\"\nargs = [\"test\"]\n",
             "test.toml",
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         let p = RulePolicy::with_rules(Protected::NONE, rules);
         let allowed = judge(&p, &ws, json!({"kind": "execute", "rawInput": {"command": "cargo test"}}));
         assert_eq!(allowed.decision, Decision::Allow, "{allowed:?}");
@@ -429,7 +429,7 @@ reason = "nobody deletes repositories from an agent"
 "#,
             "test.toml",
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         let p = RulePolicy::with_rules(Protected::NONE, rules);
         let report = |tool: &str, args: serde_json::Value| json!({"kind": "mcp", "title": tool, "rawInput": args});
         let listed = judge(&p, &ws, report("mcp__github__list_issues", json!({"repo": "a/b"})));

@@ -68,7 +68,7 @@ mod tests {
     #[test]
     fn an_action_is_recorded_as_its_canonical_text_and_reads_back_the_same() {
         let action = Action::Write {
-            path: crate::workspace::RelPath::parse("docs/a.md").unwrap_or_else(|e| panic!("{e}")),
+            path: crate::workspace::RelPath::parse("docs/a.md").unwrap(),
             content: "x".into(),
         };
         let recorded = RecordedCall::of(&action);
@@ -77,7 +77,7 @@ mod tests {
             crate::digest::Digest::of(recorded.text().as_bytes()),
             action.hash()
         );
-        let back = RecordedCall::parse(recorded.text()).unwrap_or_else(|e| panic!("{e}"));
+        let back = RecordedCall::parse(recorded.text()).unwrap();
         assert_eq!(back, recorded);
         assert_eq!(back.call().args["path"], "docs/a.md");
     }

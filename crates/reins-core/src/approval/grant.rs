@@ -263,7 +263,7 @@ mod tests {
 
     fn write(path: &str) -> Action {
         Action::Write {
-            path: RelPath::parse(path).unwrap_or_else(|e| panic!("{e}")),
+            path: RelPath::parse(path).unwrap(),
             content: "x".into(),
         }
     }
@@ -282,7 +282,7 @@ mod tests {
     #[test]
     fn a_prefix_grant_covers_plain_commands_only() {
         let spec = GrantSpec::for_action(&sh("cargo test -p core"), Some("cargo test"), place())
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         let g = row(&spec);
         assert!(covers(&g, &sh("cargo test -p cli"), Risk::Medium, place()));
         assert!(
@@ -362,7 +362,7 @@ mod tests {
         assert!(!covers(&pinned, &sh("sed -n 1p README '1e id'"), Risk::Medium, place()));
         let old = Terms {
             options: None,
-            ..row(&GrantSpec::for_action(&sh("ls -l src"), Some("ls"), place()).unwrap_or_else(|e| panic!("{e}")))
+            ..row(&GrantSpec::for_action(&sh("ls -l src"), Some("ls"), place()).unwrap())
         };
         assert!(covers(&old, &sh("ls docs"), Risk::Low, place()));
         assert!(!covers(&old, &sh("ls -l docs"), Risk::Low, place()), "no options recorded: none");
@@ -383,7 +383,7 @@ mod tests {
     fn a_lasting_grant_from_an_agents_permission_is_a_grant_on_what_it_reported() {
         let asked = permission(Some(write("docs/a.md")));
         let spec = GrantSpec::for_action(&asked, Some("docs/**"), place())
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         assert_eq!(
             (spec.tool.as_str(), spec.matcher),
             ("fs.write", Matcher::Glob),
@@ -394,7 +394,7 @@ mod tests {
         assert!(covers(&g, &write("docs/c.md"), Risk::Medium, place()), "Reins' own write too");
         assert!(!covers(&g, &permission(Some(write("src/x.rs"))), Risk::Medium, place()));
         assert!(!covers(&g, &permission(None), Risk::High, place()));
-        let exact = row(&GrantSpec::for_action(&asked, None, place()).unwrap_or_else(|e| panic!("{e}")));
+        let exact = row(&GrantSpec::for_action(&asked, None, place()).unwrap());
         assert_eq!(exact.tool, "fs.write");
         assert!(covers(&exact, &permission(Some(write("docs/a.md"))), Risk::Medium, place()));
         assert!(!covers(&exact, &permission(Some(write("docs/b.md"))), Risk::Medium, place()));
@@ -407,7 +407,7 @@ mod tests {
     fn a_report_reins_cannot_read_is_granted_only_exactly() {
         let unread = permission(None);
         assert!(GrantSpec::for_action(&unread, Some("**"), place()).is_err());
-        let g = row(&GrantSpec::for_action(&unread, None, place()).unwrap_or_else(|e| panic!("{e}")));
+        let g = row(&GrantSpec::for_action(&unread, None, place()).unwrap());
         assert_eq!(g.tool, "agent.permission");
         assert!(covers(&g, &unread, Risk::High, place()));
     }
@@ -415,7 +415,7 @@ mod tests {
     #[test]
     fn a_glob_grant_never_covers_a_protected_path() {
         let spec = GrantSpec::for_action(&write("docs/a.md"), Some("**"), place())
-            .unwrap_or_else(|e| panic!("{e}"));
+            .unwrap();
         let g = row(&spec);
         assert!(covers(&g, &write("src/x.rs"), Risk::Medium, place()));
         assert!(!covers(
@@ -427,7 +427,7 @@ mod tests {
         assert!(!covers(&g, &write("src/x.rs"), Risk::High, place()));
         let exact =
             row(&GrantSpec::for_action(&write("a"), None, place())
-                .unwrap_or_else(|e| panic!("{e}")));
+                .unwrap());
         assert!(
             covers(&exact, &write("a"), Risk::High, place()),
             "an exact grant is what the person saw"

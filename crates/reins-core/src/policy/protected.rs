@@ -317,7 +317,7 @@ mod tests {
 
     #[test]
     fn reins_own_places_are_protected_inside_a_workspace() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let p = Protected::new(
             &data,

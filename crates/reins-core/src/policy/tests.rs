@@ -8,7 +8,7 @@ use crate::action::{CommandForm, FetchRequest, ShellCommand};
 use crate::workspace::RelPath;
 
 fn path(p: &str) -> RelPath {
-    RelPath::parse(p).unwrap_or_else(|e| panic!("{e}"))
+    RelPath::parse(p).unwrap()
 }
 
 fn sh(cmd: &str) -> Action {
@@ -19,7 +19,7 @@ fn sh(cmd: &str) -> Action {
 }
 
 fn fetch(url: &str) -> Action {
-    Action::Fetch(FetchRequest::parse(&json!({ "url": url })).unwrap_or_else(|e| panic!("{e}")))
+    Action::Fetch(FetchRequest::parse(&json!({ "url": url })).unwrap())
 }
 
 fn classify(p: &RulePolicy, root: &Path, a: &Action, resolved: &[IpAddr]) -> Verdict {
@@ -29,7 +29,7 @@ fn classify(p: &RulePolicy, root: &Path, a: &Action, resolved: &[IpAddr]) -> Ver
 fn policy(rules: &str) -> RulePolicy {
     RulePolicy::with_rules(
         Protected::NONE,
-        RuleSet::parse(rules, "test.toml").unwrap_or_else(|e| panic!("{e}")),
+        RuleSet::parse(rules, "test.toml").unwrap(),
     )
 }
 
@@ -101,7 +101,7 @@ fn protected_paths_are_high_and_explained() {
 
 #[test]
 fn reins_policy_file_is_protected() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("cfg");
     let p = RulePolicy::defaults(Protected::new(
         &dir.path().join("data"),
@@ -194,8 +194,8 @@ fn rules_are_deny_then_ask_then_allow_and_high_is_never_allowed() {
 
 #[test]
 fn a_workspace_policy_can_only_tighten() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    std::fs::create_dir_all(dir.path().join(".reins")).unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".reins")).unwrap();
     std::fs::write(
         dir.path().join(WORKSPACE_POLICY),
         r#"
@@ -209,7 +209,7 @@ fn a_workspace_policy_can_only_tighten() {
         program = "echo"
         "#,
     )
-    .unwrap_or_else(|e| panic!("{e}"));
+    .unwrap();
     let user = policy(
         r#"
         [[rules]]
@@ -240,7 +240,7 @@ fn a_workspace_policy_can_only_tighten() {
         "the workspace's allow-all is ignored"
     );
     std::fs::write(dir.path().join(WORKSPACE_POLICY), "this is [not toml")
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
     let read = classify(&user, dir.path(), &Action::Read { path: path("a") }, &[]);
     assert_eq!(
         read.decision,
@@ -264,7 +264,7 @@ fn a_broken_policy_file_is_an_error_not_ignored() {
 fn network_targets() {
     let p = RulePolicy::defaults(Protected::NONE);
     let root = Path::new("/ws");
-    let ip = |s: &str| s.parse::<IpAddr>().unwrap_or_else(|e| panic!("{e}"));
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
     let meta = classify(
         &p,
         root,
@@ -308,7 +308,7 @@ fn network_targets() {
 #[test]
 fn special_addresses_in_every_spelling() {
     use crate::policy::network::special_address;
-    let ip = |s: &str| s.parse::<IpAddr>().unwrap_or_else(|e| panic!("{e}"));
+    let ip = |s: &str| s.parse::<IpAddr>().unwrap();
     for (addr, refused) in [
         ("169.254.169.254", true),
         ("fd00:ec2::254", true),

@@ -102,7 +102,7 @@ mod tests {
 
     #[test]
     fn a_request_carries_what_the_agent_said_before_it_once() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let mut agent = AcpAgent::detached(dir.path());
         assert!(matches!(agent.land(&chunk("I will write the notes.")), Landed::Update(None)));
         assert_eq!(why(agent.land(&write(1, "NOTES.md"))).as_deref(), Some("I will write the notes."));
@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn each_message_goes_on_the_timeline_once_when_it_ends() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let mut agent = AcpAgent::detached(dir.path());
         agent.land(&chunk("I will write "));
         agent.land(&chunk("the **notes**."));
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn what_reins_does_not_implement_is_answered_method_not_found() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let mut agent = AcpAgent::detached(dir.path());
         let landed = agent.land(&json!({"jsonrpc": "2.0", "id": 9, "method": "craft/drainMidTurnQueue", "params": {}}));
         assert!(matches!(landed, Landed::Dropped), "{landed:?}");

@@ -320,7 +320,7 @@ mod tests {
                 "permission_mode": "default", "something_new": 1})
             .to_string(),
         )
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
     }
 
     #[test]
@@ -339,9 +339,9 @@ mod tests {
 
     #[test]
     fn several_edits_are_reported_as_the_whole_new_text_from_the_disk() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.txt");
-        std::fs::write(&path, "one two two\n").unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, "one two two\n").unwrap();
         let p = path.display().to_string();
         let multi = input("MultiEdit", json!({"file_path": p, "edits": [
             {"old_string": "one", "new_string": "1"},
@@ -356,10 +356,10 @@ mod tests {
 
     #[test]
     fn a_notebook_edit_is_reported_as_the_notebooks_whole_new_text() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("n.ipynb");
         let old = "{\n \"cells\": [\n  {\n   \"cell_type\": \"markdown\",\n   \"id\": \"m\",\n   \"metadata\": {},\n   \"source\": \"a\"\n  }\n ]\n}\n";
-        std::fs::write(&path, old).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, old).unwrap();
         let p = path.display().to_string();
         let edit = input("NotebookEdit", json!({"notebook_path": p, "cell_id": "m", "new_source": "b"}));
         let report = edit.report();
@@ -392,7 +392,7 @@ mod tests {
                 "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"})
             .to_string(),
         )
-        .unwrap_or_else(|e| panic!("{e}"));
+        .unwrap();
         assert_eq!(end.hook_event_name, Event::SessionEnd);
         assert_eq!(end.reason.as_deref(), Some("prompt_input_exit"));
     }

@@ -328,9 +328,9 @@ mod tests {
 
     #[test]
     fn install_keeps_other_hooks_and_settings_and_uninstall_takes_out_only_reins() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let path = Scope::Project(dir.path().to_owned()).file();
-        std::fs::create_dir_all(path.parent().unwrap_or(dir.path())).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(path.parent().unwrap_or(dir.path())).unwrap();
         let theirs = json!({
             "model": "opus",
             "permissions": {"allow": ["Bash(npm test)"]},
@@ -339,14 +339,14 @@ mod tests {
                 "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
             },
         });
-        std::fs::write(&path, theirs.to_string()).unwrap_or_else(|e| panic!("{e}"));
-        let change = install(&path, CMD).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(&path, theirs.to_string()).unwrap();
+        let change = install(&path, CMD).unwrap();
         assert!(change.changes_anything() && change.diff().contains("+"), "{}", change.diff());
-        change.write().unwrap_or_else(|e| panic!("{e}"));
+        change.write().unwrap();
         // Twice is the same as once.
-        let again = install(&path, CMD).unwrap_or_else(|e| panic!("{e}"));
+        let again = install(&path, CMD).unwrap();
         assert!(!again.changes_anything(), "{}", again.diff());
-        let merged: Value = serde_json::from_str(&again.after).unwrap_or_else(|e| panic!("{e}"));
+        let merged: Value = serde_json::from_str(&again.after).unwrap();
         let pre = merged["hooks"]["PreToolUse"].as_array().cloned().unwrap_or_default();
         assert_eq!(pre.len(), 2);
         assert_eq!(pre[0]["hooks"][0]["command"], "my-linter");
@@ -355,27 +355,27 @@ mod tests {
         assert_eq!(merged["hooks"]["SessionEnd"][0]["hooks"][0]["command"], CMD);
         assert!(merged["hooks"]["SessionEnd"][0].get("matcher").is_none());
         assert_eq!(installed(&path).ok().flatten().as_deref(), Some(CMD));
-        let out = uninstall(&path).unwrap_or_else(|e| panic!("{e}"));
-        out.write().unwrap_or_else(|e| panic!("{e}"));
-        let left: Value = serde_json::from_str(&out.after).unwrap_or_else(|e| panic!("{e}"));
+        let out = uninstall(&path).unwrap();
+        out.write().unwrap();
+        let left: Value = serde_json::from_str(&out.after).unwrap();
         assert_eq!(left, theirs);
         assert_eq!(installed(&path).ok().flatten(), None);
         // Uninstalling again changes nothing, byte for byte.
-        assert!(!uninstall(&path).unwrap_or_else(|e| panic!("{e}")).changes_anything());
+        assert!(!uninstall(&path).unwrap().changes_anything());
     }
 
     #[test]
     fn a_file_that_is_not_settings_is_refused_and_left_alone() {
-        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("settings.json");
         for bad in ["[1]", "{\"hooks\": []}", "{\"hooks\": {\"PreToolUse\": {}}}", "{nope"] {
-            std::fs::write(&path, bad).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::write(&path, bad).unwrap();
             assert!(install(&path, CMD).is_err(), "{bad}");
             assert_eq!(std::fs::read_to_string(&path).ok().as_deref(), Some(bad));
         }
         // No file: uninstall has nothing to do; install creates it.
         let none = dir.path().join("none.json");
-        assert!(!uninstall(&none).unwrap_or_else(|e| panic!("{e}")).changes_anything());
-        assert!(install(&none, CMD).unwrap_or_else(|e| panic!("{e}")).changes_anything());
+        assert!(!uninstall(&none).unwrap().changes_anything());
+        assert!(install(&none, CMD).unwrap().changes_anything());
     }
 }

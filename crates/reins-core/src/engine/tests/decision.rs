@@ -91,7 +91,7 @@ fn an_edit_keeps_the_proposed_tool() {
         tool: None,
         args: serde_json::json!({ "path": "docs/a.md", "content": "y" }),
     };
-    let call = edited_call(&a, &same).unwrap_or_else(|e| panic!("{e}"));
+    let call = edited_call(&a, &same).unwrap();
     assert_eq!(call.tool, "fs.write");
     let swapped = EditedAction {
         tool: Some("fs.delete".into()),
