@@ -412,3 +412,60 @@ fn the_floor_check_sees_an_upward_import() {
         "novel (a room with no floor)"
     );
 }
+
+/// The folders `CONTRIBUTING.md`'s bird's-eye view has no row for, of those under `dirs`: a row
+/// names the folder in backticks (`crates/x/`), alone or beside others in one cell.
+fn folders_without_a_row(root: &Path, dirs: &[&str], guide: &str) -> anyhow::Result<Vec<String>> {
+    let mut missing = Vec::new();
+    for dir in dirs {
+        let mut folders: Vec<String> = std::fs::read_dir(root.join(dir))?
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+            .filter(|name| !matches!(name.as_str(), "target" | "tests" | "benches"))
+            .collect();
+        folders.sort();
+        for name in folders {
+            let full = format!("`{dir}/{name}/`");
+            // A short form beside a full one in the same cell: "`crates/x/a/`, `b/`".
+            let short = format!("`{name}/`");
+            let named = guide.lines().any(|line| {
+                line.starts_with("| ")
+                    && (line.contains(&full)
+                        || (line.contains(&format!("`{dir}/")) && line.contains(&short)))
+            });
+            if !named {
+                missing.push(format!("{dir}/{name}/"));
+            }
+        }
+    }
+    Ok(missing)
+}
+
+#[test]
+fn every_folder_of_the_crates_has_a_row_in_contributing() -> anyhow::Result<()> {
+    let root = repo_root();
+    let guide = std::fs::read_to_string(root.join("CONTRIBUTING.md"))?;
+    let missing = folders_without_a_row(&root, &["crates", "crates/reins-core/src"], &guide)?;
+    assert!(
+        missing.is_empty(),
+        "CONTRIBUTING.md's bird's-eye view has no row for:\n{}",
+        missing.join("\n")
+    );
+    Ok(())
+}
+
+#[test]
+fn the_row_check_sees_a_folder_without_one() -> anyhow::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    for d in ["crates/a", "crates/b", "crates/c/src/x"] {
+        std::fs::create_dir_all(tmp.path().join(d))?;
+    }
+    let guide = "| `crates/a/`, `c/` | one |\n| `crates/c/src/x/` | two |\n";
+    assert_eq!(
+        folders_without_a_row(tmp.path(), &["crates"], guide)?,
+        ["crates/b/"]
+    );
+    assert!(folders_without_a_row(tmp.path(), &["crates/c/src"], guide)?.is_empty());
+    Ok(())
+}
