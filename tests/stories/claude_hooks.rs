@@ -51,3 +51,59 @@ async fn first_calls_side_by_side_make_one_run_for_the_session() -> anyhow::Resu
     assert_eq!(runs, 12);
     Ok(())
 }
+
+/// A request nobody can take up (the session's run is paused) is refused and withdrawn: when the
+/// run goes on, it is not decided after Claude Code was told no.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_refused_while_the_run_is_paused_is_never_decided_later() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let reins = sb.reins(Arc::new(PermitAll)).await?;
+    let ws = sb.ws().canonicalize()?.display().to_string();
+    let call = |tool_use: &str, file: &str| {
+        json!({"session_id": "paused", "cwd": ws, "hook_event_name": "PreToolUse",
+            "tool_name": "Read", "tool_input": {"file_path": format!("{ws}/{file}")},
+            "tool_use_id": tool_use})
+        .to_string()
+    };
+    let deadline = std::time::Duration::from_secs(30);
+    let first = reins
+        .hook(
+            "claude-code",
+            &call("toolu_1", "README.md"),
+            deadline,
+            false,
+        )
+        .await?;
+    let run = first
+        .run
+        .ok_or_else(|| anyhow::anyhow!("the session has a run"))?;
+    reins.pause(run).await?;
+    let refused = reins
+        .hook("claude-code", &call("toolu_2", "OTHER.md"), deadline, false)
+        .await?;
+    assert!(
+        matches!(&refused.answer, Some(reins_core::api::HookAnswer::Deny { reason }) if reason.contains("paused")),
+        "{refused:?}"
+    );
+    reins
+        .resume(run, reins_core::api::ResumeMode::Continue)
+        .await?;
+    reins.drive(run, &reins_core::api::Silent).await?;
+    let third = reins
+        .hook("claude-code", &call("toolu_3", "THIRD.md"), deadline, false)
+        .await?;
+    assert!(matches!(
+        third.answer,
+        Some(reins_core::api::HookAnswer::Allow { .. })
+    ));
+    // Two calls decided, one per step; the refused one is in no step.
+    let steps = reins.run_detail(run).await?.steps;
+    let asked: Vec<String> = steps
+        .iter()
+        .filter(|s| s.tool == "agent.permission")
+        .map(|s| s.action.args["rawInput"]["file_path"].to_string())
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked.iter().all(|p| !p.contains("OTHER.md")), "{asked:?}");
+    Ok(())
+}

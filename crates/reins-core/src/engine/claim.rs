@@ -71,6 +71,31 @@ impl Engine {
     /// Drives one run until it finishes, needs a human, or is lost to another worker.
     #[instrument(skip_all, fields(run_id = %id), err)]
     pub async fn drive(&self, id: RunId, observer: &dyn Observer) -> Result<DriveOutcome> {
+        Ok(self.drive_carrying(id, observer, None).await?.0)
+    }
+
+    /// [`Engine::drive`] for an asker that drives the run itself: its request is handed to the
+    /// agent first, in hand, with no row of its own (nobody else could take it up meanwhile), and
+    /// the drive says how it was taken: by the step that decides it, or only recorded. None when
+    /// it was not taken (the run was not claimed, or the drive stopped first).
+    pub(super) async fn drive_carrying(
+        &self,
+        id: RunId,
+        observer: &dyn Observer,
+        request: Option<serde_json::Value>,
+    ) -> Result<(DriveOutcome, Option<Option<i64>>)> {
+        let mut taken = None;
+        let outcome = self.claim_and_drive(id, observer, request, &mut taken).await?;
+        Ok((outcome, taken))
+    }
+
+    async fn claim_and_drive(
+        &self,
+        id: RunId,
+        observer: &dyn Observer,
+        request: Option<serde_json::Value>,
+        taken: &mut Option<Option<i64>>,
+    ) -> Result<DriveOutcome> {
         let row = runs::get(self.store.pool(), id).await?;
         let now = now_ms();
         let holder_gone = row.owner.as_deref().is_some_and(crate::worker::is_gone);
@@ -203,7 +228,10 @@ impl Engine {
             }
             Err(StartError::Fatal(e)) => return Err(e),
         };
-        match drive.run().await {
+        drive.served.carried = request;
+        let outcome = drive.run().await;
+        *taken = drive.served.carried_taken;
+        match outcome {
             Ok(outcome) => Ok(outcome),
             Err(e) => {
                 let class = e.class();
@@ -234,7 +262,8 @@ impl Engine {
 
     /// Why run `row`'s agent cannot be driven here now (its session runs in another process).
     pub(super) async fn held_elsewhere(&self, row: &RunRow) -> Option<String> {
-        if !crate::agent::has_sessions(&row.agent_kind) {
+        // A run waiting, attached, for its agent's next request has no session running anywhere.
+        if !crate::agent::has_sessions(&row.agent_kind) || row.state == RunState::Attached {
             return None;
         }
         let spec = runs::spec(self.store.pool(), row.id).await.ok()?;

@@ -110,6 +110,16 @@ pub(super) struct Served {
     pub(super) request: Option<String>,
     /// Outside requests taken, marked so with the drive's next commit.
     pub(super) taken: std::sync::Mutex<Vec<Write>>,
+    /// Another request waited behind the one last handed over.
+    pub(super) more: bool,
+    /// The request of the asker that drives the run itself, handed over first (`claim.rs`), and
+    /// how it was taken: by the step that decides it, or only recorded.
+    pub(super) carried: Option<serde_json::Value>,
+    pub(super) carried_taken: Option<Option<i64>>,
+    /// The request handed over is the asker's own, in hand: it has no row to mark.
+    pub(super) in_hand: bool,
+    /// This drive is an asker's, for its own request: other requests are their askers' to drive.
+    pub(super) asker: bool,
 }
 
 impl<'a> Drive<'a> {

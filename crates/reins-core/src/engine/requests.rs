@@ -49,6 +49,8 @@ enum Waiting {
     Request(String),
     /// The step deciding it.
     Step(i64),
+    /// Nothing: it was not taken up as a decision.
+    Refused,
 }
 
 impl Engine {
@@ -97,6 +99,7 @@ impl Engine {
                     // retrying) is answered by the card it already has.
                     let waiting = match self.unanswered_call(run).await? {
                         Some((seq, a)) if same(&a, &args) => Waiting::Step(seq),
+                        _ if wait => self.ask(run, request).await?,
                         _ => Waiting::Request(self.request(run, request).await?),
                     };
                     Some(self.decide(run, waiting, deadline, wait).await?)
@@ -125,6 +128,23 @@ impl Engine {
     pub async fn held_elsewhere_run(&self, id: RunId) -> Result<Option<String>> {
         let row = runs::get(self.store.pool(), id).await?;
         Ok(self.held_elsewhere(&row).await)
+    }
+
+    /// Asks run `run` `body`: when nobody drives the run, by driving it at once with the request
+    /// in hand; otherwise by writing it as a row for whoever drives it. What to wait on.
+    async fn ask(&self, run: RunId, body: Value) -> Result<Waiting> {
+        let state = runs::get(self.store.pool(), run).await?.state;
+        if state == RunState::Attached {
+            match self.drive_carrying(run, &Silent, Some(body.clone())).await? {
+                (_, Some(Some(seq))) => return Ok(Waiting::Step(seq)),
+                (_, Some(None)) => return Ok(Waiting::Refused),
+                // Not claimed (someone moved first): the request is written as a row.
+                (DriveOutcome::Skipped { .. }, None) => {}
+                // Claimed, but the drive stopped before it took the request up.
+                (_, None) => return Ok(Waiting::Refused),
+            }
+        }
+        Ok(Waiting::Request(self.request(run, body).await?))
     }
 
     /// Writes `body` as a request of run `run`: its id.
@@ -174,6 +194,11 @@ impl Engine {
                 }
             }
             match &waiting {
+                Waiting::Refused => {
+                    return Ok(Answer::Deny {
+                        reason: "Reins could not take this call up as a decision".into(),
+                    })
+                }
                 Waiting::Step(seq) => {
                     let seq = *seq;
                     if let Some(step) = steps::get(pool, id, seq).await? {

@@ -29,48 +29,63 @@ impl Drive<'_> {
         if !wants(self) || self.served.request.is_some() {
             return Ok(wants(self));
         }
-        let Some(row) = requests::oldest_open(self.e.store.pool(), self.run).await? else {
+        if let Some(body) = self.served.carried.take() {
+            self.served.in_hand = true;
+            self.served.asker = true;
+            return self.hand(String::new(), Ok(body), false);
+        }
+        if self.served.asker {
+            return Ok(wants(self));
+        }
+        let Some((row, more)) = requests::oldest_open(self.e.store.pool(), self.run).await? else {
+            self.served.more = false;
             return Ok(true);
         };
         let body = self
             .e
             .opened_text(&row.body, "a request from outside")
             .await?;
-        let taken = serde_json::from_str::<Value>(&body)
-            .map_err(|e| crate::agent::AgentError::State(e.to_string()))
-            .and_then(|v| match self.agent.external() {
-                Some(x) => x.take_request(&v),
-                None => Ok(()),
-            });
-        match taken {
-            Ok(()) => self.served.request = Some(row.id),
-            Err(e) => {
-                // Marked taken, as only recorded: its asker hears that it was not taken up.
-                tracing::warn!(run_id = %self.run, "a request from outside cannot be read: {e}");
-                self.served.request = Some(row.id);
-                self.tie_request(None);
-            }
+        let body = serde_json::from_str::<Value>(&body)
+            .map_err(|e| crate::agent::AgentError::State(e.to_string()));
+        self.hand(row.id, body, more)
+    }
+
+    /// Hands the agent request `id`; whether it takes requests now.
+    fn hand(
+        &mut self,
+        id: String,
+        body: std::result::Result<Value, crate::agent::AgentError>,
+        more: bool,
+    ) -> Result<bool> {
+        self.served.more = more;
+        let taken = body.and_then(|v| match self.agent.external() {
+            Some(x) => x.take_request(&v),
+            None => Ok(()),
+        });
+        self.served.request = Some(id);
+        if let Err(e) = taken {
+            // Marked taken, as only recorded: its asker hears that it was not taken up.
+            tracing::warn!(run_id = %self.run, "a request from outside cannot be read: {e}");
+            self.tie_request(None);
         }
-        Ok(wants(self))
+        Ok(self.agent.external().is_some_and(|x| x.wants_request()))
     }
 
     /// Ties the request the agent was handed to its move: decided by step `seq`, or recorded.
     pub(super) fn tie_request(&mut self, seq: Option<i64>) {
         if let Some(id) = self.served.request.take() {
-            if let Ok(mut taken) = self.served.taken.lock() {
+            if std::mem::take(&mut self.served.in_hand) {
+                self.served.carried_taken = Some(seq);
+            } else if let Ok(mut taken) = self.served.taken.lock() {
                 taken.push(Write::RequestTaken { id, seq });
             }
         }
     }
 
-    /// Whether a request waits for the agent, which asks nothing else now: the drive goes on.
+    /// Whether a request waited behind the last one handed over, for the agent, which asks
+    /// nothing else now: the drive goes on. (One that arrives after is its asker's to drive.)
     pub(super) async fn more_requests(&mut self) -> Result<bool> {
-        if !self.agent.external().is_some_and(|x| x.wants_request()) {
-            return Ok(false);
-        }
-        Ok(requests::oldest_open(self.e.store.pool(), self.run)
-            .await?
-            .is_some())
+        Ok(self.served.more && self.agent.external().is_some_and(|x| x.wants_request()))
     }
 }
 
@@ -93,6 +108,9 @@ impl Drive<'_> {
 /// Resolves once a request of run `run` waits to be taken: looked at after each commit of this
 /// process and every [`LOOK`] (another process's request is only seen by looking).
 pub(super) async fn request_arrives(e: &Engine, run: RunId) {
+    // An agent whose move is ready at once (a hooked session's) is not kept waiting for this:
+    // nothing is listened to unless its move takes a while.
+    tokio::task::yield_now().await;
     let mut changes = e.store.waiter();
     loop {
         if let Ok(Some(_)) = requests::oldest_open(e.store.pool(), run).await {

@@ -60,15 +60,18 @@ pub(super) async fn withdraw(tx: &mut Tx, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// The oldest request of run `run` nobody took yet.
-pub async fn oldest_open(pool: &Pool, run: RunId) -> Result<Option<RequestRow>> {
-    Ok(sqlx::query_as(
+/// The oldest request of run `run` nobody took yet, and whether another waits behind it.
+pub async fn oldest_open(pool: &Pool, run: RunId) -> Result<Option<(RequestRow, bool)>> {
+    let mut rows: Vec<RequestRow> = sqlx::query_as(
         "SELECT id, body, created_at, taken_at, step_seq FROM requests
-         WHERE run_id = $1 AND taken_at IS NULL ORDER BY created_at, id LIMIT 1",
+         WHERE run_id = $1 AND taken_at IS NULL ORDER BY created_at, id LIMIT 2",
     )
     .bind(run)
-    .fetch_optional(pool)
-    .await?)
+    .fetch_all(pool)
+    .await?;
+    let more = rows.len() > 1;
+    rows.truncate(1);
+    Ok(rows.pop().map(|row| (row, more)))
 }
 
 /// Request `id`, if it was not withdrawn.

@@ -342,8 +342,10 @@ impl Agent for ClaudeAgent {
                     live.answer(&request_id, &answered);
                 }
             }
-            // The hook that asked reads the step; Claude Code may ask again on its channel.
-            _ => self.state.answered = Some(answered),
+            // The hook that asked reads the step; a headless Claude Code may ask again on its
+            // channel. (A session in a terminal has no channel: nothing to keep.)
+            _ if self.spec.headless.is_some() => self.state.answered = Some(answered),
+            _ => {}
         }
     }
 

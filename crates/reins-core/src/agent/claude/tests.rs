@@ -20,6 +20,17 @@ fn hooked() -> ClaudeAgent {
     )
 }
 
+fn headless() -> ClaudeAgent {
+    ClaudeAgent::new(
+        Spec {
+            session_id: "s".into(),
+            cwd: "/w".into(),
+            headless: Some(Headless::default()),
+        },
+        None,
+    )
+}
+
 fn decided(seq: i64, ok: bool, output: &str, ran: Option<Value>) -> Observation {
     Observation {
         seq,
@@ -81,7 +92,12 @@ async fn a_sessions_end_finishes_the_run_with_its_usage_on_the_record() {
 
 #[test]
 fn a_hooks_decision_is_kept_for_the_same_call_on_the_channel_with_a_persons_edit() {
-    let mut a = hooked();
+    // A session in a terminal has no channel to ask again on: nothing is kept.
+    let mut t = hooked();
+    t.take_request(&pre()).unwrap();
+    t.observe(&decided(7, true, "allowed", None));
+    assert_eq!(t.state.answered, None);
+    let mut a = headless();
     a.take_request(&pre()).unwrap();
     let edited = json!({"kind": "read", "title": "Read", "rawInput": {"file_path": "/w/b.txt"}});
     a.observe(&decided(7, true, "allowed", Some(edited)));
