@@ -112,6 +112,10 @@ impl Reins {
             if let Some(reason) = self.engine.held_elsewhere_run(id).await? {
                 return Err(Error::Conflict(reason));
             }
+            // Resuming a session goes on with it: a run paused (Ctrl-C, `reins pause`) is queued.
+            if self.run_state(id).await? == RunState::Paused {
+                self.engine.resume(id, ResumeMode::Continue).await?;
+            }
             id
         } else {
             self.engine.create_run(&new, &ws).await?

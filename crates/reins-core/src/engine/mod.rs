@@ -78,11 +78,9 @@ pub use doctor::DoctorReport;
 pub use requests::OutsideOutcome;
 pub use work::WorkSummary;
 pub use crate::progress::{DriveOutcome, Observer, Progress, Silent};
-pub use question::MAX_TEXT as MAX_ANSWER;
 pub use resolve::Resolved;
-pub use retention::BLOB_GRACE_MS;
 pub(crate) use think::ModelCall;
-pub use rollback::{RollbackChange, RollbackReport};
+pub use rollback::RollbackReport;
 
 pub struct Engine {
     store: Store,

@@ -113,7 +113,8 @@ macro_rules! kinds {
         )?)*
 
         /// Every name an event may have, for filters and their help.
-        pub const NAMES: &[&str] = &[$($name),*];
+        #[cfg(test)]
+        const NAMES: &[&str] = &[$($name),*];
     };
 }
 

@@ -8,12 +8,12 @@ pub mod provider;
 pub mod runs;
 pub mod team;
 
-pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent, AGENTS_FILE};
-pub use alerts::{save_alert_scope, saved_alert_scope, AlertScope, ALERTS_FILE};
-pub use runs::{LlmRunRequest, MAX_TURNS_LIMIT};
+pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent};
+pub use alerts::{save_alert_scope, saved_alert_scope, AlertScope};
+pub use runs::LlmRunRequest;
 pub use provider::{ModelServerCheck, ProviderDefaults};
 pub use team::{
-    save_team_database, saved_team_database, TeamCheck, TeamDatabase, TeamView, TEAM_FILE,
+    save_team_database, saved_team_database, TeamCheck, TeamDatabase, TeamView,
 };
 
 use crate::engine::Engine;

@@ -14,15 +14,12 @@ mod turns;
 
 pub use alerts::{Alert, Alerts};
 pub use audit::{AuditEventView, AuditPage};
-pub use memory::{FactDetailView, FactView, RememberedView, SuggestionView, VersionView};
+pub use memory::{FactDetailView, FactView, RememberedView, SuggestionView};
 pub use models::{ContextView, UsageView};
-pub use reviews::{ApprovalView, DecidedView, EditView, FactUse, GrantView};
-pub use runs::{
-    ActionView, AgentLogView, AttemptView, IntentView, Recovery, RetryView, RunDetail, RunSummary,
-    RunView, StepView,
-};
+pub use reviews::{ApprovalView, DecidedView, FactUse, GrantView};
+pub use runs::{ActionView, IntentView, Recovery, RunDetail, RunSummary, StepView};
 use turns::link_calls;
-pub use turns::{CallView, ModelTurnView};
+pub use turns::ModelTurnView;
 
 use crate::engine::Engine;
 use crate::error::Result;

@@ -147,12 +147,17 @@ impl Start {
             return Err(AgentError::Invalid("give Claude Code a goal".into()));
         }
         let asked = self.program.unwrap_or_else(|| "claude".into());
-        let program = headless::find_program(&asked).ok_or_else(|| {
-            AgentError::Invalid(format!(
-                "Claude Code (`{}`) is not installed here: `npm i -g @anthropic-ai/claude-code`, or say --claude-program PATH",
-                asked.display()
-            ))
-        })?;
+        // A session resumed keeps the program it was started with; a new one must find its own.
+        let program = match headless::find_program(&asked) {
+            Some(found) => found,
+            None if self.resume.is_some() => asked,
+            None => {
+                return Err(AgentError::Invalid(format!(
+                    "Claude Code (`{}`) is not installed here: `npm i -g @anthropic-ai/claude-code`, or say --claude-program PATH",
+                    asked.display()
+                )))
+            }
+        };
         let told = match (&self.resume, &goal) {
             (Some(_), Some(text)) => Some(Request::Prompt { text: text.clone() }),
             _ => None,
