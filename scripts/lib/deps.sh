@@ -53,6 +53,10 @@ deps_test() {
   [ -x /usr/lib/postgresql/15/bin/initdb ] || missing+=(postgresql-15)
   command -v runuser >/dev/null || missing+=(util-linux)
   command -v setsid >/dev/null || missing+=(util-linux)
+  # The containment escape suite: probes for sockets and ptrace, run as root and as `nobody`.
+  [ -x /usr/bin/python3 ] || missing+=(python3)
+  command -v setpriv >/dev/null || missing+=(util-linux)
+  command -v unshare >/dev/null || missing+=(util-linux)
   apt_install "${missing[@]}"
   command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version ^2
 }

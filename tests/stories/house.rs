@@ -269,7 +269,9 @@ const FLOORS: &[(&str, &[&str])] = &[
     ),
     (
         "3 domain: rules and nouns, no store",
-        &["action", "context", "policy", "tools", "compat", "approval"],
+        &[
+            "action", "context", "policy", "contain", "tools", "compat", "approval",
+        ],
     ),
     ("4 record: the audit log's vocabulary", &["event"]),
     ("5 store: the only SQL, and the dialect", &["store", "blob"]),

@@ -195,6 +195,10 @@ pub(crate) fn this_program() -> Option<PathBuf> {
 
 /// The `reins` command, from the process's arguments to its exit status.
 pub fn main() -> ExitCode {
+    if let Some(code) = reins_core::api::contain_helper() {
+        return code;
+    }
+    reins_core::api::contain_with_this_binary();
     // `reins … | head`: a closed stdout ends the process quietly, as for any Unix tool.
     let default_hook = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

@@ -40,6 +40,14 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
             ),
             _ => {}
         }
+        if r.confined {
+            println!("[ok  ] commands run {}", r.containment);
+        } else {
+            println!(
+                "[warn] commands run {}: the kernel does not hold what the policy allows",
+                r.containment
+            );
+        }
         println!(
             "[{}] blob store: {} blobs, {} bytes, {} damaged",
             mark(r.corrupt_blobs.is_empty()),

@@ -256,6 +256,21 @@ fn render(d: &RunDetail) -> String {
             if let Some(why) = &step.why {
                 let _ = writeln!(s, "       why: {}", why.replace('\n', "\n            "));
             }
+            // How a command ran, and what its profile stopped (the lines its result carries).
+            if step.tool == "shell.exec" {
+                for line in step.result.as_deref().unwrap_or("").lines().filter(|l| {
+                    [
+                        "--- confined",
+                        "--- partly confined",
+                        "--- unconfined",
+                        "--- blocked:",
+                    ]
+                    .iter()
+                    .any(|p| l.starts_with(p))
+                }) {
+                    let _ = writeln!(s, "       {}", &line[4..]);
+                }
+            }
         }
     }
 

@@ -11,6 +11,7 @@ mod chaos;
 mod claude;
 mod claude_headless;
 mod cli;
+mod contain;
 mod control;
 mod crash;
 mod drain;

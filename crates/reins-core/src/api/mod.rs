@@ -23,6 +23,22 @@ mod review;
 mod runs;
 mod settings;
 
+/// When this process was started as the confinement helper (`reins __contain …`), runs it and
+/// returns its exit status. Binaries call it first, before anything starts a thread: the kernel's
+/// rules must be applied in a process with one thread.
+pub fn contain_helper() -> Option<std::process::ExitCode> {
+    crate::contain::helper::dispatch()
+}
+
+/// Names the confinement helper for the processes Reins starts from this binary: `reins-contain`
+/// beside it when it is there (it starts in a fraction of the time), else this binary itself.
+pub fn contain_with_this_binary() {
+    if let Ok(exe) = std::env::current_exe() {
+        let small = exe.with_file_name("reins-contain");
+        crate::contain::launch::set_helper(if small.is_file() { small } else { exe });
+    }
+}
+
 pub use crate::agent::claude::{Start as ClaudeRunRequest, AFTER_REVIEW as CLAUDE_AFTER_REVIEW};
 
 pub use crate::mcp::ServerSpec as McpServerSpec;
@@ -226,7 +242,15 @@ impl Reins {
         let mut engine = Engine::new(store, blobs, policy, options.lease_ms.max(1000))
             .with_reach(crate::worker::Reach::new(options.workspace_roots.clone()))
             .with_retry_budget(options.retry)
-            .with_agent_logs(data_dir.agent_logs());
+            .with_agent_logs(data_dir.agent_logs())
+            .with_containment(crate::contain::Setup {
+                helper: crate::contain::launch::helper(),
+                reins: vec![
+                    data_dir.root().to_owned(),
+                    config_dir.clone(),
+                    policy_file.clone(),
+                ],
+            });
         if let Some(secrets) = options.secrets {
             engine = engine.with_secrets(secrets);
         }

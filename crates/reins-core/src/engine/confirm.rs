@@ -28,6 +28,8 @@ pub(super) struct EffectRecord<'s> {
     pub(super) post: &'s [FileImage],
     /// The call's arguments as it ran.
     pub(super) ran: Option<&'s serde_json::Value>,
+    /// How its process ran confined, for the audit log.
+    pub(super) contained: Option<ev::Contained>,
 }
 
 impl Drive<'_> {
@@ -76,6 +78,10 @@ impl Drive<'_> {
             ends_processes: true,
         }])
         .checkpoint(checkpoint)
+        .events(
+            e.contained
+                .map(|c| audit::Event::new(Actor::Harness, Some(self.run), c)),
+        )
         .event(audit::Event::new(Actor::Harness, Some(self.run), kind))
         .report(Report::Step {
             seq: e.seq,

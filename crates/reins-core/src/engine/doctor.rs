@@ -33,6 +33,9 @@ pub struct DoctorReport {
     pub wake_ups: String,
     /// "ok" when there are none or this keyring's key opens them; otherwise why not.
     pub sealed: String,
+    /// Whether commands run confined in full here, and how, in words.
+    pub confined: bool,
+    pub containment: String,
 }
 
 impl Engine {
@@ -128,6 +131,10 @@ impl Engine {
             && audit_chain == "ok"
             && sealed == "ok"
             && schema_version == supported_schema;
+        let setup = self.contain.clone();
+        let (confined, containment) = tokio::task::spawn_blocking(move || setup.probe())
+            .await
+            .unwrap_or_else(|e| (false, format!("not checked: {e}")));
         Ok(DoctorReport {
             healthy,
             data_dir: data_dir.display().to_string(),
@@ -146,6 +153,8 @@ impl Engine {
             sealed_rows,
             sealed,
             wake_ups: self.wake_ups().await.into(),
+            confined,
+            containment,
         })
     }
 }

@@ -50,8 +50,16 @@ impl Drive<'_> {
                 .await
                 .map(|_| None);
         }
+        // A command's profile is fixed before its intent, which records its hash.
+        let confined = match action {
+            Action::Shell(cmd) => self.confine(cmd)?,
+            _ => None,
+        };
         // 7. Intent, durably, with the pre-images it needs.
-        let intent = self.intend(rec, action, plan.as_ref()).await?;
+        let profile = confined
+            .as_ref()
+            .map(|c| crate::digest::Digest::of(c.profile.hash().as_bytes()));
+        let intent = self.intend(rec, action, plan.as_ref(), profile).await?;
 
         // 8. Execute, unless the run may have been taken over meanwhile: then the intent stays
         // pending and whoever owns the run settles it (the disk says whether it happened).
@@ -70,6 +78,7 @@ impl Drive<'_> {
             why: rec.why,
             post,
             ran: Some(&rec.action.call().args),
+            contained: None,
         };
         // 9. Confirm (confirm.rs): what happened, or what the disk proves did not.
         match (action, &plan) {
@@ -89,11 +98,35 @@ impl Drive<'_> {
                 self.settle_effect(done, Ok(&plan.summary)).await?;
             }
             (Action::Shell(cmd), None) => {
-                let outcome = self.run_shell(seq, cmd).await;
+                let hash = confined.as_ref().map(|c| c.profile.hash());
+                let outcome = self.run_shell(seq, cmd, confined).await;
                 fault_point!("after_effect");
                 match outcome {
-                    Ok(o) if o.ok() => self.settle_effect(record(&[]), Ok(&o.report())).await?,
-                    Ok(o) => self.settle_effect(record(&[]), Err(&o.report())).await?,
+                    Ok(o) => {
+                        let contained = hash.and_then(|h| {
+                            Some(crate::event::Contained {
+                                step: seq,
+                                program: cmd
+                                    .display()
+                                    .split_whitespace()
+                                    .next()
+                                    .unwrap_or_default()
+                                    .chars()
+                                    .take(60)
+                                    .collect(),
+                                profile_sha256: crate::digest::Digest::parse(&h)?,
+                                enforced: o.contained.clone(),
+                                blocked: o.blocked.clone(),
+                            })
+                        });
+                        let done = EffectRecord {
+                            contained,
+                            ..record(&[])
+                        };
+                        let report = o.report();
+                        let result = if o.ok() { Ok(&*report) } else { Err(&*report) };
+                        self.settle_effect(done, result).await?
+                    }
                     Err(e) => self.settle_effect(record(&[]), Err(&e)).await?,
                 }
             }
@@ -141,7 +174,7 @@ impl Drive<'_> {
         action: &Action,
         plan: &EffectPlan,
     ) -> Result<()> {
-        let intent = self.intend(rec, action, Some(plan)).await?;
+        let intent = self.intend(rec, action, Some(plan), None).await?;
         let change = super::commit::Change::default().event(crate::store::audit::Event::new(
             crate::event::Actor::Harness,
             Some(self.run),
@@ -161,6 +194,7 @@ impl Drive<'_> {
             why: rec.why,
             post: &plan.post,
             ran: Some(&rec.action.call().args),
+            contained: None,
         };
         self.settle_effect(done, Ok("allowed: the agent makes this change itself"))
             .await
@@ -168,10 +202,27 @@ impl Drive<'_> {
 
     /// Runs a command in its own process group, recorded so a later attempt can end it; if the run
     /// is lost meanwhile (cancelled, taken over), the group is ended at once.
+    /// The profile a command runs under: the workspace writable minus its protected paths, no
+    /// network unless a program on the card reaches it. None without a confinement helper.
+    fn confine(&self, cmd: &ShellCommand) -> Result<Option<crate::contain::Confined>> {
+        let network = cmd.analyse(self.place()).names_network();
+        let root = self.ws.root().to_owned();
+        self.e
+            .contain
+            .prepare(&root, |places| {
+                crate::contain::Profile::command(places, network)
+            })
+            .map_err(|source| crate::error::Error::Io {
+                context: "preparing the command's confinement".into(),
+                source,
+            })
+    }
+
     pub(super) async fn run_shell(
         &mut self,
         seq: i64,
         cmd: &ShellCommand,
+        confined: Option<crate::contain::Confined>,
     ) -> std::result::Result<ShellOutcome, String> {
         let analysis = cmd.analyse(self.place());
         let argv = cmd.argv(&analysis);
@@ -179,7 +230,7 @@ impl Drive<'_> {
         let timeout = std::time::Duration::from_secs(cmd.timeout_s);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let mut handle = tokio::task::spawn_blocking(move || {
-            tools::shell::run(&argv, &root, timeout, move |pid| {
+            tools::shell::run(&argv, &root, timeout, confined.as_ref(), move |pid| {
                 let _ = tx.send(pid);
             })
         });

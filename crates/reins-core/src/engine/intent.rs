@@ -28,6 +28,7 @@ impl Drive<'_> {
         rec: &StepRecord<'_>,
         action: &Action,
         plan: Option<&EffectPlan>,
+        profile: Option<Digest>,
     ) -> Result<IntentId> {
         let seq = rec.seq;
         let (pre, post, pre_bytes, summary) = match plan {
@@ -91,6 +92,7 @@ impl Drive<'_> {
                     preview_sha256: rec.preview.map(|p| Digest::of(p.as_bytes())),
                     approval: rec.approval.map(str::to_owned),
                     verdict: rec.verdict.cloned(),
+                    profile_sha256: profile,
                 },
             ));
         self.commit(change).await?;

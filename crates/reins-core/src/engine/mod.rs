@@ -103,6 +103,8 @@ pub struct Engine {
     reins_program: Option<crate::agent::ReinsProgram>,
     /// Workspaces on other machines this worker can reach (team mode).
     reach: Arc<crate::worker::Reach>,
+    /// What confines the processes this engine starts.
+    contain: crate::contain::Setup,
 }
 
 impl Engine {
@@ -123,7 +125,17 @@ impl Engine {
             agent_logs: None,
             reins_program: None,
             reach: Arc::default(),
+            contain: crate::contain::Setup {
+                helper: crate::contain::launch::helper(),
+                reins: Vec::new(),
+            },
         }
+    }
+
+    /// Keeps Reins' own places out of every confined process's reach.
+    pub fn with_containment(mut self, setup: crate::contain::Setup) -> Self {
+        self.contain = setup;
+        self
     }
 
     /// Gives external agents `reins mcp serve` as an MCP server, bound to their run.

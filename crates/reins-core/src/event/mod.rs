@@ -10,11 +10,13 @@ use serde::Serialize;
 use crate::ids::RunId;
 
 mod device;
+mod intent;
 mod payload;
 mod log;
 mod retention;
 
 pub use device::*;
+pub use intent::*;
 pub use payload::*;
 pub use log::{ExportFormat, Filter, Mark, MARK_EVERY};
 pub use retention::GcReport;
@@ -181,6 +183,8 @@ kinds! {
     BoundToPermission(BoundToPermission) = "grant.bound_to_permission" [from],
     /// An external agent was allowed to change files itself, its pre-images kept first.
     HandedToAgent(HandedToAgent) = "intent.handed_to_agent" [from],
+    /// How a step's process ran confined, and what its profile stopped.
+    Contained(Contained) = "step.contained" [from],
     /// A write asked for again was already done and on disk: confirmed without writing.
     AlreadyApplied(AlreadyApplied) = "intent.already_applied" [from],
     /// Reins sent an external agent its brief: the goal and the profile facts it may use.

@@ -6,7 +6,6 @@ use crate::approval::Scope;
 use crate::checkpoint::{DamageKind, Level};
 use crate::compat::Mismatch;
 use crate::digest::Digest;
-use crate::journal::{EffectClass, FileImage, IntentStatus};
 use crate::policy::{Decision, Risk, Verdict};
 use crate::run::RunState;
 
@@ -173,68 +172,6 @@ pub struct StepFinished {
     pub action_hash: String,
     pub verdict: Option<Verdict>,
     pub approval: Option<String>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IntentPending {
-    pub intent: String,
-    pub step: i64,
-    pub tool: String,
-    pub action_hash: String,
-    pub effect_class: EffectClass,
-    pub pre: Vec<FileImage>,
-    pub post: Vec<FileImage>,
-    pub preview_sha256: Option<Digest>,
-    pub approval: Option<String>,
-    pub verdict: Option<Verdict>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IntentConfirmed {
-    pub intent: String,
-    pub step: i64,
-    pub post: Vec<FileImage>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IntentRecovered {
-    pub intent: String,
-    pub step: i64,
-    pub settled_by: String,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IntentFailed {
-    pub intent: String,
-    pub step: i64,
-    pub error: String,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct OutcomeUnknown {
-    pub intent: String,
-    pub step: i64,
-    pub tool: String,
-    pub why: String,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IntentResolved {
-    pub intent: String,
-    pub step: i64,
-    pub tool: String,
-    pub action_hash: String,
-    pub previous_status: IntentStatus,
-    pub resolution: crate::journal::Resolution,
-    pub note: Option<String>,
-    pub pre: Vec<FileImage>,
-    pub post: Vec<FileImage>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -78,6 +78,12 @@ pub fn holds(path: &str) -> Option<&'static str> {
     FILES.iter().find(|(f, _)| rest == *f).map(|(_, what)| *what)
 }
 
+/// Every credential location under a home folder, relative to it: what a confined process may not
+/// read.
+pub fn locations() -> impl Iterator<Item = &'static str> {
+    FOLDERS.iter().chain(FILES).map(|(p, _)| *p)
+}
+
 /// The part of `path` after its home directory: `~/x`, `~user/x`, `$HOME/x`, `/home/u/x`,
 /// `/root/x`, `/Users/u/x`.
 fn in_home(path: &str) -> Option<&str> {

@@ -52,6 +52,11 @@ pub struct ShellOutcome {
     pub stdout: Captured,
     pub stderr: Captured,
     pub elapsed: Duration,
+    /// How it ran, in words: "confined (Landlock ABI 7, seccomp, mount layer): no network, writes
+    /// inside the workspace", or why it ran unconfined.
+    pub contained: String,
+    /// What the profile stopped, in words.
+    pub blocked: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -115,6 +120,10 @@ impl ShellOutcome {
             "{status} after {:.1} s{first}\n",
             self.elapsed.as_secs_f64()
         );
+        out.push_str(&format!("--- {}\n", self.contained));
+        for b in &self.blocked {
+            out.push_str(&format!("--- blocked: {b}\n"));
+        }
         if self.stdout.total > 0 {
             out.push_str(&format!(
                 "--- stdout ({} bytes)\n{}",
@@ -139,21 +148,29 @@ impl ShellOutcome {
     }
 }
 
-/// Runs `argv` in `cwd` with the fixed environment, in its own process group. `started` is told the
-/// child's pid before anything is awaited, so the caller can record it. The group is ended on
-/// timeout and when the command finishes (nothing it started outlives it).
+/// Runs `argv` in `cwd` with the fixed environment, in its own process group, confined by
+/// `confined`'s profile when there is one. `started` is told the child's pid before anything is
+/// awaited, so the caller can record it. The group is ended on timeout and when the command
+/// finishes (nothing it started outlives it).
 pub fn run(
     argv: &[String],
     cwd: &Path,
     timeout: Duration,
+    confined: Option<&crate::contain::Confined>,
     started: impl FnOnce(u32),
 ) -> std::io::Result<ShellOutcome> {
     let (program, rest) = argv
         .split_first()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
-    let mut cmd = Command::new(program);
-    cmd.args(rest)
-        .current_dir(cwd)
+    let mut cmd = match confined {
+        Some(c) => c.command(argv),
+        None => {
+            let mut cmd = Command::new(program);
+            cmd.args(rest);
+            cmd
+        }
+    };
+    cmd.current_dir(cwd)
         .env_clear()
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -164,6 +181,9 @@ pub fn run(
         }
     }
     cmd.env("PWD", cwd);
+    if let Some(c) = confined {
+        cmd.env("TMPDIR", c.tmp());
+    }
     let began = Instant::now();
     let mut child = crate::process::spawn_in_group(cmd)?;
     let pid = child.id();
@@ -220,6 +240,7 @@ pub fn run(
     let stdout = outputs.next().unwrap_or_default();
     let stderr = outputs.next().unwrap_or_default();
     use std::os::unix::process::ExitStatusExt as _;
+    let (contained, blocked) = confinement(confined, argv, cwd, [&stdout, &stderr]);
     Ok(ShellOutcome {
         exit_code: status.code(),
         signal: status.signal(),
@@ -227,5 +248,62 @@ pub fn run(
         stdout,
         stderr,
         elapsed: began.elapsed(),
+        contained,
+        blocked,
     })
+}
+
+/// How the command ran, and what its profile stopped: protected paths it created (removed now)
+/// and the refusals it reported in its output.
+fn confinement(
+    confined: Option<&crate::contain::Confined>,
+    argv: &[String],
+    cwd: &Path,
+    output: [&Captured; 2],
+) -> (String, Vec<String>) {
+    let Some(c) = confined else {
+        return (
+            "unconfined: no confinement helper in this process".into(),
+            Vec::new(),
+        );
+    };
+    let said = c.profile.said(cwd);
+    let contained = match c.enforced() {
+        Some(e) => format!("{}: {said}", e.said()),
+        None => "the confinement helper did not start the command".into(),
+    };
+    // The program a person would name: `make` for `bash -c "make all"`, not bash.
+    let line = match argv {
+        [_, .., c, line] if c == "-c" => line.split_whitespace().next(),
+        _ => argv.first().map(String::as_str),
+    };
+    let program = line
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_owned())
+        .unwrap_or_default();
+    let mut blocked: Vec<String> = c
+        .sweep()
+        .into_iter()
+        .map(|p| {
+            let shown = p.strip_prefix(cwd).unwrap_or(&p).display().to_string();
+            format!("{program} tried to create {shown} (a protected path): removed")
+        })
+        .collect();
+    const REFUSALS: &[&str] = &[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "Network is unreachable",
+    ];
+    for captured in output {
+        for line in captured.text().lines() {
+            if blocked.len() >= 8 {
+                break;
+            }
+            if REFUSALS.iter().any(|r| line.contains(r)) {
+                let line: String = line.trim().chars().take(200).collect();
+                blocked.push(format!("{program} was refused: {line}"));
+            }
+        }
+    }
+    (contained, blocked)
 }

@@ -388,6 +388,13 @@ impl Kind {
                 plural(p.pre.len().max(p.post.len()) as u64, "file", "files"),
                 p.step
             ),
+            Kind::Contained(p) => {
+                let mut s = format!("Step {}: {} ran {}", p.step, p.program, p.enforced);
+                for b in &p.blocked {
+                    s.push_str(&format!("; blocked: {b}"));
+                }
+                s
+            }
             Kind::AlreadyApplied(p) => format!(
                 "Step {} was already done by step {}: confirmed without writing again",
                 p.step, p.earlier

@@ -66,6 +66,16 @@ impl Analysis {
         }
     }
 
+    /// Whether a program it names reaches the network (curl, ssh, git clone, …): the card shows
+    /// that program, and only then does the command's profile have a network.
+    pub fn names_network(&self) -> bool {
+        self.segments.iter().any(|s| {
+            s.program
+                .as_deref()
+                .is_some_and(|p| crate::policy::programs::is_network(p.rsplit('/').next().unwrap_or(p)))
+        })
+    }
+
     /// Every reason, each segment's prefixed with its text.
     pub fn all_reasons(&self) -> Vec<String> {
         let mut out = self.reasons.clone();

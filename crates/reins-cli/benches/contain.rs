@@ -1,0 +1,148 @@
+//! What confinement adds to starting a process: the same program started directly and through the
+//! helper (with a command's profile: Landlock, seccomp, the mount layer), interleaved in one run.
+//! The helper is `reins-contain`, what Reins uses when it is installed beside it; `reins __contain`
+//! (the same code in the full binary, the app's fallback) is measured too. The goal is ≤ 2 ms
+//! median added per command. A last pair does the same for a Node.js program, the runtime most
+//! external agents start on.
+//!
+//! `cargo bench -p reins-cli --bench contain [-- ROUNDS]`
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn time(cmd: &mut Command) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let out = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()?;
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    anyhow::ensure!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(ms)
+}
+
+/// A command's profile for `ws`, as Reins derives it (the same shape the escape suite uses).
+fn profile(ws: &Path, tmp: &Path, home: &Path) -> serde_json::Value {
+    let protected: Vec<_> = [".git/hooks", ".git/config", ".claude", ".reins", ".vscode"]
+        .iter()
+        .map(|p| ws.join(p))
+        .collect();
+    serde_json::json!({
+        "read": ["/usr", "/bin", "/lib", "/lib64", "/etc", "/proc", "/dev", ws, home],
+        "write": [ws, tmp],
+        "hidden": [home.join(".ssh"), home.join(".aws")],
+        "read_only": protected,
+        "network": "none",
+    })
+}
+
+/// The helper and what it runs, for one pair.
+struct Through<'a> {
+    helper: &'a str,
+    argv: &'a [&'a str],
+}
+
+fn pair(
+    label: &str,
+    through: Through<'_>,
+    rounds: usize,
+    ws: &Path,
+    profile: &str,
+) -> anyhow::Result<()> {
+    let Through { helper, argv } = through;
+    let direct = || {
+        let mut c = Command::new(argv[0]);
+        c.args(&argv[1..]).current_dir(ws);
+        c
+    };
+    let confined = || {
+        let mut c = Command::new(helper);
+        c.args(["__contain", "--profile", profile, "--"])
+            .args(argv)
+            .current_dir(ws);
+        c
+    };
+    // Warm the page cache for both.
+    time(&mut direct())?;
+    time(&mut confined())?;
+    let (mut d, mut c) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        d.push(time(&mut direct())?);
+        c.push(time(&mut confined())?);
+    }
+    let (d, c) = (median(d), median(c));
+    println!("{label}: direct median {d:.2} ms, confined median {c:.2} ms over {rounds} starts");
+    println!(
+        "{label}: ratio confined / direct {:.2}×; added {:.2} ms",
+        c / d,
+        c - d
+    );
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let rounds: usize = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with('-'))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(200);
+    let tmp = tempfile::tempdir()?;
+    let ws = tmp.path().join("ws");
+    std::fs::create_dir_all(ws.join(".git/hooks"))?;
+    std::fs::write(ws.join(".git/config"), "[core]\n")?;
+    std::fs::create_dir_all(tmp.path().join("tmp"))?;
+    let home = tmp.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh"))?;
+    let profile = profile(&ws, &tmp.path().join("tmp"), &home).to_string();
+    let small = env!("CARGO_BIN_EXE_reins-contain");
+    let full = env!("CARGO_BIN_EXE_reins");
+    let true_ = ["/bin/true"];
+    pair(
+        "command `/bin/true` through reins-contain (goal ≤ 2 ms added)",
+        Through {
+            helper: small,
+            argv: &true_,
+        },
+        rounds,
+        &ws,
+        &profile,
+    )?;
+    pair(
+        "command `/bin/true` through `reins __contain` (the app's fallback)",
+        Through {
+            helper: full,
+            argv: &true_,
+        },
+        rounds,
+        &ws,
+        &profile,
+    )?;
+    let node = ["/usr/bin/node", "/usr/local/bin/node"]
+        .into_iter()
+        .find(|p| Path::new(p).exists());
+    match node {
+        Some(node) => pair(
+            "agent runtime `node -e 0` through reins-contain",
+            Through {
+                helper: small,
+                argv: &[node, "-e", "0"],
+            },
+            (rounds / 4).max(10),
+            &ws,
+            &profile,
+        )?,
+        None => println!("agent runtime: no node on this machine; not measured"),
+    }
+    Ok(())
+}

@@ -1,0 +1,264 @@
+//! The confinement helper: the Reins binary started again as `reins __contain --profile JSON
+//! [--report FILE] -- PROGRAM ARGS…`. Before any thread starts, it applies the profile to itself,
+//! makes itself the subreaper, writes what the kernel enforced to the report file, starts the
+//! program, and when the program ends, ends every descendant it left behind. Its arguments are
+//! read strictly: anything it does not expect stops it before the program starts.
+
+use std::ffi::OsString;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitStatus};
+use nix::unistd::Pid;
+
+use super::profile::Profile;
+
+/// The hidden subcommand's name, the first argument after the binary's.
+pub const SUBCOMMAND: &str = "__contain";
+
+/// The exit status when the helper itself fails (bad arguments, confinement not applied): the
+/// program never started.
+pub const FAILED: u8 = 125;
+/// The exit status when the program could not be started.
+pub const NOT_STARTED: u8 = 127;
+
+/// Runs the helper when this process was started as one; None otherwise. Binaries call it first,
+/// before anything starts a thread.
+pub fn dispatch() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(std::ffi::OsStr::new(SUBCOMMAND)) {
+        return None;
+    }
+    Some(main(args.collect()))
+}
+
+struct Call {
+    profile: Profile,
+    report: Option<PathBuf>,
+    argv: Vec<OsString>,
+}
+
+fn parse(args: Vec<OsString>) -> Result<Call, String> {
+    let mut profile = None;
+    let mut report = None;
+    let mut it = args.into_iter();
+    loop {
+        let Some(arg) = it.next() else {
+            return Err("no program: expected `-- PROGRAM [ARGS…]`".into());
+        };
+        match arg.to_str() {
+            Some("--profile") if profile.is_none() => {
+                let text = it.next().ok_or("--profile needs a value")?;
+                let text = text.to_str().ok_or("--profile is not UTF-8")?;
+                let p: Profile = serde_json::from_str(text)
+                    .map_err(|e| format!("--profile is not a profile: {e}"))?;
+                p.check()?;
+                profile = Some(p);
+            }
+            Some("--report") if report.is_none() => {
+                let path = PathBuf::from(it.next().ok_or("--report needs a value")?);
+                if !path.is_absolute() {
+                    return Err("--report must be an absolute path".into());
+                }
+                report = Some(path);
+            }
+            Some("--") => break,
+            _ => return Err(format!("unexpected argument {}", arg.to_string_lossy())),
+        }
+    }
+    let argv: Vec<OsString> = it.collect();
+    if argv.is_empty() {
+        return Err("no program after --".into());
+    }
+    Ok(Call {
+        profile: profile.ok_or("--profile is required")?,
+        report,
+        argv,
+    })
+}
+
+fn main(args: Vec<OsString>) -> ExitCode {
+    let call = match parse(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("reins: confinement helper: {e}");
+            return ExitCode::from(FAILED);
+        }
+    };
+    // Opened before the rules apply: the report file lies outside what the program may write.
+    let mut report = match call.report.as_ref().map(|p| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(p)
+    }) {
+        Some(Ok(f)) => Some(f),
+        Some(Err(e)) => {
+            eprintln!("reins: confinement helper: cannot write the report: {e}");
+            return ExitCode::from(FAILED);
+        }
+        None => None,
+    };
+    let enforced = match super::kernel::apply(&call.profile) {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("reins: confinement helper: not confined, so not started: {e}");
+            return ExitCode::from(FAILED);
+        }
+    };
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        eprintln!("reins: confinement helper: cannot become the subreaper: {e}");
+        return ExitCode::from(FAILED);
+    }
+    if let Some(mut file) = report.take() {
+        let line = serde_json::to_string(&enforced).unwrap_or_default();
+        if writeln!(file, "{line}").is_err() {
+            return ExitCode::from(FAILED);
+        }
+    }
+    let (program, rest) = match call.argv.split_first() {
+        Some(split) => split,
+        None => return ExitCode::from(FAILED),
+    };
+    let child = match std::process::Command::new(program).args(rest).spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{}: {e}", program.to_string_lossy());
+            return ExitCode::from(NOT_STARTED);
+        }
+    };
+    let main_pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
+    // Asked to stop (a timeout, a cancelled run, an agent session ending): the whole tree goes
+    // first, so nothing is handed to init when this process is gone.
+    if let Ok(mut signals) =
+        signal_hook::iterator::Signals::new([libc::SIGTERM, libc::SIGINT, libc::SIGHUP])
+    {
+        std::thread::spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                end_tree();
+                std::process::exit(128 + sig);
+            }
+        });
+    }
+    let ended = wait_for(main_pid);
+    end_descendants();
+    match ended {
+        Ended::Code(code) => ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1)),
+        Ended::Signal(sig) => {
+            // Die the same way, so the caller sees the signal; if it is one this process ignores,
+            // say it with the shell's number.
+            let _ = nix::sys::signal::raise(sig);
+            ExitCode::from(128u8.saturating_add(u8::try_from(sig as i32).unwrap_or(0)))
+        }
+    }
+}
+
+enum Ended {
+    Code(i32),
+    Signal(Signal),
+}
+
+/// Reaps children (orphans handed to the subreaper among them) until the program itself ends.
+fn wait_for(main_pid: Pid) -> Ended {
+    loop {
+        match waitpid(None, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == main_pid => return Ended::Code(code),
+            Ok(WaitStatus::Signaled(pid, sig, _)) if pid == main_pid => return Ended::Signal(sig),
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return Ended::Code(1),
+        }
+    }
+}
+
+/// Ends everything the program left running: each child is killed and reaped, and what it had
+/// started comes to this process (the subreaper) and goes the same way, until nothing is left.
+fn end_descendants() {
+    // Every descendant still alive has an ancestor among this process's children (orphans come
+    // here), so none left means nothing to look for: the common case costs one call.
+    if matches!(
+        waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG)),
+        Err(Errno::ECHILD)
+    ) {
+        return;
+    }
+    let me = std::process::id();
+    loop {
+        for pid in children_of(me) {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        match waitpid(None, None) {
+            Err(Errno::ECHILD) => return,
+            Err(Errno::EINTR) | Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Kills every descendant, deepest first known or not: each round kills what is there now, and
+/// what their deaths hand to this process is killed in the next.
+fn end_tree() {
+    let me = std::process::id();
+    for _ in 0..50 {
+        let tree = descendants_of(me);
+        if tree.is_empty() {
+            return;
+        }
+        for pid in tree {
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        while let Ok(status) = waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
+            if status == WaitStatus::StillAlive {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// Every process below `root`, by parent links.
+fn descendants_of(root: u32) -> Vec<u32> {
+    let parents = parent_links();
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (pid, parent) in &parents {
+            if *parent == p && !out.contains(pid) {
+                out.push(*pid);
+                frontier.push(*pid);
+            }
+        }
+    }
+    out
+}
+
+/// (pid, parent) of every process.
+fn parent_links() -> Vec<(u32, u32)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let rest = &stat[stat.rfind(')')? + 1..];
+            Some((pid, rest.split_whitespace().nth(1)?.parse::<u32>().ok()?))
+        })
+        .collect()
+}
+
+/// The processes whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<u32> {
+    parent_links()
+        .into_iter()
+        .filter(|(_, p)| *p == parent)
+        .map(|(pid, _)| pid)
+        .collect()
+}

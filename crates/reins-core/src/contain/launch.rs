@@ -1,0 +1,179 @@
+//! Starting a program confined: the command line that runs it through the helper, a temp dir of
+//! its own, and what the kernel enforced, read back afterwards.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use super::enforced::Enforced;
+use super::profile::{Places, Profile};
+
+static HELPER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the binary that answers to `__contain`: the `reins` binary and the app call it with their
+/// own path when they start.
+pub fn set_helper(path: PathBuf) {
+    let _ = HELPER.set(path);
+}
+
+/// The helper binary: the one this process named, else `REINS_CONTAIN_HELPER` (for test programs,
+/// which are not the Reins binary).
+pub fn helper() -> Option<PathBuf> {
+    HELPER
+        .get()
+        .cloned()
+        .or_else(|| std::env::var_os("REINS_CONTAIN_HELPER").map(PathBuf::from))
+        .filter(|p| p.is_file())
+}
+
+/// What confines the processes one engine starts.
+#[derive(Clone, Debug, Default)]
+pub struct Setup {
+    /// The helper binary; none: processes run unconfined, and say so.
+    pub helper: Option<PathBuf>,
+    /// Reins' own data dir, config dir and policy file: out of every profile's reach.
+    pub reins: Vec<PathBuf>,
+}
+
+/// One confined start: the profile, a temp dir of its own (removed when this is dropped) and the
+/// report the helper writes there.
+pub struct Confined {
+    pub profile: Profile,
+    helper: PathBuf,
+    dir: PathBuf,
+    /// Protected paths that did not exist at the start: no mount can hold a name that is not
+    /// there yet, so they are checked when the program ends.
+    absent: Vec<PathBuf>,
+}
+
+static STARTS: AtomicU64 = AtomicU64::new(0);
+
+impl Setup {
+    /// A private temp dir and the places a profile is derived from, for a process in `workspace`.
+    /// None when there is no helper.
+    pub fn prepare(
+        &self,
+        workspace: &Path,
+        profile: impl FnOnce(&Places) -> Profile,
+    ) -> std::io::Result<Option<Confined>> {
+        let Some(helper) = self.helper.clone() else {
+            return Ok(None);
+        };
+        let n = STARTS.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("reins-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(dir.join("tmp"))?;
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+        let places = Places {
+            workspace: workspace.to_owned(),
+            home: std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute()),
+            reins: self.reins.clone(),
+            tmp: dir.join("tmp"),
+        };
+        let profile = profile(&places);
+        let absent = profile
+            .read_only
+            .iter()
+            .filter(|p| std::fs::symlink_metadata(p).is_err())
+            .cloned()
+            .collect();
+        Ok(Some(Confined {
+            profile,
+            helper,
+            dir,
+            absent,
+        }))
+    }
+}
+
+impl Setup {
+    /// What the kernel enforces on this machine, found by confining `true` once: whether the
+    /// profile holds in full, and in words.
+    pub fn probe(&self) -> (bool, String) {
+        let place = std::env::temp_dir();
+        let confined = match self.prepare(&place, |p| Profile::command(p, false)) {
+            Ok(Some(c)) => c,
+            Ok(None) => return (false, "unconfined: no confinement helper in this process".into()),
+            Err(e) => return (false, format!("not checked: {e}")),
+        };
+        let status = confined
+            .command(&["true".to_owned()])
+            .current_dir(&place)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        match (status, confined.enforced()) {
+            (Ok(s), Some(e)) if s.success() => (e.full(), e.said()),
+            (_, Some(e)) => (false, e.said()),
+            (Ok(s), None) => (false, format!("the confinement helper failed ({s})")),
+            (Err(e), None) => (false, format!("the confinement helper could not start: {e}")),
+        }
+    }
+}
+
+impl Confined {
+    /// The command that starts `argv` through the helper; the caller adds the environment,
+    /// folder and pipes as for the program itself.
+    pub fn command(&self, argv: &[String]) -> Command {
+        let mut cmd = Command::new(&self.helper);
+        cmd.arg(super::helper::SUBCOMMAND)
+            .arg("--profile")
+            .arg(serde_json::to_string(&self.profile).unwrap_or_default())
+            .arg("--report")
+            .arg(self.report())
+            .arg("--")
+            .args(argv);
+        cmd
+    }
+
+    /// The program's own temp dir (its `TMPDIR`).
+    pub fn tmp(&self) -> PathBuf {
+        self.dir.join("tmp")
+    }
+
+    fn report(&self) -> PathBuf {
+        self.dir.join("enforced.json")
+    }
+
+    /// What the kernel enforced, as the helper reported it; None when it never got that far.
+    pub fn enforced(&self) -> Option<Enforced> {
+        let text = std::fs::read_to_string(self.report()).ok()?;
+        serde_json::from_str(text.trim()).ok()
+    }
+}
+
+impl Confined {
+    /// Removes the protected paths the program created (they did not exist when it started, so
+    /// nothing of the person's is lost) and returns them: each is a blocked attempt.
+    pub fn sweep(&self) -> Vec<PathBuf> {
+        let mut removed = Vec::new();
+        for path in &self.absent {
+            let Ok(meta) = std::fs::symlink_metadata(path) else {
+                continue;
+            };
+            let gone = if meta.is_dir() {
+                std::fs::remove_dir_all(path)
+            } else {
+                std::fs::remove_file(path)
+            };
+            if gone.is_ok() {
+                removed.push(path.clone());
+            }
+        }
+        removed
+    }
+}
+
+impl Drop for Confined {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,198 @@
+//! A profile: what a process Reins starts may touch, as pure data. It is derived from what the
+//! process is (a command, an external agent, an MCP server), where it runs and what the person
+//! approved, and nothing else; the helper turns it into kernel rules. Its hash goes into the intent
+//! before the effect, so the audit log says which profile an effect ran under.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// What the process may reach over the network.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Network {
+    /// No sockets but pairs between its own processes.
+    None,
+    /// TCP connections to these ports only (the kernel filters by port, not by host).
+    Ports(Vec<u16>),
+    /// Any TCP or UDP; raw sockets, the session bus and other local sockets stay shut.
+    Full,
+}
+
+/// The places a profile is derived from.
+#[derive(Clone, Debug)]
+pub struct Places {
+    /// The workspace root, absolute.
+    pub workspace: PathBuf,
+    /// The person's home folder, if known.
+    pub home: Option<PathBuf>,
+    /// Reins' own data and config dirs and policy file: never readable or writable.
+    pub reins: Vec<PathBuf>,
+    /// A temp dir of the process's own, removed after it.
+    pub tmp: PathBuf,
+}
+
+/// What a process may touch. Paths are absolute.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Trees it may read and run programs from.
+    pub read: Vec<PathBuf>,
+    /// Trees it may also create, change and delete in.
+    pub write: Vec<PathBuf>,
+    /// Places inside those trees it may not read or write at all.
+    pub hidden: Vec<PathBuf>,
+    /// Places inside `write` that stay read-only.
+    pub read_only: Vec<PathBuf>,
+    pub network: Network,
+}
+
+/// Names inside a workspace that stay read-only even where the workspace is writable: writing them
+/// runs code later (git hooks and config, editor tasks) or steers an agent or Reins itself.
+pub const PROTECTED_IN_WORKSPACE: &[&str] = &[
+    ".git/hooks",
+    ".git/config",
+    ".gitmodules",
+    ".vscode",
+    ".idea",
+    ".zed",
+    ".devcontainer",
+    ".husky",
+    ".reins",
+    ".claude",
+    ".codex",
+    ".gemini",
+    ".qwen",
+    ".opencode",
+    ".cursor",
+    ".mcp.json",
+    ".envrc",
+];
+
+/// The system's places a process reads from: programs, libraries and their configuration. Home
+/// folders are not among them; they come in through `Places::home`, minus credentials.
+const SYSTEM: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix",
+    "/proc", "/sys", "/dev", "/var", "/run", "/tmp", "/srv", "/snap",
+];
+
+/// System files that hold secrets: never readable.
+const SYSTEM_SECRETS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh"];
+
+/// Devices every program may write.
+pub const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts"];
+
+impl Profile {
+    /// A command (`shell.exec`, an ACP terminal): it reads the system, the workspace and the home
+    /// folder outside its credentials; it writes the workspace, minus the protected paths, and its
+    /// own temp dir; it has the network only if the person approved it.
+    pub fn command(places: &Places, network: bool) -> Self {
+        let mut p = Self::base(places);
+        p.write = vec![places.workspace.clone(), places.tmp.clone()];
+        p.read_only = PROTECTED_IN_WORKSPACE
+            .iter()
+            .map(|n| places.workspace.join(n))
+            .collect();
+        p.network = if network { Network::Full } else { Network::None };
+        p
+    }
+
+    /// An external agent (ACP, headless Claude Code): it writes only its own state dirs and temp
+    /// dir, plus the workspace (minus the protected paths) when it carries out approved changes
+    /// itself; its network reaches only the model endpoint's port. Not applied to agents yet
+    /// (docs/containment.md says why); unit-tested so the next step starts from a checked profile.
+    #[allow(dead_code)]
+    pub fn agent(
+        places: &Places,
+        state: &[PathBuf],
+        writes_workspace: bool,
+        endpoint_ports: &[u16],
+    ) -> Self {
+        let mut p = Self::base(places);
+        p.write = state.iter().cloned().chain([places.tmp.clone()]).collect();
+        if writes_workspace {
+            p.write.push(places.workspace.clone());
+            p.read_only = PROTECTED_IN_WORKSPACE
+                .iter()
+                .map(|n| places.workspace.join(n))
+                .collect();
+        }
+        p.network = Network::Ports(endpoint_ports.to_vec());
+        p
+    }
+
+    /// What every profile reads, and never touches.
+    fn base(places: &Places) -> Self {
+        let mut read: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
+        read.push(places.workspace.clone());
+        let mut hidden: Vec<PathBuf> = SYSTEM_SECRETS.iter().map(PathBuf::from).collect();
+        if let Some(home) = &places.home {
+            read.push(home.clone());
+            hidden.extend(
+                crate::policy::credentials::locations()
+                    .map(|rel| home.join(rel)),
+            );
+        }
+        hidden.extend(places.reins.iter().cloned());
+        Self {
+            read,
+            write: Vec::new(),
+            hidden,
+            read_only: Vec::new(),
+            network: Network::None,
+        }
+    }
+
+    /// The profile's hash: what the intent records before the effect.
+    pub fn hash(&self) -> String {
+        let bytes = serde_json::to_vec(self).unwrap_or_default();
+        crate::digest::Digest::of(&bytes).as_str().to_owned()
+    }
+
+    /// Checks a profile handed to the helper: every path absolute and plain (no `..`), so nothing
+    /// it names depends on where the helper happens to run.
+    pub fn check(&self) -> Result<(), String> {
+        for p in self
+            .read
+            .iter()
+            .chain(&self.write)
+            .chain(&self.hidden)
+            .chain(&self.read_only)
+        {
+            if !p.is_absolute() {
+                return Err(format!("{} is not an absolute path", p.display()));
+            }
+            if p.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+                return Err(format!("{} names a parent folder (..)", p.display()));
+            }
+        }
+        if let Network::Ports(ports) = &self.network {
+            if ports.contains(&0) {
+                return Err("port 0 is not a port".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// In words, for the card and the timeline: "no network, writes inside the workspace".
+    pub fn said(&self, workspace: &Path) -> String {
+        let net = match &self.network {
+            Network::None => "no network".to_owned(),
+            Network::Ports(ports) if ports.is_empty() => "no network".to_owned(),
+            Network::Ports(ports) => format!(
+                "network to port{} {} only",
+                if ports.len() == 1 { "" } else { "s" },
+                ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
+            ),
+            Network::Full => "with the network".to_owned(),
+        };
+        let writes = if self.write.iter().any(|w| w == workspace) {
+            "writes inside the workspace"
+        } else if self.write.is_empty() {
+            "writes nothing"
+        } else {
+            "writes only its own state"
+        };
+        format!("{net}, {writes}")
+    }
+}
