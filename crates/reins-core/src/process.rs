@@ -36,28 +36,54 @@ pub fn is_running(pid: u32, start_time: u64) -> bool {
     !matches!(state, Some("Z" | "X") | None)
 }
 
-/// The live (not zombie) processes in the process group `pgid` or in the session it leads.
-pub fn group_members(pgid: u32) -> Vec<u32> {
+/// Every process's id with the fields of its `/proc/PID/stat` after the name (state, ppid, pgrp,
+/// session, …). The name is in parentheses and may hold spaces: fields count from the last ')'.
+fn stats() -> Vec<(u32, String)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                return false;
-            };
-            // After the name: state, ppid, pgrp, session.
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let rest = stat[stat.rfind(')')? + 1..].to_owned();
+            Some((pid, rest))
+        })
+        .collect()
+}
+
+/// The live (not zombie) processes in the process group `pgid` or in the session it leads.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    stats()
+        .into_iter()
+        .filter(|(_, rest)| {
             let mut fields = rest.split_whitespace();
             let state = fields.next();
             let pgrp = fields.nth(1).and_then(|f| f.parse::<u32>().ok());
             let session = fields.next().and_then(|f| f.parse::<u32>().ok());
             (pgrp == Some(pgid) || session == Some(pgid)) && !matches!(state, Some("Z" | "X"))
         })
+        .map(|(pid, _)| pid)
         .collect()
+}
+
+/// Every process below `root`, by parent links.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let parents: Vec<(u32, u32)> = stats()
+        .into_iter()
+        .filter_map(|(pid, rest)| Some((pid, rest.split_whitespace().nth(1)?.parse().ok()?)))
+        .collect();
+    let mut out = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(p) = frontier.pop() {
+        for (pid, parent) in &parents {
+            if *parent == p && !out.contains(pid) {
+                out.push(*pid);
+                frontier.push(*pid);
+            }
+        }
+    }
+    out
 }
 
 /// Ends what a recorded leader started: SIGTERM to its group and to every process of its session

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 use nix::errno::Errno;
 use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitStatus};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use super::profile::Profile;
@@ -139,7 +139,7 @@ fn main(args: Vec<OsString>) -> ExitCode {
     {
         std::thread::spawn(move || {
             if let Some(sig) = signals.forever().next() {
-                end_tree();
+                end_descendants();
                 std::process::exit(128 + sig);
             }
         });
@@ -174,20 +174,20 @@ fn wait_for(main_pid: Pid) -> Ended {
     }
 }
 
-/// Ends everything the program left running: each child is killed and reaped, and what it had
-/// started comes to this process (the subreaper) and goes the same way, until nothing is left.
+/// Ends everything the program left running, or the whole tree when asked to stop: each round
+/// kills every descendant there is now, and what their deaths hand to this process (the
+/// subreaper) goes in the next, until this process has no child. Every descendant still alive has
+/// an ancestor among its children, so none left means nothing to look for: the common case, a
+/// program that left nothing behind, costs one call.
 fn end_descendants() {
-    // Every descendant still alive has an ancestor among this process's children (orphans come
-    // here), so none left means nothing to look for: the common case costs one call.
-    if matches!(
-        waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG)),
-        Err(Errno::ECHILD)
-    ) {
-        return;
-    }
     let me = std::process::id();
     loop {
-        for pid in children_of(me) {
+        match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+            Err(Errno::ECHILD) => return,
+            Err(Errno::EINTR) | Ok(_) => {}
+            Err(_) => return,
+        }
+        for pid in crate::process::descendants(me) {
             if let Ok(pid) = i32::try_from(pid) {
                 let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
             }
@@ -198,67 +198,4 @@ fn end_descendants() {
             Err(_) => return,
         }
     }
-}
-
-/// Kills every descendant, deepest first known or not: each round kills what is there now, and
-/// what their deaths hand to this process is killed in the next.
-fn end_tree() {
-    let me = std::process::id();
-    for _ in 0..50 {
-        let tree = descendants_of(me);
-        if tree.is_empty() {
-            return;
-        }
-        for pid in tree {
-            if let Ok(pid) = i32::try_from(pid) {
-                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-            }
-        }
-        while let Ok(status) = waitpid(None, Some(nix::sys::wait::WaitPidFlag::WNOHANG)) {
-            if status == WaitStatus::StillAlive {
-                break;
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
-}
-
-/// Every process below `root`, by parent links.
-fn descendants_of(root: u32) -> Vec<u32> {
-    let parents = parent_links();
-    let mut out = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(p) = frontier.pop() {
-        for (pid, parent) in &parents {
-            if *parent == p && !out.contains(pid) {
-                out.push(*pid);
-                frontier.push(*pid);
-            }
-        }
-    }
-    out
-}
-
-/// (pid, parent) of every process.
-fn parent_links() -> Vec<(u32, u32)> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let rest = &stat[stat.rfind(')')? + 1..];
-            Some((pid, rest.split_whitespace().nth(1)?.parse::<u32>().ok()?))
-        })
-        .collect()
-}
-
-/// The processes whose parent is `parent`.
-fn children_of(parent: u32) -> Vec<u32> {
-    parent_links()
-        .into_iter()
-        .filter(|(_, p)| *p == parent)
-        .map(|(pid, _)| pid)
-        .collect()
 }

@@ -76,9 +76,6 @@ const SYSTEM: &[&str] = &[
     "/proc", "/sys", "/dev", "/var", "/run", "/tmp", "/srv", "/snap",
 ];
 
-/// System files that hold secrets: never readable.
-const SYSTEM_SECRETS: &[&str] = &["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh"];
-
 /// Devices every program may write.
 pub const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts"];
 
@@ -125,7 +122,9 @@ impl Profile {
     fn base(places: &Places) -> Self {
         let mut read: Vec<PathBuf> = SYSTEM.iter().map(PathBuf::from).collect();
         read.push(places.workspace.clone());
-        let mut hidden: Vec<PathBuf> = SYSTEM_SECRETS.iter().map(PathBuf::from).collect();
+        let mut hidden: Vec<PathBuf> = crate::policy::credentials::system_locations()
+            .map(PathBuf::from)
+            .collect();
         if let Some(home) = &places.home {
             read.push(home.clone());
             hidden.extend(
@@ -144,9 +143,8 @@ impl Profile {
     }
 
     /// The profile's hash: what the intent records before the effect.
-    pub fn hash(&self) -> String {
-        let bytes = serde_json::to_vec(self).unwrap_or_default();
-        crate::digest::Digest::of(&bytes).as_str().to_owned()
+    pub fn hash(&self) -> crate::digest::Digest {
+        crate::digest::Digest::of(&serde_json::to_vec(self).unwrap_or_default())
     }
 
     /// Checks a profile handed to the helper: every path absolute and plain (no `..`), so nothing

@@ -18,6 +18,12 @@ use super::drive::Drive;
 use super::record::StepRecord;
 use super::DriveOutcome;
 
+/// A command as it will run: what `prepare_command` read from it.
+pub(super) struct PreparedCommand {
+    argv: Vec<String>,
+    confined: Option<crate::contain::Confined>,
+}
+
 impl Drive<'_> {
     /// Steps 7–9: run an allowed (or approved, or granted) action and record what happened.
     pub(super) async fn execute(
@@ -50,16 +56,17 @@ impl Drive<'_> {
                 .await
                 .map(|_| None);
         }
-        // A command's profile is fixed before its intent, which records its hash.
-        let confined = match action {
-            Action::Shell(cmd) => self.confine(cmd)?,
+        // A command's argv and profile are fixed before its intent, which records the profile.
+        let command = match action {
+            Action::Shell(cmd) => Some(self.prepare_command(cmd)?),
             _ => None,
         };
-        // 7. Intent, durably, with the pre-images it needs.
-        let profile = confined
+        let profile = command
             .as_ref()
-            .map(|c| crate::digest::Digest::of(c.profile.hash().as_bytes()));
-        let intent = self.intend(rec, action, plan.as_ref(), profile).await?;
+            .and_then(|c| c.confined.as_ref())
+            .map(|c| c.profile.hash());
+        // 7. Intent, durably, with the pre-images it needs.
+        let intent = self.intend(rec, action, plan.as_ref(), profile.clone()).await?;
 
         // 8. Execute, unless the run may have been taken over meanwhile: then the intent stays
         // pending and whoever owns the run settles it (the disk says whether it happened).
@@ -98,26 +105,19 @@ impl Drive<'_> {
                 self.settle_effect(done, Ok(&plan.summary)).await?;
             }
             (Action::Shell(cmd), None) => {
-                let hash = confined.as_ref().map(|c| c.profile.hash());
-                let outcome = self.run_shell(seq, cmd, confined).await;
+                let outcome = match command {
+                    Some(prepared) => self.run_shell(seq, cmd, prepared).await,
+                    None => Err("the command was not prepared".into()),
+                };
                 fault_point!("after_effect");
                 match outcome {
                     Ok(o) => {
-                        let contained = hash.and_then(|h| {
-                            Some(crate::event::Contained {
-                                step: seq,
-                                program: cmd
-                                    .display()
-                                    .split_whitespace()
-                                    .next()
-                                    .unwrap_or_default()
-                                    .chars()
-                                    .take(60)
-                                    .collect(),
-                                profile_sha256: crate::digest::Digest::parse(&h)?,
-                                enforced: o.contained.clone(),
-                                blocked: o.blocked.clone(),
-                            })
+                        let contained = profile.map(|profile_sha256| crate::event::Contained {
+                            step: seq,
+                            program: o.program.clone(),
+                            profile_sha256,
+                            enforced: o.contained.clone(),
+                            blocked: o.blocked.clone(),
                         });
                         let done = EffectRecord {
                             contained,
@@ -200,32 +200,37 @@ impl Drive<'_> {
             .await
     }
 
-    /// Runs a command in its own process group, recorded so a later attempt can end it; if the run
-    /// is lost meanwhile (cancelled, taken over), the group is ended at once.
-    /// The profile a command runs under: the workspace writable minus its protected paths, no
-    /// network unless a program on the card reaches it. None without a confinement helper.
-    fn confine(&self, cmd: &ShellCommand) -> Result<Option<crate::contain::Confined>> {
-        let network = cmd.analyse(self.place()).names_network();
-        let root = self.ws.root().to_owned();
-        self.e
+    /// What a command runs as, read once: its argv, and the profile it runs under (the workspace
+    /// writable minus its protected paths, no network unless a program on the card reaches it;
+    /// none without a confinement helper).
+    fn prepare_command(&self, cmd: &ShellCommand) -> Result<PreparedCommand> {
+        let analysis = cmd.analyse(self.place());
+        let network = analysis.names_network();
+        let confined = self
+            .e
             .contain
-            .prepare(&root, |places| {
+            .prepare(self.ws.root(), |places| {
                 crate::contain::Profile::command(places, network)
             })
             .map_err(|source| crate::error::Error::Io {
                 context: "preparing the command's confinement".into(),
                 source,
-            })
+            })?;
+        Ok(PreparedCommand {
+            argv: cmd.argv(&analysis),
+            confined,
+        })
     }
 
+    /// Runs a command in its own process group, recorded so a later attempt can end it; if the run
+    /// is lost meanwhile (cancelled, taken over), the group is ended at once.
     pub(super) async fn run_shell(
         &mut self,
         seq: i64,
         cmd: &ShellCommand,
-        confined: Option<crate::contain::Confined>,
+        prepared: PreparedCommand,
     ) -> std::result::Result<ShellOutcome, String> {
-        let analysis = cmd.analyse(self.place());
-        let argv = cmd.argv(&analysis);
+        let PreparedCommand { argv, confined } = prepared;
         let root = self.ws.root().to_owned();
         let timeout = std::time::Duration::from_secs(cmd.timeout_s);
         let (tx, rx) = tokio::sync::oneshot::channel();

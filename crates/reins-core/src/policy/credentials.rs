@@ -84,6 +84,11 @@ pub fn locations() -> impl Iterator<Item = &'static str> {
     FOLDERS.iter().chain(FILES).map(|(p, _)| *p)
 }
 
+/// The system's credential locations, absolute.
+pub fn system_locations() -> impl Iterator<Item = &'static str> {
+    SYSTEM.iter().map(|(p, _)| *p)
+}
+
 /// The part of `path` after its home directory: `~/x`, `~user/x`, `$HOME/x`, `/home/u/x`,
 /// `/root/x`, `/Users/u/x`.
 fn in_home(path: &str) -> Option<&str> {

@@ -57,6 +57,8 @@ pub struct ShellOutcome {
     pub contained: String,
     /// What the profile stopped, in words.
     pub blocked: Vec<String>,
+    /// The program a person would name: `make` for `bash -c "make all"`, not bash.
+    pub program: String,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -240,7 +242,8 @@ pub fn run(
     let stdout = outputs.next().unwrap_or_default();
     let stderr = outputs.next().unwrap_or_default();
     use std::os::unix::process::ExitStatusExt as _;
-    let (contained, blocked) = confinement(confined, argv, cwd, [&stdout, &stderr]);
+    let program = program_named(argv);
+    let (contained, blocked) = confinement(confined, &program, cwd, [&stdout, &stderr]);
     Ok(ShellOutcome {
         exit_code: status.code(),
         signal: status.signal(),
@@ -250,14 +253,25 @@ pub fn run(
         elapsed: began.elapsed(),
         contained,
         blocked,
+        program,
     })
+}
+
+/// The program a person would name: `make` for `bash -c "make all"`, not bash.
+fn program_named(argv: &[String]) -> String {
+    let line = match argv {
+        [_, .., c, line] if c == "-c" => line.split_whitespace().next(),
+        _ => argv.first().map(String::as_str),
+    };
+    line.map(|p| p.rsplit('/').next().unwrap_or(p).to_owned())
+        .unwrap_or_default()
 }
 
 /// How the command ran, and what its profile stopped: protected paths it created (removed now)
 /// and the refusals it reported in its output.
 fn confinement(
     confined: Option<&crate::contain::Confined>,
-    argv: &[String],
+    program: &str,
     cwd: &Path,
     output: [&Captured; 2],
 ) -> (String, Vec<String>) {
@@ -272,14 +286,6 @@ fn confinement(
         Some(e) => format!("{}: {said}", e.said()),
         None => "the confinement helper did not start the command".into(),
     };
-    // The program a person would name: `make` for `bash -c "make all"`, not bash.
-    let line = match argv {
-        [_, .., c, line] if c == "-c" => line.split_whitespace().next(),
-        _ => argv.first().map(String::as_str),
-    };
-    let program = line
-        .map(|p| p.rsplit('/').next().unwrap_or(p).to_owned())
-        .unwrap_or_default();
     let mut blocked: Vec<String> = c
         .sweep()
         .into_iter()
