@@ -218,7 +218,7 @@ pub fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("REINS_LOG")
                 // The ACP library warns of every request an agent sends that Reins does not
                 // implement (answered "method not found", as the protocol wants): not news.
-                .unwrap_or_else(|_| "warn,agent_client_protocol=error".into()),
+                .unwrap_or_else(|_| "warn,agent_client_protocol=error,rmcp=error".into()),
         )
         .with_writer(output::RedactedStderr)
         .init();
@@ -256,6 +256,13 @@ async fn dispatch(cli: Cli) -> u8 {
     if let Command::Audit(commands::audit::AuditCommand::VerifyExport(args)) = &cli.command {
         return match commands::audit::verify_export(args, json) {
             Ok(code) => code,
+            Err(e) => output::fail(&e, json),
+        };
+    }
+    // The memory relay runs inside a confined agent, where Reins' data dir is out of reach.
+    if let Command::Mcp(commands::mcp::McpCommand::Relay(args)) = &cli.command {
+        return match reins_core::api::relay_memory(args.port).await {
+            Ok(()) => exit::DONE,
             Err(e) => output::fail(&e, json),
         };
     }

@@ -122,6 +122,7 @@ async fn under_reins(n: usize, ws: &Path, data: &Path, out: &Path) -> Timings {
         agent: shell_words::join(argv(n, out)),
         env: Default::default(),
         pass_env: Vec::new(),
+        may_write: Vec::new(),
         idle_timeout_s: Some(600),
     };
     let id = reins.create_run(req, ws, &Silent).await.unwrap();

@@ -196,6 +196,9 @@ mod tests {
 /// log and an in-memory tail.
 pub struct Piped {
     pub pid: u32,
+    /// Started through the confinement helper, which ends everything the program started when
+    /// it is told to stop.
+    confined: bool,
     pub child: tokio::process::Child,
     /// The last of what it wrote to stderr.
     pub stderr: crate::stderr::Tail,
@@ -204,6 +207,8 @@ pub struct Piped {
 /// What a piped program is started with.
 pub struct PipedSpec<'a> {
     pub argv: &'a [String],
+    /// `argv` starts the confinement helper (`HELPER __contain … -- PROGRAM …`).
+    pub confined: bool,
     pub root: &'a std::path::Path,
     /// Variables inherited from Reins' own environment, then `passed` ones too.
     pub base_env: &'a [&'a str],
@@ -238,7 +243,8 @@ pub fn spawn_piped(
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true);
+        // The helper must hear a stop it can act on (see `Drop`); a plain program is killed.
+        .kill_on_drop(!spec.confined);
     for name in spec
         .base_env
         .iter()
@@ -268,7 +274,15 @@ pub fn spawn_piped(
     let tail = crate::stderr::Tail::default();
     let secrets = spec.keys.iter().map(|(_, s)| s.expose().to_owned()).collect();
     let mut sink = crate::stderr::Sink::new(tail.clone(), spec.log, secrets);
-    sink.note(&format!("started {} (process {pid})", spec.argv.join(" ")));
+    // Started through the confinement helper: the program's own command line is what a person
+    // wants to read, not the profile.
+    let shown = match spec.argv.iter().position(|a| a == "--") {
+        Some(i) if spec.confined => {
+            format!("{} (confined)", spec.argv[i + 1..].join(" "))
+        }
+        _ => spec.argv.join(" "),
+    };
+    sink.note(&format!("started {shown} (process {pid})"));
     tokio::spawn(async move {
         let mut buf = vec![0u8; 8192];
         while let Ok(n) = stderr.read(&mut buf).await {
@@ -282,6 +296,7 @@ pub fn spawn_piped(
     Ok((
         Piped {
             pid,
+            confined: spec.confined,
             child,
             stderr: tail,
         },
@@ -300,9 +315,22 @@ impl Piped {
 impl Drop for Piped {
     /// Ends the program's whole process group.
     fn drop(&mut self) {
-        if let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(self.pid).unwrap_or(0)) {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        let Some(pid) = rustix::process::Pid::from_raw(i32::try_from(self.pid).unwrap_or(0))
+        else {
+            return;
+        };
+        if self.confined {
+            // The helper is the subreaper of everything the program started, `setsid` daemons
+            // included, which a group kill misses: told to stop, it ends them all, then itself.
+            // Whatever of the group is left after a grace period is killed.
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_secs(2));
+                let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+            });
+            return;
         }
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
         let _ = self.child.start_kill();
     }
 }

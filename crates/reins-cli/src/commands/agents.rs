@@ -27,6 +27,12 @@ pub struct AddArgs {
     /// Pass VAR through from Reins' own environment; repeatable.
     #[arg(long = "pass-env", value_name = "VAR")]
     pass_env: Vec<String>,
+    /// Let the agent write DIR besides its own state; repeatable. Reins confines every agent it
+    /// starts: an agent it does not know writes nothing but its temp dir (its workspace writes go
+    /// through Reins), and a known one writes its own state dirs. Naming the workspace here lets it
+    /// write the workspace itself, minus the protected paths. Reins' own dirs stay out of reach.
+    #[arg(long = "may-write", value_name = "DIR")]
+    may_write: Vec<std::path::PathBuf>,
     /// The agent's program and arguments, after `--`.
     #[arg(last = true, required = true, value_name = "PROGRAM ARGS")]
     command: Vec<String>,
@@ -57,6 +63,7 @@ pub async fn exec(reins: &Reins, cmd: AgentsCommand, json: bool) -> reins_core::
                 command: a.command,
                 env: a.env.into_iter().collect(),
                 pass_env: a.pass_env,
+                may_write: a.may_write,
             };
             reins.add_agent(entry.clone())?;
             if json {

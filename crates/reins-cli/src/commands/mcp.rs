@@ -25,6 +25,18 @@ pub enum McpCommand {
     /// `memory_suggest`, under the memory switch, categories and threshold; every call audited.
     /// Add it to any MCP client as the command `reins mcp serve`.
     Serve(ServeArgs),
+    /// Carry stdin and stdout to the memory link of the Reins that started this agent (Reins
+    /// offers this to the agents it confines, which cannot open its store; the token comes in
+    /// REINS_MEMORY_TOKEN). Opens nothing of Reins' own.
+    #[command(hide = true)]
+    Relay(RelayArgs),
+}
+
+#[derive(clap::Args)]
+pub struct RelayArgs {
+    /// The link's loopback port.
+    #[arg(long, value_name = "PORT")]
+    pub port: u16,
 }
 
 #[derive(clap::Args)]
@@ -170,6 +182,7 @@ pub async fn exec(reins: &Reins, cmd: McpCommand, json: bool) -> reins_core::api
             };
             reins.serve_memory_mcp(run).await?;
         }
+        McpCommand::Relay(a) => reins_core::api::relay_memory(a.port).await?,
         McpCommand::Remove(a) => {
             let removed = reins.remove_mcp_server(&a.name)?;
             if json {

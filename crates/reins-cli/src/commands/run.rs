@@ -48,6 +48,11 @@ pub struct Args {
     /// repeatable. Every call is reviewed with its exact arguments unless a rule allows it.
     #[arg(long = "mcp", value_name = "NAME", requires = "llm")]
     mcp: Vec<String>,
+    /// With --acp: let the agent write DIR besides its own state; repeatable. The agent runs
+    /// confined: one Reins does not know writes only through Reins, and naming the workspace lets
+    /// it write there itself, minus the protected paths. Recorded with the run.
+    #[arg(long = "agent-may-write", value_name = "DIR", requires = "acp")]
+    agent_may_write: Vec<PathBuf>,
     /// With --acp: seconds the agent may stay silent mid-turn before the run is suspended [default: 600]
     #[arg(long, value_name = "SECS", requires = "acp")]
     idle_timeout: Option<u64>,
@@ -155,6 +160,7 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
             agent: args.agent.unwrap_or_default(),
             env: args.env.into_iter().collect(),
             pass_env: Vec::new(),
+            may_write: args.agent_may_write,
             idle_timeout_s: args.idle_timeout,
         }
         .into(),

@@ -159,7 +159,10 @@ fn an_acp_agent_that_requires_it_is_signed_in_with_a_key_from_the_keyring() -> a
         })
         .to_string(),
     )?;
-    let log = cli.tmp.path().join("agent.log");
+    // The agent's log is the one place besides its temp dir it may write.
+    let log_dir = cli.tmp.path().join("agent");
+    std::fs::create_dir_all(&log_dir)?;
+    let log = log_dir.join("agent.log");
     let agent = shell_words::join([
         "python3".to_owned(),
         common::repo_root()
@@ -171,16 +174,10 @@ fn an_acp_agent_that_requires_it_is_signed_in_with_a_key_from_the_keyring() -> a
     ]);
     let run = |env: &str| {
         cli.strict_cmd()
-            .args([
-                "run",
-                "--acp",
-                "Sign in",
-                "--agent",
-                &agent,
-                "--env",
-                env,
-                "--workspace",
-            ])
+            .args(["run", "--acp", "Sign in", "--agent", &agent, "--env", env])
+            .arg("--agent-may-write")
+            .arg(&log_dir)
+            .arg("--workspace")
             .arg(cli.ws())
             .output()
     };

@@ -251,6 +251,10 @@ pub struct Services {
     pub log: Option<std::path::PathBuf>,
     /// How the agent starts Reins again (its memory server, its hook); none: it cannot.
     pub reins: Option<ReinsProgram>,
+    /// What confines the processes the agent starts, and the agent itself.
+    pub contain: crate::contain::Setup,
+    /// Reins' store, for the memory server an external agent reaches from inside its sandbox.
+    pub store: Option<crate::store::Store>,
 }
 
 /// How an agent Reins runs starts Reins itself again: the memory server an external agent is
@@ -337,6 +341,8 @@ pub enum Account {
         what: &'static str,
         detail: serde_json::Value,
     },
+    /// What the agent's confinement stopped during a turn, in words.
+    Blocked(Vec<String>),
     /// Reins saw the agent report a tool call that changes things, which it ran without asking.
     Unasked {
         tool_call: String,

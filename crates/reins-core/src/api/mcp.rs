@@ -64,6 +64,12 @@ pub struct McpToolsView {
     pub tools: Vec<McpToolView>,
 }
 
+/// `reins mcp relay`: carries stdin and stdout to the memory link of the Reins that started this
+/// (confined) agent. Opens no store, so it runs where the data dir is out of reach.
+pub async fn relay_memory(port: u16) -> Result<()> {
+    crate::mcp::link::relay(port).await.map_err(Error::Invalid)
+}
+
 impl Reins {
     /// Serves the profile memory over MCP on stdin/stdout until the client goes away; `run` (and
     /// its agent) are named in what is audited and in the provenance of suggested facts.

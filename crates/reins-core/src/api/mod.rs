@@ -61,7 +61,7 @@ pub use hooks::{
     DEFAULT_HOOK_DEADLINE, MAX_HOOK_INPUT,
 };
 pub use llm::KeyStatus;
-pub use mcp::McpServerView;
+pub use mcp::{relay_memory, McpServerView};
 pub use policy_view::{PolicyState, POLICY_POLL};
 pub use review::PolicyCheck;
 pub use runs::RunRequest;

@@ -239,6 +239,11 @@ fn landlock(profile: &Profile, mounted: &[PathBuf]) -> Result<Landlock, KernelEr
     for port in ports.unwrap_or(&[]) {
         created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
     }
+    if matches!(profile.network, Network::Ports(_)) {
+        // An agent may listen on a port the kernel picks (opencode serves its own UI that way);
+        // every fixed port stays shut.
+        created = created.add_rule(NetPort::new(0, AccessNet::BindTcp))?;
+    }
     let status = created.restrict_self()?;
     Ok(match status.ruleset {
         RulesetStatus::FullyEnforced => Landlock::Full {

@@ -134,6 +134,22 @@ impl Confined {
         cmd
     }
 
+    /// The command line that starts `argv` through the helper, for callers that build their own
+    /// process (the agents, with their pipes).
+    pub fn argv(&self, argv: &[String]) -> Vec<String> {
+        let mut out = vec![
+            self.helper.display().to_string(),
+            super::helper::SUBCOMMAND.to_owned(),
+            "--profile".to_owned(),
+            serde_json::to_string(&self.profile).unwrap_or_default(),
+            "--report".to_owned(),
+            self.report().display().to_string(),
+            "--".to_owned(),
+        ];
+        out.extend(argv.iter().cloned());
+        out
+    }
+
     /// The program's own temp dir (its `TMPDIR`).
     pub fn tmp(&self) -> PathBuf {
         self.dir.join("tmp")

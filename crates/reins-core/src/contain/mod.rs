@@ -9,9 +9,26 @@ pub mod helper;
 pub mod kernel;
 pub mod launch;
 pub mod profile;
+pub mod reach;
 
 pub use launch::{Confined, Setup};
-pub use profile::Profile;
+pub use profile::{AgentReach, Profile};
+
+/// The lines of a program's output that report the kernel refusing it ("Permission denied",
+/// "Read-only file system", …), trimmed to 200 characters each: what it tried that its profile
+/// stopped, in its own words.
+pub fn refusals(output: &str) -> impl Iterator<Item = String> + '_ {
+    const REFUSALS: &[&str] = &[
+        "Permission denied",
+        "Operation not permitted",
+        "Read-only file system",
+        "Network is unreachable",
+    ];
+    output
+        .lines()
+        .filter(|line| REFUSALS.iter().any(|r| line.contains(r)))
+        .map(|line| line.trim().chars().take(200).collect())
+}
 
 #[cfg(test)]
 mod tests;

@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 pub enum Network {
     /// No sockets but pairs between its own processes.
     None,
-    /// TCP connections to these ports only (the kernel filters by port, not by host).
+    /// TCP connections to these ports only (the kernel filters by port, not by host), and
+    /// listening on a port the kernel picks.
     Ports(Vec<u16>),
     /// Any TCP or UDP; raw sockets, the session bus and other local sockets stay shut.
     Full,
@@ -30,6 +31,21 @@ pub struct Places {
     pub reins: Vec<PathBuf>,
     /// A temp dir of the process's own, removed after it.
     pub tmp: PathBuf,
+}
+
+/// What an external agent reaches beyond what every profile reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AgentReach {
+    /// Its own state and config dirs (and any the person added for it): writable.
+    pub state: Vec<PathBuf>,
+    /// The trees its program lives in (a Node package, a script): readable.
+    pub programs: Vec<PathBuf>,
+    /// Whether it writes the workspace itself (minus the protected paths), rather than through
+    /// Reins.
+    pub writes_workspace: bool,
+    /// The TCP ports it may connect to; none: any (an agent that serves itself on a port the
+    /// kernel picks, which no rule can name beforehand).
+    pub ports: Option<Vec<u16>>,
 }
 
 /// What a process may touch. Paths are absolute.
@@ -77,7 +93,14 @@ const SYSTEM: &[&str] = &[
 ];
 
 /// Devices every program may write.
-pub const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts"];
+pub const WRITABLE_DEVICES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/pts",
+    "/dev/ptmx",
+];
 
 impl Profile {
     /// A command (`shell.exec`, an ACP terminal): it reads the system, the workspace and the home
@@ -94,27 +117,35 @@ impl Profile {
         p
     }
 
-    /// An external agent (ACP, headless Claude Code): it writes only its own state dirs and temp
-    /// dir, plus the workspace (minus the protected paths) when it carries out approved changes
-    /// itself; its network reaches only the model endpoint's port. Not applied to agents yet
-    /// (docs/containment.md says why); unit-tested so the next step starts from a checked profile.
-    #[allow(dead_code)]
-    pub fn agent(
-        places: &Places,
-        state: &[PathBuf],
-        writes_workspace: bool,
-        endpoint_ports: &[u16],
-    ) -> Self {
+    /// An external agent (ACP): it reads what a command reads plus its own program's files; it
+    /// writes only its own state dirs and temp dir, plus the workspace (minus the protected paths)
+    /// when it carries out approved changes itself; its network reaches only the ports it is
+    /// given (its model endpoint's, Reins' memory server's).
+    pub fn agent(places: &Places, reach: &AgentReach) -> Self {
         let mut p = Self::base(places);
-        p.write = state.iter().cloned().chain([places.tmp.clone()]).collect();
-        if writes_workspace {
+        p.read.extend(reach.programs.iter().cloned());
+        p.write = reach
+            .state
+            .iter()
+            .cloned()
+            .chain([places.tmp.clone()])
+            .collect();
+        if reach.writes_workspace {
             p.write.push(places.workspace.clone());
             p.read_only = PROTECTED_IN_WORKSPACE
                 .iter()
                 .map(|n| places.workspace.join(n))
                 .collect();
         }
-        p.network = Network::Ports(endpoint_ports.to_vec());
+        p.network = match &reach.ports {
+            Some(ports) => {
+                let mut ports = ports.clone();
+                ports.sort_unstable();
+                ports.dedup();
+                Network::Ports(ports)
+            }
+            None => Network::Full,
+        };
         p
     }
 

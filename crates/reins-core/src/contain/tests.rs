@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use super::kernel::around;
-use super::profile::{Network, Places, Profile, PROTECTED_IN_WORKSPACE};
+use super::profile::{AgentReach, Network, Places, Profile, PROTECTED_IN_WORKSPACE};
 
 fn places() -> Places {
     Places {
@@ -57,19 +57,31 @@ fn the_network_is_there_only_when_approved() {
 
 #[test]
 fn an_agent_writes_only_its_state_unless_it_carries_out_changes_itself() {
-    let state = vec![PathBuf::from("/home/ada/.qwen")];
-    let p = Profile::agent(&places(), &state, false, &[443]);
+    let reach = AgentReach {
+        state: vec![PathBuf::from("/home/ada/.qwen")],
+        programs: vec![PathBuf::from("/opt/agents")],
+        writes_workspace: false,
+        ports: Some(vec![443, 8080, 443]),
+    };
+    let p = Profile::agent(&places(), &reach);
     assert_eq!(
         p.write,
         vec![PathBuf::from("/home/ada/.qwen"), PathBuf::from("/tmp/reins-1-0/tmp")]
     );
     assert!(p.read_only.is_empty());
-    assert_eq!(p.network, Network::Ports(vec![443]));
+    assert!(p.read.contains(&PathBuf::from("/opt/agents")));
+    assert_eq!(p.network, Network::Ports(vec![443, 8080]));
     assert_eq!(
         p.said(Path::new("/work/app")),
-        "network to port 443 only, writes only its own state"
+        "network to ports 443, 8080 only, writes only its own state"
     );
-    let writer = Profile::agent(&places(), &state, true, &[443]);
+    let writer = Profile::agent(
+        &places(),
+        &AgentReach {
+            writes_workspace: true,
+            ..reach
+        },
+    );
     assert!(writer.write.contains(&PathBuf::from("/work/app")));
     assert!(writer.read_only.contains(&PathBuf::from("/work/app/.git/hooks")));
 }

@@ -44,6 +44,13 @@ impl Drive<'_> {
                         },
                     ));
                 }
+                Account::Blocked(blocked) => {
+                    change.events.push(audit::Event::new(
+                        Actor::Harness,
+                        Some(self.run),
+                        ev::AgentBlocked { blocked },
+                    ));
+                }
                 Account::Unasked {
                     tool_call,
                     kind,

@@ -153,6 +153,8 @@ impl Engine {
             sessions: Arc::clone(&self.sessions),
             log: self.agent_log(row.id),
             reins: self.reins_program.clone(),
+            contain: self.contain.clone(),
+            store: Some(self.store.clone()),
         }
     }
 

@@ -194,6 +194,7 @@ kinds! {
     AgentReported(AgentReported) = "agent.reported" [from],
     /// The run stops: the agent changed something without asking.
     ActedUnasked(ActedUnasked) = "agent.acted_unasked" [from],
+    AgentBlocked(AgentBlocked) = "agent.blocked" [from],
     RollbackSnapshot(RollbackSnapshot) = "rollback.snapshot" [from],
     RollbackPerformed(RollbackPerformed) = "rollback.performed" [from],
     RetentionPruned(RetentionPruned) = "retention.pruned" [from],

@@ -364,6 +364,14 @@ pub struct AgentReported {
     pub detail: serde_json::Value,
 }
 
+/// What an external agent's confinement stopped, as Reins saw it at the end of a turn: protected
+/// paths it created (removed) and the refusals it printed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentBlocked {
+    pub blocked: Vec<String>,
+}
+
 /// An external agent reported a tool call that changes things, which it ran without asking Reins.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

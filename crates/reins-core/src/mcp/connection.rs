@@ -94,6 +94,7 @@ impl Connection {
                 let argv = spec.argv(root);
                 let (process, stdin, stdout) = crate::process::spawn_piped(PipedSpec {
                     argv: &argv,
+                    confined: false,
                     root,
                     base_env: BASE_ENV,
                     passed: &spec.pass_env,

@@ -7,6 +7,7 @@
 pub mod catalog;
 pub mod connection;
 pub mod hub;
+pub mod link;
 pub mod serve;
 pub mod server;
 

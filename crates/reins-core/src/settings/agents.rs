@@ -30,6 +30,9 @@ pub struct AgentEntry {
     /// Variables passed through from Reins' environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
+    /// Places the person lets the agent write besides its own state (it is confined to them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_write: Vec<std::path::PathBuf>,
 }
 
 /// A registered agent as the faces list it (a New run dialog offers these).
@@ -72,6 +75,8 @@ pub struct AcpRunRequest {
     /// More variables from the keyring (variable → key name), over the registered agent's.
     pub env: BTreeMap<String, String>,
     pub pass_env: Vec<String>,
+    /// Places the agent may write besides its own state, over the registered agent's.
+    pub may_write: Vec<std::path::PathBuf>,
     pub idle_timeout_s: Option<u64>,
 }
 
@@ -133,10 +138,32 @@ pub fn agents() -> Result<Vec<AgentEntry>> {
         .collect())
 }
 
+/// Places a person lets an agent write: each must exist, and is kept absolute and resolved, so
+/// what the profile grants is what the person named. Reins' own dirs stay out of reach whatever
+/// is named here (every profile hides them).
+fn places(named: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>> {
+    let mut out = Vec::new();
+    for p in named {
+        let resolved = std::fs::canonicalize(p).map_err(|e| {
+            Error::Invalid(format!("the agent may write {}: {e}", p.display()))
+        })?;
+        if resolved == std::path::Path::new("/") {
+            return Err(Error::Invalid(
+                "the agent may write /: name the folders it needs, not the whole machine".into(),
+            ));
+        }
+        if !out.contains(&resolved) {
+            out.push(resolved);
+        }
+    }
+    Ok(out)
+}
+
 /// Registers an agent under a new name.
-pub fn add_agent(entry: AgentEntry) -> Result<()> {
+pub fn add_agent(mut entry: AgentEntry) -> Result<()> {
     check_name(&entry.name)?;
     check_env(&entry.env, &entry.pass_env)?;
+    entry.may_write = places(&entry.may_write)?;
     if entry.command.first().is_none_or(|p| p.trim().is_empty()) {
         return Err(Error::Invalid(
             "the agent's command is empty: give it after `--`".into(),
@@ -180,6 +207,7 @@ pub fn register_found_agent(name: &str) -> Result<FoundAgent> {
         command: found.command.clone(),
         env: BTreeMap::new(),
         pass_env: Vec::new(),
+        may_write: Vec::new(),
     })?;
     Ok(found)
 }
@@ -204,8 +232,8 @@ pub fn acp_spec(req: AcpRunRequest) -> Result<Spec> {
     } else {
         agents()?.into_iter().find(|a| a.name == word)
     };
-    let (command, mut env, mut pass_env, agent) = match registered {
-        Some(a) => (a.command, a.env, a.pass_env, Some(a.name)),
+    let (command, mut env, mut pass_env, mut may_write, agent) = match registered {
+        Some(a) => (a.command, a.env, a.pass_env, a.may_write, Some(a.name)),
         None => {
             let words = shell_words::split(word).map_err(|e| {
                 Error::Invalid(format!("the agent command {word:?} cannot be split: {e}"))
@@ -215,18 +243,21 @@ pub fn acp_spec(req: AcpRunRequest) -> Result<Spec> {
                     "no agent: give --agent a registered name or a command line".into(),
                 ));
             }
-            (words, BTreeMap::new(), Vec::new(), None)
+            (words, BTreeMap::new(), Vec::new(), Vec::new(), None)
         }
     };
     env.extend(req.env);
     pass_env.extend(req.pass_env);
     check_env(&env, &pass_env)?;
+    may_write.extend(req.may_write);
+    let may_write = places(&may_write)?;
     Ok(Spec {
         name,
         goal,
         command,
         env,
         pass_env,
+        may_write,
         agent,
         idle_timeout_s: req.idle_timeout_s.unwrap_or(DEFAULT_IDLE_TIMEOUT_S),
     })

@@ -294,22 +294,13 @@ fn confinement(
             format!("{program} tried to create {shown} (a protected path): removed")
         })
         .collect();
-    const REFUSALS: &[&str] = &[
-        "Permission denied",
-        "Operation not permitted",
-        "Read-only file system",
-        "Network is unreachable",
-    ];
     for captured in output {
-        for line in captured.text().lines() {
-            if blocked.len() >= 8 {
-                break;
-            }
-            if REFUSALS.iter().any(|r| line.contains(r)) {
-                let line: String = line.trim().chars().take(200).collect();
-                blocked.push(format!("{program} was refused: {line}"));
-            }
-        }
+        let room = 8usize.saturating_sub(blocked.len());
+        blocked.extend(
+            crate::contain::refusals(&captured.text())
+                .take(room)
+                .map(|line| format!("{program} was refused: {line}")),
+        );
     }
     (contained, blocked)
 }

@@ -16,13 +16,18 @@ use super::{card, finish};
 struct Scripted {
     command: String,
     log: PathBuf,
+    /// The folder the agent keeps its log in: the one place besides its temp dir it may write
+    /// (`--agent-may-write`), as a person would let an agent Reins does not know keep its state.
+    dir: PathBuf,
 }
 
 impl Scripted {
     fn new(cli: &Cli, script: serde_json::Value) -> anyhow::Result<Self> {
         let file = cli.tmp.path().join("script.json");
         std::fs::write(&file, script.to_string())?;
-        let log = cli.tmp.path().join("agent.log");
+        let dir = cli.tmp.path().join("agent");
+        std::fs::create_dir_all(&dir)?;
+        let log = dir.join("agent.log");
         let agent = reins_tests::repo_root().join("tests/fixtures/acp_agent.py");
         Ok(Self {
             command: shell_words::join([
@@ -32,7 +37,18 @@ impl Scripted {
                 log.display().to_string(),
             ]),
             log,
+            dir,
         })
+    }
+
+    /// What `reins run` is given to start it.
+    fn args(&self) -> [String; 4] {
+        [
+            "--agent".into(),
+            self.command.clone(),
+            "--agent-may-write".into(),
+            self.dir.display().to_string(),
+        ]
     }
 
     /// Every message the agent received, in order.
@@ -89,14 +105,9 @@ impl Scripted {
     fn run(&self, cli: &Cli, goal: &str) -> anyhow::Result<Child> {
         Ok(cli
             .strict_cmd()
-            .args([
-                "run",
-                "--acp",
-                goal,
-                "--agent",
-                &self.command,
-                "--workspace",
-            ])
+            .args(["run", "--acp", goal])
+            .args(self.args())
+            .arg("--workspace")
             .arg(cli.ws())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -292,14 +303,9 @@ fn a_write_asked_for_again_after_a_crash_is_confirmed_from_the_journal_without_w
         .strict_cmd()
         .env("REINS_EFFECT_LOG", &effects)
         .env("REINS_FAULT", "after_confirm")
-        .args([
-            "run",
-            "--acp",
-            "Write the notes",
-            "--agent",
-            &agent.command,
-            "--workspace",
-        ])
+        .args(["run", "--acp", "Write the notes"])
+        .args(agent.args())
+        .arg("--workspace")
         .arg(cli.ws())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use common::{text, Cli};
 use reins_tests::mock_llm::{self, MockLlm, Reply};
 
+mod hostile;
 mod lifecycle;
 mod opencode;
 mod qwen;
@@ -203,7 +204,16 @@ fn card(cli: &Cli, child: &mut Child) -> anyhow::Result<serde_json::Value> {
                 .take()
                 .map(std::io::read_to_string)
                 .transpose()?;
-            anyhow::bail!("reins exited ({status}) before any card: {out:?}");
+            let stdout = child
+                .stdout
+                .take()
+                .map(std::io::read_to_string)
+                .transpose()?;
+            let show = cli
+                .run(&["show", &cli.only_run().unwrap_or_default()])
+                .map(|o| text(&o))
+                .unwrap_or_default();
+            anyhow::bail!("reins exited ({status}) before any card: {out:?} {stdout:?}\n{show}");
         }
         anyhow::ensure!(Instant::now() < deadline, "no card after two minutes");
         std::thread::sleep(Duration::from_millis(200));

@@ -118,30 +118,29 @@ fn its_commands_are_judged_by_reins() -> anyhow::Result<()> {
 }
 
 #[test]
-fn left_to_its_own_rules_it_writes_unasked_and_the_run_stops_there() -> anyhow::Result<()> {
+fn behind_a_shell_it_is_an_agent_reins_does_not_know_and_gets_the_strictest_profile(
+) -> anyhow::Result<()> {
     let cli = Cli::new()?;
     let mock = MockLlm::start(vec![
         OPENCODE.write(&cli, "NOTES.md", "unasked\n"),
         mock_llm::text("Done.", 8),
     ])?;
     OPENCODE.agent(&cli, &mock)?;
-    // Through a shell, Reins does not see that it starts opencode, so opencode keeps its default
-    // rules: every tool runs without asking anyone.
+    // Through a shell, Reins does not see that it starts opencode: opencode keeps its default
+    // rules (every tool runs without asking anyone), and Reins gives it the profile of an agent it
+    // does not know. It may read its program, but write nothing but its temp dir and reach no
+    // port but its model's and the memory link's: it cannot keep its own state or reach the
+    // server it starts for itself, so it never gets to act, and the workspace is untouched.
     let program = super::agents_bin("opencode")?.join("opencode");
     let wrapped = format!("/bin/sh -c 'exec {} acp'", program.display());
     let child = super::start_with(&cli, &wrapped, "Write NOTES.md")?;
     let (code, said) = finish(child)?;
     assert_eq!(code, Some(3), "{said}");
+    assert!(!cli.ws().join("NOTES.md").exists(), "{said}");
     let id = cli.only_run()?;
     let show = cli.json(&["show", &id])?;
     assert_eq!(show["run"]["state"], "suspended", "{show}");
-    let reason = show["run"]["lastError"].as_str().unwrap_or_default();
-    assert!(reason.contains("without asking Reins"), "{reason}");
-    let kinds = super::kinds(&cli)?;
-    assert!(
-        kinds.iter().any(|k| k == "agent.acted_unasked"),
-        "{kinds:?}"
-    );
+    assert_eq!(mock.count(), 0, "it never reached its model: {show}");
     Ok(())
 }
 

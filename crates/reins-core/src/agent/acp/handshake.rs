@@ -36,6 +36,7 @@ impl AcpAgent {
             env.push((var.clone(), secret));
         }
         let set = super::vendors::asking_env(&self.spec.command);
+        let held = self.confine().await?;
         let mut process = Process::start(
             &self.spec.command,
             &self.services.root,
@@ -43,6 +44,7 @@ impl AcpAgent {
             &self.spec.pass_env,
             set,
             self.services.log.clone(),
+            held,
         )
         .await?;
         self.started = Some((process.pid(), self.spec.command.join(" ")));
@@ -55,6 +57,12 @@ impl AcpAgent {
                 &serde_json::to_value(&init.agent_capabilities).unwrap_or(Value::Null),
             ),
             mode: None,
+            confinement: Some(process.held().said(&self.services.root)),
+            profile_sha256: process
+                .held()
+                .confined
+                .as_ref()
+                .map(|c| c.profile.hash().to_string()),
         };
         let can_load = init.agent_capabilities.load_session;
         let root = self.services.root.clone();
@@ -65,7 +73,7 @@ impl AcpAgent {
                     .conn
                     .send_request(
                         LoadSessionRequest::new(id.clone(), root.clone())
-                            .mcp_servers(self.mcp_servers()),
+                            .mcp_servers(self.mcp_servers(&process)),
                     )
                     .block_task()
                     .await;
@@ -100,17 +108,18 @@ impl AcpAgent {
     }
 
     /// The MCP servers the agent's session gets: Reins' memory server, bound to this run.
-    fn mcp_servers(&self) -> Vec<agent_client_protocol::v1::schema::McpServer> {
+    fn mcp_servers(&self, process: &Process) -> Vec<agent_client_protocol::v1::schema::McpServer> {
+        let link = process.held().link.as_ref();
         self.services
             .reins
             .iter()
-            .map(|m| m.for_run(self.services.run))
+            .map(|m| m.for_run(self.services.run, link))
             .collect()
     }
 
     async fn new_session(&mut self, process: &mut Process) -> Result<Opened, String> {
         let root = self.services.root.clone();
-        let servers = self.mcp_servers();
+        let servers = self.mcp_servers(process);
         let open = |p: &Process| {
             p.conn
                 .send_request(NewSessionRequest::new(root.clone()).mcp_servers(servers.clone()))

@@ -31,6 +31,7 @@ impl AcpAgent {
             command: vec!["agent".into()],
             env: Default::default(),
             pass_env: Vec::new(),
+            may_write: Vec::new(),
             agent: None,
             idle_timeout_s: super::DEFAULT_IDLE_TIMEOUT_S,
         };
@@ -41,6 +42,8 @@ impl AcpAgent {
             sessions: std::sync::Arc::new(Sessions::new()),
             log: None,
             reins: None,
+            contain: crate::contain::Setup::default(),
+            store: None,
         };
         Self::new(spec, services)
     }

@@ -25,6 +25,7 @@ use crate::progress::{Observer, Progress};
 use crate::ids::RunId;
 
 mod cancel;
+pub mod confine;
 mod handshake;
 pub mod known;
 #[cfg(any(test, feature = "internals"))]
@@ -66,6 +67,10 @@ pub struct Spec {
     /// Environment variables passed through from Reins' own environment, by name.
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// Places the person let this agent write besides its own state (absolute; the workspace
+    /// among them lets it write the workspace minus the protected paths).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_write: Vec<std::path::PathBuf>,
     /// The registered agent the command came from, if any.
     #[serde(default)]
     pub agent: Option<String>,
@@ -117,8 +122,27 @@ impl super::ReinsProgram {
     pub fn for_run(
         &self,
         run: RunId,
+        link: Option<&crate::mcp::link::Link>,
     ) -> agent_client_protocol::v1::schema::McpServer {
         use agent_client_protocol::v1::schema::{EnvVariable, McpServer, McpServerStdio};
+        if let Some(link) = link {
+            // A confined agent cannot open the store: its server is a relay to this Reins.
+            let args = vec![
+                "mcp".to_owned(),
+                "relay".to_owned(),
+                "--port".to_owned(),
+                link.port.to_string(),
+            ];
+            let env = vec![EnvVariable::new(
+                crate::mcp::link::TOKEN_ENV,
+                link.token.clone(),
+            )];
+            return McpServer::Stdio(
+                McpServerStdio::new(MEMORY_SERVER_NAME, self.program.clone())
+                    .args(args)
+                    .env(env),
+            );
+        }
         let args = vec![
             "--data-dir".to_owned(),
             self.data_dir.to_string_lossy().into_owned(),
@@ -207,6 +231,8 @@ pub struct AcpAgent {
     services: Services,
     state: State,
     live: Option<Live>,
+    /// The refusals from the agent's stderr already accounted as blocked.
+    blocked_seen: std::collections::BTreeSet<String>,
     /// Kept alive for this run's next attempt in this process (set when the run waits for a person).
     keep: bool,
     /// A process started and not yet reported to the harness (which records it for recovery).
@@ -222,6 +248,7 @@ impl AcpAgent {
             services,
             state: State::default(),
             live: None,
+            blocked_seen: Default::default(),
             keep: false,
             started: None,
             accounts: Vec::new(),
@@ -418,6 +445,7 @@ impl Agent for AcpAgent {
                 }
                 Incoming::TurnEnded(Ok(reason)) => {
                     self.state.in_turn = false;
+                    self.account_blocked().await;
                     self.end_message();
                     if !self.state.tell.is_empty() && self.state.prompts <= MAX_FOLLOW_UPS {
                         if let Err(why) = self.prompt() {
@@ -440,6 +468,7 @@ impl Agent for AcpAgent {
                     });
                 }
                 Incoming::TurnEnded(Err(e)) => {
+                    self.account_blocked().await;
                     return Ok(self.died(&format!("its prompt failed: {e}")))
                 }
                 Incoming::Closed(why) => {

@@ -49,6 +49,8 @@ pub struct Process {
     /// The agent's process: ended with its group when this is dropped.
     piped: Piped,
     stop: Option<oneshot::Sender<()>>,
+    /// Its confinement and memory link, kept as long as it runs (dropped after it).
+    held: super::confine::Held,
 }
 
 impl Process {
@@ -62,13 +64,24 @@ impl Process {
         passed: &[String],
         set: &[(&str, &str)],
         log: Option<PathBuf>,
+        held: super::confine::Held,
     ) -> Result<Self, String> {
+        // Confined: started through the helper, with a temp dir of its own.
+        let (started, tmp) = match &held.confined {
+            Some(c) => (c.argv(argv), Some(c.tmp().display().to_string())),
+            None => (argv.to_vec(), None),
+        };
+        let mut set = set.to_vec();
+        if let Some(tmp) = &tmp {
+            set.push(("TMPDIR", tmp));
+        }
         let (piped, stdin, stdout) = crate::process::spawn_piped(crate::process::PipedSpec {
-            argv,
+            argv: &started,
+            confined: held.confined.is_some(),
             root,
             base_env: BASE_ENV,
             passed,
-            set,
+            set: &set,
             keys: env,
             log,
         })
@@ -147,6 +160,7 @@ impl Process {
             init,
             piped,
             stop: Some(stop),
+            held,
         })
     }
 
@@ -173,6 +187,11 @@ impl Process {
 
     pub fn pid(&self) -> u32 {
         self.piped.pid
+    }
+
+    /// How the agent is confined, and what the kernel enforced.
+    pub fn held(&self) -> &super::confine::Held {
+        &self.held
     }
 
     /// The last of what the agent wrote to stderr.

@@ -57,6 +57,78 @@ fn without_env(argv: &[String]) -> &[String] {
     argv.get(i..).unwrap_or_default()
 }
 
+/// Where a known agent keeps its own state and configuration, under `home` (and the XDG dirs
+/// `xdg` names), and whether it carries out changes itself rather than through Reins. An agent
+/// Reins does not know gets no state dir and a read-only workspace: the strictest profile.
+pub struct Known {
+    pub state: Vec<std::path::PathBuf>,
+    pub writes_workspace: bool,
+    /// It talks to a server of its own on a port the kernel picks (opencode's ACP mode is a
+    /// client of its own local HTTP server), so its network cannot be narrowed to its model's
+    /// port: it gets the network, and stays confined in files.
+    pub serves_itself: bool,
+}
+
+/// The XDG base dirs, as the agent's environment sets them or their defaults under `home`.
+pub struct Xdg {
+    pub config: std::path::PathBuf,
+    pub data: std::path::PathBuf,
+    pub cache: std::path::PathBuf,
+    pub state: std::path::PathBuf,
+}
+
+impl Xdg {
+    pub fn of(home: &Path, var: impl Fn(&str) -> Option<std::path::PathBuf>) -> Self {
+        let dir = |name: &str, default: &str| {
+            var(name)
+                .filter(|p| p.is_absolute())
+                .unwrap_or_else(|| home.join(default))
+        };
+        Self {
+            config: dir("XDG_CONFIG_HOME", ".config"),
+            data: dir("XDG_DATA_HOME", ".local/share"),
+            cache: dir("XDG_CACHE_HOME", ".cache"),
+            state: dir("XDG_STATE_HOME", ".local/state"),
+        }
+    }
+}
+
+pub fn known(argv: &[String], home: &Path, xdg: &Xdg) -> Known {
+    let xdg_dirs = |name: &str| {
+        vec![
+            xdg.config.join(name),
+            xdg.data.join(name),
+            xdg.cache.join(name),
+            xdg.state.join(name),
+        ]
+    };
+    let state = if runs(argv, &["qwen"]) {
+        vec![home.join(".qwen")]
+    } else if runs(argv, &["gemini"]) {
+        vec![home.join(".gemini")]
+    } else if runs(argv, &["opencode", "opencode-ai"]) {
+        xdg_dirs("opencode")
+    } else if runs(argv, &["claude-code-acp", "claude"]) {
+        vec![home.join(".claude"), home.join(".claude.json")]
+    } else if runs(argv, &["codex-acp", "codex"]) {
+        vec![home.join(".codex")]
+    } else if runs(argv, &["goose"]) {
+        xdg_dirs("goose")
+    } else {
+        return Known {
+            state: Vec::new(),
+            writes_workspace: false,
+            serves_itself: false,
+        };
+    };
+    // Each of these runs its own shell commands once Reins approved them, in the workspace.
+    Known {
+        state,
+        writes_workspace: true,
+        serves_itself: runs(argv, &["opencode", "opencode-ai"]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +158,20 @@ mod tests {
         ] {
             assert!(asking_env(&argv(cmd)).is_empty(), "{cmd}");
         }
+    }
+
+    #[test]
+    fn a_known_agent_keeps_its_state_dirs_and_an_unknown_one_gets_none() {
+        let home = Path::new("/home/ada");
+        let xdg = Xdg::of(home, |v| (v == "XDG_CONFIG_HOME").then(|| "/cfg".into()));
+        let qwen = known(&argv("/opt/n/node_modules/.bin/qwen --acp"), home, &xdg);
+        assert_eq!(qwen.state, [Path::new("/home/ada/.qwen")]);
+        assert!(qwen.writes_workspace);
+        let opencode = known(&argv("npx -y opencode-ai@1.2.3 acp"), home, &xdg);
+        assert!(opencode.state.contains(&"/cfg/opencode".into()));
+        assert!(opencode.state.contains(&"/home/ada/.local/share/opencode".into()));
+        let stranger = known(&argv("python3 agent.py"), home, &xdg);
+        assert!(stranger.state.is_empty());
+        assert!(!stranger.writes_workspace);
     }
 }

@@ -390,6 +390,7 @@ impl ClaudeAgent {
             .unwrap_or_default();
         let (piped, stdin, stdout) = crate::process::spawn_piped(crate::process::PipedSpec {
             argv: &argv,
+            confined: false,
             root: Path::new(&self.spec.cwd),
             base_env: crate::agent::acp::session::BASE_ENV,
             passed: &headless.pass_env,

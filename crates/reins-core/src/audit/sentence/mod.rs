@@ -404,13 +404,17 @@ impl Kind {
                 plural(p.facts_used.len() as u64, "profile fact", "profile facts"),
                 p.tokens
             ),
-            Kind::AgentIdentified(p) => format!("The agent is {}", p.label()),
+            Kind::AgentIdentified(p) => match &p.confinement {
+                Some(how) => format!("The agent is {}; it runs {how}", p.label()),
+                None => format!("The agent is {}", p.label()),
+            },
             Kind::AgentReported(p) => match p.detail.get("text").and_then(|t| t.as_str()) {
                 Some(text) if p.what == crate::agent::acp::MESSAGE => {
                     format!("The agent said “{}”", brief(text, 120))
                 }
                 _ => format!("The agent reported its {}", words(&p.what)),
             },
+            Kind::AgentBlocked(p) => format!("Blocked: {}", p.blocked.join("; ")),
             Kind::ActedUnasked(p) => format!(
                 "The agent ran '{}' ({}) without asking Reins: the run stopped",
                 brief(&p.title, 120),

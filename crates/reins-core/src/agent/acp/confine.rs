@@ -1,0 +1,156 @@
+//! The external agent's own confinement: the profile it starts under, derived from what Reins
+//! knows of it and what the person let it write, and the memory link that reaches Reins' store
+//! from inside it. An agent Reins does not know gets the strictest profile: it reads what a command
+//! reads and its own program, writes only its temp dir (its workspace writes go through Reins'
+//! `fs/write_text_file`), and reaches only its model endpoint's port and the memory link.
+
+use std::path::PathBuf;
+
+use crate::contain::{AgentReach, Confined, Profile};
+use crate::mcp::link::Link;
+
+use super::vendors;
+
+/// What an agent process holds while it runs: its confinement (its temp dir goes with it) and
+/// its memory link.
+#[derive(Default)]
+pub struct Held {
+    pub confined: Option<Confined>,
+    pub link: Option<Link>,
+}
+
+impl Held {
+    /// How the agent runs, in words: "confined (Landlock ABI 7, seccomp): network to port 443
+    /// only, writes only its own state", or why it is not.
+    pub fn said(&self, workspace: &std::path::Path) -> String {
+        match &self.confined {
+            Some(c) => match c.enforced() {
+                Some(e) => format!("{}: {}", e.said(), c.profile.said(workspace)),
+                None => format!("confinement not reported: {}", c.profile.said(workspace)),
+            },
+            None => "unconfined: no confinement helper in this process".to_owned(),
+        }
+    }
+}
+
+impl super::AcpAgent {
+    /// At the end of a turn: what the agent's confinement stopped since the last look, as one
+    /// account for the run (protected paths it created, removed; refusals it printed).
+    pub(super) async fn account_blocked(&mut self) {
+        let confined = self
+            .live
+            .as_ref()
+            .is_some_and(|l| l.process.held().confined.is_some());
+        if !confined {
+            return;
+        }
+        // Its stderr is read on its own task: let what it printed before ending the turn land.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let Some(live) = self.live.as_ref() else { return };
+        let root = &self.services.root;
+        let mut blocked: Vec<String> = live
+            .process
+            .held()
+            .confined
+            .iter()
+            .flat_map(|c| c.sweep())
+            .map(|p| {
+                let shown = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+                format!("the agent tried to create {shown} (a protected path): removed")
+            })
+            .collect();
+        let stderr = live.process.stderr().text(16 * 1024);
+        for line in crate::contain::refusals(&stderr) {
+            if self.blocked_seen.insert(line.clone()) {
+                blocked.push(format!("the agent was refused: {line}"));
+            }
+        }
+        blocked.truncate(16);
+        if !blocked.is_empty() {
+            self.accounts.push(crate::agent::Account::Blocked(blocked));
+        }
+    }
+
+    /// Opens the memory link (when Reins has a store to serve it from) and prepares the agent's
+    /// confinement; none when this process has no helper.
+    pub(super) async fn confine(&self) -> Result<Held, String> {
+        let mut held = Held::default();
+        if let (Some(store), Some(_)) = (&self.services.store, &self.services.reins) {
+            let caller = crate::mcp::serve::Caller {
+                run: Some(self.services.run),
+            };
+            held.link = Some(
+                Link::open(store.clone(), caller)
+                    .await
+                    .map_err(|e| format!("cannot open the memory link: {e}"))?,
+            );
+        }
+        let Some(home) = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .filter(|h| h.is_absolute())
+        else {
+            return Err("HOME is not set to an absolute path: the agent's profile needs it".into());
+        };
+        let xdg = vendors::Xdg::of(&home, |v| std::env::var_os(v).map(PathBuf::from));
+        let known = vendors::known(&self.spec.command, &home, &xdg);
+        // Its state dirs exist before it starts, or no rule could name them.
+        for dir in &known.state {
+            if dir.extension().is_none() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+        }
+        let root = &self.services.root;
+        let mut state = known.state.clone();
+        let mut writes_workspace = known.writes_workspace;
+        for p in &self.spec.may_write {
+            if p == root {
+                writes_workspace = true;
+            } else {
+                state.push(p.clone());
+            }
+        }
+        let mut programs = crate::contain::reach::program_trees(
+            &self.spec.command,
+            std::env::var_os("PATH").as_deref(),
+        );
+        if let Some(reins) = &self.services.reins {
+            programs.extend(crate::contain::reach::program_trees(
+                &[reins.program.display().to_string()],
+                None,
+            ));
+        }
+        // The model endpoint: the URLs on its command line, in its environment and in its config
+        // files; 443 for the hosted endpoints agents use by default.
+        let mut text = self.spec.command.join(" ");
+        for var in &self.spec.pass_env {
+            if let Ok(v) = std::env::var(var) {
+                text.push(' ');
+                text.push_str(&v);
+            }
+        }
+        let mut ports = crate::contain::reach::url_ports(&text);
+        let config_dirs: Vec<PathBuf> = known
+            .state
+            .iter()
+            .filter(|d| d.is_dir())
+            .cloned()
+            .collect();
+        ports.extend(crate::contain::reach::ports_in_configs(&config_dirs));
+        ports.push(443);
+        if let Some(link) = &held.link {
+            ports.push(link.port);
+        }
+        let reach = AgentReach {
+            state,
+            programs,
+            writes_workspace,
+            ports: (!known.serves_itself).then_some(ports),
+        };
+        held.confined = self
+            .services
+            .contain
+            .prepare(root, |places| Profile::agent(places, &reach))
+            .map_err(|e| format!("cannot prepare the agent's confinement: {e}"))?;
+        Ok(held)
+    }
+}

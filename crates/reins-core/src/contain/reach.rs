@@ -1,0 +1,155 @@
+//! What an external program's profile is derived from, read off its command line, environment and
+//! config files: the trees its program lives in, and the ports of the endpoints it was pointed at.
+
+use std::path::{Component, Path, PathBuf};
+
+/// The trees `argv`'s program and the files it names live in, to be readable: for each absolute
+/// path on the command line, also inside an argument (and the program, found on `path_var`), its
+/// folder; for a file inside
+/// a `node_modules`, the folder that holds the outermost `node_modules` (the package's install).
+pub fn program_trees(argv: &[String], path_var: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    let program = argv.first().and_then(|p| {
+        if p.contains('/') {
+            Some(PathBuf::from(p))
+        } else {
+            std::env::split_paths(path_var?)
+                .map(|d| d.join(p))
+                .find(|c| c.is_file())
+        }
+    });
+    // Absolute paths anywhere in its arguments, a shell's `-c` text included.
+    let named = argv
+        .iter()
+        .skip(1)
+        .flat_map(|a| a.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '=')))
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute());
+    // Resolved, so each tree is a plain absolute path (no `..`, no link to follow).
+    for p in program
+        .into_iter()
+        .chain(named)
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+    {
+        {
+            let Ok(meta) = std::fs::metadata(&p) else { continue };
+            let tree = install_root(&p).or_else(|| {
+                if meta.is_dir() {
+                    Some(p.clone())
+                } else {
+                    p.parent().map(launcher_root)
+                }
+            });
+            if let Some(t) = tree.filter(|t| t.is_absolute() && t != Path::new("/")) {
+                if !found.contains(&t) {
+                    found.push(t);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The folder a program's own folder belongs to: for `…/bin` and `…/shims` (a version manager's
+/// launchers, such as pyenv's or cargo's), the folder above, where what they start lives.
+fn launcher_root(dir: &Path) -> PathBuf {
+    match (dir.file_name().and_then(|n| n.to_str()), dir.parent()) {
+        (Some("bin" | "shims"), Some(up)) if up != Path::new("/") => up.to_path_buf(),
+        _ => dir.to_path_buf(),
+    }
+}
+
+/// The folder holding the outermost `node_modules` above `p`, if any.
+fn install_root(p: &Path) -> Option<PathBuf> {
+    let mut root = PathBuf::new();
+    for c in p.components() {
+        if c == Component::Normal("node_modules".as_ref()) {
+            return Some(root);
+        }
+        root.push(c);
+    }
+    None
+}
+
+/// The TCP ports of the `http://` and `https://` URLs in `text` (80 and 443 when a URL names
+/// none).
+pub fn url_ports(text: &str) -> Vec<u16> {
+    let mut ports = Vec::new();
+    for scheme in ["http://", "https://"] {
+        for (i, _) in text.match_indices(scheme) {
+            let rest = &text[i..];
+            let end = rest
+                .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>' | ','))
+                .unwrap_or(rest.len());
+            if let Ok(url) = url::Url::parse(&rest[..end]) {
+                if let Some(port) = url.port_or_known_default() {
+                    if !ports.contains(&port) {
+                        ports.push(port);
+                    }
+                }
+            }
+        }
+    }
+    ports
+}
+
+/// The ports named in the config files directly inside `dirs` (JSON, TOML, YAML; up to 1 MiB
+/// each): where an agent keeps its model endpoint.
+pub fn ports_in_configs(dirs: &[PathBuf]) -> Vec<u16> {
+    let mut ports = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let config = path
+                .extension()
+                .and_then(|e| e.to_str())
+                .is_some_and(|e| matches!(e, "json" | "jsonc" | "toml" | "yaml" | "yml"));
+            let small = entry.metadata().is_ok_and(|m| m.is_file() && m.len() <= 1 << 20);
+            if !(config && small) {
+                continue;
+            }
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                for p in url_ports(&text) {
+                    if !ports.contains(&p) {
+                        ports.push(p);
+                    }
+                }
+            }
+        }
+    }
+    ports
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_come_from_the_urls_named() {
+        assert_eq!(
+            url_ports("--openai-base-url http://127.0.0.1:38211/v1 and https://api.x.com/v1"),
+            [38211, 443]
+        );
+        assert_eq!(url_ports(r#"{"baseURL":"http://localhost:9/v1"}"#), [9]);
+        assert!(url_ports("no url here, ftp://x:21").is_empty());
+    }
+
+    #[test]
+    fn a_node_package_is_read_from_its_install() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("node_modules/.bin");
+        let pkg = dir.path().join("node_modules/@q/cli");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::create_dir_all(&pkg).unwrap();
+        std::fs::write(pkg.join("cli.js"), "").unwrap();
+        std::os::unix::fs::symlink(pkg.join("cli.js"), bin.join("q")).unwrap();
+        let trees = program_trees(&[bin.join("q").display().to_string(), "--acp".into()], None);
+        assert_eq!(trees, [std::fs::canonicalize(dir.path()).unwrap()]);
+        let script = dir.path().join("agent.py");
+        std::fs::write(&script, "").unwrap();
+        let trees = program_trees(&["python3".into(), script.display().to_string()], Some("/usr/bin:/bin".as_ref()));
+        assert!(trees.contains(&std::fs::canonicalize(dir.path()).unwrap()), "{trees:?}");
+        assert!(trees.iter().any(|t| t == Path::new("/usr") || t == Path::new("/bin")), "{trees:?}");
+    }
+}
