@@ -117,8 +117,25 @@ function ExternalAgent({ d }: { d: RunDetail }) {
     if (p.what === "mode") return `mode ${String(detail.mode ?? "")}`;
     return `${String(p.what ?? "")}: ${JSON.stringify(detail)}`;
   };
+  // What Reins itself saw: how the agent runs, and what its confinement stopped.
+  const how = d.run.compat.externalAgent?.confinement;
+  const blocked = d.audit
+    .filter((e) => e.kind === "agent.blocked")
+    .flatMap((e) => ((e.payload as { blocked?: unknown } | null)?.blocked as string[] | undefined) ?? []);
   return (
     <section className="panel" data-testid="agent-panel">
+      {how && (
+        <div className={how.startsWith("confined") ? "muted small" : "error small"} data-testid="agent-confinement">
+          It runs {how}
+        </div>
+      )}
+      {blocked.length > 0 && (
+        <ul className="small mono" data-testid="agent-blocked">
+          {blocked.map((b, i) => (
+            <li key={i} className="error">blocked: {b}</li>
+          ))}
+        </ul>
+      )}
       <h2>The agent's account</h2>
       <div className="muted">What the agent reported of its own work: its word, not Reins' decisions.</div>
       {reported.length === 0 ? <div className="muted">Nothing reported yet.</div> : (

@@ -586,6 +586,13 @@ export type ExternalAgent = {
 	capabilities: string[],
 	/**  The mode (or session config) Reins chose, in which it asks before acting. */
 	mode: string | null,
+	/**
+	 *  How the agent itself runs: "confined (Landlock ABI 7, seccomp): network to ports 443,
+	 *  38211 only, writes only its own state".
+	 */
+	confinement?: string | null,
+	/**  The hash of the profile it was started under. */
+	profileSha256?: string | null,
 };
 
 export type FactDetailView = {
