@@ -48,6 +48,8 @@ fn spec(state: &Path) -> McpServerSpec {
         bearer_key: None,
         env: Default::default(),
         pass_env: Vec::new(),
+        // The fixture keeps its call log there: outside the workspace, so the person allows it.
+        may_write: vec![state.to_path_buf()],
         timeout_s: None,
     }
 }

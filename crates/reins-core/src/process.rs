@@ -229,12 +229,38 @@ pub enum PipedError {
     NoStreams,
 }
 
+/// Whether `program` names a file, directly or on `PATH`.
+fn findable(program: &str) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|d| d.join(program).is_file())
+    })
+}
+
 /// Starts a piped program; its stdin and stdout are the caller's to speak over.
 pub fn spawn_piped(
     spec: PipedSpec<'_>,
 ) -> Result<(Piped, tokio::process::ChildStdin, tokio::process::ChildStdout), PipedError> {
     use tokio::io::AsyncReadExt;
     let (program, args) = spec.argv.split_first().ok_or(PipedError::EmptyCommand)?;
+    if spec.confined {
+        // The helper starts; a program that is not there must still read as one that could not
+        // be started, as it would without the helper.
+        let target = spec
+            .argv
+            .iter()
+            .position(|a| a == "--")
+            .and_then(|i| spec.argv.get(i + 1))
+            .ok_or(PipedError::EmptyCommand)?;
+        if !findable(target) {
+            return Err(PipedError::Spawn {
+                program: target.clone(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
+        }
+    }
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
         .current_dir(spec.root)

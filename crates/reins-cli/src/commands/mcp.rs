@@ -65,6 +65,11 @@ pub struct AddArgs {
     /// Seconds one tool call may take before the model is told the server hangs [default: 120]
     #[arg(long, value_name = "SECS")]
     timeout: Option<u64>,
+    /// Let the server write DIR besides the workspace; repeatable. A server Reins starts runs
+    /// confined: it reads the system, the workspace and its program, writes the workspace minus
+    /// the protected paths, and reaches only the ports its command line's URLs name.
+    #[arg(long = "may-write", value_name = "DIR", conflicts_with = "url")]
+    may_write: Vec<std::path::PathBuf>,
     /// The server's program and arguments, after `--`.
     #[arg(last = true, value_name = "PROGRAM ARGS")]
     command: Vec<String>,
@@ -96,6 +101,7 @@ pub async fn exec(reins: &Reins, cmd: McpCommand, json: bool) -> reins_core::api
                 bearer_key: a.bearer_key,
                 env: a.env.into_iter().collect(),
                 pass_env: a.pass_env,
+                may_write: a.may_write,
                 timeout_s: a.timeout,
             };
             reins.add_mcp_server(spec.clone())?;
@@ -158,6 +164,9 @@ pub async fn exec(reins: &Reins, cmd: McpCommand, json: bool) -> reins_core::api
                     view.tools.len(),
                     if view.tools.len() == 1 { "" } else { "s" }
                 );
+                if let Some(how) = &view.confinement {
+                    println!("it runs {how}");
+                }
                 for t in &view.tools {
                     println!("\n  {}  (offered as {})", t.name, t.function);
                     let description = t.description.lines().next().unwrap_or("").trim();

@@ -62,6 +62,8 @@ pub struct McpToolsView {
     /// How it named itself ("secure-filesystem-server 0.2.0").
     pub label: String,
     pub tools: Vec<McpToolView>,
+    /// How its process runs: "confined (Landlock ABI 7, seccomp): …"; none for an HTTP server.
+    pub confinement: Option<String>,
 }
 
 /// `reins mcp relay`: carries stdin and stdout to the memory link of the Reins that started this
@@ -94,7 +96,15 @@ impl Reins {
         let spec = crate::settings::runs::mcp_specs(&[name.to_owned()])?;
         let root = std::fs::canonicalize(workspace)
             .map_err(|e| Error::Invalid(format!("workspace {}: {e}", workspace.display())))?;
-        let hub = Hub::start(&spec, &root, Arc::clone(self.engine.secrets()), None).await?;
+        let hub = Hub::start(
+            &spec,
+            &root,
+            Arc::clone(self.engine.secrets()),
+            None,
+            self.engine.containment().clone(),
+        )
+        .await?;
+        let confinement = hub.confinements().into_iter().next().map(|(_, c)| c);
         let label = hub
             .labels()
             .into_iter()
@@ -117,6 +127,7 @@ impl Reins {
             server: name.to_owned(),
             label,
             tools,
+            confinement,
         })
     }
 }

@@ -59,6 +59,24 @@ fn launcher_root(dir: &Path) -> PathBuf {
     }
 }
 
+/// Places a person lets a program write beyond its profile: each must exist, and is kept resolved
+/// and absolute, so what the profile grants is what the person named. Reins' own dirs stay out of
+/// reach whatever is named (every profile hides them).
+pub fn writable_places(named: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    for p in named {
+        let resolved =
+            std::fs::canonicalize(p).map_err(|e| format!("may write {}: {e}", p.display()))?;
+        if resolved == Path::new("/") {
+            return Err("may write /: name the folders it needs, not the whole machine".into());
+        }
+        if !out.contains(&resolved) {
+            out.push(resolved);
+        }
+    }
+    Ok(out)
+}
+
 /// The folder holding the outermost `node_modules` above `p`, if any.
 fn install_root(p: &Path) -> Option<PathBuf> {
     let mut root = PathBuf::new();

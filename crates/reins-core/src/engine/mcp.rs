@@ -37,6 +37,7 @@ impl Drive<'_> {
             self.ws.root(),
             std::sync::Arc::clone(&self.e.secrets),
             prefix,
+            self.e.contain.clone(),
         )
         .await;
         let mut hub = match started {

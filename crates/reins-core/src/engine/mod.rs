@@ -181,6 +181,11 @@ impl Engine {
         &self.secrets
     }
 
+    /// What confines the processes this engine starts.
+    pub fn containment(&self) -> &crate::contain::Setup {
+        &self.contain
+    }
+
     /// Sets how many retries (transient failures and lost workers) a run may use.
     pub fn with_retry_budget(mut self, budget: crate::failure::RetryBudget) -> Self {
         self.budget = budget;

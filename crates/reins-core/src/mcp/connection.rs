@@ -45,8 +45,29 @@ pub struct Connection {
     service: RunningService<RoleClient, ClientConfig>,
     /// The process Reins started for it (none for an HTTP server): ended with its group on drop.
     process: Option<Piped>,
+    /// Its confinement (its temp dir goes with it), kept as long as it runs.
+    confined: Option<crate::contain::Confined>,
     /// A call timed out: what the server is doing is unknown, so it is not called again.
     hung: bool,
+}
+
+/// What a server Reins starts may reach: the workspace its tools work on (minus the protected
+/// paths; each call is judged by Reins first), the places the person let it write, its program's
+/// files, and the ports of the URLs its command line and passed variables name.
+fn reach(spec: &ServerSpec, argv: &[String]) -> crate::contain::AgentReach {
+    let mut text = argv.join(" ");
+    for var in &spec.pass_env {
+        if let Ok(v) = std::env::var(var) {
+            text.push(' ');
+            text.push_str(&v);
+        }
+    }
+    crate::contain::AgentReach {
+        state: spec.may_write.clone(),
+        programs: crate::contain::reach::program_trees(argv, std::env::var_os("PATH").as_deref()),
+        writes_workspace: true,
+        ports: Some(crate::contain::reach::url_ports(&text)),
+    }
 }
 
 fn client_info() -> ClientConfig {
@@ -65,6 +86,7 @@ impl Connection {
         keys: &[(String, Secret)],
         bearer: Option<&Secret>,
         log: Option<PathBuf>,
+        contain: &crate::contain::Setup,
     ) -> Result<Self, McpError> {
         let name = spec.name.clone();
         let failed = |detail: String| McpError::Start {
@@ -75,6 +97,7 @@ impl Connection {
             server: name.clone(),
             detail,
         };
+        let mut confined = None;
         let (service, process) = match &spec.url {
             Some(url) => {
                 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -92,13 +115,24 @@ impl Connection {
             }
             None => {
                 let argv = spec.argv(root);
+                confined = contain
+                    .prepare(root, |places| {
+                        crate::contain::Profile::agent(places, &reach(spec, &argv))
+                    })
+                    .map_err(|e| failed(format!("cannot prepare its confinement: {e}")))?;
+                let (started, tmp) = match &confined {
+                    Some(c) => (c.argv(&argv), Some(c.tmp().display().to_string())),
+                    None => (argv.clone(), None),
+                };
+                let set: Vec<(&str, &str)> =
+                    tmp.as_deref().map(|t| ("TMPDIR", t)).into_iter().collect();
                 let (process, stdin, stdout) = crate::process::spawn_piped(PipedSpec {
-                    argv: &argv,
-                    confined: false,
+                    argv: &started,
+                    confined: confined.is_some(),
                     root,
                     base_env: BASE_ENV,
                     passed: &spec.pass_env,
-                    set: &[],
+                    set: &set,
                     keys,
                     log,
                 })
@@ -153,7 +187,20 @@ impl Connection {
             label,
             service,
             process,
+            confined,
             hung: false,
+        })
+    }
+
+    /// How its process runs, in words; none for a server Reins did not start.
+    pub fn confinement(&self, workspace: &Path) -> Option<String> {
+        self.process.as_ref()?;
+        Some(match &self.confined {
+            Some(c) => match c.enforced() {
+                Some(e) => format!("{}: {}", e.said(), c.profile.said(workspace)),
+                None => format!("confinement not reported: {}", c.profile.said(workspace)),
+            },
+            None => "unconfined: no confinement helper in this process".to_owned(),
         })
     }
 

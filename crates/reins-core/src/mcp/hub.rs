@@ -28,6 +28,7 @@ pub struct Hub {
     catalog: Catalog,
     /// Processes started since last asked: (pid, command), for the harness to record.
     started: Vec<(u32, String)>,
+    contain: crate::contain::Setup,
 }
 
 impl Hub {
@@ -37,8 +38,10 @@ impl Hub {
         root: &Path,
         secrets: Arc<dyn SecretStore>,
         log_prefix: Option<PathBuf>,
+        contain: crate::contain::Setup,
     ) -> Result<Self, McpError> {
         let mut hub = Self {
+            contain,
             specs: specs.to_vec(),
             root: root.to_owned(),
             secrets,
@@ -69,7 +72,8 @@ impl Hub {
             .log_prefix
             .as_ref()
             .map(|p| PathBuf::from(format!("{}-{}.log", p.display(), spec.name)));
-        let conn = Connection::start(spec, &self.root, &keys, bearer.as_ref(), log).await?;
+        let conn = Connection::start(spec, &self.root, &keys, bearer.as_ref(), log, &self.contain)
+            .await?;
         if let Some(pid) = conn.pid() {
             self.started
                 .push((pid, format!("{PROCESS_LABEL}{}: {}", spec.name, spec.display())));
@@ -101,6 +105,14 @@ impl Hub {
         self.conns
             .values()
             .map(|c| (c.name.clone(), c.label.clone()))
+            .collect()
+    }
+
+    /// How each server Reins started runs, in words: (server, "confined (…): …").
+    pub fn confinements(&self) -> Vec<(String, String)> {
+        self.conns
+            .values()
+            .filter_map(|c| Some((c.name.clone(), c.confinement(&self.root)?)))
             .collect()
     }
 

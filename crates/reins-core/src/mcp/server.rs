@@ -39,6 +39,9 @@ pub struct ServerSpec {
     /// Variables passed through from Reins' own environment.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_env: Vec<String>,
+    /// Places the person lets the server write besides the workspace (it runs confined).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_write: Vec<std::path::PathBuf>,
     /// Seconds one tool call may take before the model is told the server hangs (default 120).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_s: Option<u64>,
@@ -221,6 +224,7 @@ mod tests {
             bearer_key: None,
             env: BTreeMap::new(),
             pass_env: Vec::new(),
+            may_write: Vec::new(),
             timeout_s: None,
         }
     }

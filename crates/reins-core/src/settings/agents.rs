@@ -138,25 +138,9 @@ pub fn agents() -> Result<Vec<AgentEntry>> {
         .collect())
 }
 
-/// Places a person lets an agent write: each must exist, and is kept absolute and resolved, so
-/// what the profile grants is what the person named. Reins' own dirs stay out of reach whatever
-/// is named here (every profile hides them).
 fn places(named: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>> {
-    let mut out = Vec::new();
-    for p in named {
-        let resolved = std::fs::canonicalize(p).map_err(|e| {
-            Error::Invalid(format!("the agent may write {}: {e}", p.display()))
-        })?;
-        if resolved == std::path::Path::new("/") {
-            return Err(Error::Invalid(
-                "the agent may write /: name the folders it needs, not the whole machine".into(),
-            ));
-        }
-        if !out.contains(&resolved) {
-            out.push(resolved);
-        }
-    }
-    Ok(out)
+    crate::contain::reach::writable_places(named)
+        .map_err(|e| Error::Invalid(format!("the agent {e}")))
 }
 
 /// Registers an agent under a new name.

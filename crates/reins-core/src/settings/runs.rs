@@ -100,7 +100,9 @@ pub fn mcp_servers() -> Result<Vec<ServerSpec>> {
 }
 
 /// Registers an MCP server under a new name. Its keys need not exist yet (a run checks).
-pub fn add_mcp_server(spec: ServerSpec) -> Result<()> {
+pub fn add_mcp_server(mut spec: ServerSpec) -> Result<()> {
+    spec.may_write = crate::contain::reach::writable_places(&spec.may_write)
+        .map_err(|e| crate::error::Error::Invalid(format!("the server {e}")))?;
     Ok(crate::mcp::server::register(&mcp_file()?, spec)?)
 }
 

@@ -29,7 +29,9 @@ pub(super) fn add_fixture(cli: &Cli, state: &std::path::Path) -> anyhow::Result<
     std::fs::create_dir_all(state)?;
     let out = cli
         .strict_cmd()
-        .args(["mcp", "add", "fixture", "--timeout", "3", "--", "python3"])
+        .args(["mcp", "add", "fixture", "--timeout", "3", "--may-write"])
+        .arg(state)
+        .args(["--", "python3"])
         .arg(common::repo_root().join("tests/fixtures/mcp_server.py"))
         .arg(state)
         .output()?;
