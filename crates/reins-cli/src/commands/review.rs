@@ -284,6 +284,13 @@ fn print_card(v: &ApprovalView) {
         };
         println!("  {colored}");
     }
+    if let Some(how) = &r.runs {
+        let shown = format!("how it will run: {how}");
+        println!(
+            "\n{}",
+            if how.starts_with("confined") { shown } else { paint("1;33", &shown) }
+        );
+    }
     if r.status == reins_core::api::ApprovalStatus::Pending {
         println!(
             "\ndecide: reins approve {id} [--scope once|run|workspace|always] [--edit FILE]\n        reins reject {id} --reason TEXT",

@@ -250,6 +250,7 @@ impl Reins {
                     config_dir.clone(),
                     policy_file.clone(),
                 ],
+                ..Default::default()
             });
         if let Some(secrets) = options.secrets {
             engine = engine.with_secrets(secrets);

@@ -81,6 +81,53 @@ pub fn shell(cmd: &ShellCommand, verdict: &Verdict, place: Place<'_>) -> String 
     s
 }
 
+/// How a command will run, for its card: "confined (Landlock ABI 7, seccomp): no network, writes
+/// inside the workspace", or why it will not be. An external agent's command runs inside the
+/// agent's own confinement (`agent`). None for what is not a command.
+pub fn how_it_runs(
+    action: &Action,
+    place: Place<'_>,
+    kernel: &crate::contain::Kernel,
+    agent: Option<&str>,
+) -> Option<String> {
+    use crate::contain::Kernel;
+    match action {
+        Action::Shell(cmd) => {
+            let network = cmd.analyse(place).names_network();
+            let places = crate::contain::profile::Places {
+                workspace: place.root.to_owned(),
+                home: None,
+                reins: Vec::new(),
+                tmp: place.root.to_owned(),
+            };
+            let words = crate::contain::Profile::command(&places, network).said(place.root);
+            let words = format!(
+                "{words} (not its protected paths), reads no credentials{}",
+                if network {
+                    "; it has the network because it names a network program"
+                } else {
+                    ""
+                }
+            );
+            Some(match kernel {
+                Kernel::Full(said) => format!("{said}: {words}"),
+                Kernel::Partial(said) => {
+                    format!("not fully confined, {said}: {words} only as far as the kernel holds it")
+                }
+                Kernel::NoHelper => "unconfined: no confinement helper in this process".into(),
+            })
+        }
+        Action::Permission(p) => match p.implied.as_deref() {
+            Some(Action::Shell(_)) => Some(match agent {
+                Some(how) => format!("run by the agent itself, inside its own confinement: {how}"),
+                None => "run by the agent itself".into(),
+            }),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Method, URL, headers, body, and where the host resolved.
 pub fn fetch(req: &FetchRequest, resolved: &[IpAddr]) -> String {
     let mut s = reveal(&req.display());

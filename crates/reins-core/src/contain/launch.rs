@@ -34,6 +34,19 @@ pub struct Setup {
     pub helper: Option<PathBuf>,
     /// Reins' own data dir, config dir and policy file: out of every profile's reach.
     pub reins: Vec<PathBuf>,
+    /// What the kernel holds here, probed once (see [`Setup::kernel`]).
+    pub probed: std::sync::Arc<OnceLock<Kernel>>,
+}
+
+/// What this machine's kernel holds for a command Reins runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// No helper in this process (an embedding, a test): commands run unconfined, and say so.
+    NoHelper,
+    /// The profile holds in full: "confined (Landlock ABI 7, seccomp, mount layer)".
+    Full(String),
+    /// It holds in part or not at all (no Landlock, an older ABI): in words.
+    Partial(String),
 }
 
 /// One confined start: the profile, a temp dir of its own (removed when this is dropped) and the
@@ -92,6 +105,22 @@ impl Setup {
 }
 
 impl Setup {
+    /// What the kernel holds here, found by confining `true` the first time it is asked (a few
+    /// milliseconds, once per engine).
+    pub fn kernel(&self) -> Kernel {
+        self.probed
+            .get_or_init(|| {
+                if self.helper.is_none() {
+                    return Kernel::NoHelper;
+                }
+                match self.probe() {
+                    (true, said) => Kernel::Full(said),
+                    (false, said) => Kernel::Partial(said),
+                }
+            })
+            .clone()
+    }
+
     /// What the kernel enforces on this machine, found by confining `true` once: whether the
     /// profile holds in full, and in words.
     pub fn probe(&self) -> (bool, String) {

@@ -11,7 +11,7 @@ pub mod launch;
 pub mod profile;
 pub mod reach;
 
-pub use launch::{Confined, Setup};
+pub use launch::{Confined, Kernel, Setup};
 pub use profile::{AgentReach, Profile};
 
 /// The lines of a program's output that report the kernel refusing it ("Permission denied",

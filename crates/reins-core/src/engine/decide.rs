@@ -9,6 +9,7 @@ use crate::approval::{grant, preview};
 use crate::digest::Digest;
 use crate::journal::FileImage;
 use crate::policy::shell::Place;
+use crate::policy::rules::Unconfined;
 use crate::policy::{Context, Decision, Policy, Risk, Verdict};
 use crate::step::StepStatus;
 use crate::store::grants::GrantRow;
@@ -24,6 +25,9 @@ pub(super) struct Facts<'a> {
     /// The effect's plan from the files as they are now (None: not a file effect), or why it
     /// cannot be planned.
     pub plan: Result<Option<&'a EffectPlan>, &'a str>,
+    /// Why commands cannot be confined here (a kernel without Landlock, an older ABI); None
+    /// where they are.
+    pub unconfined: Option<&'a str>,
 }
 
 /// Steps 2–3 and the gate: what happens to a valid action.
@@ -56,13 +60,26 @@ impl Ruling {
 
 /// Classifies the action (step 2), previews it (step 3) and applies the policy's decision.
 pub(super) fn decide(facts: &Facts<'_>, policy: &dyn Policy, place: Place<'_>) -> Ruling {
-    let verdict = policy.classify(
+    let mut verdict = policy.classify(
         facts.action,
         &Context {
             root: place.root,
             resolved: facts.resolved,
         },
     );
+    // Where the kernel cannot hold a command to what its card shows, a person sees every one,
+    // unless they chose otherwise in their own policy.
+    if let Some(why) = facts.unconfined {
+        if verdict.decision == Decision::Allow
+            && runs_a_command(facts.action)
+            && policy.unconfined_commands() == Unconfined::Review
+        {
+            verdict.decision = Decision::Ask;
+            verdict.reasons.push(format!(
+                "this machine cannot confine commands ({why}), so every command is reviewed; `[containment] unconfined_commands = \"allow\"` in your policy lets the rules decide"
+            ));
+        }
+    }
     let plan = match facts.plan {
         Ok(plan) => plan,
         Err(error) => {
@@ -81,6 +98,15 @@ pub(super) fn decide(facts: &Facts<'_>, policy: &dyn Policy, place: Place<'_>) -
         },
         Decision::Ask => Ruling::Ask { verdict, preview },
         Decision::Allow => Ruling::Run { verdict, preview },
+    }
+}
+
+/// Whether `action` runs a command: a shell command, or an external agent's permission to run one.
+fn runs_a_command(action: &Action) -> bool {
+    match action {
+        Action::Shell(_) => true,
+        Action::Permission(p) => p.implied.as_deref().is_some_and(runs_a_command),
+        _ => false,
     }
 }
 

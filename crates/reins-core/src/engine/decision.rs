@@ -132,6 +132,23 @@ pub(super) fn check_scope(scope: Scope, pattern: Option<&str>) -> Result<()> {
 }
 
 impl Engine {
+    /// How the command `call` would run for `run`'s workspace, for its card; None for what is not
+    /// a command, or a workspace that is gone.
+    pub fn how_it_runs(
+        &self,
+        call: &crate::action::RecordedCall,
+        run: &crate::store::runs::RunRow,
+    ) -> Option<String> {
+        let ws = Workspace::open(std::path::Path::new(&run.workspace)).ok()?;
+        let action = crate::action::Action::parse(call.call(), &ws).ok()?;
+        let agent = run
+            .compat
+            .external_agent
+            .as_ref()
+            .and_then(|a| a.confinement.as_deref());
+        crate::approval::preview::how_it_runs(&action, self.place(&ws), &self.contain.kernel(), agent)
+    }
+
     fn place<'a>(&'a self, ws: &'a Workspace) -> Place<'a> {
         Place {
             root: ws.root(),

@@ -127,7 +127,7 @@ impl Engine {
             reach: Arc::default(),
             contain: crate::contain::Setup {
                 helper: crate::contain::launch::helper(),
-                reins: Vec::new(),
+                ..Default::default()
             },
         }
     }

@@ -110,11 +110,16 @@ impl Drive<'_> {
             }
         };
         let plan = tools::plan_files(action, &self.ws).map_err(|e| e.to_string());
+        let kernel = self.e.contain.kernel();
         let ruling = decide::decide(
             &Facts {
                 action,
                 resolved: &resolved,
                 plan: plan.as_ref().map(Option::as_ref).map_err(String::as_str),
+                unconfined: match &kernel {
+                    crate::contain::Kernel::Partial(why) => Some(why),
+                    _ => None,
+                },
             },
             self.e.policy(),
             self.place(),

@@ -115,6 +115,10 @@ pub trait Policy: Send + Sync {
     fn protected(&self) -> &Protected {
         &NO_PROTECTED
     }
+    /// What happens to commands where the kernel cannot confine them (the person's choice).
+    fn unconfined_commands(&self) -> rules::Unconfined {
+        rules::Unconfined::Review
+    }
 }
 
 static NO_PROTECTED: Protected = Protected::NONE;
@@ -137,6 +141,10 @@ impl Policy for PermitAll {
 
     fn version(&self) -> String {
         "permit-all/1".into()
+    }
+
+    fn unconfined_commands(&self) -> rules::Unconfined {
+        rules::Unconfined::Allow
     }
 }
 
@@ -427,6 +435,10 @@ impl Policy for RulePolicy {
 
     fn review_timeout_ms(&self) -> i64 {
         self.user_rules().expire_after_secs() * 1000
+    }
+
+    fn unconfined_commands(&self) -> rules::Unconfined {
+        self.user_rules().unconfined_commands()
     }
 
     fn protected(&self) -> &Protected {

@@ -7,6 +7,11 @@
 //! [review]
 //! expire_after_secs = 86400      # a pending review expires (fails closed) after this long
 //!
+//! [containment]
+//! unconfined_commands = "review" # where the kernel cannot confine commands (no Landlock, or an
+//!                                # older ABI): review every one (the default), or "allow" them
+//!                                # by the rules as usual. Yours only: a workspace's file cannot.
+//!
 //! [[rules]]
 //! decision = "allow"             # allow | ask | deny
 //! tool = "shell.exec"            # a glob over tool names: "fs.*"
@@ -61,6 +66,8 @@ struct File {
     #[serde(default)]
     review: Option<Review>,
     #[serde(default)]
+    containment: Option<Containment>,
+    #[serde(default)]
     rules: Vec<RuleText>,
 }
 
@@ -68,6 +75,23 @@ struct File {
 #[serde(deny_unknown_fields)]
 struct Review {
     expire_after_secs: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Containment {
+    unconfined_commands: Option<Unconfined>,
+}
+
+/// What happens to commands where the kernel cannot confine them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unconfined {
+    /// Every command waits for a person.
+    #[default]
+    Review,
+    /// Commands are decided by the rules, as where they are confined.
+    Allow,
 }
 
 #[derive(Debug, Deserialize)]
@@ -203,6 +227,7 @@ fn rule_text(r: &RuleText) -> String {
 pub struct RuleSet {
     rules: Vec<Rule>,
     expire_after_secs: Option<i64>,
+    unconfined_commands: Unconfined,
     digest: Option<Digest>,
 }
 
@@ -297,6 +322,10 @@ impl RuleSet {
         Ok(Self {
             rules,
             expire_after_secs: file.review.and_then(|r| r.expire_after_secs),
+            unconfined_commands: file
+                .containment
+                .and_then(|c| c.unconfined_commands)
+                .unwrap_or_default(),
             digest: Some(Digest::of(text.as_bytes())),
         })
     }
@@ -321,6 +350,7 @@ impl RuleSet {
     pub fn tighten_only(mut self) -> Self {
         self.rules.retain(|r| r.decision != Decision::Allow);
         self.expire_after_secs = None;
+        self.unconfined_commands = Unconfined::Review;
         self
     }
 
@@ -330,6 +360,10 @@ impl RuleSet {
 
     pub fn expire_after_secs(&self) -> i64 {
         self.expire_after_secs.unwrap_or(DEFAULT_EXPIRE_SECS)
+    }
+
+    pub fn unconfined_commands(&self) -> Unconfined {
+        self.unconfined_commands
     }
 }
 

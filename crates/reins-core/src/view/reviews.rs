@@ -64,6 +64,9 @@ pub struct ApprovalView {
     pub segments: Vec<Segment>,
     /// The diff, parsed command or request: exactly what runs.
     pub preview: String,
+    /// For a command: how it will run ("confined (Landlock ABI 7, seccomp): no network, writes
+    /// inside the workspace …"), or why it will not be confined.
+    pub runs: Option<String>,
     pub preview_sha256: String,
     /// The files as they were when the preview was made.
     pub pre_images: Vec<FileImage>,
@@ -141,6 +144,7 @@ impl ApprovalView {
             reasons,
             segments: segments.unwrap_or_default(),
             preview,
+            runs: None,
             preview_sha256,
             pre_images,
             context,
@@ -331,7 +335,12 @@ impl Views<'_> {
             Some(a) => a.label(),
             None => run.agent_kind.clone(),
         };
+        let runs = self.e.how_it_runs(
+            row.edited_action.as_ref().unwrap_or(&row.action),
+            run,
+        );
         let mut view = ApprovalView::of(row, facts, agent);
+        view.runs = runs;
         // An external agent names files by absolute path: show them as the workspace's.
         let root = format!("{}/", run.workspace.trim_end_matches('/'));
         if let Some(rel) = view.subject.strip_prefix(&root) {

@@ -54,6 +54,11 @@ export function Card({ a, runName, children }: { a: ApprovalView; runName: strin
       <section className="preview">
         <h3>{a.edited ? "As you edited it (this is what runs)" : a.tool.startsWith("fs.") && a.tool !== "fs.read" ? "Exactly what will change" : "Exactly what will run"}</h3>
         <Preview a={a} />
+        {a.runs && (
+          <div className={a.runs.startsWith("confined") ? "muted small" : "error small"} data-testid="card-runs">
+            How it will run: {a.runs}
+          </div>
+        )}
       </section>
       {children}
     </article>

@@ -24,6 +24,7 @@ function approval(over: Partial<ApprovalView> = {}): ApprovalView {
     segments: [],
     preview: "--- a/config/logrotate.conf\n+++ b/config/logrotate.conf\n@@ -1,2 +1,2 @@\n /var/log/app/*.log {\n-    weekly\n+    daily\n",
     previewSha256: "b".repeat(64),
+    runs: null,
     preImages: [],
     context: {
       goal: "Fix log rotation",

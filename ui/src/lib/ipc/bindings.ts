@@ -217,6 +217,11 @@ export type ApprovalView = {
 	segments: Segment[],
 	/**  The diff, parsed command or request: exactly what runs. */
 	preview: string,
+	/**
+	 *  For a command: how it will run ("confined (Landlock ABI 7, seccomp): no network, writes
+	 *  inside the workspace …"), or why it will not be confined.
+	 */
+	runs: string | null,
 	previewSha256: string,
 	/**  The files as they were when the preview was made. */
 	preImages: FileImage[],

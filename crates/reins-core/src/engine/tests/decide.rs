@@ -19,6 +19,7 @@ fn rule(
             action,
             resolved: &[],
             plan,
+            unconfined: None,
         },
         &Fixed(risk, decision),
         place(),
@@ -110,12 +111,59 @@ fn the_built_in_policy_rates_a_pipe_into_a_shell_high_and_asks() {
             action: &a,
             resolved: &[],
             plan: Ok(None),
+            unconfined: None,
         },
         &policy,
         place(),
     );
     assert_eq!(ruling.verdict().risk, Risk::High, "{ruling:?}");
     assert_ne!(ruling.verdict().decision, Decision::Allow);
+}
+
+#[test]
+fn where_commands_cannot_be_confined_every_command_is_reviewed_unless_the_person_allows_it() {
+    let allow_ls = "[[rules]]\ndecision = \"allow\"\ntool = \"shell.exec\"\nprogram = \"ls\"\n";
+    let judge = |policy_text: &str, action: &crate::action::Action, unconfined: Option<&str>| {
+        let policy = RulePolicy::with_rules(Protected::NONE, crate::policy::RuleSet::parse(policy_text, "test").unwrap());
+        decide::decide(
+            &Facts {
+                action,
+                resolved: &[],
+                plan: Ok(None),
+                unconfined,
+            },
+            &policy,
+            place(),
+        )
+    };
+    let ls = shell("ls");
+    assert!(matches!(judge(allow_ls, &ls, None), Ruling::Run { .. }));
+    match judge(allow_ls, &ls, Some("no Landlock on this kernel")) {
+        Ruling::Ask { verdict, .. } => {
+            let said = verdict.reasons.join(" ");
+            assert!(said.contains("cannot confine commands (no Landlock on this kernel)"), "{said}");
+        }
+        other => panic!("expected a review, got {other:?}"),
+    }
+    let relaxed = format!("[containment]\nunconfined_commands = \"allow\"\n{allow_ls}");
+    assert!(matches!(
+        judge(&relaxed, &ls, Some("no Landlock on this kernel")),
+        Ruling::Run { .. }
+    ));
+    // A file write is no command: confinement does not decide it.
+    let w = write("docs/a.md", "x");
+    let allow_writes = "[[rules]]\ndecision = \"allow\"\ntool = \"fs.write\"\n";
+    let decided = decide::decide(
+        &Facts {
+            action: &w,
+            resolved: &[],
+            plan: Ok(None),
+            unconfined: Some("no Landlock"),
+        },
+        &RulePolicy::with_rules(Protected::NONE, crate::policy::RuleSet::parse(allow_writes, "test").unwrap()),
+        place(),
+    );
+    assert_eq!(decided.verdict().decision, Decision::Allow, "{decided:?}");
 }
 
 #[test]
