@@ -57,6 +57,14 @@ pub struct ApproveArgs {
     /// `reins approval show ID --action`). The edit is what runs, and both are recorded.
     #[arg(long, value_name = "FILE")]
     edit: Option<PathBuf>,
+    /// Run the command with the network this once (it runs without by default). High risk: the
+    /// kernel then lets it reach any host. Never a lasting grant.
+    #[arg(long, conflicts_with_all = ["unconfined", "edit", "pattern"])]
+    with_network: bool,
+    /// Run the command outside the sandbox this once: nothing but your review holds it. Never a
+    /// lasting grant.
+    #[arg(long, conflicts_with_all = ["edit", "pattern"])]
+    unconfined: bool,
     /// A note for the record (audit log).
     #[arg(long, value_name = "TEXT")]
     note: Option<String>,
@@ -288,7 +296,11 @@ fn print_card(v: &ApprovalView) {
         let shown = format!("how it will run: {how}");
         println!(
             "\n{}",
-            if how.starts_with("confined") { shown } else { paint("1;33", &shown) }
+            if how.starts_with("confined") {
+                shown
+            } else {
+                paint("1;33", &shown)
+            }
         );
     }
     if r.status == reins_core::api::ApprovalStatus::Pending {
@@ -321,7 +333,22 @@ fn read_edit(file: &std::path::Path) -> reins_core::api::Result<EditedAction> {
 }
 
 pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core::api::Result<u8> {
-    let edited = args.edit.as_deref().map(read_edit).transpose()?;
+    let mut edited = args.edit.as_deref().map(read_edit).transpose()?;
+    let sandbox = if args.with_network {
+        Some(reins_core::api::Sandbox::Network)
+    } else if args.unconfined {
+        Some(reins_core::api::Sandbox::Unconfined)
+    } else {
+        None
+    };
+    if let Some(sandbox) = sandbox {
+        let card = reins.approval(&args.id).await?;
+        edited = Some(EditedAction::sandboxed(
+            &card.action.tool,
+            &card.action.args,
+            sandbox,
+        )?);
+    }
     let decided = reins
         .approve(
             &args.id,

@@ -18,10 +18,35 @@ pub enum CommandForm {
     Argv(Vec<String>),
 }
 
+/// How a command runs: confined by default; with the network, or outside the sandbox, only as
+/// a choice a person makes on its card, once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Sandbox {
+    /// No network; writes inside the workspace except its protected paths; no credentials.
+    #[default]
+    Confined,
+    /// The same, with the network.
+    Network,
+    /// Outside the sandbox: nothing but the review holds it.
+    Unconfined,
+}
+
+impl Sandbox {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sandbox::Confined => "confined",
+            Sandbox::Network => "network",
+            Sandbox::Unconfined => "unconfined",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShellCommand {
     pub form: CommandForm,
     pub timeout_s: u64,
+    pub sandbox: Sandbox,
 }
 
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -33,6 +58,10 @@ pub(crate) struct Args {
     argv: Option<Vec<String>>,
     /// Seconds before the command is stopped (default 120).
     timeout_s: Option<u64>,
+    /// Leave it out: commands run confined, without the network. Only when one cannot work that
+    /// way: `network` runs it with the network, `unconfined` outside the sandbox. Either is high
+    /// risk and waits for a person every time.
+    sandbox: Option<Sandbox>,
 }
 
 impl ShellCommand {
@@ -86,14 +115,23 @@ impl ShellCommand {
                 format!("`timeout_s` must be 1 to {MAX_TIMEOUT_S}"),
             ));
         }
-        Ok(Self { form, timeout_s })
+        Ok(Self {
+            form,
+            timeout_s,
+            sandbox: a.sandbox.unwrap_or_default(),
+        })
     }
 
     pub fn canonical_args(&self) -> Value {
-        match &self.form {
+        let mut args = match &self.form {
             CommandForm::Line(c) => json!({ "command": c, "timeout_s": self.timeout_s }),
             CommandForm::Argv(v) => json!({ "argv": v, "timeout_s": self.timeout_s }),
+        };
+        // The default is left out, so a confined command hashes as it always did.
+        if self.sandbox != Sandbox::Confined {
+            args["sandbox"] = json!(self.sandbox.as_str());
         }
+        args
     }
 
     /// The command as a person reads it.

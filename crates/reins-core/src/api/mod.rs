@@ -80,6 +80,7 @@ pub use crate::context::Fate;
 pub use crate::data_dir::{DataDir, DATA_DIR_ENV};
 pub use crate::digest::Digest;
 
+pub use crate::action::shell::Sandbox;
 pub use crate::engine::{
     ApproveRequest, Control, DriveOutcome, EditedAction, Observer, Progress, ResumeMode,
     RollbackReport, Silent,

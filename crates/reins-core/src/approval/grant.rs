@@ -63,6 +63,9 @@ impl GrantSpec {
         pattern: Option<&str>,
         place: Place<'_>,
     ) -> Result<Self, String> {
+        if escapes(action) {
+            return Err("a command that runs with the network or unconfined is approved once, each time: no lasting grant covers it (approve it with --scope once)".into());
+        }
         if let Action::Permission(p) = action {
             return match p.implied.as_deref() {
                 Some(implied) => Self::for_action(implied, pattern, place),
@@ -170,7 +173,19 @@ pub struct Terms {
 /// Whether a live grant covers `action`, whose risk is `risk` now. Never an action riskier than
 /// the one the grant was made from (the same text can become a protected-path write when a folder
 /// is swapped for a link), and never an action on a protected path.
+/// Whether `action` runs a command out of its sandbox (with the network, or unconfined).
+fn escapes(action: &Action) -> bool {
+    match action {
+        Action::Shell(cmd) => cmd.sandbox != crate::action::shell::Sandbox::Confined,
+        Action::Permission(p) => p.implied.as_deref().is_some_and(escapes),
+        _ => false,
+    }
+}
+
 pub fn covers(grant: &Terms, action: &Action, risk: Risk, place: Place<'_>) -> bool {
+    if escapes(action) {
+        return false;
+    }
     if let Action::Permission(p) = action {
         if grant.tool != action.tool() {
             // Judged as the action it reports, and granted as that action too.
@@ -258,6 +273,7 @@ mod tests {
         Action::Shell(ShellCommand {
             form: CommandForm::Line(cmd.into()),
             timeout_s: 120,
+            sandbox: Default::default(),
         })
     }
 
@@ -277,6 +293,21 @@ mod tests {
             options: spec.options.clone(),
             revoked: false,
         }
+    }
+
+    #[test]
+    fn no_lasting_grant_covers_a_command_out_of_its_sandbox() {
+        let net = Action::Shell(
+            ShellCommand::parse(&serde_json::json!({"command": "cargo build", "sandbox": "network"}))
+                .unwrap(),
+        );
+        assert!(GrantSpec::for_action(&net, None, place())
+            .unwrap_err()
+            .contains("approved once"));
+        // Even a grant made for the same command confined does not stretch to it.
+        let spec = GrantSpec::for_action(&sh("cargo build"), Some("cargo build"), place()).unwrap();
+        assert!(covers(&row(&spec), &sh("cargo build"), Risk::Medium, place()));
+        assert!(!covers(&row(&spec), &net, Risk::Low, place()));
     }
 
     #[test]

@@ -89,11 +89,26 @@ pub fn how_it_runs(
     place: Place<'_>,
     kernel: &crate::contain::Kernel,
     agent: Option<&str>,
+    switched: &[String],
 ) -> Option<String> {
+    use crate::action::shell::Sandbox;
     use crate::contain::Kernel;
     match action {
         Action::Shell(cmd) => {
-            let network = cmd.analyse(place).names_network();
+            let analysis = cmd.analyse(place);
+            let programs: Vec<String> = analysis
+                .segments
+                .iter()
+                .filter_map(|s| s.program.clone())
+                .collect();
+            let escape = crate::policy::escape(cmd, &programs, switched);
+            if cmd.sandbox == Sandbox::Unconfined || escape.is_some() && cmd.sandbox == Sandbox::Confined {
+                return Some(format!(
+                    "unconfined, as you choose ({}): approve it only if you would run it yourself",
+                    escape.unwrap_or_default()
+                ));
+            }
+            let network = cmd.sandbox == Sandbox::Network;
             let places = crate::contain::profile::Places {
                 workspace: place.root.to_owned(),
                 home: None,
@@ -103,8 +118,8 @@ pub fn how_it_runs(
             let words = crate::contain::Profile::command(&places, network).said(place.root);
             let words = format!(
                 "{words} (not its protected paths), reads no credentials{}",
-                if network {
-                    "; it has the network because it names a network program"
+                if !network && analysis.names_network() {
+                    "; it names a network program: if it needs the network, approve it with the network (`reins approve ID --with-network`), once"
                 } else {
                     ""
                 }

@@ -47,6 +47,28 @@ pub struct EditedAction {
     pub args: serde_json::Value,
 }
 
+impl EditedAction {
+    /// The command `args` (a `shell.exec` card's, or an edit of it) to run with the network or
+    /// unconfined instead: a person's choice, approved as an edit, once.
+    pub fn sandboxed(
+        tool: &str,
+        args: &serde_json::Value,
+        sandbox: crate::action::shell::Sandbox,
+    ) -> Result<Self> {
+        if tool != "shell.exec" {
+            return Err(Error::Invalid(format!(
+                "only a command runs with the network or unconfined; this card is {tool}"
+            )));
+        }
+        let mut args = args.clone();
+        let Some(map) = args.as_object_mut() else {
+            return Err(Error::Invalid("the command's arguments are not an object".into()));
+        };
+        map.insert("sandbox".into(), serde_json::json!(sandbox.as_str()));
+        Ok(Self { tool: None, args })
+    }
+}
+
 /// A decision as stored (the door turns it into its view).
 #[derive(Clone, Debug)]
 pub struct Decided {
@@ -132,23 +154,6 @@ pub(super) fn check_scope(scope: Scope, pattern: Option<&str>) -> Result<()> {
 }
 
 impl Engine {
-    /// How the command `call` would run for `run`'s workspace, for its card; None for what is not
-    /// a command, or a workspace that is gone.
-    pub fn how_it_runs(
-        &self,
-        call: &crate::action::RecordedCall,
-        run: &crate::store::runs::RunRow,
-    ) -> Option<String> {
-        let ws = Workspace::open(std::path::Path::new(&run.workspace)).ok()?;
-        let action = crate::action::Action::parse(call.call(), &ws).ok()?;
-        let agent = run
-            .compat
-            .external_agent
-            .as_ref()
-            .and_then(|a| a.confinement.as_deref());
-        crate::approval::preview::how_it_runs(&action, self.place(&ws), &self.contain.kernel(), agent)
-    }
-
     fn place<'a>(&'a self, ws: &'a Workspace) -> Place<'a> {
         Place {
             root: ws.root(),

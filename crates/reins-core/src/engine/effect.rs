@@ -21,7 +21,8 @@ use super::DriveOutcome;
 /// A command as it will run: what `prepare_command` read from it.
 pub(super) struct PreparedCommand {
     argv: Vec<String>,
-    confined: Option<crate::contain::Confined>,
+    /// Its confinement, or why it runs without one.
+    confined: std::result::Result<crate::contain::Confined, String>,
 }
 
 impl Drive<'_> {
@@ -63,7 +64,7 @@ impl Drive<'_> {
         };
         let profile = command
             .as_ref()
-            .and_then(|c| c.confined.as_ref())
+            .and_then(|c| c.confined.as_ref().ok())
             .map(|c| c.profile.hash());
         // 7. Intent, durably, with the pre-images it needs.
         let intent = self.intend(rec, action, plan.as_ref(), profile.clone()).await?;
@@ -204,8 +205,31 @@ impl Drive<'_> {
     /// writable minus its protected paths, no network unless a program on the card reaches it;
     /// none without a confinement helper).
     fn prepare_command(&self, cmd: &ShellCommand) -> Result<PreparedCommand> {
+        use crate::action::shell::Sandbox;
         let analysis = cmd.analyse(self.place());
-        let network = analysis.names_network();
+        let argv = cmd.argv(&analysis);
+        // The network, or no sandbox at all, only as the card said and a person approved it (or
+        // for a program the person's own policy switched confinement off for).
+        let programs: Vec<String> = analysis
+            .segments
+            .iter()
+            .filter_map(|s| s.program.clone())
+            .collect();
+        let switched = self.e.policy().unconfined_programs();
+        let escape = crate::policy::escape(cmd, &programs, &switched);
+        let network = match cmd.sandbox {
+            Sandbox::Unconfined => None,
+            Sandbox::Confined if escape.is_some() => None,
+            Sandbox::Network => Some(true),
+            Sandbox::Confined => Some(false),
+        };
+        let Some(network) = network else {
+            let why = escape.unwrap_or_default();
+            return Ok(PreparedCommand {
+                argv,
+                confined: Err(format!("unconfined, as the person chose: {}", why.trim_start_matches("it runs unconfined: "))),
+            });
+        };
         let confined = self
             .e
             .contain
@@ -215,11 +239,9 @@ impl Drive<'_> {
             .map_err(|source| crate::error::Error::Io {
                 context: "preparing the command's confinement".into(),
                 source,
-            })?;
-        Ok(PreparedCommand {
-            argv: cmd.argv(&analysis),
-            confined,
-        })
+            })?
+            .ok_or_else(|| "unconfined: no confinement helper in this process".to_owned());
+        Ok(PreparedCommand { argv, confined })
     }
 
     /// Runs a command in its own process group, recorded so a later attempt can end it; if the run
@@ -235,7 +257,7 @@ impl Drive<'_> {
         let timeout = std::time::Duration::from_secs(cmd.timeout_s);
         let (tx, rx) = tokio::sync::oneshot::channel();
         let mut handle = tokio::task::spawn_blocking(move || {
-            tools::shell::run(&argv, &root, timeout, confined.as_ref(), move |pid| {
+            tools::shell::run(&argv, &root, timeout, confined.as_ref().map_err(String::as_str), move |pid| {
                 let _ = tx.send(pid);
             })
         });

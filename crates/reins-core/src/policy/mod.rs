@@ -119,6 +119,30 @@ pub trait Policy: Send + Sync {
     fn unconfined_commands(&self) -> rules::Unconfined {
         rules::Unconfined::Review
     }
+    /// The programs the person switched confinement off for (their own policy file only).
+    fn unconfined_programs(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Why a command runs outside its default confinement, if it does: it asks for the network or to
+/// run unconfined, or it runs a program the person switched confinement off for (`switched`).
+pub fn escape(cmd: &crate::action::ShellCommand, programs: &[String], switched: &[String]) -> Option<String> {
+    use crate::action::shell::Sandbox;
+    let off: Vec<&str> = programs
+        .iter()
+        .map(|p| p.rsplit('/').next().unwrap_or(p))
+        .filter(|p| switched.iter().any(|s| s == p))
+        .collect();
+    match cmd.sandbox {
+        Sandbox::Network => Some("it runs with the network, which reaches any host".into()),
+        Sandbox::Unconfined => Some("it runs unconfined: nothing but this review holds it".into()),
+        Sandbox::Confined if !off.is_empty() => Some(format!(
+            "it runs unconfined: your policy switches confinement off for {}",
+            off.join(", ")
+        )),
+        Sandbox::Confined => None,
+    }
 }
 
 static NO_PROTECTED: Protected = Protected::NONE;
@@ -407,6 +431,25 @@ impl Policy for RulePolicy {
     /// and are stored, shown and logged (the action itself is what runs).
     fn classify(&self, action: &Action, cx: &Context<'_>) -> Verdict {
         let mut v = self.judge(action, cx);
+        // Out of its sandbox, a command is the person's choice each time: high risk, asked.
+        let shell = match action {
+            Action::Shell(cmd) => Some(cmd),
+            Action::Permission(p) => match p.implied.as_deref() {
+                Some(Action::Shell(cmd)) => Some(cmd),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(cmd) = shell {
+            let programs: Vec<String> = v.segments.iter().filter_map(|s| s.program.clone()).collect();
+            if let Some(why) = escape(cmd, &programs, self.user_rules().unconfined_programs()) {
+                v.risk = Risk::High;
+                if v.decision == Decision::Allow {
+                    v.decision = Decision::Ask;
+                }
+                v.reasons.push(why);
+            }
+        }
         let mask = |s: &mut String| {
             if let std::borrow::Cow::Owned(clean) = crate::secrets::redact(s) {
                 *s = clean;
@@ -439,6 +482,10 @@ impl Policy for RulePolicy {
 
     fn unconfined_commands(&self) -> rules::Unconfined {
         self.user_rules().unconfined_commands()
+    }
+
+    fn unconfined_programs(&self) -> Vec<String> {
+        self.user_rules().unconfined_programs().to_vec()
     }
 
     fn protected(&self) -> &Protected {

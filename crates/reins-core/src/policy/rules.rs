@@ -11,6 +11,8 @@
 //! unconfined_commands = "review" # where the kernel cannot confine commands (no Landlock, or an
 //!                                # older ABI): review every one (the default), or "allow" them
 //!                                # by the rules as usual. Yours only: a workspace's file cannot.
+//! unconfined_programs = ["docker"] # these run outside the sandbox: high risk, reviewed each
+//!                                # time, never covered by a lasting grant. Yours only, too.
 //!
 //! [[rules]]
 //! decision = "allow"             # allow | ask | deny
@@ -81,6 +83,7 @@ struct Review {
 #[serde(deny_unknown_fields)]
 struct Containment {
     unconfined_commands: Option<Unconfined>,
+    unconfined_programs: Option<Vec<String>>,
 }
 
 /// What happens to commands where the kernel cannot confine them.
@@ -228,6 +231,7 @@ pub struct RuleSet {
     rules: Vec<Rule>,
     expire_after_secs: Option<i64>,
     unconfined_commands: Unconfined,
+    unconfined_programs: Vec<String>,
     digest: Option<Digest>,
 }
 
@@ -324,7 +328,12 @@ impl RuleSet {
             expire_after_secs: file.review.and_then(|r| r.expire_after_secs),
             unconfined_commands: file
                 .containment
+                .as_ref()
                 .and_then(|c| c.unconfined_commands)
+                .unwrap_or_default(),
+            unconfined_programs: file
+                .containment
+                .and_then(|c| c.unconfined_programs)
                 .unwrap_or_default(),
             digest: Some(Digest::of(text.as_bytes())),
         })
@@ -351,6 +360,7 @@ impl RuleSet {
         self.rules.retain(|r| r.decision != Decision::Allow);
         self.expire_after_secs = None;
         self.unconfined_commands = Unconfined::Review;
+        self.unconfined_programs.clear();
         self
     }
 
@@ -364,6 +374,10 @@ impl RuleSet {
 
     pub fn unconfined_commands(&self) -> Unconfined {
         self.unconfined_commands
+    }
+
+    pub fn unconfined_programs(&self) -> &[String] {
+        &self.unconfined_programs
     }
 }
 

@@ -15,6 +15,7 @@ fn sh(cmd: &str) -> Action {
     Action::Shell(ShellCommand {
         form: CommandForm::Line(cmd.into()),
         timeout_s: 120,
+        sandbox: Default::default(),
     })
 }
 
@@ -333,4 +334,39 @@ fn special_addresses_in_every_spelling() {
     for public in ["151.101.1.1", "2a04:4e42::1", "8.8.8.8"] {
         assert_eq!(special_address(ip(public)), None, "{public}");
     }
+}
+
+#[test]
+fn a_command_out_of_its_sandbox_is_high_risk_and_asked_and_only_the_person_can_switch_it_off() {
+    let dir = tempfile::tempdir().unwrap();
+    let allow_echo = "[[rules]]\ndecision = \"allow\"\ntool = \"shell.exec\"\nprogram = \"echo\"\n";
+    let user = policy(allow_echo);
+    assert_eq!(classify(&user, dir.path(), &sh("echo hi"), &[]).decision, Decision::Allow);
+    for sandbox in ["network", "unconfined"] {
+        let a = Action::Shell(
+            ShellCommand::parse(&json!({ "command": "echo hi", "sandbox": sandbox })).unwrap(),
+        );
+        let v = classify(&user, dir.path(), &a, &[]);
+        assert_eq!((v.risk, v.decision), (Risk::High, Decision::Ask), "{sandbox}: {v:?}");
+        // The choice is part of the action: another hash than the confined command's.
+        assert_ne!(a.hash(), sh("echo hi").hash());
+    }
+    // The person's own file may switch confinement off for a program: then it is asked, high.
+    let switched = policy(&format!(
+        "[containment]\nunconfined_programs = [\"echo\"]\n{allow_echo}"
+    ));
+    let v = classify(&switched, dir.path(), &sh("echo hi"), &[]);
+    assert_eq!((v.risk, v.decision), (Risk::High, Decision::Ask), "{v:?}");
+    assert!(v.reasons.iter().any(|r| r.contains("switches confinement off for echo")));
+    // A workspace's file cannot: its [containment] is not the person's.
+    std::fs::create_dir_all(dir.path().join(".reins")).unwrap();
+    std::fs::write(
+        dir.path().join(WORKSPACE_POLICY),
+        "[containment]\nunconfined_programs = [\"echo\"]\nunconfined_commands = \"allow\"\n",
+    )
+    .unwrap();
+    let v = classify(&user, dir.path(), &sh("echo hi"), &[]);
+    assert_eq!(v.decision, Decision::Allow, "{v:?}");
+    assert_eq!(user.unconfined_commands(), rules::Unconfined::Review);
+    assert!(user.unconfined_programs().is_empty());
 }

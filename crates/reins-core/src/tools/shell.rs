@@ -158,15 +158,15 @@ pub fn run(
     argv: &[String],
     cwd: &Path,
     timeout: Duration,
-    confined: Option<&crate::contain::Confined>,
+    confined: Result<&crate::contain::Confined, &str>,
     started: impl FnOnce(u32),
 ) -> std::io::Result<ShellOutcome> {
     let (program, rest) = argv
         .split_first()
         .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty argv"))?;
     let mut cmd = match confined {
-        Some(c) => c.command(argv),
-        None => {
+        Ok(c) => c.command(argv),
+        Err(_) => {
             let mut cmd = Command::new(program);
             cmd.args(rest);
             cmd
@@ -183,7 +183,7 @@ pub fn run(
         }
     }
     cmd.env("PWD", cwd);
-    if let Some(c) = confined {
+    if let Ok(c) = confined {
         cmd.env("TMPDIR", c.tmp());
     }
     let began = Instant::now();
@@ -270,16 +270,14 @@ fn program_named(argv: &[String]) -> String {
 /// How the command ran, and what its profile stopped: protected paths it created (removed now)
 /// and the refusals it reported in its output.
 fn confinement(
-    confined: Option<&crate::contain::Confined>,
+    confined: Result<&crate::contain::Confined, &str>,
     program: &str,
     cwd: &Path,
     output: [&Captured; 2],
 ) -> (String, Vec<String>) {
-    let Some(c) = confined else {
-        return (
-            "unconfined: no confinement helper in this process".into(),
-            Vec::new(),
-        );
+    let c = match confined {
+        Ok(c) => c,
+        Err(why) => return (why.to_owned(), Vec::new()),
     };
     let said = c.profile.said(cwd);
     let contained = match c.enforced() {

@@ -335,10 +335,7 @@ impl Views<'_> {
             Some(a) => a.label(),
             None => run.agent_kind.clone(),
         };
-        let runs = self.e.how_it_runs(
-            row.edited_action.as_ref().unwrap_or(&row.action),
-            run,
-        );
+        let runs = self.how_it_runs(row.edited_action.as_ref().unwrap_or(&row.action), run);
         let mut view = ApprovalView::of(row, facts, agent);
         view.runs = runs;
         // An external agent names files by absolute path: show them as the workspace's.
@@ -347,6 +344,33 @@ impl Views<'_> {
             view.subject = rel.to_owned();
         }
         Ok(view)
+    }
+
+    /// How the command `call` would run for `run`'s workspace, for its card; None for what is not
+    /// a command, or a workspace that is gone.
+    fn how_it_runs(
+        &self,
+        call: &crate::action::RecordedCall,
+        run: &crate::store::runs::RunRow,
+    ) -> Option<String> {
+        let ws = crate::workspace::Workspace::open(std::path::Path::new(&run.workspace)).ok()?;
+        let action = crate::action::Action::parse(call.call(), &ws).ok()?;
+        let agent = run
+            .compat
+            .external_agent
+            .as_ref()
+            .and_then(|a| a.confinement.as_deref());
+        let place = crate::policy::shell::Place {
+            root: ws.root(),
+            protected: self.e.policy().protected(),
+        };
+        crate::approval::preview::how_it_runs(
+            &action,
+            place,
+            &self.e.containment().kernel(),
+            agent,
+            &self.e.policy().unconfined_programs(),
+        )
     }
 
     /// One approval by id or unique prefix; a pending one is first checked against the disk, and

@@ -61,6 +61,7 @@ pub fn shell(line: &str) -> Action {
     Action::Shell(ShellCommand {
         form: CommandForm::Line(line.into()),
         timeout_s: 60,
+        sandbox: Default::default(),
     })
 }
 
