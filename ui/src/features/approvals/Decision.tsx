@@ -165,6 +165,21 @@ export function Decision({ a, mode, setMode, busy, error, onApprove, onReject }:
               Edit, then approve… <kbd>e</kbd>
             </button>
           </div>
+          {a.tool === "shell.exec" && (original.sandbox ?? "confined") === "confined" && (
+            // The escape hatch: its own choice, high risk, this once (no lasting grant covers it).
+            <div className="row actions escape" data-testid="escape">
+              <button className="danger" disabled={busy} data-testid="approve-network"
+                title="The command runs with the network this once: the kernel then lets it reach any host."
+                onClick={() => onApprove("once", null, { ...original, sandbox: "network" })}>
+                Approve with the network, once
+              </button>
+              <button className="danger" disabled={busy} data-testid="approve-unconfined"
+                title="The command runs outside the sandbox this once: nothing but your review holds it."
+                onClick={() => onApprove("once", null, { ...original, sandbox: "unconfined" })}>
+                Approve unconfined, once
+              </button>
+            </div>
+          )}
         </>
       )}
       {error && <div className="error" role="alert">{error}</div>}

@@ -140,6 +140,28 @@ describe("approvals inbox", () => {
     expect(args.editedArgs).toEqual({ path: "config/logrotate.conf", old: "weekly", new: "daily\n    maxsize 100M" });
   });
 
+  it("a command's card says how it runs, and running it with the network is its own choice, once", async () => {
+    const fake = mount([approval({
+      tool: "shell.exec",
+      action: { tool: "shell.exec", args: { argv: ["curl", "https://example.com"], timeout_s: 120 } },
+      subject: "curl https://example.com",
+      runs: "confined (Landlock ABI 7, seccomp): no network, writes inside the workspace",
+    })]);
+    expect((await screen.findByTestId("card-runs")).textContent).toContain("no network");
+    expect(screen.queryByTestId("approve-network")).not.toBeNull();
+    fireEvent.click(screen.getByTestId("approve-network"));
+    await waitFor(() => expect(fake.calls.some((c) => c.name === "approve")).toBe(true));
+    const args = fake.calls.find((c) => c.name === "approve")?.args[1] as { scope: string; editedArgs: Record<string, unknown> };
+    expect(args.scope).toBe("once");
+    expect(args.editedArgs).toEqual({ argv: ["curl", "https://example.com"], timeout_s: 120, sandbox: "network" });
+  });
+
+  it("a file change offers no network choice", async () => {
+    mount([approval()]);
+    await screen.findByTestId("approval-card");
+    expect(screen.queryByTestId("approve-network")).toBeNull();
+  });
+
   it("moves with j/k and keeps keys away from text fields", async () => {
     const second = approval({ id: "0193aaaa-0000-7000-8000-000000000002", context: { ...approval().context, why: "second one" } });
     const fake = mount([approval(), second]);
