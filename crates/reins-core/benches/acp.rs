@@ -56,7 +56,7 @@ fn read(out: &Path) -> Timings {
 
 /// The least a client can do: write the file, allow the permission.
 async fn pass_through(n: usize, ws: &Path, out: &Path) -> Timings {
-    let mut p = Process::start(&argv(n, out), ws, &[], &[], &[], None)
+    let mut p = Process::start(&argv(n, out), ws, &[], &[], &[], None, Default::default())
         .await
         .expect("the agent starts");
     let session = p

@@ -93,6 +93,7 @@ async fn direct(n: usize, root: &Path, state: &Path) -> Vec<f64> {
         root,
         Arc::new(reins_core::api::MemorySecrets::default()),
         None,
+        Default::default(),
     )
     .await
     .unwrap();

@@ -30,7 +30,7 @@ impl Drive<'_> {
                     let mut compat = runs::get(self.e.store.pool(), self.run).await?.compat;
                     if compat.external_agent.as_ref() != Some(&who) {
                         compat.external_agent = Some(who.clone());
-                        change.rows.push(Write::RunCompat(compat));
+                        change.rows.push(Write::RunCompat(Box::new(compat)));
                     }
                     change.events.push(audit::Event::new(Actor::Agent, Some(self.run), who));
                 }

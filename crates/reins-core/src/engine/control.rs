@@ -205,7 +205,7 @@ impl Engine {
                 });
             }
             if !mismatches.is_empty() {
-                change.rows.push(Write::RunCompat(current));
+                change.rows.push(Write::RunCompat(Box::new(current)));
                 change.events.push(audit::Event::new(
                     Actor::User,
                     Some(id),

@@ -89,7 +89,7 @@ impl Drive<'_> {
                     .map(|(name, label)| format!("{name} ({label})"))
                     .collect::<Vec<_>>()
                     .join(", ");
-                let change = Change::rows(vec![Write::RunCompat(compat)]).event(
+                let change = Change::rows(vec![Write::RunCompat(Box::new(compat))]).event(
                     audit::Event::new(
                         Actor::Harness,
                         Some(self.run),

@@ -49,7 +49,7 @@ pub enum Write {
         spec: String,
         sole: bool,
     },
-    RunCompat(Compat),
+    RunCompat(Box<Compat>),
     /// Holds a queued run back until then (a retry's backoff).
     RunNotBefore(i64),
     /// Moves the fence on, so whatever worker held the run can write nothing more for it.
