@@ -17,13 +17,19 @@ pub struct AppInfo {
     pub policy_file: String,
     /// False: only the built-in policy applies.
     pub policy_file_exists: bool,
+    /// Whether commands and agents run confined in full here, and how, in words.
+    pub confined: bool,
+    pub containment: String,
 }
 
 #[tauri::command]
 #[specta::specta]
 pub async fn app_info(state: State<'_, AppState>) -> Result<AppInfo> {
     let policy = state.reins.policy_file();
+    let (confined, containment) = state.reins.containment().await;
     Ok(AppInfo {
+        confined,
+        containment,
         version: env!("CARGO_PKG_VERSION").into(),
         data_dir: state.reins.data_dir().display().to_string(),
         policy_file: policy.display().to_string(),

@@ -302,6 +302,23 @@ impl Reins {
         self.engine.doctor(self.data_dir.root()).await
     }
 
+    /// Whether commands run confined in full on this machine, and how, in words ("confined
+    /// (Landlock ABI 7, seccomp, mount layer)", or why not). Probed once.
+    pub async fn containment(&self) -> (bool, String) {
+        let setup = self.engine.containment().clone();
+        match tokio::task::spawn_blocking(move || setup.kernel()).await {
+            Ok(crate::contain::Kernel::Full(said)) => (true, said),
+            Ok(crate::contain::Kernel::Partial(said)) => (
+                false,
+                format!("{said}; every command waits for you (your policy's [containment] unconfined_commands can relax this)"),
+            ),
+            Ok(crate::contain::Kernel::NoHelper) => {
+                (false, "unconfined: no confinement helper in this process".into())
+            }
+            Err(e) => (false, format!("not checked: {e}")),
+        }
+    }
+
     /// A blob by digest (a pre-image, an artifact), verified; None when it is not kept.
     pub async fn blob(&self, digest: &Digest) -> Result<Option<Vec<u8>>> {
         self.engine.blob(digest).await

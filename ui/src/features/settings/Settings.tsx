@@ -73,6 +73,11 @@ export function SettingsView() {
       <section className="panel">
         <h2>Policy</h2>
         <p>Policy file: <code>{info.data?.policyFile}</code> {info.data && !info.data.policyFileExists && <span className="muted">(absent: the built-in rules apply — every change and anything not understood asks you)</span>}</p>
+        {info.data && (
+          <p data-testid="containment" className={info.data.confined ? "muted" : "error"}>
+            Commands and agents run {info.data.containment}
+          </p>
+        )}
         <p className="muted small">Edit it with your editor; the app reads it again as soon as it is saved. The Policy view shows the rules in force and tries commands against them. The harness, not the model, decides what is risky.</p>
       </section>
       <section className="panel">

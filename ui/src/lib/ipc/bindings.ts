@@ -190,6 +190,9 @@ export type AppInfo = {
 	policyFile: string,
 	/**  False: only the built-in policy applies. */
 	policyFileExists: boolean,
+	/**  Whether commands and agents run confined in full here, and how, in words. */
+	confined: boolean,
+	containment: string,
 };
 
 /**  Where a review checkpoint stands. */
