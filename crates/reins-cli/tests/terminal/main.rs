@@ -15,6 +15,7 @@ mod contain;
 mod control;
 mod crash;
 mod drain;
+mod escape_hatch;
 mod inputs;
 mod keyring;
 mod llm;

@@ -18,11 +18,13 @@ use crate::store::approvals::{self, ApprovalRow, Edit};
 use crate::store::grants::{self, GrantRow};
 use crate::store::write::{Transition, Write};
 use crate::store::{audit, runs, StoreError};
-use crate::action::{Action, RecordedCall, ToolCall};
+use crate::action::{Action, RecordedCall};
 use crate::tools;
 use crate::workspace::Workspace;
 
 use super::commit::Change;
+pub(super) use super::edit::edited_call;
+pub use super::edit::EditedAction;
 use super::{Engine, Silent};
 
 /// What a person approves with.
@@ -37,36 +39,6 @@ pub struct ApproveRequest {
     /// The action hash the person saw; refused if the approval now holds another.
     pub expect_hash: Option<String>,
     pub by: String,
-}
-
-/// A person's edit of the proposed action: new arguments for the same tool.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EditedAction {
-    /// The tool the edit names, when it names one: it must be the proposed action's.
-    pub tool: Option<String>,
-    pub args: serde_json::Value,
-}
-
-impl EditedAction {
-    /// The command `args` (a `shell.exec` card's, or an edit of it) to run with the network or
-    /// unconfined instead: a person's choice, approved as an edit, once.
-    pub fn sandboxed(
-        tool: &str,
-        args: &serde_json::Value,
-        sandbox: crate::action::shell::Sandbox,
-    ) -> Result<Self> {
-        if tool != "shell.exec" {
-            return Err(Error::Invalid(format!(
-                "only a command runs with the network or unconfined; this card is {tool}"
-            )));
-        }
-        let mut args = args.clone();
-        let Some(map) = args.as_object_mut() else {
-            return Err(Error::Invalid("the command's arguments are not an object".into()));
-        };
-        map.insert("sandbox".into(), serde_json::json!(sandbox.as_str()));
-        Ok(Self { tool: None, args })
-    }
 }
 
 /// A decision as stored (the door turns it into its view).
@@ -118,20 +90,6 @@ pub(super) fn check_seen(row: &ApprovalRow, expect_hash: Option<&str>) -> Result
         }
         _ => Ok(()),
     }
-}
-
-/// The call an edit describes, which must keep the proposed tool.
-pub(super) fn edited_call(row: &ApprovalRow, edit: &EditedAction) -> Result<ToolCall> {
-    if let Some(tool) = edit.tool.as_deref().filter(|t| *t != row.tool) {
-        return Err(Error::Invalid(format!(
-            "an edit must keep the tool {}; it names {tool}",
-            row.tool
-        )));
-    }
-    Ok(ToolCall {
-        tool: row.tool.clone(),
-        args: edit.args.clone(),
-    })
 }
 
 /// The paths of `images`, for a sentence.

@@ -46,6 +46,7 @@ mod control;
 mod create;
 mod decide;
 mod decision;
+mod edit;
 mod devices;
 mod doctor;
 mod drive;
