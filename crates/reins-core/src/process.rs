@@ -229,14 +229,17 @@ pub enum PipedError {
     NoStreams,
 }
 
-/// Whether `program` names a file, directly or on `PATH`.
-fn findable(program: &str) -> bool {
+/// The file `program` names: itself when it has a `/`, else the first on `path_var` (a `PATH`).
+pub fn find_program(
+    program: &str,
+    path_var: Option<&std::ffi::OsStr>,
+) -> Option<std::path::PathBuf> {
     if program.contains('/') {
-        return std::path::Path::new(program).is_file();
+        return Some(std::path::PathBuf::from(program)).filter(|p| p.is_file());
     }
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|d| d.join(program).is_file())
-    })
+    std::env::split_paths(path_var?)
+        .map(|d| d.join(program))
+        .find(|c| c.is_file())
 }
 
 /// Starts a piped program; its stdin and stdout are the caller's to speak over.
@@ -254,7 +257,7 @@ pub fn spawn_piped(
             .position(|a| a == "--")
             .and_then(|i| spec.argv.get(i + 1))
             .ok_or(PipedError::EmptyCommand)?;
-        if !findable(target) {
+        if find_program(target, std::env::var_os("PATH").as_deref()).is_none() {
             return Err(PipedError::Spawn {
                 program: target.clone(),
                 source: std::io::Error::from(std::io::ErrorKind::NotFound),

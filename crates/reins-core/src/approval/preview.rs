@@ -96,12 +96,7 @@ pub fn how_it_runs(
     match action {
         Action::Shell(cmd) => {
             let analysis = cmd.analyse(place);
-            let programs: Vec<String> = analysis
-                .segments
-                .iter()
-                .filter_map(|s| s.program.clone())
-                .collect();
-            let escape = crate::policy::escape(cmd, &programs, switched);
+            let escape = crate::policy::escape(cmd, &analysis.segments, switched);
             if cmd.sandbox == Sandbox::Unconfined || escape.is_some() && cmd.sandbox == Sandbox::Confined {
                 return Some(format!(
                     "unconfined, as you choose ({}): approve it only if you would run it yourself",

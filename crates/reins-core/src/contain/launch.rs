@@ -127,7 +127,7 @@ impl Setup {
         let place = std::env::temp_dir();
         let confined = match self.prepare(&place, |p| Profile::command(p, false)) {
             Ok(Some(c)) => c,
-            Ok(None) => return (false, "unconfined: no confinement helper in this process".into()),
+            Ok(None) => return (false, NO_HELPER.into()),
             Err(e) => return (false, format!("not checked: {e}")),
         };
         let status = confined
@@ -179,6 +179,15 @@ impl Confined {
         out
     }
 
+    /// How the program runs, in words: "confined (Landlock ABI 7, seccomp): no network, writes
+    /// inside the workspace", from what the helper reported.
+    pub fn said(&self, workspace: &Path) -> String {
+        match self.enforced() {
+            Some(e) => format!("{}: {}", e.said(), self.profile.said(workspace)),
+            None => format!("confinement not reported: {}", self.profile.said(workspace)),
+        }
+    }
+
     /// The program's own temp dir (its `TMPDIR`).
     pub fn tmp(&self) -> PathBuf {
         self.dir.join("tmp")
@@ -215,7 +224,31 @@ impl Confined {
         }
         removed
     }
+
+    /// [`Self::sweep`], each removal in words as a blocked attempt by `who`, paths shown as the
+    /// workspace's (`root`).
+    pub fn sweep_said(&self, who: &str, root: &Path) -> Vec<String> {
+        self.sweep()
+            .into_iter()
+            .map(|p| {
+                let shown = p.strip_prefix(root).unwrap_or(&p).display().to_string();
+                format!("{who} tried to create {shown} (a protected path): removed")
+            })
+            .collect()
+    }
 }
+
+/// What a piped program is started with, through the helper when it is confined: the command
+/// line, and its own `TMPDIR` to set.
+pub fn piped_start(confined: Option<&Confined>, argv: &[String]) -> (Vec<String>, Option<String>) {
+    match confined {
+        Some(c) => (c.argv(argv), Some(c.tmp().display().to_string())),
+        None => (argv.to_vec(), None),
+    }
+}
+
+/// How a program Reins started without a helper runs, in words.
+pub const NO_HELPER: &str = "unconfined: no confinement helper in this process";
 
 impl Drop for Confined {
     fn drop(&mut self) {

@@ -9,15 +9,9 @@ use std::path::{Component, Path, PathBuf};
 /// a `node_modules`, the folder that holds the outermost `node_modules` (the package's install).
 pub fn program_trees(argv: &[String], path_var: Option<&std::ffi::OsStr>) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = Vec::new();
-    let program = argv.first().and_then(|p| {
-        if p.contains('/') {
-            Some(PathBuf::from(p))
-        } else {
-            std::env::split_paths(path_var?)
-                .map(|d| d.join(p))
-                .find(|c| c.is_file())
-        }
-    });
+    let program = argv
+        .first()
+        .and_then(|p| crate::process::find_program(p, path_var));
     // Absolute paths anywhere in its arguments, a shell's `-c` text included.
     let named = argv
         .iter()
@@ -109,6 +103,17 @@ pub fn url_ports(text: &str) -> Vec<u16> {
         }
     }
     ports
+}
+
+/// The ports of the URLs a program is pointed at by its command line and by the variables of
+/// Reins' own environment it is passed (`passed`, by name).
+pub fn ports_named(argv: &[String], passed: &[String]) -> Vec<u16> {
+    let mut text = argv.join(" ");
+    for value in passed.iter().filter_map(|var| std::env::var(var).ok()) {
+        text.push(' ');
+        text.push_str(&value);
+    }
+    url_ports(&text)
 }
 
 /// The ports named in the config files directly inside `dirs` (JSON, TOML, YAML; up to 1 MiB

@@ -210,13 +210,8 @@ impl Drive<'_> {
         let argv = cmd.argv(&analysis);
         // The network, or no sandbox at all, only as the card said and a person approved it (or
         // for a program the person's own policy switched confinement off for).
-        let programs: Vec<String> = analysis
-            .segments
-            .iter()
-            .filter_map(|s| s.program.clone())
-            .collect();
         let switched = self.e.policy().unconfined_programs();
-        let escape = crate::policy::escape(cmd, &programs, &switched);
+        let escape = crate::policy::escape(cmd, &analysis.segments, &switched);
         let network = match cmd.sandbox {
             Sandbox::Unconfined => None,
             Sandbox::Confined if escape.is_some() => None,

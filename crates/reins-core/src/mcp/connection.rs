@@ -55,18 +55,11 @@ pub struct Connection {
 /// paths; each call is judged by Reins first), the places the person let it write, its program's
 /// files, and the ports of the URLs its command line and passed variables name.
 fn reach(spec: &ServerSpec, argv: &[String]) -> crate::contain::AgentReach {
-    let mut text = argv.join(" ");
-    for var in &spec.pass_env {
-        if let Ok(v) = std::env::var(var) {
-            text.push(' ');
-            text.push_str(&v);
-        }
-    }
     crate::contain::AgentReach {
         state: spec.may_write.clone(),
         programs: crate::contain::reach::program_trees(argv, std::env::var_os("PATH").as_deref()),
         writes_workspace: true,
-        ports: Some(crate::contain::reach::url_ports(&text)),
+        ports: Some(crate::contain::reach::ports_named(argv, &spec.pass_env)),
     }
 }
 
@@ -120,10 +113,7 @@ impl Connection {
                         crate::contain::Profile::agent(places, &reach(spec, &argv))
                     })
                     .map_err(|e| failed(format!("cannot prepare its confinement: {e}")))?;
-                let (started, tmp) = match &confined {
-                    Some(c) => (c.argv(&argv), Some(c.tmp().display().to_string())),
-                    None => (argv.clone(), None),
-                };
+                let (started, tmp) = crate::contain::launch::piped_start(confined.as_ref(), &argv);
                 let set: Vec<(&str, &str)> =
                     tmp.as_deref().map(|t| ("TMPDIR", t)).into_iter().collect();
                 let (process, stdin, stdout) = crate::process::spawn_piped(PipedSpec {
@@ -195,13 +185,10 @@ impl Connection {
     /// How its process runs, in words; none for a server Reins did not start.
     pub fn confinement(&self, workspace: &Path) -> Option<String> {
         self.process.as_ref()?;
-        Some(match &self.confined {
-            Some(c) => match c.enforced() {
-                Some(e) => format!("{}: {}", e.said(), c.profile.said(workspace)),
-                None => format!("confinement not reported: {}", c.profile.said(workspace)),
-            },
-            None => "unconfined: no confinement helper in this process".to_owned(),
-        })
+        Some(self.confined.as_ref().map_or_else(
+            || crate::contain::launch::NO_HELPER.to_owned(),
+            |c| c.said(workspace),
+        ))
     }
 
     /// The process Reins started for it, if it started one.

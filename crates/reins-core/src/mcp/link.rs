@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use rmcp::ServiceExt;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -80,15 +79,7 @@ async fn serve(stream: TcpStream, expected: &str, server: MemoryServer) -> Resul
     if !matches!(presented, Ok(Ok(_))) || !same {
         return Err("the connection did not present the link's token".into());
     }
-    let running = server
-        .serve((read, write))
-        .await
-        .map_err(|e| format!("the MCP client did not initialize: {e}"))?;
-    running
-        .waiting()
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("the MCP connection failed: {e}"))
+    server.serve_over((read, write)).await
 }
 
 /// `reins mcp relay --port PORT`: this process's stdin and stdout, carried to the link on `port`

@@ -86,8 +86,17 @@ impl MemoryServer {
 
     /// Serves on this process' stdin and stdout until the client goes away.
     pub async fn serve_stdio(self) -> Result<(), String> {
+        self.serve_over(rmcp::transport::io::stdio()).await
+    }
+
+    /// Serves over `transport` (stdio, a link's connection) until the client goes away.
+    pub async fn serve_over<T, E, A>(self, transport: T) -> Result<(), String>
+    where
+        T: rmcp::transport::IntoTransport<RoleServer, E, A>,
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let running = self
-            .serve(rmcp::transport::io::stdio())
+            .serve(transport)
             .await
             .map_err(|e| format!("the MCP client did not initialize: {e}"))?;
         running

@@ -126,11 +126,17 @@ pub trait Policy: Send + Sync {
 }
 
 /// Why a command runs outside its default confinement, if it does: it asks for the network or to
-/// run unconfined, or it runs a program the person switched confinement off for (`switched`).
-pub fn escape(cmd: &crate::action::ShellCommand, programs: &[String], switched: &[String]) -> Option<String> {
+/// run unconfined, or one of its `segments` runs a program the person switched confinement off
+/// for (`switched`).
+pub fn escape(
+    cmd: &crate::action::ShellCommand,
+    segments: &[shell::Segment],
+    switched: &[String],
+) -> Option<String> {
     use crate::action::shell::Sandbox;
-    let off: Vec<&str> = programs
+    let off: Vec<&str> = segments
         .iter()
+        .filter_map(|s| s.program.as_deref())
         .map(|p| p.rsplit('/').next().unwrap_or(p))
         .filter(|p| switched.iter().any(|s| s == p))
         .collect();
@@ -441,8 +447,7 @@ impl Policy for RulePolicy {
             _ => None,
         };
         if let Some(cmd) = shell {
-            let programs: Vec<String> = v.segments.iter().filter_map(|s| s.program.clone()).collect();
-            if let Some(why) = escape(cmd, &programs, self.user_rules().unconfined_programs()) {
+            if let Some(why) = escape(cmd, &v.segments, self.user_rules().unconfined_programs()) {
                 v.risk = Risk::High;
                 if v.decision == Decision::Allow {
                     v.decision = Decision::Ask;

@@ -284,14 +284,7 @@ fn confinement(
         Some(e) => format!("{}: {said}", e.said()),
         None => "the confinement helper did not start the command".into(),
     };
-    let mut blocked: Vec<String> = c
-        .sweep()
-        .into_iter()
-        .map(|p| {
-            let shown = p.strip_prefix(cwd).unwrap_or(&p).display().to_string();
-            format!("{program} tried to create {shown} (a protected path): removed")
-        })
-        .collect();
+    let mut blocked = c.sweep_said(program, cwd);
     for captured in output {
         let room = 8usize.saturating_sub(blocked.len());
         blocked.extend(

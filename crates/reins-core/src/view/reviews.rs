@@ -353,6 +353,11 @@ impl Views<'_> {
         call: &crate::action::RecordedCall,
         run: &crate::store::runs::RunRow,
     ) -> Option<String> {
+        // Only a command (or an agent's permission to run one) has a way to run: a list of a
+        // thousand file cards opens no workspace for it.
+        if !matches!(call.tool(), "shell.exec" | crate::action::permission::TOOL) {
+            return None;
+        }
         let ws = crate::workspace::Workspace::open(std::path::Path::new(&run.workspace)).ok()?;
         let action = crate::action::Action::parse(call.call(), &ws).ok()?;
         let agent = run

@@ -23,13 +23,10 @@ impl Held {
     /// How the agent runs, in words: "confined (Landlock ABI 7, seccomp): network to port 443
     /// only, writes only its own state", or why it is not.
     pub fn said(&self, workspace: &std::path::Path) -> String {
-        match &self.confined {
-            Some(c) => match c.enforced() {
-                Some(e) => format!("{}: {}", e.said(), c.profile.said(workspace)),
-                None => format!("confinement not reported: {}", c.profile.said(workspace)),
-            },
-            None => "unconfined: no confinement helper in this process".to_owned(),
-        }
+        self.confined.as_ref().map_or_else(
+            || crate::contain::launch::NO_HELPER.to_owned(),
+            |c| c.said(workspace),
+        )
     }
 }
 
@@ -53,11 +50,7 @@ impl super::AcpAgent {
             .held()
             .confined
             .iter()
-            .flat_map(|c| c.sweep())
-            .map(|p| {
-                let shown = p.strip_prefix(root).unwrap_or(&p).display().to_string();
-                format!("the agent tried to create {shown} (a protected path): removed")
-            })
+            .flat_map(|c| c.sweep_said("the agent", root))
             .collect();
         let stderr = live.process.stderr().text(16 * 1024);
         for line in crate::contain::refusals(&stderr) {
@@ -121,14 +114,7 @@ impl super::AcpAgent {
         }
         // The model endpoint: the URLs on its command line, in its environment and in its config
         // files; 443 for the hosted endpoints agents use by default.
-        let mut text = self.spec.command.join(" ");
-        for var in &self.spec.pass_env {
-            if let Ok(v) = std::env::var(var) {
-                text.push(' ');
-                text.push_str(&v);
-            }
-        }
-        let mut ports = crate::contain::reach::url_ports(&text);
+        let mut ports = crate::contain::reach::ports_named(&self.spec.command, &self.spec.pass_env);
         let config_dirs: Vec<PathBuf> = known
             .state
             .iter()

@@ -67,10 +67,7 @@ impl Process {
         held: super::confine::Held,
     ) -> Result<Self, String> {
         // Confined: started through the helper, with a temp dir of its own.
-        let (started, tmp) = match &held.confined {
-            Some(c) => (c.argv(argv), Some(c.tmp().display().to_string())),
-            None => (argv.to_vec(), None),
-        };
+        let (started, tmp) = crate::contain::launch::piped_start(held.confined.as_ref(), argv);
         let mut set = set.to_vec();
         if let Some(tmp) = &tmp {
             set.push(("TMPDIR", tmp));
