@@ -8,6 +8,7 @@ pub mod enforced;
 pub mod helper;
 pub mod kernel;
 pub mod launch;
+pub mod link;
 pub mod profile;
 pub mod reach;
 
