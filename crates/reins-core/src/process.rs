@@ -353,6 +353,14 @@ impl Drop for Piped {
             // included, which a group kill misses: told to stop, it ends them all, then itself.
             // Whatever of the group is left after a grace period is killed.
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            // It takes milliseconds: waited for here (a quarter second at most), so that a Reins
+            // about to exit leaves nothing running behind it.
+            for _ in 0..50 {
+                if !matches!(self.child.try_wait(), Ok(None)) {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_secs(2));
                 let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);

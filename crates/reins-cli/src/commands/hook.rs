@@ -37,6 +37,10 @@ pub struct HookArgs {
     /// must decide is answered "ask", and waits on Claude Code's control channel.
     #[arg(long, hide = true)]
     headless: bool,
+    /// The hook inside a confined headless Claude Code: the call goes over Reins' link on this
+    /// port (token in REINS_HOOK_TOKEN) to the Reins that started it, which judges it.
+    #[arg(long, hide = true, value_name = "PORT", requires = "headless")]
+    link: Option<u16>,
 }
 
 /// Runs the hook: stdin to stdout, and the exit status Claude Code acts on.
@@ -53,6 +57,9 @@ pub async fn exec(
         .read_to_string(&mut text)
     {
         return blocked(&format!("cannot read the hook's input: {e}"));
+    }
+    if let Some(port) = args.link {
+        return over_link(port, &text).await;
     }
     let reins = match open.await {
         Ok(r) => r,
@@ -75,6 +82,18 @@ pub async fn exec(
             exit::DONE
         }
         Ok(None) => exit::DONE,
+        Err(e) => blocked(&e.to_string()),
+    }
+}
+
+/// The hook inside the sandbox: what the real hook printed, and its exit status.
+async fn over_link(port: u16, text: &str) -> u8 {
+    match api::hook_over_link(port, text).await {
+        Ok(reply) => {
+            print!("{}", reply.stdout);
+            eprint!("{}", reply.stderr);
+            reply.status
+        }
         Err(e) => blocked(&e.to_string()),
     }
 }

@@ -12,7 +12,7 @@ use super::common::{text, Cli};
 use reins_tests::mock_anthropic::{call, say, MockAnthropic};
 
 /// `reins run --claude GOAL` (or `--resume SESSION`) in the workspace, against the scripted model.
-fn headless(cli: &Cli, mock: &MockAnthropic, how: &[&str]) -> anyhow::Result<Child> {
+pub(super) fn headless(cli: &Cli, mock: &MockAnthropic, how: &[&str]) -> anyhow::Result<Child> {
     let home = cli.tmp.path().join("home");
     std::fs::create_dir_all(&home)?;
     Ok(cli
@@ -41,7 +41,7 @@ fn headless(cli: &Cli, mock: &MockAnthropic, how: &[&str]) -> anyhow::Result<Chi
         .spawn()?)
 }
 
-fn reported(cli: &Cli, what: &str) -> anyhow::Result<Vec<Value>> {
+pub(super) fn reported(cli: &Cli, what: &str) -> anyhow::Result<Vec<Value>> {
     let page = cli.json(&["audit", "list", "--limit", "500"])?;
     Ok(page["events"]
         .as_array()
@@ -70,7 +70,7 @@ fn a_headless_session_stops_for_review_and_finishes_once_approved() -> anyhow::R
     let mock = write_hello(&cli, 1)?;
     let mut child = headless(&cli, &mock, &["--claude", "Write hello.txt"])?;
     let card = card(&cli, &mut child)?;
-    assert_eq!(card["agent"], "claude-code", "{card}");
+    assert_eq!(card["agent"], "Claude Code", "{card}");
     let preview = card["preview"].as_str().unwrap_or_default();
     assert!(preview.contains("+hello from claude"), "{preview}");
     assert!(

@@ -15,6 +15,19 @@ pub use crate::agent::claude::settings::{
 pub use crate::agent::Answer as HookAnswer;
 pub use crate::engine::OutsideOutcome as HookOutcome;
 
+pub use crate::agent::claude::link::Reply as HookReply;
+
+/// Inside a confined headless Claude Code: carries one hook call (`text`) to the link on `port`
+/// of the Reins that started it, which runs the real hook, and returns what that did. Opens no
+/// store, so it runs where the data dir is out of reach.
+pub async fn hook_over_link(port: u16, text: &str) -> Result<HookReply> {
+    use crate::agent::claude::link;
+    let token = crate::contain::link::token_from(link::TOKEN_ENV).map_err(crate::error::Error::Invalid)?;
+    link::ask(port, &token, text)
+        .await
+        .map_err(crate::error::Error::Invalid)
+}
+
 /// Largest hook input read (stdin).
 pub const MAX_HOOK_INPUT: usize = crate::agent::claude::hook::MAX_INPUT_BYTES;
 

@@ -44,23 +44,13 @@ impl super::AcpAgent {
         // Its stderr is read on its own task: let what it printed before ending the turn land.
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let Some(live) = self.live.as_ref() else { return };
-        let root = &self.services.root;
-        let mut blocked: Vec<String> = live
-            .process
-            .held()
-            .confined
-            .iter()
-            .flat_map(|c| c.sweep_said("the agent", root))
-            .collect();
-        let stderr = live.process.stderr().text(16 * 1024);
-        for line in crate::contain::refusals(&stderr) {
-            if self.blocked_seen.insert(line.clone()) {
-                blocked.push(format!("the agent was refused: {line}"));
+        let process = &live.process;
+        if let Some(c) = &process.held().confined {
+            let stderr = process.stderr().text(16 * 1024);
+            let lines = blocked(c, &self.services.root, &stderr, &mut self.blocked_seen);
+            if !lines.is_empty() {
+                self.accounts.push(crate::agent::Account::Blocked(lines));
             }
-        }
-        blocked.truncate(16);
-        if !blocked.is_empty() {
-            self.accounts.push(crate::agent::Account::Blocked(blocked));
         }
     }
 
@@ -73,70 +63,103 @@ impl super::AcpAgent {
                 run: Some(self.services.run),
             };
             held.link = Some(
-                Link::open(store.clone(), caller)
+                crate::mcp::link::open(store.clone(), caller)
                     .await
                     .map_err(|e| format!("cannot open the memory link: {e}"))?,
             );
         }
-        let Some(home) = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .filter(|h| h.is_absolute())
-        else {
-            return Err("HOME is not set to an absolute path: the agent's profile needs it".into());
-        };
-        let xdg = vendors::Xdg::of(&home, |v| std::env::var_os(v).map(PathBuf::from));
-        let known = vendors::known(&self.spec.command, &home, &xdg);
-        // Its state dirs exist before it starts, or no rule could name them.
-        for dir in &known.state {
-            if dir.extension().is_none() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-        }
-        let root = &self.services.root;
-        let mut state = known.state.clone();
-        let mut writes_workspace = known.writes_workspace;
-        for p in &self.spec.may_write {
-            if p == root {
-                writes_workspace = true;
-            } else {
-                state.push(p.clone());
-            }
-        }
-        let mut programs = crate::contain::reach::program_trees(
+        held.confined = prepare(
+            &self.services,
             &self.spec.command,
-            std::env::var_os("PATH").as_deref(),
-        );
-        if let Some(reins) = &self.services.reins {
-            programs.extend(crate::contain::reach::program_trees(
-                &[reins.program.display().to_string()],
-                None,
-            ));
-        }
-        // The model endpoint: the URLs on its command line, in its environment and in its config
-        // files; 443 for the hosted endpoints agents use by default.
-        let mut ports = crate::contain::reach::ports_named(&self.spec.command, &self.spec.pass_env);
-        let config_dirs: Vec<PathBuf> = known
-            .state
-            .iter()
-            .filter(|d| d.is_dir())
-            .cloned()
-            .collect();
-        ports.extend(crate::contain::reach::ports_in_configs(&config_dirs));
-        ports.push(443);
-        if let Some(link) = &held.link {
-            ports.push(link.port);
-        }
-        let reach = AgentReach {
-            state,
-            programs,
-            writes_workspace,
-            ports: (!known.serves_itself).then_some(ports),
-        };
-        held.confined = self
-            .services
-            .contain
-            .prepare(root, |places| Profile::agent(places, &reach))
-            .map_err(|e| format!("cannot prepare the agent's confinement: {e}"))?;
+            &self.spec.pass_env,
+            &self.spec.may_write,
+            held.link.as_ref().map(|l| l.port),
+        )?;
         Ok(held)
     }
+}
+
+/// What an external agent's confinement stopped, in words, that `seen` did not hold yet: the
+/// protected paths it created (removed now) and the refusals among what it printed (`stderr`).
+pub(in crate::agent) fn blocked(
+    confined: &Confined,
+    root: &std::path::Path,
+    stderr: &str,
+    seen: &mut std::collections::BTreeSet<String>,
+) -> Vec<String> {
+    let mut blocked = confined.sweep_said("the agent", root);
+    for line in crate::contain::refusals(stderr) {
+        if seen.insert(line.clone()) {
+            blocked.push(format!("the agent was refused: {line}"));
+        }
+    }
+    blocked.truncate(16);
+    blocked
+}
+
+/// The profile an external agent started as `command` runs under, prepared (none when this
+/// process has no helper): what Reins knows of the agent, the folders the person let it write
+/// (`may_write`; the workspace itself means the workspace minus the protected paths), and the
+/// ports it needs: its model endpoint's and `link`, the link back to this Reins.
+pub(in crate::agent) fn prepare(
+    services: &crate::agent::Services,
+    command: &[String],
+    pass_env: &[String],
+    may_write: &[PathBuf],
+    link: Option<u16>,
+) -> Result<Option<Confined>, String> {
+    let Some(home) = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
+    else {
+        return Err("HOME is not set to an absolute path: the agent's profile needs it".into());
+    };
+    let xdg = vendors::Xdg::of(&home, |v| std::env::var_os(v).map(PathBuf::from));
+    let known = vendors::known(command, &home, &xdg);
+    // Its state dirs exist before it starts, or no rule could name them.
+    for dir in &known.state {
+        if dir.extension().is_none() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+    }
+    let root = &services.root;
+    let mut state = known.state.clone();
+    let mut writes_workspace = known.writes_workspace;
+    for p in may_write {
+        if p == root {
+            writes_workspace = true;
+        } else {
+            state.push(p.clone());
+        }
+    }
+    let mut programs =
+        crate::contain::reach::program_trees(command, std::env::var_os("PATH").as_deref());
+    if let Some(reins) = &services.reins {
+        programs.extend(crate::contain::reach::program_trees(
+            &[reins.program.display().to_string()],
+            None,
+        ));
+    }
+    // The model endpoint: the URLs on its command line, in its environment and in its config
+    // files; 443 for the hosted endpoints agents use by default.
+    let mut ports = crate::contain::reach::ports_named(command, pass_env);
+    let config_dirs: Vec<PathBuf> = known
+        .state
+        .iter()
+        .filter(|d| d.is_dir())
+        .cloned()
+        .collect();
+    ports.extend(crate::contain::reach::ports_in_configs(&config_dirs));
+    ports.push(443);
+    ports.extend(link);
+    let reach = AgentReach {
+        state,
+        programs,
+        writes_workspace,
+        ports: (!known.serves_itself).then_some(ports),
+    };
+    services
+        .contain
+        .prepare(root, |places| Profile::agent(places, &reach))
+        .map_err(|e| format!("cannot prepare the agent's confinement: {e}"))
 }

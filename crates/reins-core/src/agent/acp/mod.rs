@@ -33,7 +33,7 @@ mod landing;
 mod requests;
 pub mod session;
 mod updates;
-mod vendors;
+pub(in crate::agent) mod vendors;
 #[cfg(any(test, feature = "internals"))]
 pub use landing::Landed;
 use super::Services;

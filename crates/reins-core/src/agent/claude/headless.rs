@@ -16,6 +16,8 @@ use super::hook::{Event, Input};
 use super::stream::{self, Line, ToolUse};
 use super::{tell, Answered, ClaudeAgent, Request, TOOL_RESULT};
 use crate::agent::{Account, AgentError, Move, Services};
+use crate::contain::link::Link;
+use crate::contain::Confined;
 use crate::progress::Observer;
 
 /// Set for a headless Claude Code to the session's id: Reins' hooks, if the user installed them,
@@ -38,13 +40,20 @@ const LINES: usize = 64;
 
 /// A running headless Claude Code: its process, the lines it writes and a writer for its input.
 pub(super) struct Live {
-    piped: crate::process::Piped,
+    pub(super) piped: crate::process::Piped,
     lines: mpsc::Receiver<Result<Line, String>>,
     input: mpsc::Sender<String>,
     /// The tool calls the model made, by id, until their results come.
     uses: BTreeMap<String, ToolUse>,
     /// One Claude Code per session: held while the process lives.
     _lock: std::fs::File,
+    /// Its confinement (its temp dir goes with it) and the link its hook reaches Reins over.
+    pub(super) confined: Option<Confined>,
+    _link: Option<Link>,
+    /// The refusals it printed that were recorded already.
+    pub(super) seen: std::collections::BTreeSet<String>,
+    /// What the kernel refused its tools this turn, in their own words.
+    pub(super) refused: Vec<String>,
 }
 
 #[async_trait::async_trait]
@@ -190,7 +199,12 @@ impl ClaudeAgent {
                         ),
                     });
                 }
-                Line::Init { .. } | Line::Other => {}
+                Line::Init { .. } => {
+                    // Started: the helper has reported what the kernel enforced.
+                    let root = Path::new(&self.spec.cwd);
+                    self.accounts.push(Account::Identified(live.identified(root)));
+                }
+                Line::Other => {}
                 Line::Assistant { text, tool_uses } => {
                     if !text.trim().is_empty() {
                         tell(obs, &text);
@@ -244,6 +258,7 @@ impl ClaudeAgent {
                         let Some(used) = live.uses.remove(&r.tool_use_id) else {
                             continue;
                         };
+                        live.note_refusals(&used.name, &r.detail);
                         let mut response = if r.detail.is_object() {
                             r.detail
                         } else {
@@ -282,7 +297,9 @@ impl ClaudeAgent {
                         text
                     };
                     // The turn is over: the process has nothing more to say.
-                    self.live = None;
+                    if let Some(mut live) = self.live.take() {
+                        self.accounts.extend(live.blocked(&self.spec).await);
+                    }
                     return Ok(if ok {
                         Move::Finish { summary }
                     } else {
@@ -353,18 +370,21 @@ impl ClaudeAgent {
             None if self.state.answered.is_some() => AFTER_REVIEW.to_owned(),
             None => CARRY_ON.to_owned(),
         };
-        // Claude Code dies with this Reins (killed or crashed) instead of going on unheard: its
-        // asks would go nowhere, and its session is resumed from disk anyway.
-        let mut argv: Vec<String> = match find_program(Path::new("setpriv")) {
-            Some(setpriv) => vec![
-                setpriv.to_string_lossy().into_owned(),
-                "--pdeathsig".into(),
-                "KILL".into(),
-                "--".into(),
-            ],
-            None => Vec::new(),
-        };
-        argv.extend([
+        let config_dir = reins.config_dir.to_string_lossy().into_owned();
+        let carried = self
+            .state
+            .answered
+            .as_ref()
+            .map(|a| a.seq.to_string())
+            .unwrap_or_default();
+        // Reins' own hooks, when installed, leave this session's asks to the channel.
+        let set = [
+            (HEADLESS_ENV, session.as_str()),
+            (crate::data_dir::CONFIG_DIR_ENV, config_dir.as_str()),
+            (CARRIED_ENV, carried.as_str()),
+        ];
+        let (confined, link) = super::confine::confine(&services, &reins, &headless, &set).await?;
+        let mut claude = vec![
             headless.program.clone(),
             "-p".into(),
             "--input-format".into(),
@@ -374,32 +394,43 @@ impl ClaudeAgent {
             "--verbose".into(),
             "--permission-prompt-tool".into(),
             "stdio".into(),
-        ]);
+        ];
         if resumed {
-            argv.extend(["--resume".into(), session.clone()]);
+            claude.extend(["--resume".into(), session.clone()]);
         } else {
-            argv.extend(["--session-id".into(), session.clone()]);
+            claude.extend(["--session-id".into(), session.clone()]);
         }
-        argv.extend(["--settings".into(), hook_settings(&reins).to_string()]);
-        let config_dir = reins.config_dir.to_string_lossy().into_owned();
-        let carried = self
-            .state
-            .answered
-            .as_ref()
-            .map(|a| a.seq.to_string())
-            .unwrap_or_default();
+        let hook = super::confine::hook_settings(&reins, link.as_ref().map(|l| l.port));
+        claude.extend(["--settings".into(), hook.to_string()]);
+        // Claude Code dies with this Reins (killed or crashed) instead of going on unheard: its
+        // asks would go nowhere, and its session is resumed from disk anyway. Confined, the
+        // helper is told (TERM), and ends the whole tree.
+        let (started, tmp) = crate::contain::launch::piped_start(confined.as_ref(), &claude);
+        let signal = if confined.is_some() { "TERM" } else { "KILL" };
+        let mut argv: Vec<String> = match find_program(Path::new("setpriv")) {
+            Some(setpriv) => vec![
+                setpriv.to_string_lossy().into_owned(),
+                "--pdeathsig".into(),
+                signal.into(),
+                "--".into(),
+            ],
+            None => Vec::new(),
+        };
+        argv.extend(started);
+        let mut set = set.to_vec();
+        if let Some(tmp) = &tmp {
+            set.push(("TMPDIR", tmp));
+        }
+        if let Some(link) = &link {
+            set.push((super::link::TOKEN_ENV, &link.token));
+        }
         let (piped, stdin, stdout) = crate::process::spawn_piped(crate::process::PipedSpec {
             argv: &argv,
-            confined: false,
+            confined: confined.is_some(),
             root: Path::new(&self.spec.cwd),
             base_env: crate::agent::acp::session::BASE_ENV,
             passed: &headless.pass_env,
-            // Reins' own hooks, when installed, leave this session's asks to the channel.
-            set: &[
-                (HEADLESS_ENV, &session),
-                (crate::data_dir::CONFIG_DIR_ENV, &config_dir),
-                (CARRIED_ENV, &carried),
-            ],
+            set: &set,
             keys: &keys,
             log: services.log.clone(),
         })
@@ -409,7 +440,8 @@ impl ClaudeAgent {
             }
             other => format!("{other:?}"),
         })?;
-        self.started = Some((piped.pid, argv.join(" ")));
+        self.started = Some((piped.pid, claude.join(" ")));
+
         let (input, writes) = mpsc::channel::<String>(LINES);
         tokio::spawn(write_lines(stdin, writes));
         let (lines_tx, lines) = mpsc::channel(LINES);
@@ -420,6 +452,10 @@ impl ClaudeAgent {
             input,
             uses: BTreeMap::new(),
             _lock: lock,
+            confined,
+            _link: link,
+            seen: std::collections::BTreeSet::new(),
+            refused: Vec::new(),
         };
         if !live.send(stream::user_message(&prompt)) {
             return Err("it stopped reading its input".into());
@@ -450,25 +486,6 @@ fn input_of(
         tool_response,
         reason: None,
     }
-}
-
-/// The settings that give a headless Claude Code Reins' `PreToolUse` hook (`--headless`).
-fn hook_settings(reins: &crate::agent::ReinsProgram) -> Value {
-    let quote = |p: &Path| shell_words::quote(&p.to_string_lossy()).into_owned();
-    let mut command = format!(
-        "{} --data-dir {}",
-        quote(&reins.program),
-        quote(&reins.data_dir)
-    );
-    if let Some(policy) = &reins.policy_file {
-        command.push_str(&format!(" --policy {}", quote(policy)));
-    }
-    command.push_str(" hook claude-code --headless");
-    json!({"hooks": {"PreToolUse": [{
-        "matcher": "*",
-        "hooks": [{"type": "command", "command": command,
-                   "timeout": super::settings::TIMEOUT_SECS}],
-    }]}})
 }
 
 /// Writes each line whole, in order, until the agent or Claude Code stops.

@@ -19,8 +19,10 @@ use super::{Account, Agent, AgentError, External, Move, NewRun, Observation, Ser
 use crate::action::ToolCall;
 use crate::progress::{Observer, Progress};
 
+mod confine;
 mod headless;
 pub mod hook;
+pub mod link;
 pub mod notebook;
 pub mod settings;
 pub mod stream;
