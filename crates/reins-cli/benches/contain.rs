@@ -2,8 +2,9 @@
 //! helper (with a command's profile: Landlock, seccomp, the mount layer), interleaved in one run.
 //! The helper is `reins-contain`, what Reins uses when it is installed beside it; `reins __contain`
 //! (the same code in the full binary, the app's fallback) is measured too. The goal is ≤ 2 ms
-//! median added per command. A last pair does the same for a Node.js program, the runtime most
-//! external agents start on.
+//! median added per command. The last pairs do the same for a Node.js program, the runtime most
+//! external agents start on: under a command's profile, and under an agent's (its state dir, its
+//! model's port and the memory link): what starting an agent confined adds.
 //!
 //! `cargo bench -p reins-cli --bench contain [-- ROUNDS]`
 
@@ -45,6 +46,20 @@ fn profile(ws: &Path, tmp: &Path, home: &Path) -> serde_json::Value {
         "read_only": protected,
         "network": "none",
     })
+}
+
+/// An external agent's profile, as Reins derives it for an agent it knows: a command's reads plus
+/// its program's tree, writes to its own state dir and the workspace, and TCP to its model's port
+/// and the memory link only.
+fn agent_profile(ws: &Path, tmp: &Path, home: &Path, program: &Path) -> serde_json::Value {
+    let mut p = profile(ws, tmp, home);
+    let tree = program.parent().and_then(Path::parent).unwrap_or(program);
+    if let Some(read) = p["read"].as_array_mut() {
+        read.push(serde_json::json!(tree));
+    }
+    p["write"] = serde_json::json!([ws, tmp, home.join(".qwen")]);
+    p["network"] = serde_json::json!({"ports": [443, 8080, 40000]});
+    p
 }
 
 /// The helper and what it runs, for one pair.
@@ -143,6 +158,20 @@ fn main() -> anyhow::Result<()> {
             &profile,
         )?,
         None => println!("agent runtime: no node on this machine; not measured"),
+    }
+    if let Some(node) = node {
+        std::fs::create_dir_all(home.join(".qwen"))?;
+        let agent = agent_profile(&ws, &tmp.path().join("tmp"), &home, Path::new(node)).to_string();
+        pair(
+            "agent start `node -e 0` under an agent's profile (its state, two ports and the link)",
+            Through {
+                helper: small,
+                argv: &[node, "-e", "0"],
+            },
+            (rounds / 4).max(10),
+            &ws,
+            &agent,
+        )?;
     }
     Ok(())
 }
