@@ -28,7 +28,10 @@ fn an_approved_command_run_by_a_confined_claude_code_does_only_what_its_card_sho
     let home = cli.tmp.path().join("home");
     std::fs::create_dir_all(home.join(".aws"))?;
     std::fs::write(home.join(".bashrc"), "# mine\n")?;
-    std::fs::write(home.join(".aws/credentials"), "aws_secret_access_key=SECRET123\n")?;
+    std::fs::write(
+        home.join(".aws/credentials"),
+        "aws_secret_access_key=SECRET123\n",
+    )?;
     std::fs::create_dir_all(cli.ws().join(".git/hooks"))?;
     // What an over-reaching build script does, besides its job (ok.txt).
     let script = "echo owned >> ~/.bashrc; echo evil > .git/hooks/pre-commit; \

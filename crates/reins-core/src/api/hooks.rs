@@ -22,7 +22,8 @@ pub use crate::agent::claude::link::Reply as HookReply;
 /// store, so it runs where the data dir is out of reach.
 pub async fn hook_over_link(port: u16, text: &str) -> Result<HookReply> {
     use crate::agent::claude::link;
-    let token = crate::contain::link::token_from(link::TOKEN_ENV).map_err(crate::error::Error::Invalid)?;
+    let token =
+        crate::contain::link::token_from(link::TOKEN_ENV).map_err(crate::error::Error::Invalid)?;
     link::ask(port, &token, text)
         .await
         .map_err(crate::error::Error::Invalid)
