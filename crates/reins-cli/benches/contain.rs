@@ -146,31 +146,28 @@ fn main() -> anyhow::Result<()> {
     let node = ["/usr/bin/node", "/usr/local/bin/node"]
         .into_iter()
         .find(|p| Path::new(p).exists());
-    match node {
-        Some(node) => pair(
-            "agent runtime `node -e 0` through reins-contain",
-            Through {
-                helper: small,
-                argv: &[node, "-e", "0"],
-            },
-            (rounds / 4).max(10),
-            &ws,
-            &profile,
-        )?,
-        None => println!("agent runtime: no node on this machine; not measured"),
-    }
-    if let Some(node) = node {
-        std::fs::create_dir_all(home.join(".qwen"))?;
-        let agent = agent_profile(&ws, &tmp.path().join("tmp"), &home, Path::new(node)).to_string();
-        pair(
+    let Some(node) = node else {
+        println!("agent runtime: no node on this machine; not measured");
+        return Ok(());
+    };
+    std::fs::create_dir_all(home.join(".qwen"))?;
+    let agent = agent_profile(&ws, &tmp.path().join("tmp"), &home, Path::new(node)).to_string();
+    for (label, profile) in [
+        ("agent runtime `node -e 0` through reins-contain", &profile),
+        (
             "agent start `node -e 0` under an agent's profile (its state, two ports and the link)",
+            &agent,
+        ),
+    ] {
+        pair(
+            label,
             Through {
                 helper: small,
                 argv: &[node, "-e", "0"],
             },
             (rounds / 4).max(10),
             &ws,
-            &agent,
+            profile,
         )?;
     }
     Ok(())

@@ -18,7 +18,7 @@ use reins_core::api::{self, Reins, SettingsScope};
 use crate::exit;
 
 /// Claude Code's exit status for "block this call".
-pub const BLOCK: u8 = 2;
+pub const BLOCK: u8 = api::HOOK_BLOCK;
 
 #[derive(clap::Subcommand)]
 pub enum HookCommand {
@@ -100,8 +100,7 @@ async fn over_link(port: u16, text: &str) -> u8 {
 
 /// Blocks the call: one line for Claude Code (which shows it to the model), exit 2.
 pub fn blocked(why: &str) -> u8 {
-    let line = why.replace('\n', " ");
-    eprintln!("Reins blocked this tool call: {line}");
+    eprintln!("{}", api::hook_blocked_said(why));
     BLOCK
 }
 

@@ -15,7 +15,9 @@ pub use crate::agent::claude::settings::{
 pub use crate::agent::Answer as HookAnswer;
 pub use crate::engine::OutsideOutcome as HookOutcome;
 
-pub use crate::agent::claude::link::Reply as HookReply;
+pub use crate::agent::claude::link::{
+    blocked_said as hook_blocked_said, Reply as HookReply, BLOCK as HOOK_BLOCK,
+};
 
 /// Inside a confined headless Claude Code: carries one hook call (`text`) to the link on `port`
 /// of the Reins that started it, which runs the real hook, and returns what that did. Opens no

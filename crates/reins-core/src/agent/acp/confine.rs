@@ -34,20 +34,10 @@ impl super::AcpAgent {
     /// At the end of a turn: what the agent's confinement stopped since the last look, as one
     /// account for the run (protected paths it created, removed; refusals it printed).
     pub(super) async fn account_blocked(&mut self) {
-        let confined = self
-            .live
-            .as_ref()
-            .is_some_and(|l| l.process.held().confined.is_some());
-        if !confined {
-            return;
-        }
-        // Its stderr is read on its own task: let what it printed before ending the turn land.
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let Some(live) = self.live.as_ref() else { return };
         let process = &live.process;
         if let Some(c) = &process.held().confined {
-            let stderr = process.stderr().text(16 * 1024);
-            let lines = blocked(c, &self.services.root, &stderr, &mut self.blocked_seen);
+            let lines = blocked(c, &self.services.root, process.stderr(), &mut self.blocked_seen).await;
             if !lines.is_empty() {
                 self.accounts.push(crate::agent::Account::Blocked(lines));
             }
@@ -81,14 +71,16 @@ impl super::AcpAgent {
 
 /// What an external agent's confinement stopped, in words, that `seen` did not hold yet: the
 /// protected paths it created (removed now) and the refusals among what it printed (`stderr`).
-pub(in crate::agent) fn blocked(
+pub(in crate::agent) async fn blocked(
     confined: &Confined,
     root: &std::path::Path,
-    stderr: &str,
+    stderr: &crate::stderr::Tail,
     seen: &mut std::collections::BTreeSet<String>,
 ) -> Vec<String> {
+    // Its stderr is read on its own task: let what it printed before ending the turn land.
+    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     let mut blocked = confined.sweep_said("the agent", root);
-    for line in crate::contain::refusals(stderr) {
+    for line in crate::contain::refusals(&stderr.text(16 * 1024)) {
         if seen.insert(line.clone()) {
             blocked.push(format!("the agent was refused: {line}"));
         }

@@ -15,17 +15,12 @@ impl Live {
     /// What its confinement stopped this turn, as an account (none when nothing, or unconfined).
     pub(super) async fn blocked(&mut self, spec: &super::Spec) -> Option<Account> {
         let confined = self.confined.as_ref()?;
-        // Its stderr is read on its own task: let what it printed before ending the turn land.
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        let stderr = self.piped.stderr.text(16 * 1024);
         let root = Path::new(&spec.cwd);
         let mut lines = std::mem::take(&mut self.refused);
-        lines.extend(crate::agent::acp::confine::blocked(
-            confined,
-            root,
-            &stderr,
-            &mut self.seen,
-        ));
+        lines.extend(
+            crate::agent::acp::confine::blocked(confined, root, &self.piped.stderr, &mut self.seen)
+                .await,
+        );
         lines.truncate(16);
         (!lines.is_empty()).then_some(Account::Blocked(lines))
     }
@@ -65,7 +60,6 @@ impl Live {
             }
         }
     }
-
 }
 
 /// The settings that give a headless Claude Code Reins' `PreToolUse` hook (`--headless`): the
@@ -127,9 +121,6 @@ pub(super) async fn confine(
         &[],
         Some(link.port),
     )?;
-    Ok(match confined {
-        Some(c) => (Some(c), Some(link)),
-        None => (None, None),
-    })
+    let link = confined.is_some().then_some(link);
+    Ok((confined, link))
 }
-

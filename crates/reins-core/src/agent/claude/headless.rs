@@ -6,7 +6,7 @@
 //! step by [`CARRIED_ENV`], leaves that call to the channel).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _};
@@ -145,16 +145,6 @@ fn lock(data_dir: &Path, session: &str, how: Hold) -> Result<std::fs::File, Lock
             Err(Locked::Io(format!("cannot lock {}: {e}", path.display())))
         }
     }
-}
-
-/// `program` if it names a file, else the first of that name on PATH.
-pub fn find_program(program: &Path) -> Option<PathBuf> {
-    if program.components().count() > 1 {
-        return program.is_file().then(|| program.to_path_buf());
-    }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|p| p.is_file())
 }
 
 impl ClaudeAgent {
@@ -407,7 +397,8 @@ impl ClaudeAgent {
         // helper is told (TERM), and ends the whole tree.
         let (started, tmp) = crate::contain::launch::piped_start(confined.as_ref(), &claude);
         let signal = if confined.is_some() { "TERM" } else { "KILL" };
-        let mut argv: Vec<String> = match find_program(Path::new("setpriv")) {
+        let path = std::env::var_os("PATH");
+        let mut argv: Vec<String> = match crate::process::find_program("setpriv", path.as_deref()) {
             Some(setpriv) => vec![
                 setpriv.to_string_lossy().into_owned(),
                 "--pdeathsig".into(),
@@ -441,7 +432,6 @@ impl ClaudeAgent {
             other => format!("{other:?}"),
         })?;
         self.started = Some((piped.pid, claude.join(" ")));
-
         let (input, writes) = mpsc::channel::<String>(LINES);
         tokio::spawn(write_lines(stdin, writes));
         let (lines_tx, lines) = mpsc::channel(LINES);

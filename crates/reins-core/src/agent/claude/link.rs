@@ -23,7 +23,12 @@ pub struct Reply {
 }
 
 /// Claude Code's exit status for "block this call".
-const BLOCK: u8 = 2;
+pub const BLOCK: u8 = 2;
+
+/// The line a blocking hook writes to stderr, which Claude Code shows the model.
+pub fn blocked_said(why: &str) -> String {
+    format!("Reins blocked this tool call: {}", why.replace('\n', " "))
+}
 
 /// Listens for hook calls, and runs `argv` (the real hook, outside the sandbox) for each with
 /// `env` set, its input on stdin.
@@ -50,11 +55,12 @@ fn blocked(why: &str) -> Reply {
     Reply {
         status: BLOCK,
         stdout: String::new(),
-        stderr: format!("Reins blocked this tool call: {why}\n"),
+        stderr: format!("{}\n", blocked_said(why)),
     }
 }
 
-/// Runs the real hook on `input`, for as long as Claude Code waits for a hook at most.
+/// Runs the real hook on `input`, for as long as Claude Code waits for a hook at most. It is Reins'
+/// own program, started unconfined on purpose: it is the part of Reins that reads the store.
 async fn run(argv: &[String], env: &[(String, String)], input: Vec<u8>) -> Reply {
     let Some((program, args)) = argv.split_first() else {
         return blocked("the hook's command is empty");

@@ -150,7 +150,8 @@ impl Start {
         }
         let asked = self.program.unwrap_or_else(|| "claude".into());
         // A session resumed keeps the program it was started with; a new one must find its own.
-        let program = match headless::find_program(&asked) {
+        let path = std::env::var_os("PATH");
+        let program = match crate::process::find_program(&asked.to_string_lossy(), path.as_deref()) {
             Some(found) => found,
             None if self.resume.is_some() => asked,
             None => {

@@ -256,7 +256,8 @@ fn invalid(e: impl std::fmt::Display) -> AgentError {
 pub fn hooks_view(scope: &Scope) -> Result<ClaudeHooksView, AgentError> {
     let file = scope.file();
     let installed = installed(&file).map_err(invalid)?;
-    let claude = super::headless::find_program(Path::new("claude")).map(|p| p.display().to_string());
+    let path = std::env::var_os("PATH");
+    let claude = crate::process::find_program("claude", path.as_deref()).map(|p| p.display().to_string());
     Ok(ClaudeHooksView {
         claude,
         file: file.display().to_string(),
