@@ -71,6 +71,40 @@ impl BlobStore {
         }
     }
 
+    /// Whether the blob is known to be kept. In team mode this is not asked (false): `put` there
+    /// is cheap to repeat, so callers put again.
+    pub fn has(&self, digest: &Digest) -> bool {
+        self.table.is_none() && self.path_of(digest).exists()
+    }
+
+    /// Whether the blob is known to be gone (removed by retention since it was put, say). Never
+    /// in team mode, where that is not asked.
+    pub fn missing(&self, digest: &Digest) -> bool {
+        self.table.is_none() && !self.path_of(digest).exists()
+    }
+
+    /// Keeps many blobs at once (a workspace's pre-images): each is written without its own
+    /// fsync, and [`BlobStore::settle`] makes them all durable with one `syncfs`. A crash before
+    /// that may lose some, which only a later undo can notice (it says the content is missing).
+    pub async fn put_relaxed(&self, bytes: &[u8]) -> Result<Digest, BlobError> {
+        match &self.table {
+            Some(_) => self.put(bytes).await,
+            None => self.write_file(bytes, false),
+        }
+    }
+
+    /// Makes every blob written with [`BlobStore::put_relaxed`] durable.
+    pub fn settle(&self) -> Result<(), BlobError> {
+        if self.table.is_some() {
+            return Ok(());
+        }
+        let dir = fs::File::open(&self.root).map_err(io(&self.root))?;
+        rustix::fs::syncfs(&dir).map_err(|e| BlobError::Io {
+            path: self.root.clone(),
+            source: e.into(),
+        })
+    }
+
     /// Reads and verifies a blob.
     pub async fn get(&self, digest: &Digest) -> Result<Vec<u8>, BlobError> {
         let Some(pool) = &self.table else {
@@ -91,6 +125,10 @@ impl BlobStore {
     }
 
     fn put_file(&self, bytes: &[u8]) -> Result<Digest, BlobError> {
+        self.write_file(bytes, true)
+    }
+
+    fn write_file(&self, bytes: &[u8], durable: bool) -> Result<Digest, BlobError> {
         let digest = Digest::of(bytes);
         let target = self.path_of(&digest);
         if target.exists() {
@@ -109,9 +147,14 @@ impl BlobStore {
                 .join(format!("{}.{}", digest.as_str(), uuid::Uuid::now_v7()));
         let mut file = fs::File::create(&tmp).map_err(io(&tmp))?;
         file.write_all(bytes).map_err(io(&tmp))?;
-        file.sync_all().map_err(io(&tmp))?;
+        if durable {
+            file.sync_all().map_err(io(&tmp))?;
+        }
         drop(file);
         fs::rename(&tmp, &target).map_err(io(&target))?;
+        if !durable {
+            return Ok(digest);
+        }
         fs::File::open(&dir)
             .and_then(|d| d.sync_all())
             .map_err(io(&dir))?;
@@ -213,6 +256,19 @@ mod tests {
             store.get(&missing).await,
             Err(BlobError::Missing { .. })
         ));
+        Ok(())
+    }
+
+    #[tokio::test]
+    async fn relaxed_puts_are_settled_at_once_and_a_removed_blob_is_missing() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let store = BlobStore::open(dir.path())?;
+        let d = store.put_relaxed(b"pre-image").await?;
+        store.settle()?;
+        assert!(store.has(&d) && !store.missing(&d));
+        assert_eq!(store.get(&d).await?, b"pre-image");
+        store.remove(&d)?;
+        assert!(store.missing(&d) && !store.has(&d));
         Ok(())
     }
 }

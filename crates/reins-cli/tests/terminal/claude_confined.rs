@@ -75,6 +75,11 @@ fn an_approved_command_run_by_a_confined_claude_code_does_only_what_its_card_sho
     // The hook, reached over the link, judged the call: it was reviewed, and its result recorded.
     let results = reported(&cli, "tool_result")?;
     assert_eq!(results.len(), 1, "{results:?}");
+    // What changed in the workspace is the approved command's, said as such; nothing is unasked.
+    let by_command = serde_json::to_string(&events(&cli, "workspace.changed_by_command")?)?;
+    assert!(by_command.contains("ok.txt"), "{by_command}");
+    assert!(by_command.contains("leak.txt"), "{by_command}");
+    assert!(events(&cli, "workspace.changed_unasked")?.is_empty());
     Ok(())
 }
 

@@ -212,6 +212,11 @@ pub trait External: Send {
     fn runs_outside(&self) -> bool {
         false
     }
+    /// Reins started the agent's process and it may change the workspace by itself (in the
+    /// kernel's eyes): what it changes there that no approval covered is caught between its moves.
+    fn watched(&self) -> bool {
+        false
+    }
     /// Whether the agent takes requests made outside Reins (a Claude Code hook's, kept as the
     /// run's request rows) and whether it can take one now.
     fn wants_request(&self) -> bool {

@@ -18,6 +18,7 @@ use crate::workspace::Workspace;
 use super::stored;
 use super::commit::{Applied, Change, Report};
 use super::heartbeat::Heartbeat;
+use super::watch::Seen;
 use super::{DriveOutcome, Engine, Observer, Progress};
 
 pub(super) enum StartError {
@@ -89,6 +90,8 @@ pub(super) struct Drive<'a> {
     pub(super) started_at: i64,
     /// What the harness serves the agent with in this attempt, by what the agent can do.
     pub(super) served: Served,
+    /// The workspace as last seen, for an agent Reins watches (`watch.rs`).
+    pub(super) watch: Option<super::watch::Watch>,
     /// Proves ownership in every commit (its fence) and remembers the audit chain's head.
     owner: audit::Owner,
     /// Keeps the lease alive in the background and reports what it sees.
@@ -263,6 +266,7 @@ impl<'a> Drive<'a> {
             resumed,
             started_at: now_ms(),
             served: Served::default(),
+            watch: None,
             e,
             obs,
             run: row.id,
@@ -283,6 +287,7 @@ impl<'a> Drive<'a> {
         if let Some(outcome) = self.start_mcp().await? {
             return Ok(outcome);
         }
+        self.start_watch().await?;
         if let Some(seq) = self.cp.current_step {
             let question = steps::get(self.e.store.pool(), self.run, seq)
                 .await?
@@ -311,6 +316,9 @@ impl<'a> Drive<'a> {
                         x.interrupt().await;
                     }
                     self.record_accounts().await?;
+                    if let Seen::Unasked { change, reason } = self.look().await? {
+                        return self.suspend_with(*change, &reason).await;
+                    }
                     continue;
                 }
                 () = super::take::request_arrives(self.e, self.run), if takes_requests => continue,
@@ -334,6 +342,13 @@ impl<'a> Drive<'a> {
                         .await
                 }
             };
+            // What the agent changed since its last move, held against what was allowed.
+            if let Seen::Unasked { change, mut reason } = self.look().await? {
+                if let Move::Fail { reason: r } | Move::Suspend { reason: r } = &next {
+                    reason.push_str(&format!("; and then {r}"));
+                }
+                return self.suspend_with(*change, &reason).await;
+            }
             let stopped = match next {
                 Move::Think(input) => self.think(input).await?,
                 Move::Ask { question } => self.ask(question).await?,
@@ -496,7 +511,12 @@ impl<'a> Drive<'a> {
 
     /// Suspends the run for a person, with the reason.
     pub(super) async fn suspend(&mut self, reason: &str) -> Result<DriveOutcome> {
-        let change = Change::default().event(audit::Event::new(
+        self.suspend_with(Change::default(), reason).await
+    }
+
+    /// Suspends the run with `change` (what it stops for) in the same commit.
+    pub(super) async fn suspend_with(&mut self, change: Change, reason: &str) -> Result<DriveOutcome> {
+        let change = change.event(audit::Event::new(
             Actor::Harness,
             Some(self.run),
             ev::Reason {

@@ -68,6 +68,7 @@ mod reuse;
 mod rollback;
 mod sealing;
 mod take;
+mod watch;
 mod work;
 mod settle;
 pub mod stored;

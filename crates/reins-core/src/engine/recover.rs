@@ -163,7 +163,7 @@ impl Drive<'_> {
 
     /// Files the run has touched and their content as it left them: the checkpoint's map plus
     /// effects confirmed after that checkpoint (settled on restart or by a person).
-    async fn known_files(&self) -> Result<BTreeMap<String, Option<Digest>>> {
+    pub(super) async fn known_files(&self) -> Result<BTreeMap<String, Option<Digest>>> {
         let mut known = self.cp.files.clone();
         for intent in intents::from_step(self.e.store.pool(), self.run, self.cp.next_step).await? {
             if intent.status == IntentStatus::Confirmed {

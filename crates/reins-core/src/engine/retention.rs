@@ -60,7 +60,7 @@ impl Engine {
         }
 
         // What is still needed: checkpoint payloads in the blob store, every pre-image in the
-        // journal, and the workspace fingerprints of runs that may still resume.
+        // journal, and the workspace fingerprints and files of runs that may still resume.
         let doomed_refs: BTreeSet<String> = if dry_run {
             let mut refs = BTreeSet::new();
             for (run, through, _) in &plan {
@@ -92,12 +92,12 @@ impl Engine {
             }
             let inspected =
                 crate::engine::stored::inspect(&self.store, &self.blobs, run.id).await?;
-            needed.extend(
-                inspected
-                    .iter()
-                    .filter_map(|i| i.payload.as_ref().ok())
-                    .filter_map(|cp| cp.workspace.clone()),
-            );
+            for cp in inspected.iter().filter_map(|i| i.payload.as_ref().ok()) {
+                needed.extend(cp.workspace.clone());
+                // Files as a checkpoint holds them: what rolling back to it restores (the
+                // content kept before an agent's unasked change, among others).
+                needed.extend(cp.files.values().flatten().cloned());
+            }
             // Large tool outputs the agent refers to as artifacts.
             for result in
                 crate::store::steps::large_results(pool, run.id, crate::agent::ARTIFACT_BYTES)

@@ -195,6 +195,10 @@ kinds! {
     /// The run stops: the agent changed something without asking.
     ActedUnasked(ActedUnasked) = "agent.acted_unasked" [from],
     AgentBlocked(AgentBlocked) = "agent.blocked" [from],
+    /// The run stops: the agent changed the workspace where no approval covered it.
+    ChangedUnasked(ChangedUnasked) = "workspace.changed_unasked" [from],
+    /// What an allowed command changed in the workspace.
+    ChangedByCommand(ChangedByCommand) = "workspace.changed_by_command" [from],
     RollbackSnapshot(RollbackSnapshot) = "rollback.snapshot" [from],
     RollbackPerformed(RollbackPerformed) = "rollback.performed" [from],
     RetentionPruned(RetentionPruned) = "retention.pruned" [from],

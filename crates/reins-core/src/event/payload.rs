@@ -372,6 +372,61 @@ pub struct AgentBlocked {
     pub blocked: Vec<String>,
 }
 
+/// What an external agent changed in the workspace that no approval covered, seen between its
+/// moves (at the end of its turn at the latest). The run stops there; rolling back to checkpoint
+/// `undo` restores every change marked `undoable`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangedUnasked {
+    pub changes: Vec<WorkspaceChange>,
+    pub undo: Option<i64>,
+}
+
+/// What changed in the workspace while a command that was allowed ran (the agent's own, or one
+/// Reins ran for it): the command's doing, as far as Reins can tell.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangedByCommand {
+    /// The step that allowed the command.
+    pub step: i64,
+    pub changes: Vec<WorkspaceChange>,
+}
+
+/// One file's change: its content before and after (None: absent, or too large to hash), and
+/// whether its content before is kept, so the change can be undone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkspaceChange {
+    pub path: String,
+    pub kind: crate::workspace::fingerprint::ChangeKind,
+    pub before: Option<Digest>,
+    pub after: Option<Digest>,
+    pub undoable: bool,
+}
+
+impl WorkspaceChange {
+    /// `a.txt (created), b.rs (changed)`: the first five of a list, and how many more.
+    pub fn in_words(list: &[Self]) -> String {
+        use crate::workspace::fingerprint::ChangeKind;
+        let mut parts: Vec<String> = list
+            .iter()
+            .take(5)
+            .map(|c| {
+                let how = match c.kind {
+                    ChangeKind::Added => "created",
+                    ChangeKind::Modified => "changed",
+                    ChangeKind::Removed => "deleted",
+                };
+                format!("{} ({how})", c.path)
+            })
+            .collect();
+        if list.len() > 5 {
+            parts.push(format!("and {} more", list.len() - 5));
+        }
+        parts.join(", ")
+    }
+}
+
 /// An external agent reported a tool call that changes things, which it ran without asking Reins.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

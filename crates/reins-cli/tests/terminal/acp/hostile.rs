@@ -166,12 +166,13 @@ fn every_effect_of_an_agent_that_asks_nothing_is_prevented_and_said() -> anyhow:
 }
 
 #[test]
-fn the_person_can_let_an_agent_write_the_workspace_but_never_the_protected_paths(
+fn an_agent_let_write_the_workspace_is_stopped_by_what_it_changed_unasked_and_it_can_be_undone(
 ) -> anyhow::Result<()> {
     let scene = Scene::new()?;
     let ws = scene.cli.ws();
+    std::fs::write(ws.join("NOTES.md"), "my own notes\n")?;
     let (code, said) = scene.run(&["--agent-may-write", &ws.display().to_string()])?;
-    assert_eq!(code, Some(0), "{said}");
+    // The kernel let it write the workspace, never the protected paths nor the network.
     assert_eq!(
         scene.cli.read("NOTES.md")?,
         "written without asking\n",
@@ -186,7 +187,39 @@ fn the_person_can_let_an_agent_write_the_workspace_but_never_the_protected_paths
         .unwrap_or_default()
         .to_owned();
     assert!(how.contains("writes inside the workspace"), "{how}");
-    let blocked = scene.blocked()?;
-    assert!(blocked.contains("pre-commit"), "{blocked}");
+    assert!(scene.blocked()?.contains("pre-commit"));
+    // Nobody approved the write: the run stopped on it rather than ending `succeeded`.
+    assert_eq!(code, Some(3), "{said}");
+    assert_eq!(show["run"]["state"], "suspended", "{show}");
+    assert!(
+        said.contains("without asking Reins: NOTES.md (changed)"),
+        "{said}"
+    );
+    let page = scene.cli.json(&["audit", "list", "--limit", "500"])?;
+    let caught: Vec<&serde_json::Value> = page["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "workspace.changed_unasked")
+        .collect();
+    assert_eq!(caught.len(), 1, "{page}");
+    let payload = &caught[0]["payload"];
+    assert_eq!(payload["changes"][0]["path"], "NOTES.md", "{payload}");
+    assert_eq!(payload["changes"][0]["kind"], "modified", "{payload}");
+    assert_eq!(payload["changes"][0]["undoable"], true, "{payload}");
+    let undo = payload["undo"].as_i64().unwrap_or_default().to_string();
+    // The person sees the change as a diff, then undoes it: the file holds their notes again.
+    let look = text(
+        &scene
+            .cli
+            .run(&["rollback", &id, "--to", &undo, "--dry-run"])?,
+    );
+    assert!(
+        look.contains("-written without asking") && look.contains("+my own notes"),
+        "{look}"
+    );
+    let done = scene.cli.run(&["rollback", &id, "--to", &undo])?;
+    assert!(done.status.success(), "{}", text(&done));
+    assert_eq!(scene.cli.read("NOTES.md")?, "my own notes\n");
     Ok(())
 }

@@ -13,7 +13,7 @@ use super::common::{signal, text, Cli};
 use super::{card, finish};
 
 /// The scripted agent with `script`; its log is `agent.log` in the sandbox.
-struct Scripted {
+pub(super) struct Scripted {
     command: String,
     log: PathBuf,
     /// The folder the agent keeps its log in: the one place besides its temp dir it may write
@@ -22,7 +22,7 @@ struct Scripted {
 }
 
 impl Scripted {
-    fn new(cli: &Cli, script: serde_json::Value) -> anyhow::Result<Self> {
+    pub(super) fn new(cli: &Cli, script: serde_json::Value) -> anyhow::Result<Self> {
         let file = cli.tmp.path().join("script.json");
         std::fs::write(&file, script.to_string())?;
         let dir = cli.tmp.path().join("agent");
@@ -42,7 +42,7 @@ impl Scripted {
     }
 
     /// What `reins run` is given to start it.
-    fn args(&self) -> [String; 4] {
+    pub(super) fn args(&self) -> [String; 4] {
         [
             "--agent".into(),
             self.command.clone(),

@@ -15,6 +15,7 @@ mod hostile;
 mod lifecycle;
 mod opencode;
 mod qwen;
+mod watched;
 
 /// Where `scripts/agents` installs the pinned agents.
 pub(crate) fn agents_bin(program: &str) -> anyhow::Result<PathBuf> {

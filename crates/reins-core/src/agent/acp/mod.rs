@@ -545,6 +545,12 @@ impl External for AcpAgent {
     fn take_accounts(&mut self) -> Vec<Account> {
         std::mem::take(&mut self.accounts)
     }
+
+    /// Every agent started here: one the kernel keeps from the workspace writes nothing there,
+    /// unless the kernel cannot keep it (then watching is what is left).
+    fn watched(&self) -> bool {
+        true
+    }
 }
 
 impl Drop for AcpAgent {

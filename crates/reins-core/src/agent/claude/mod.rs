@@ -397,6 +397,11 @@ impl External for ClaudeAgent {
         true
     }
 
+    /// A headless session is Reins' own process; one in a terminal is the person's.
+    fn watched(&self) -> bool {
+        self.spec.headless.is_some()
+    }
+
     fn review_deadline(&self) -> Option<std::time::Duration> {
         let secs = self.spec.headless.as_ref()?.review_deadline_s?;
         Some(std::time::Duration::from_secs(secs))

@@ -415,6 +415,21 @@ impl Kind {
                 _ => format!("The agent reported its {}", words(&p.what)),
             },
             Kind::AgentBlocked(p) => format!("Blocked: {}", p.blocked.join("; ")),
+            Kind::ChangedUnasked(p) => {
+                let mut s = format!(
+                    "The agent changed the workspace without asking Reins ({}): the run stopped",
+                    crate::event::WorkspaceChange::in_words(&p.changes)
+                );
+                if let Some(n) = p.undo {
+                    s.push_str(&format!("; roll back to checkpoint {n} to undo it"));
+                }
+                s
+            }
+            Kind::ChangedByCommand(p) => format!(
+                "While the command allowed at step {} ran, the workspace changed: {}",
+                p.step,
+                crate::event::WorkspaceChange::in_words(&p.changes)
+            ),
             Kind::ActedUnasked(p) => format!(
                 "The agent ran '{}' ({}) without asking Reins: the run stopped",
                 brief(&p.title, 120),
@@ -545,3 +560,4 @@ pub fn action_words(call: &crate::action::ToolCall) -> String {
 
 #[cfg(test)]
 mod tests;
+

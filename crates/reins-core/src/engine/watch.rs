@@ -1,0 +1,362 @@
+//! Watching an external agent Reins started. Between its moves (so at the end of its turn at the
+//! latest) the workspace is fingerprinted again and every change is held against what the run
+//! knows:
+//! - a change the journal explains is the run's own: a write Reins made, or one handed to the
+//!   agent, whose content is what the agent reported;
+//! - a change made while a command that was allowed ran is that command's, and recorded as such;
+//! - anything else the agent did without asking. The run stops there, with the changes in words
+//!   and a checkpoint holding the files as they were: rolling back to it undoes them.
+//!
+//! So undo has what it needs, the content of every file is kept in the blob store (up to a size)
+//! when the watch first sees it and whenever it changes.
+
+use std::collections::{BTreeMap, HashSet};
+
+use crate::action::{permission, Action};
+use crate::checkpoint::Level;
+use crate::digest::Digest;
+use crate::error::{Error, Result};
+use crate::event::{self as ev, Actor, WorkspaceChange};
+use crate::policy::Risk;
+use crate::step::StepStatus;
+use crate::store::{audit, steps};
+use crate::workspace::fingerprint::{self, ChangeKind, Fingerprint};
+
+use super::commit::Change;
+use super::drive::Drive;
+
+/// Largest file whose content is kept for an undo.
+pub const KEEP_FILE_BYTES: u64 = 8 * 1024 * 1024;
+/// Most bytes kept for an undo in one look (the first look keeps the whole workspace).
+pub const KEEP_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
+
+pub(super) struct Watch {
+    /// The workspace as last seen.
+    seen: Fingerprint,
+    /// Contents known to be in the blob store.
+    kept: HashSet<Digest>,
+    /// The first step the next look holds the changes against.
+    from_step: i64,
+}
+
+/// What a look found.
+pub(super) enum Seen {
+    Nothing,
+    /// The run must stop: this change (its `workspace.changed_unasked` event inside) and the
+    /// reason the person is told.
+    Unasked { change: Box<Change>, reason: String },
+}
+
+impl Drive<'_> {
+    /// Starts watching for this attempt, when the agent is one Reins watches.
+    pub(super) async fn start_watch(&mut self) -> Result<()> {
+        if !self.agent.external().is_some_and(|x| x.watched()) {
+            return Ok(());
+        }
+        let previous = match &self.cp.workspace {
+            Some(d) => self
+                .e
+                .blob(d)
+                .await?
+                .and_then(|b| Fingerprint::from_bytes(&b))
+                .unwrap_or_default(),
+            None => Fingerprint::default(),
+        };
+        let seen = self.rescan(previous).await?;
+        let mut kept = HashSet::new();
+        let all: Vec<String> = seen.entries.keys().cloned().collect();
+        self.keep(&seen, &all, &mut kept).await?;
+        self.watch = Some(Watch {
+            seen,
+            kept,
+            from_step: self.cp.next_step,
+        });
+        Ok(())
+    }
+
+    /// Looks at the workspace again (see the module's notes).
+    pub(super) async fn look(&mut self) -> Result<Seen> {
+        let Some(mut w) = self.watch.take() else {
+            return Ok(Seen::Nothing);
+        };
+        let now = self.rescan(w.seen.clone()).await?;
+        let known = self.known_files().await?;
+        let found: Vec<fingerprint::Change> = fingerprint::diff(&w.seen, &now)
+            .into_iter()
+            .filter(|c| !explained(c, &known))
+            .collect();
+        let changed: Vec<String> = found.iter().map(|c| c.path.clone()).collect();
+        self.keep(&now, &changed, &mut w.kept).await?;
+        let command = self.allowed_command(w.from_step).await?;
+        w.from_step = self.cp.next_step;
+        let list: Vec<WorkspaceChange> = found
+            .into_iter()
+            .map(|c| {
+                let before = w.seen.entries.get(&c.path).and_then(|s| s.sha256.clone());
+                let undoable = match (&before, c.kind) {
+                    (None, ChangeKind::Added) => true,
+                    (Some(d), _) => w.kept.contains(d) && !self.e.blobs.missing(d),
+                    (None, _) => false,
+                };
+                WorkspaceChange {
+                    path: c.path,
+                    kind: c.kind,
+                    before,
+                    after: c.sha256,
+                    undoable,
+                }
+            })
+            .collect();
+        w.seen = now;
+        self.watch = Some(w);
+        if list.is_empty() {
+            return Ok(Seen::Nothing);
+        }
+        if let Some(step) = command {
+            self.know(&list);
+            let change = Change::default().event(audit::Event::new(
+                Actor::Harness,
+                Some(self.run),
+                ev::ChangedByCommand {
+                    step,
+                    changes: list,
+                },
+            ));
+            self.commit(change).await?;
+            return Ok(Seen::Nothing);
+        }
+        // A checkpoint with the files as they were: rolling back to it undoes the changes.
+        let undoable: Vec<&WorkspaceChange> = list.iter().filter(|c| c.undoable).collect();
+        let undo = if undoable.is_empty() {
+            None
+        } else {
+            let now_known = self.cp.files.clone();
+            for c in &undoable {
+                self.cp.files.insert(c.path.clone(), c.before.clone());
+            }
+            let written = self
+                .write_checkpoint(
+                    Level::Snapshot,
+                    "before the agent's unasked changes".into(),
+                )
+                .await;
+            self.cp.files = now_known;
+            Some(written?)
+        };
+        self.know(&list);
+        let reason = unasked_reason(&list, undo, self.run);
+        // The run stops with the files as they are now: that is where it resumes from.
+        let now = self.checkpoint(Level::Step, "after the agent's unasked changes".into())?;
+        let change = Change::default().checkpoint(now).event(audit::Event::new(
+            Actor::Harness,
+            Some(self.run),
+            ev::ChangedUnasked {
+                changes: list,
+                undo,
+            },
+        ));
+        Ok(Seen::Unasked {
+            change: Box::new(change),
+            reason,
+        })
+    }
+
+    /// The run knows the files as they are now (so a later look or resume does not report them
+    /// again).
+    fn know(&mut self, list: &[WorkspaceChange]) {
+        for c in list {
+            self.cp.files.insert(c.path.clone(), c.after.clone());
+        }
+    }
+
+    /// The last step from `from` on that let a command run which may change files: a command Reins
+    /// ran, or one an agent was allowed to run itself, not rated low (a low command only reads).
+    async fn allowed_command(&self, from: i64) -> Result<Option<i64>> {
+        let mut found = None;
+        for seq in from..self.cp.next_step {
+            let Some(st) = steps::get(self.e.store.pool(), self.run, seq).await? else {
+                continue;
+            };
+            let ran = matches!(st.status, StepStatus::Done | StepStatus::Failed);
+            if !ran || !matches!(st.risk, Some(Risk::Medium | Risk::High)) {
+                continue;
+            }
+            let command = match st.tool.as_str() {
+                "shell.exec" | crate::action::mcp::TOOL => true,
+                permission::TOOL => match Action::parse(st.action.call(), &self.ws) {
+                    Ok(Action::Permission(p)) => match p.implied.as_deref() {
+                        // Allowed and not understood: whatever it did is what was allowed.
+                        None => !p.recall,
+                        Some(Action::Shell(_) | Action::Mcp(_)) => true,
+                        // File changes handed over are in the journal; reads change nothing.
+                        Some(_) => false,
+                    },
+                    _ => true,
+                },
+                _ => false,
+            };
+            if command {
+                found = Some(seq);
+            }
+        }
+        Ok(found)
+    }
+
+    /// Fingerprints the workspace, reusing `previous`'s hashes where nothing moved.
+    async fn rescan(&self, previous: Fingerprint) -> Result<Fingerprint> {
+        let root = self.ws.root().to_path_buf();
+        let shown = root.display().to_string();
+        tokio::task::spawn_blocking(move || fingerprint::scan(&root, &previous))
+            .await
+            .map_err(|e| Error::Io {
+                context: "fingerprinting the workspace".into(),
+                source: std::io::Error::other(e.to_string()),
+            })?
+            .map(|(fp, _)| fp)
+            .map_err(|source| Error::Io {
+                context: format!("fingerprinting {shown}"),
+                source,
+            })
+    }
+
+    /// Keeps the content of `paths` as `fp` records it, where not kept yet and small enough.
+    async fn keep(
+        &self,
+        fp: &Fingerprint,
+        paths: &[String],
+        kept: &mut HashSet<Digest>,
+    ) -> Result<()> {
+        let mut budget = KEEP_TOTAL_BYTES;
+        let mut wrote = false;
+        for path in paths {
+            let Some(stat) = fp.entries.get(path) else {
+                continue;
+            };
+            let Some(digest) = &stat.sha256 else {
+                continue;
+            };
+            if kept.contains(digest) && !self.e.blobs.missing(digest) {
+                continue;
+            }
+            if self.e.blobs.has(digest) {
+                kept.insert(digest.clone());
+                continue;
+            }
+            if stat.size > KEEP_FILE_BYTES || stat.size > budget {
+                continue;
+            }
+            // Through the workspace's jail: never through a link, never a special file.
+            let Ok(rel) = self.ws.resolve(path) else {
+                continue;
+            };
+            let Ok(Some(bytes)) = self.ws.image(&rel) else {
+                continue;
+            };
+            // Changed again since the scan: not the content the fingerprint names.
+            if Digest::of(&bytes) != *digest {
+                continue;
+            }
+            budget = budget.saturating_sub(bytes.len() as u64);
+            self.e.blobs.put_relaxed(&bytes).await?;
+            kept.insert(digest.clone());
+            wrote = true;
+        }
+        if wrote {
+            self.e.blobs.settle()?;
+        }
+        Ok(())
+    }
+}
+
+/// The run's own doing: the content is what the journal says the run left there.
+fn explained(c: &fingerprint::Change, known: &BTreeMap<String, Option<Digest>>) -> bool {
+    match known.get(&c.path) {
+        None => false,
+        Some(None) => c.kind == ChangeKind::Removed,
+        Some(Some(d)) => c.kind != ChangeKind::Removed && c.sha256.as_ref() == Some(d),
+    }
+}
+
+/// What the person is told when the run stops for changes nobody approved.
+fn unasked_reason(list: &[WorkspaceChange], undo: Option<i64>, run: crate::ids::RunId) -> String {
+    let mut s = format!(
+        "the agent changed {} without asking Reins: {}. ",
+        if list.len() == 1 { "a file".to_owned() } else { format!("{} files", list.len()) },
+        WorkspaceChange::in_words(list)
+    );
+    match undo {
+        Some(n) => s.push_str(&format!(
+            "See the change with `reins rollback {run} --to {n} --dry-run`; undo it with `reins rollback {run} --to {n}`"
+        )),
+        None => s.push_str("Its earlier content was not kept (too large), so Reins cannot undo it"),
+    }
+    let lost: Vec<&str> = list
+        .iter()
+        .filter(|c| !c.undoable)
+        .map(|c| c.path.as_str())
+        .collect();
+    if undo.is_some() && !lost.is_empty() {
+        s.push_str(&format!(
+            " (all but {}, whose earlier content was too large to keep)",
+            lost.join(", ")
+        ));
+    }
+    s.push_str(&format!("; `reins resume {run}` goes on with the files as they are"));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn change(path: &str, kind: ChangeKind, now: Option<&[u8]>) -> fingerprint::Change {
+        fingerprint::Change {
+            path: path.into(),
+            kind,
+            sha256: now.map(Digest::of),
+        }
+    }
+
+    #[test]
+    fn only_the_content_the_journal_left_is_the_runs_own() {
+        let known: BTreeMap<String, Option<Digest>> = [
+            ("a.txt".to_owned(), Some(Digest::of(b"reported"))),
+            ("gone.txt".to_owned(), None),
+        ]
+        .into();
+        assert!(explained(&change("a.txt", ChangeKind::Modified, Some(b"reported")), &known));
+        // The agent wrote something other than what it reported and was allowed.
+        assert!(!explained(&change("a.txt", ChangeKind::Modified, Some(b"other")), &known));
+        assert!(!explained(&change("a.txt", ChangeKind::Removed, None), &known));
+        assert!(explained(&change("gone.txt", ChangeKind::Removed, None), &known));
+        assert!(!explained(&change("new.txt", ChangeKind::Added, Some(b"x")), &known));
+    }
+
+    #[test]
+    fn the_reason_names_the_files_and_how_to_look_undo_or_keep() {
+        let run = crate::ids::RunId::new();
+        let list = vec![
+            WorkspaceChange {
+                path: "NOTES.md".into(),
+                kind: ChangeKind::Modified,
+                before: Some(Digest::of(b"a")),
+                after: Some(Digest::of(b"b")),
+                undoable: true,
+            },
+            WorkspaceChange {
+                path: "big.bin".into(),
+                kind: ChangeKind::Removed,
+                before: None,
+                after: None,
+                undoable: false,
+            },
+        ];
+        let s = unasked_reason(&list, Some(4), run);
+        assert!(s.starts_with("the agent changed 2 files without asking Reins: NOTES.md (changed), big.bin (deleted)."), "{s}");
+        assert!(s.contains(&format!("`reins rollback {run} --to 4 --dry-run`")), "{s}");
+        assert!(s.contains("(all but big.bin, whose earlier content was too large to keep)"), "{s}");
+        assert!(s.ends_with(&format!("`reins resume {run}` goes on with the files as they are")), "{s}");
+        let none = unasked_reason(&list[1..], None, run);
+        assert!(none.contains("so Reins cannot undo it"), "{none}");
+    }
+}
