@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { marks, parseUnified, sideBySide } from "./diff";
+import { marks, parseUnified, reversed, sideBySide } from "./diff";
 
 const DIFF = `--- a/config/logrotate.conf
 +++ b/config/logrotate.conf
@@ -56,5 +56,35 @@ describe("marks", () => {
       { text: "→\t", invisible: true },
       { text: "·", invisible: true },
     ]);
+  });
+});
+
+describe("reversed", () => {
+  it("tells a rollback's diff as the change that was made", () => {
+    const back = `--- a/NOTES.md
++++ b/NOTES.md
+@@ -1,3 +1,2 @@
+ title
+-new line
+-and another
++old line
+ end
+`;
+    const [f] = parseUnified(reversed(back));
+    expect(f.hunks[0].header).toBe("@@ -1,2 +1,3 @@");
+    expect(f.hunks[0].lines.map((l) => [l.kind, l.text])).toEqual([
+      ["context", "title"],
+      ["del", "old line"],
+      ["add", "new line"],
+      ["add", "and another"],
+      ["context", "end"],
+    ]);
+  });
+
+  it("swaps a created file's sides and a binary note's ends", () => {
+    const [created] = parseUnified(reversed("--- a/x.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-hi\n"));
+    expect([created.from, created.to]).toEqual(["/dev/null", "x.txt"]);
+    expect(created.hunks[0].lines.map((l) => l.kind)).toEqual(["add"]);
+    expect(reversed("binary file x.bin: 4 bytes -> absent")).toBe("binary file x.bin: absent -> 4 bytes");
   });
 });

@@ -140,3 +140,58 @@ export function languageOf(path: string): string | null {
   };
   return map[ext] ?? null;
 }
+
+/**
+ * The same change the other way round: what a rollback's diff (now → before) says, told as the
+ * change that was made (before → now). Hunks swap sides, with removals kept ahead of additions;
+ * a note `file: A -> B` swaps its ends; the head of a file too large to diff is dropped, since it
+ * is the other side's.
+ */
+export function reversed(text: string): string {
+  const lines = text.split("\n");
+  const out: string[] = [];
+  let dels: string[] = [];
+  let adds: string[] = [];
+  let large = false;
+  const flush = () => {
+    out.push(...dels, ...adds);
+    dels = [];
+    adds = [];
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const l = lines[i];
+    if (l.startsWith("--- ") && lines[i + 1]?.startsWith("+++ ")) {
+      flush();
+      out.push(`--- ${lines[i + 1].slice(4)}`, `+++ ${l.slice(4)}`);
+      i++;
+      continue;
+    }
+    const m = HUNK.exec(l);
+    if (m) {
+      flush();
+      const side = (start: string, count?: string) => (count === undefined ? start : `${start},${count}`);
+      out.push(`@@ -${side(m[3], m[4])} +${side(m[1], m[2])} @@${m[5]}`);
+      continue;
+    }
+    if (l.startsWith("+") && !large) {
+      dels.push(`-${l.slice(1)}`);
+      continue;
+    }
+    if (l.startsWith("-")) {
+      adds.push(`+${l.slice(1)}`);
+      continue;
+    }
+    if (l.startsWith("+")) continue;
+    flush();
+    const note = /^((?:binary|large) file .*): (.*) -> (.*)$/.exec(l);
+    if (note) {
+      large = note[1].startsWith("large");
+      out.push(`${note[1]}: ${note[3]} -> ${note[2]}`);
+      continue;
+    }
+    if (large && l.startsWith("(too large")) continue;
+    out.push(l);
+  }
+  flush();
+  return out.join("\n");
+}

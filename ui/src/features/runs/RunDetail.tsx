@@ -8,6 +8,7 @@ import { DiffView } from "../approvals/DiffView";
 import { ContextManifests } from "./Manifests";
 import { ModelTurn, Words } from "./ModelTurn";
 import { agentMessages, interleave, type Said } from "./said";
+import { ChangedUnasked } from "./Unasked";
 
 function firstLine(s: string | null): string {
   return (s ?? "").split("\n")[0].slice(0, 300);
@@ -55,6 +56,7 @@ export function RunDetailView({ id }: { id: string }) {
       </header>
       {error && <div className="error" role="alert">{error}</div>}
       {r.lastError && <div className="notice">{r.lastError}</div>}
+      <ChangedUnasked d={d} />
       {u && u.modelCalls > 0 && (
         <div className="stats">
           <span>{u.modelCalls} model calls</span>

@@ -1,7 +1,7 @@
 // An in-memory Backend for component tests: records every call, serves canned data.
 import type { Backend } from "./backend";
 import { BackendError } from "./backend";
-import type { AgentOnPath, ApprovalView, AuditEventView, FactView, IpcError, ModelServerCheck, PolicyCheck, PolicyState, RunSummary, Verification } from "./bindings";
+import type { AgentOnPath, ApprovalView, AuditEventView, FactView, IpcError, ModelServerCheck, PolicyCheck, PolicyState, RollbackChange, RunSummary, Verification } from "./bindings";
 
 export interface Call {
   name: string;
@@ -33,6 +33,8 @@ export interface FakeData {
   teamConnected?: string;
   /** Reading the Team database panel fails with this error from Rust. */
   teamError?: IpcError;
+  /** What rolling a run back changes (the diffs are now → then). */
+  rollback?: RollbackChange[];
 }
 
 export function fakeBackend(data: FakeData = {}) {
@@ -157,6 +159,10 @@ export function fakeBackend(data: FakeData = {}) {
       return null;
     },
     keySet: () => null,
+    rollbackRun: (id: string, to: number, dryRun: boolean) => ({
+      run: id, to, dryRun, changes: [...(data.rollback ?? [])], snapshot: dryRun ? null : to + 1, checkpoint: dryRun ? null : to + 2,
+    }),
+    resumeRun: () => null,
     auditPage: () => ({ events: [...(data.audit ?? [])], next: null }),
     auditVerify: () =>
       data.verification ?? { intact: true, events: 0, head: null, anchor: { path: "", status: "missing", head: null }, damage: null, anchorCreatedAt: [], elapsedMs: 0 },
