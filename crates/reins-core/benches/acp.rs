@@ -1,6 +1,11 @@
 //! Benchmark: what Reins adds to each request an external agent (ACP) sends it.
 //!
-//!   cargo bench -p reins-core --features internals --bench acp [-- REQUESTS ROUNDS]   (defaults 200 5)
+//!   cargo bench -p reins-core --features internals --bench acp [-- REQUESTS ROUNDS FILES]
+//!   (defaults 200 5 2000)
+//!
+//! Both workspaces hold FILES other files (1 KiB each, 50 to a folder), as a project does: Reins
+//! watches the agent, so between its moves it fingerprints the workspace again (`engine/watch.rs`),
+//! and that costs with the workspace's size. FILES=0 gives the protocol's cost alone.
 //!
 //! A stand-in agent (`benches/support/acp_agent.py`, no model) asks its client for REQUESTS
 //! `fs/write_text_file`s and then REQUESTS `session/request_permission`s for an edit, one at a time,
@@ -34,6 +39,9 @@ use permit_all::PermitAll;
 struct Timings {
     write: Vec<f64>,
     permission: Vec<f64>,
+    /// The whole run under Reins, start to finish (set here, not by the agent).
+    #[serde(default)]
+    run_ms: f64,
 }
 
 fn agent_script() -> PathBuf {
@@ -125,13 +133,30 @@ async fn under_reins(n: usize, ws: &Path, data: &Path, out: &Path) -> Timings {
         may_write: Vec::new(),
         idle_timeout_s: Some(600),
     };
+    let started = std::time::Instant::now();
     let id = reins.create_run(req, ws, &Silent).await.unwrap();
     match reins.drive(id, &Silent).await.unwrap() {
         DriveOutcome::Finished { .. } => {}
         other => panic!("the run did not finish: {other:?}"),
     }
+    let took = started.elapsed();
     reins.close().await;
-    read(out)
+    let mut t = read(out);
+    t.run_ms = took.as_secs_f64() * 1000.0;
+    t
+}
+
+/// `files` files of 1 KiB, 50 to a folder, as a project's tree is.
+fn project(ws: &Path, files: usize) {
+    let filler = "x".repeat(1000) + "\n";
+    for i in 0..files {
+        let body = format!("// file {i:08}\n{filler}");
+        let dir = ws.join("src").join(format!("m{}", i / 50));
+        if i % 50 == 0 {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        std::fs::write(dir.join(format!("f{i}.rs")), &body).unwrap();
+    }
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -143,15 +168,24 @@ fn main() {
     let args: Vec<String> = std::env::args().filter(|a| a != "--bench").collect();
     let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(200);
     let rounds: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(5);
+    let files: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(2000);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut base = (Vec::new(), Vec::new());
     let mut reins = (Vec::new(), Vec::new());
-    println!("ACP requests: {n} writes and {n} permissions per run, {rounds} rounds");
+    let mut runs = Vec::new();
+    println!(
+        "ACP requests: {n} writes and {n} permissions per run, {rounds} rounds, {files} other files in the workspace"
+    );
     for round in 1..=rounds {
         let tmp = tempfile::tempdir().unwrap();
         let (ws_a, ws_b) = (tmp.path().join("a"), tmp.path().join("b"));
         std::fs::create_dir_all(ws_a.join("out")).unwrap();
         std::fs::create_dir_all(ws_b.join("out")).unwrap();
+        for ws in [&ws_a, &ws_b] {
+            project(ws, files);
+        }
+        // On disk, as a project a person opens is: not dirty pages the first flush must write.
+        rustix::fs::sync();
         let t = rt.block_on(pass_through(n, &ws_a, &tmp.path().join("a.json")));
         let (mut w, mut p) = (t.write, t.permission);
         let (bw, bp) = (median(&mut w), median(&mut p));
@@ -163,6 +197,7 @@ fn main() {
             &tmp.path().join("data"),
             &tmp.path().join("b.json"),
         ));
+        runs.push(t.run_ms);
         let (mut w, mut p) = (t.write, t.permission);
         let (rw, rp) = (median(&mut w), median(&mut p));
         reins.0.extend(w);
@@ -175,6 +210,11 @@ fn main() {
     let (bw, bp) = (median(&mut base.0), median(&mut base.1));
     let (rw, rp) = (median(&mut reins.0), median(&mut reins.1));
     println!();
+    println!(
+        "a whole run under Reins (start, {} requests, end): {:.0} ms median; with {files} other files, its start keeps their content for undo and every command and turn end walks them",
+        2 * n,
+        median(&mut runs)
+    );
     println!(
         "{:<22} {:>14} {:>10} {:>12} {:>8}",
         "request", "pass-through", "Reins", "added", "goal"

@@ -316,7 +316,7 @@ impl<'a> Drive<'a> {
                         x.interrupt().await;
                     }
                     self.record_accounts().await?;
-                    if let Seen::Unasked { change, reason } = self.look().await? {
+                    if let Seen::Unasked { change, reason } = self.look(None).await? {
                         return self.suspend_with(*change, &reason).await;
                     }
                     continue;
@@ -343,7 +343,7 @@ impl<'a> Drive<'a> {
                 }
             };
             // What the agent changed since its last move, held against what was allowed.
-            if let Seen::Unasked { change, mut reason } = self.look().await? {
+            if let Seen::Unasked { change, mut reason } = self.look(Some(&next)).await? {
                 if let Move::Fail { reason: r } | Move::Suspend { reason: r } = &next {
                     reason.push_str(&format!("; and then {r}"));
                 }

@@ -12,7 +12,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use crate::action::{permission, Action};
+use crate::action::Action;
+use crate::agent::Move;
 use crate::checkpoint::Level;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
@@ -35,8 +36,12 @@ pub(super) struct Watch {
     seen: Fingerprint,
     /// Contents known to be in the blob store.
     kept: HashSet<Digest>,
-    /// The first step the next look holds the changes against.
-    from_step: i64,
+    /// The first look's keeping of the whole workspace, going on beside the agent's start.
+    keeping: Option<tokio::task::JoinHandle<Result<HashSet<Digest>>>>,
+    /// The first step not yet asked whether it let a command run.
+    checked: i64,
+    /// The last step since the last look that let a command run.
+    command: Option<i64>,
 }
 
 /// What a look found.
@@ -63,22 +68,50 @@ impl Drive<'_> {
             None => Fingerprint::default(),
         };
         let seen = self.rescan(previous).await?;
-        let mut kept = HashSet::new();
         let all: Vec<String> = seen.entries.keys().cloned().collect();
-        self.keep(&seen, &all, &mut kept).await?;
+        // Keeping a whole workspace takes a while (a file created per content): it goes on while
+        // the agent starts, and the first look that needs it waits for it. A file the agent
+        // changes before it was read is not kept (its content no longer has the scan's hash).
+        let wanted = self.wanted(&seen, &all, &HashSet::new());
+        let keeping = tokio::task::spawn_blocking(keeper(
+            self.ws.root().to_path_buf(),
+            self.e.blobs.clone(),
+            wanted,
+        ));
         self.watch = Some(Watch {
             seen,
-            kept,
-            from_step: self.cp.next_step,
+            kept: HashSet::new(),
+            keeping: Some(keeping),
+            checked: self.cp.next_step,
+            command: None,
         });
         Ok(())
     }
 
-    /// Looks at the workspace again (see the module's notes).
-    pub(super) async fn look(&mut self) -> Result<Seen> {
+    /// Looks at the workspace again (see the module's notes) before the agent's `next` move (None:
+    /// the run stops where it is). Only where a look can tell something: before a move that may
+    /// run a command and after one did, and when the agent's turn or the run stops. Between two
+    /// file writes nothing needs telling apart, and a look costs a walk of the workspace.
+    pub(super) async fn look(&mut self, next: Option<&Move>) -> Result<Seen> {
         let Some(mut w) = self.watch.take() else {
             return Ok(Seen::Nothing);
         };
+        if let Some(seq) = self.allowed_command(w.checked).await? {
+            w.command = Some(seq);
+        }
+        w.checked = self.cp.next_step;
+        let needed = match next {
+            Some(Move::Call { call, .. }) => runs_a_command(call, &self.ws),
+            Some(Move::Bound { .. }) => false,
+            Some(_) | None => true,
+        };
+        if !needed && w.command.is_none() {
+            self.watch = Some(w);
+            return Ok(Seen::Nothing);
+        }
+        if let Some(keeping) = w.keeping.take() {
+            w.kept.extend(joined(keeping.await)?);
+        }
         let now = self.rescan(w.seen.clone()).await?;
         let known = self.known_files().await?;
         let found: Vec<fingerprint::Change> = fingerprint::diff(&w.seen, &now)
@@ -86,9 +119,10 @@ impl Drive<'_> {
             .filter(|c| !explained(c, &known))
             .collect();
         let changed: Vec<String> = found.iter().map(|c| c.path.clone()).collect();
-        self.keep(&now, &changed, &mut w.kept).await?;
-        let command = self.allowed_command(w.from_step).await?;
-        w.from_step = self.cp.next_step;
+        let wanted = self.wanted(&now, &changed, &w.kept);
+        let keeper = keeper(self.ws.root().to_path_buf(), self.e.blobs.clone(), wanted);
+        w.kept.extend(joined(tokio::task::spawn_blocking(keeper).await)?);
+        let command = w.command.take();
         let list: Vec<WorkspaceChange> = found
             .into_iter()
             .map(|c| {
@@ -178,24 +212,10 @@ impl Drive<'_> {
                 continue;
             };
             let ran = matches!(st.status, StepStatus::Done | StepStatus::Failed);
-            if !ran || !matches!(st.risk, Some(Risk::Medium | Risk::High)) {
-                continue;
-            }
-            let command = match st.tool.as_str() {
-                "shell.exec" | crate::action::mcp::TOOL => true,
-                permission::TOOL => match Action::parse(st.action.call(), &self.ws) {
-                    Ok(Action::Permission(p)) => match p.implied.as_deref() {
-                        // Allowed and not understood: whatever it did is what was allowed.
-                        None => !p.recall,
-                        Some(Action::Shell(_) | Action::Mcp(_)) => true,
-                        // File changes handed over are in the journal; reads change nothing.
-                        Some(_) => false,
-                    },
-                    _ => true,
-                },
-                _ => false,
-            };
-            if command {
+            if ran
+                && matches!(st.risk, Some(Risk::Medium | Risk::High))
+                && runs_a_command(st.action.call(), &self.ws)
+            {
                 found = Some(seq);
             }
         }
@@ -219,15 +239,10 @@ impl Drive<'_> {
             })
     }
 
-    /// Keeps the content of `paths` as `fp` records it, where not kept yet and small enough.
-    async fn keep(
-        &self,
-        fp: &Fingerprint,
-        paths: &[String],
-        kept: &mut HashSet<Digest>,
-    ) -> Result<()> {
+    /// The contents of `paths` as `fp` records them that are not kept yet, and small enough.
+    fn wanted(&self, fp: &Fingerprint, paths: &[String], kept: &HashSet<Digest>) -> Vec<Wanted> {
         let mut budget = KEEP_TOTAL_BYTES;
-        let mut wrote = false;
+        let mut out = Vec::new();
         for path in paths {
             let Some(stat) = fp.entries.get(path) else {
                 continue;
@@ -238,33 +253,92 @@ impl Drive<'_> {
             if kept.contains(digest) && !self.e.blobs.missing(digest) {
                 continue;
             }
-            if self.e.blobs.has(digest) {
-                kept.insert(digest.clone());
-                continue;
-            }
             if stat.size > KEEP_FILE_BYTES || stat.size > budget {
                 continue;
             }
-            // Through the workspace's jail: never through a link, never a special file.
-            let Ok(rel) = self.ws.resolve(path) else {
-                continue;
-            };
-            let Ok(Some(bytes)) = self.ws.image(&rel) else {
-                continue;
-            };
-            // Changed again since the scan: not the content the fingerprint names.
-            if Digest::of(&bytes) != *digest {
+            budget -= stat.size;
+            out.push(Wanted {
+                path: path.clone(),
+                digest: digest.clone(),
+            });
+        }
+        out
+    }
+}
+
+/// One file whose content is to be kept, as a scan hashed it.
+pub(super) struct Wanted {
+    path: String,
+    digest: Digest,
+}
+
+/// Keeps each wanted content in the blob store (read through the workspace's jail: never through
+/// a link, never a special file), and makes them durable at once; the digests now kept. Blocking:
+/// run it with `spawn_blocking`.
+fn keeper(
+    root: std::path::PathBuf,
+    blobs: crate::blob::BlobStore,
+    wanted: Vec<Wanted>,
+) -> impl FnOnce() -> Result<HashSet<Digest>> {
+    let handle = tokio::runtime::Handle::current();
+    move || {
+        let mut kept = HashSet::new();
+        if wanted.is_empty() {
+            return Ok(kept);
+        }
+        let ws = crate::workspace::Workspace::open(&root)?;
+        let mut wrote = false;
+        for w in wanted {
+            if blobs.has(&w.digest) {
+                kept.insert(w.digest);
                 continue;
             }
-            budget = budget.saturating_sub(bytes.len() as u64);
-            self.e.blobs.put_relaxed(&bytes).await?;
-            kept.insert(digest.clone());
+            let Ok(rel) = ws.resolve(&w.path) else {
+                continue;
+            };
+            let Ok(Some(bytes)) = ws.image(&rel) else {
+                continue;
+            };
+            // Changed since the scan: not the content the fingerprint names.
+            if Digest::of(&bytes) != w.digest {
+                continue;
+            }
+            handle.block_on(blobs.put_relaxed(&bytes))?;
+            kept.insert(w.digest);
             wrote = true;
         }
         if wrote {
-            self.e.blobs.settle()?;
+            blobs.settle()?;
         }
-        Ok(())
+        Ok(kept)
+    }
+}
+
+/// A keeper's outcome, a failed join read as an I/O error.
+fn joined(
+    r: std::result::Result<Result<HashSet<Digest>>, tokio::task::JoinError>,
+) -> Result<HashSet<Digest>> {
+    r.map_err(|e| Error::Io {
+        context: "keeping the workspace's content for undo".into(),
+        source: std::io::Error::other(e.to_string()),
+    })?
+}
+
+/// Whether a call runs a command, by Reins or by the agent once allowed (an MCP tool counts: it
+/// does what its server does).
+fn runs_a_command(call: &crate::action::ToolCall, ws: &crate::workspace::Workspace) -> bool {
+    match Action::parse(call, ws) {
+        Ok(Action::Shell(_) | Action::Mcp(_)) => true,
+        Ok(Action::Permission(p)) => match p.implied.as_deref() {
+            // Not understood: whatever it does is what was allowed.
+            None => !p.recall,
+            Some(Action::Shell(_) | Action::Mcp(_)) => true,
+            // File changes handed over are in the journal; reads change nothing.
+            Some(_) => false,
+        },
+        Ok(_) => false,
+        // Not readable (now): nothing tells it runs no command.
+        Err(_) => true,
     }
 }
 
