@@ -28,6 +28,7 @@ impl ClaudeArgs {
         goal: Option<String>,
         resume: Option<String>,
         env: Vec<(String, String)>,
+        may_write: Vec<PathBuf>,
     ) -> ClaudeRunRequest {
         ClaudeRunRequest {
             goal,
@@ -36,6 +37,7 @@ impl ClaudeArgs {
             env: env.into_iter().collect(),
             pass_env: self.pass_env,
             review_deadline: self.review_deadline.map(Duration::from_secs),
+            may_write,
         }
     }
 }

@@ -48,10 +48,11 @@ pub struct Args {
     /// repeatable. Every call is reviewed with its exact arguments unless a rule allows it.
     #[arg(long = "mcp", value_name = "NAME", requires = "llm")]
     mcp: Vec<String>,
-    /// With --acp: let the agent write DIR besides its own state; repeatable. The agent runs
-    /// confined: one Reins does not know writes only through Reins, and naming the workspace lets
-    /// it write there itself, minus the protected paths. Recorded with the run.
-    #[arg(long = "agent-may-write", value_name = "DIR", requires = "acp")]
+    /// With --acp or --claude: let the agent write DIR besides its own state; repeatable. The
+    /// agent runs confined: an ACP agent Reins does not know writes only through Reins, and naming
+    /// the workspace lets it write there itself, minus the protected paths (Claude Code always
+    /// may). Recorded with the run.
+    #[arg(long = "agent-may-write", value_name = "DIR")]
     agent_may_write: Vec<PathBuf>,
     /// With --acp: seconds the agent may stay silent mid-turn before the run is suspended [default: 600]
     #[arg(long, value_name = "SECS", requires = "acp")]
@@ -143,13 +144,19 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
             "--env sets an external agent's variables: it goes with --acp or --claude".into(),
         ));
     }
+    if !args.agent_may_write.is_empty() && args.acp.is_none() && !claude {
+        return Err(reins_core::api::Error::Invalid(
+            "--agent-may-write widens an external agent's confinement: it goes with --acp or --claude"
+                .into(),
+        ));
+    }
     let req: RunRequest = match (args.plan, args.llm, args.acp) {
         _ if claude => {
             if !json {
                 println!("  Claude Code asks Reins before each tool call; cards wait in `reins approvals` and the app");
             }
             args.claude_args
-                .request(args.claude, args.resume, args.env)
+                .request(args.claude, args.resume, args.env, args.agent_may_write)
                 .into()
         }
         (Some(plan), _, _) => RunRequest::PlanFile(plan),

@@ -33,9 +33,15 @@ fn an_approved_command_run_by_a_confined_claude_code_does_only_what_its_card_sho
         "aws_secret_access_key=SECRET123\n",
     )?;
     std::fs::create_dir_all(cli.ws().join(".git/hooks"))?;
-    // What an over-reaching build script does, besides its job (ok.txt).
-    let script = "echo owned >> ~/.bashrc; echo evil > .git/hooks/pre-commit; \
-                  cat ~/.aws/credentials > leak.txt; echo ok > ok.txt";
+    // A cache folder the person lets it write besides the workspace.
+    let cache = cli.tmp.path().join("cache");
+    std::fs::create_dir_all(&cache)?;
+    // What an over-reaching build script does, besides its job (ok.txt, and its cache).
+    let script = format!(
+        "echo owned >> ~/.bashrc; echo evil > .git/hooks/pre-commit; \
+         cat ~/.aws/credentials > leak.txt; echo ok > ok.txt; echo warm > {}/built",
+        cache.display()
+    );
     let mock = MockAnthropic::start(vec![
         call(
             "Building.",
@@ -44,7 +50,12 @@ fn an_approved_command_run_by_a_confined_claude_code_does_only_what_its_card_sho
         ),
         say("Built."),
     ])?;
-    let mut child = headless(&cli, &mock, &["--claude", "Build it"])?;
+    let may_write = cache.display().to_string();
+    let mut child = headless(
+        &cli,
+        &mock,
+        &["--claude", "Build it", "--agent-may-write", &may_write],
+    )?;
     let card = card(&cli, &mut child)?;
     let id = card["id"].as_str().unwrap_or_default();
     let out = cli.strict_cmd().args(["approve", id]).output()?;
@@ -54,6 +65,7 @@ fn an_approved_command_run_by_a_confined_claude_code_does_only_what_its_card_sho
 
     // The job is done; nothing else is.
     assert_eq!(cli.read("ok.txt")?, "ok\n");
+    assert_eq!(std::fs::read_to_string(cache.join("built"))?, "warm\n");
     assert_eq!(std::fs::read_to_string(home.join(".bashrc"))?, "# mine\n");
     assert!(!cli.ws().join(".git/hooks/pre-commit").exists());
     let leaked = std::fs::read_to_string(cli.ws().join("leak.txt")).unwrap_or_default();

@@ -118,7 +118,7 @@ pub(super) async fn confine(
         services,
         std::slice::from_ref(&headless.program),
         &headless.pass_env,
-        &[],
+        &headless.may_write,
         Some(link.port),
     )?;
     let link = confined.is_some().then_some(link);

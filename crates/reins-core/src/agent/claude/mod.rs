@@ -67,6 +67,9 @@ pub struct Headless {
     /// The task, for a new session.
     #[serde(default)]
     pub goal: String,
+    /// Folders the person let it write besides its own state and the workspace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub may_write: Vec<std::path::PathBuf>,
 }
 
 impl Spec {
@@ -122,6 +125,8 @@ pub struct Start {
     pub pass_env: Vec<String>,
     /// How long one permission ask waits for a decision before it is denied.
     pub review_deadline: Option<std::time::Duration>,
+    /// Folders the person lets it write besides its own state and the workspace (absolute).
+    pub may_write: Vec<std::path::PathBuf>,
 }
 
 impl Start {
@@ -175,6 +180,7 @@ impl Start {
                 review_deadline_s: self.review_deadline.map(|d| d.as_secs()),
                 resumed: self.resume.is_some(),
                 goal: goal.unwrap_or_default(),
+                may_write: self.may_write,
             }),
         };
         Ok((spec, told))
