@@ -51,9 +51,9 @@ pub(super) fn git(lits: &[&str], args: &[Option<String>]) -> ProgramVerdict {
     let rest = &lits[(i + 1).min(lits.len())..];
     let has = |flags: &[&str]| rest.iter().any(|a| flags.contains(a));
     if sub == "grep"
-        && rest.iter().any(|a| {
-            a.starts_with("--open-files-in-pager") || (a.starts_with("-O") && !a.starts_with("--"))
-        })
+        && rest
+            .iter()
+            .any(|a| long_option(a, "open-files-in-pager") || short_option(a, 'O', "efABCm"))
     {
         return ProgramVerdict::one(
             Class::Other,
@@ -61,7 +61,10 @@ pub(super) fn git(lits: &[&str], args: &[Option<String>]) -> ProgramVerdict {
             "`git grep -O` opens the matches in a program named in the option: it runs that program".into(),
         );
     }
-    if let Some(out) = rest.iter().find(|a| a.starts_with("--output")) {
+    if let Some(out) = rest
+        .iter()
+        .find(|a| a.starts_with("--output") || long_option(a, "output"))
+    {
         return ProgramVerdict::one(
             Class::Writes,
             High,
@@ -73,7 +76,7 @@ pub(super) fn git(lits: &[&str], args: &[Option<String>]) -> ProgramVerdict {
         "remote" if rest.iter().all(|a| matches!(*a, "-v" | "--verbose")) || rest.first() == Some(&"get-url") => {
             (Low, String::new())
         }
-        "rebase" if rest.iter().any(|a| *a == "-x" || a.starts_with("--exec") || (a.starts_with("-x") && !a.starts_with("--"))) => (
+        "rebase" if rest.iter().any(|a| a.starts_with("--exec") || long_option(a, "exec") || short_option(a, 'x', "sX")) => (
             High,
             "`git rebase --exec` runs a command after each commit it replays".into(),
         ),
@@ -172,4 +175,52 @@ fn reads_config(rest: &[&str]) -> bool {
         a.starts_with("--get") || matches!(*a, "--list" | "-l" | "get" | "list")
     });
     reads && !writes
+}
+
+/// Whether `arg` is the long option `--name` as git reads it: its parse-options takes any unique
+/// prefix (`--open=` is `--open-files-in-pager=`), so every prefix counts; an ambiguous one only
+/// makes git fail.
+fn long_option(arg: &str, name: &str) -> bool {
+    let Some(given) = arg.strip_prefix("--") else {
+        return false;
+    };
+    let given = given.split_once('=').map_or(given, |(n, _)| n);
+    !given.is_empty() && name.starts_with(given)
+}
+
+/// Whether `arg` is a bundle of short options holding `-flag` (`-iO` is `-i -O`): read up to the
+/// first option that takes a value (`takes`), whose value is the rest of the bundle.
+fn short_option(arg: &str, flag: char, takes: &str) -> bool {
+    let Some(bundle) = arg.strip_prefix('-').filter(|b| !b.starts_with('-')) else {
+        return false;
+    };
+    for c in bundle.chars() {
+        if c == flag {
+            return true;
+        }
+        if takes.contains(c) {
+            return false;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{long_option, short_option};
+
+    #[test]
+    fn a_long_option_is_known_by_any_prefix_and_a_short_one_inside_a_bundle() {
+        for a in ["--open-files-in-pager=x", "--open-files=x", "--open=x", "--op", "--o"] {
+            assert!(long_option(a, "open-files-in-pager"), "{a}");
+        }
+        for a in ["--or", "--only-matching", "--", "-O", "--open-files-in-pagerx"] {
+            assert!(!long_option(a, "open-files-in-pager"), "{a}");
+        }
+        assert!(short_option("-iO", 'O', "efABCm"));
+        assert!(short_option("-Ovim", 'O', "efABCm"));
+        // The O is the pattern `-e` takes, not an option.
+        assert!(!short_option("-ieO", 'O', "efABCm"));
+        assert!(!short_option("--O", 'O', "efABCm"));
+    }
 }

@@ -50,6 +50,7 @@ pub fn exec_capable_variable(name: &str) -> Option<&'static str> {
         | "CARGO_TARGET_DIR" => "names a program the build runs",
         "JAVA_TOOL_OPTIONS" | "_JAVA_OPTIONS" | "JDK_JAVA_OPTIONS" => "makes Java load agents",
         "HOME" | "XDG_CONFIG_HOME" => "changes where programs read their config",
+        "CDPATH" => "changes where `cd` goes, so the paths after it are not the ones they read as",
         _ if upper.starts_with("LD_") || upper.starts_with("DYLD_") => {
             "changes how programs are loaded"
         }
