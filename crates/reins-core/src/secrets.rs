@@ -101,6 +101,18 @@ static PATTERNS: LazyLock<Option<Regex>> = LazyLock::new(|| {
             r#"\s*(?P<dashp>'[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]{2,})"#,
         ),
         r#"(?i:(?-u:\b)(?:docker|podman|helm|oras)\s+(?:\S+\s+){0,3}login(?-u:\b)[^\n|;&]*?\s-p\s+)(?P<loginp>'[^'\n]+'|"[^"\n]+"|[^\s'"]{3,})"#,
+        // Short names: `DB_PASS=`, `pass = ` in an ini file, `"pwd": "…"`, openssl's `pass:X`.
+        concat!(
+            r#"(?i:(?:(?-u:\b)|_)(?:pass|pwd|pw)(?:["']?\s{0,4}=\s{0,4}["']?|["']\s{0,4}:\s{0,4}["']|:))"#,
+            r#"(?P<short>[^\s"',;&<>]{6,})"#,
+        ),
+        // Programs that take a password as an option's value or an operand.
+        r#"(?i:(?-u:\b)redis-cli(?-u:\b)[^\n|;&]*?\s-a\s*)(?P<redis>'[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]{2,})"#,
+        r#"(?:(?-u:\b)(?:zip|unzip|zipcloak)(?-u:\b)[^\n|;&]*?\s-P\s*)(?P<zipp>'[^'\n]+'|"[^"\n]+"|[^\s'"-][^\s'"]{2,})"#,
+        r#"(?:(?-u:\b)7z[ar]?(?-u:\b)[^\n|;&]*?\s-p)(?P<sevenp>'[^'\n]+'|"[^"\n]+"|[^\s'"]{3,})"#,
+        r#"(?:(?-u:\b)(?:smbclient|rpcclient|smbmap)(?-u:\b)[^\n|;&]*?\s-U\s*[^\s%'"]+%)(?P<smb>'[^'\n]+'|"[^"\n]+"|[^\s'"]{3,})"#,
+        // `htpasswd -b[c…] FILE USER PASSWORD` (not `-n`, where no file comes first).
+        r#"(?:(?-u:\b)htpasswd(?:\s+-[A-Za-mo-z]+)*?\s+-[A-Za-mo-z]*b[A-Za-mo-z]*(?:\s+-[A-Za-mo-z]+)*\s+[^\s-]\S*\s+\S+\s+)(?P<htp>'[^'\n]+'|"[^"\n]+"|[^\s'"]{3,})"#,
         // In prose: "the password is X", "password: X", "passphrase was X".
         r#"(?i:(?-u:\b)pass(?:word|wd|phrase|code)s?\s+(?:(?:is|was|are|=)\s+)?)(?P<prose>[^\s"',;]{4,})"#,
         r#"(?i:(?-u:\b)(?:login|credentials?)\s+(?:is|are|was)\s+[^\s/]+\s*/\s*)(?P<prose2>[^\s"',;]{4,})"#,
@@ -162,13 +174,31 @@ pub fn find(text: &str) -> Vec<Finding> {
                     ("loginp", SecretKind::Password),
                     ("prose", SecretKind::Password),
                     ("prose2", SecretKind::Password),
+                    ("short", SecretKind::Assignment),
+                    ("redis", SecretKind::Password),
+                    ("zipp", SecretKind::Password),
+                    ("sevenp", SecretKind::Password),
+                    ("smb", SecretKind::Password),
+                    ("htp", SecretKind::Password),
                 ];
                 if let Some((m, kind, name)) = named
                     .iter()
                     .find_map(|(name, kind)| caps.name(name).map(|m| (m, *kind, *name)))
                 {
-                    // In prose a word after "password" is a password only if it looks like one.
-                    if name.starts_with("prose") && !looks_like_password(m.as_str()) {
+                    // In prose, or after a short name (`pass`, `pwd`), a word is a password only
+                    // if it looks like one.
+                    if (name.starts_with("prose") || name == "short")
+                        && !looks_like_password(m.as_str())
+                    {
+                        continue;
+                    }
+                    // "credentials: Permission denied" is an error message, not a credential.
+                    if name == "assign"
+                        && m.as_str().chars().all(|c| c.is_ascii_alphabetic())
+                        && caps
+                            .get(0)
+                            .is_some_and(|all| all.as_str().to_ascii_lowercase().starts_with("credential"))
+                    {
                         continue;
                     }
                     found.push(Finding {

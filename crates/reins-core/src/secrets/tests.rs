@@ -130,6 +130,18 @@ fn tokens_are_runs_of_twenty_or_more() {
 #[case::passphrase("the passphrase was correct-horse-battery", "correct-horse-battery")]
 #[case::login_slash("prod db login is admin / Tr0ub4dorMEM1", "Tr0ub4dorMEM1")]
 #[case::sshpass_bare("deploy with sshpass -p Summer2024MEM2", "Summer2024MEM2")]
+// Red-team N9: the forms the third pass found in the audit log.
+#[case::db_pass("DB_PASS=Hunter2pass ./deploy.sh", "Hunter2pass")]
+#[case::redis("redis-cli -a RedisPass77 ping", "RedisPass77")]
+#[case::htpasswd("htpasswd -b -c site.htpasswd admin HtPass8899", "HtPass8899")]
+#[case::htpasswd_bundled("htpasswd -cb site.htpasswd admin HtPass8898", "HtPass8898")]
+#[case::openssl("openssl rsa -in k.pem -passin pass:OsslPass42 -out k2.pem", "OsslPass42")]
+#[case::zip("zip -P ZipPass1234 backup.zip README", "ZipPass1234")]
+#[case::seven_zip("7z a -pSevenPass12 backup.7z src", "SevenPass12")]
+#[case::smbclient("smbclient //host/share -U admin%SmbPass123", "SmbPass123")]
+#[case::ini_pass("[db]\npass = IniPass5566\n", "IniPass5566")]
+#[case::ini_pwd("pwd = IniPwd7788", "IniPwd7788")]
+#[case::json_pwd(r#"{"pwd": "JsonPwd9900"}"#, "JsonPwd9900")]
 fn password_forms_are_found(#[case] text: &str, #[case] secret: &str) {
     let clean = redact(text);
     assert!(!clean.contains(secret.trim_matches('\'')), "{text:?} -> {clean}");
@@ -143,6 +155,11 @@ fn password_forms_are_found(#[case] text: &str, #[case] secret: &str) {
 #[case("curl -u admin https://api.example.com")]
 #[case("mkdir -p build/out")]
 #[case("git log --oneline -5")]
+#[case("credentials: Permission denied")]
+#[case("cat: /root/.aws/credentials: Permission denied")]
+#[case("tests pass: all")]
+#[case("unzip -l backup.zip")]
+#[case("compass=northward bypass=sideways")]
 fn ordinary_options_are_not_taken_for_passwords(#[case] text: &str) {
     assert_eq!(redact(text), text);
 }
