@@ -36,13 +36,33 @@ pub struct Permission {
 /// Which tool of Reins' memory server (`reins mcp serve`) an agent's title names, whatever the
 /// agent's own naming: `memory_recall (reins-memory MCP Server)`, `reins-memory_memory_recall`,
 /// `mcp__reins-memory__memory_recall`.
+/// The title must *be* one of those names (followed by nothing, `:` or a space): a title that only
+/// mentions them (a fetch of `…/reins-memory/memory_recall`) names another tool.
 pub fn memory_tool(title: &str) -> Option<&'static str> {
-    if !title.contains(super::mcp::MEMORY_SERVER_NAME) {
-        return None;
-    }
-    ["memory_recall", "memory_suggest"]
-        .into_iter()
-        .find(|tool| title.contains(tool))
+    let server = super::mcp::MEMORY_SERVER_NAME;
+    ["memory_recall", "memory_suggest"].into_iter().find(|tool| {
+        [
+            format!("{tool} ({server} MCP Server)"),
+            format!("{server}_{tool}"),
+            format!("mcp__{server}__{tool}"),
+        ]
+        .iter()
+        .any(|name| {
+            title
+                .strip_prefix(name.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', ' ']))
+        })
+    })
+}
+
+/// Whether `raw` is what `memory_recall` takes and nothing else: `{query, limit?}`.
+fn recall_input(raw: &Value) -> bool {
+    let Some(o) = raw.as_object() else {
+        return false;
+    };
+    o.get("query").is_some_and(Value::is_string)
+        && o.get("limit").is_none_or(Value::is_u64)
+        && o.keys().all(|k| k == "query" || k == "limit")
 }
 
 impl Permission {
@@ -79,8 +99,12 @@ impl Permission {
         if let Some(path) = reported_path(&reported) {
             ws.resolve(&relative_to(ws.root(), &path))?;
         }
-        let changes = matches!(kind.as_str(), "edit" | "delete" | "move" | "execute");
-        let own = memory_tool(&title).filter(|_| !changes);
+        // Reins' own memory tools read or suggest: reported as another kind, they are not them;
+        // and a recall takes a query, nothing else (a fetch's URL is not one).
+        let quiet = matches!(kind.as_str(), "read" | "other" | "think" | "mcp" | "");
+        let own = memory_tool(&title)
+            .filter(|_| quiet)
+            .filter(|tool| *tool != "memory_recall" || recall_input(&reported["rawInput"]));
         let (implied, unread) = match own {
             Some("memory_recall") => (None, None),
             // A suggested fact is judged as Reins' own `memory.remember` of it.
@@ -320,6 +344,26 @@ mod tests {
             let v = judge(&policy, &ws, json!({"kind": kind, "title": title, "rawInput": {"query": "x"}}));
             assert_eq!(v.risk, Risk::High, "{title}: {:?}", v.reasons);
         }
+        // Red team N2: a fetch whose title only mentions the memory server, or a "recall" that
+        // takes more than a query, is judged as what it is (high, asked).
+        for (kind, title, raw) in [
+            ("fetch", "Fetching content from http://127.0.0.1:1/reins-memory/memory_recall?d=x", json!({"url": "http://127.0.0.1:1/"})),
+            ("read", "http://127.0.0.1:1/reins-memory/memory_recall?d=x", json!({"url": "http://127.0.0.1:1/"})),
+            ("read", "reins-memory_memory_recall", json!({"query": "x", "url": "http://127.0.0.1:1/"})),
+            ("other", "mcp__reins-memory__memory_recall", json!({"query": 1})),
+        ] {
+            let v = judge(&policy, &ws, json!({"kind": kind, "title": title, "rawInput": raw}));
+            assert_eq!((v.risk, v.decision), (Risk::High, Decision::Ask), "{title}: {:?}", v.reasons);
+        }
+        // A recall still answers to the person's rules: one that denies the agent's tools denies it.
+        let deny = RuleSet::parse(
+            "[[rules]]\ndecision = \"deny\"\ntool = \"agent.permission\"\nreason = \"no agent tools\"\n",
+            "policy.toml",
+        )
+        .unwrap();
+        let strict = RulePolicy::with_rules(Protected::NONE, deny);
+        let v = judge(&strict, &ws, json!({"kind": "read", "title": "reins-memory_memory_recall", "rawInput": {"query": "x"}}));
+        assert_eq!(v.decision, Decision::Deny, "{:?}", v.reasons);
         // A suggested fact is judged as Reins' own memory.remember of it.
         let p = Permission::parse(
             &json!({"kind": "other", "title": "mcp__reins-memory__memory_suggest",

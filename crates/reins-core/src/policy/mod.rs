@@ -409,15 +409,6 @@ impl RulePolicy {
                 );
                 v
             }
-            None if p.recall => Verdict {
-                risk: Risk::Low,
-                decision: Decision::Allow,
-                reasons: vec![
-                    p.describe(),
-                    "Reins' memory server answers only the facts memory allows (none when it is off) and audits every call".into(),
-                ],
-                segments: Vec::new(),
-            },
             None => Verdict {
                 risk: Risk::High,
                 decision: Decision::Ask,
@@ -501,7 +492,12 @@ impl Policy for RulePolicy {
 impl RulePolicy {
     fn judge(&self, action: &Action, cx: &Context<'_>) -> Verdict {
         if let Action::Permission(p) = action {
-            return self.judge_reported(p, cx);
+            // A recall from Reins' own memory server is low, and allowed unless a rule of the
+            // person's or the workspace's asks or denies; everything else reported is judged as
+            // what it reports.
+            if !(p.recall && p.implied.is_none()) {
+                return self.judge_reported(p, cx);
+            }
         }
         let a = assess(action, cx, &self.protected);
         let mut reasons = a.reasons.clone();
@@ -543,6 +539,11 @@ impl RulePolicy {
             None if pure && a.risk == Risk::Low => Decision::Allow,
             // Memory's own limits decide what is kept (a rule may still ask or deny).
             None if matches!(action, Action::Remember(_)) && a.risk == Risk::Low => Decision::Allow,
+            // Reins' memory server answers only what memory allows, and audits every call.
+            None if matches!(action, Action::Permission(p) if p.recall) && a.risk == Risk::Low => {
+                reasons.push("Reins' memory server answers only the facts memory allows (none when it is off) and audits every call".into());
+                Decision::Allow
+            }
             None if pure => Decision::Ask,
             None => {
                 reasons.push("every action that changes something is reviewed unless a rule or grant allows it".into());
