@@ -179,6 +179,17 @@ pub fn relative_to(root: &std::path::Path, path: &str) -> String {
     }
 }
 
+/// The folder an agent says it runs its own command in (Qwen Code's `directory`, opencode's
+/// `workdir`, …), when it says.
+pub fn agent_folder(raw_input: &Value) -> Option<&str> {
+    string_at(raw_input, &["directory", "workdir", "cwd", "dir", "working_directory"])
+}
+
+/// `text` as one shell word.
+fn single_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 fn string_at<'v>(v: &'v Value, keys: &[&str]) -> Option<&'v str> {
     keys.iter().find_map(|k| v.get(*k).and_then(Value::as_str))
 }
@@ -288,6 +299,21 @@ fn implied(kind: &str, title: &str, reported: &Value, ws: &Workspace) -> Result<
         "execute" => {
             let command = string_at(input, &["command", "cmd"])
                 .ok_or("the agent's command is not given as a string")?;
+            // Run in another folder, the command is judged from there (a `cd` the classifier
+            // walks): `.git` is not the workspace root.
+            let command = match agent_folder(input) {
+                Some(dir) => {
+                    let rel = ws
+                        .resolve(&relative_to(ws.root(), dir))
+                        .map_err(|e| format!("the folder the agent runs its command in: {e}"))?;
+                    if rel.is_root() {
+                        command.to_owned()
+                    } else {
+                        format!("cd {}\n{command}", single_quoted(rel.as_str()))
+                    }
+                }
+                None => command.to_owned(),
+            };
             return ShellCommand::parse(&json!({ "command": command }))
                 .map(Action::Shell)
                 .map_err(|e| e.to_string());
@@ -428,6 +454,31 @@ mod tests {
             assert_eq!((v.risk, v.decision), (Risk::High, Decision::Ask), "{report} {v:?}");
             assert!(v.reasons.iter().any(|r| r.contains("high risk")), "{v:?}");
         }
+    }
+
+    #[test]
+    fn a_command_the_agent_runs_in_another_folder_is_judged_from_there() {
+        let (_tmp, ws) = ws();
+        std::fs::create_dir_all(ws.root().join(".git")).unwrap();
+        let p = RulePolicy::with_rules(Protected::NONE, RuleSet::default());
+        let command = "printf '[core]\\n\\tfsmonitor = touch x\\n' >> config";
+        let root = judge(&p, &ws, json!({"kind": "execute", "rawInput": {"command": command}}));
+        assert_eq!(root.risk, Risk::Medium, "{root:?}");
+        // Red team N3: Qwen Code's `directory`, opencode's `workdir`, absolute or not.
+        for raw in [
+            json!({"command": command, "directory": ws.root().join(".git").display().to_string()}),
+            json!({"command": command, "workdir": ".git"}),
+        ] {
+            let v = judge(&p, &ws, json!({"kind": "execute", "rawInput": raw}));
+            assert_eq!(v.risk, Risk::High, "{raw} {v:?}");
+        }
+        // A folder outside the workspace is refused like any path outside it.
+        let outside = Permission::parse(
+            &json!({"kind": "execute", "rawInput": {"command": "ls", "directory": "/etc"}}),
+            &ws,
+        )
+        .unwrap();
+        assert!(outside.implied.is_none() && outside.unread.is_some(), "{outside:?}");
     }
 
     #[test]

@@ -20,6 +20,12 @@ pub fn of(
 ) -> String {
     let shown = match (action, plan) {
         (Action::Permission(p), plan) => match p.implied.as_deref() {
+            // The agent runs it, not Reins: the card says so, and where.
+            Some(Action::Shell(cmd)) => format!(
+                "{}:\n\n{}",
+                p.describe(),
+                agent_shell(cmd, verdict, p)
+            ),
             Some(implied) => format!(
                 "{}:\n\n{}",
                 p.describe(),
@@ -46,6 +52,34 @@ pub fn of(
     crate::secrets::redact(&shown).into_owned()
 }
 
+/// A command an agent runs itself, with its own shell: the command as Reins judged it, where the
+/// agent runs it, and each part with its risk.
+fn agent_shell(cmd: &ShellCommand, verdict: &Verdict, p: &crate::action::Permission) -> String {
+    let folder = match crate::action::permission::agent_folder(&p.reported["rawInput"]) {
+        Some(dir) => format!("in {} (the folder it reported; judged from there)", reveal(dir)),
+        None => "in a folder it did not report (judged as the workspace root)".into(),
+    };
+    let mut s = format!(
+        "$ {}\n\nthe agent runs this itself, with its own shell and inside its own confinement, {folder}; Reins does not run it\n",
+        reveal(&cmd.display())
+    );
+    parts(&mut s, verdict);
+    s
+}
+
+/// Each part of a command with its risk and reasons.
+fn parts(s: &mut String, verdict: &Verdict) {
+    if !verdict.segments.is_empty() {
+        s.push_str("\nparts:\n");
+        for seg in &verdict.segments {
+            s.push_str(&format!("  [{}] {}\n", seg.risk.as_str(), reveal(&seg.text)));
+            for r in &seg.reasons {
+                s.push_str(&format!("        - {}\n", reveal(r)));
+            }
+        }
+    }
+}
+
 /// The command, how it will run, and each part with its risk.
 pub fn shell(cmd: &ShellCommand, verdict: &Verdict, place: Place<'_>) -> String {
     let analysis = cmd.analyse(place);
@@ -65,19 +99,7 @@ pub fn shell(cmd: &ShellCommand, verdict: &Verdict, place: Place<'_>) -> String 
         "in the workspace root, timeout {} s, output capped, own process group, only PATH/HOME/USER/LANG/TERM/TZ/TMPDIR passed on\n",
         cmd.timeout_s
     ));
-    if !verdict.segments.is_empty() {
-        s.push_str("\nparts:\n");
-        for seg in &verdict.segments {
-            s.push_str(&format!(
-                "  [{}] {}\n",
-                seg.risk.as_str(),
-                reveal(&seg.text)
-            ));
-            for r in &seg.reasons {
-                s.push_str(&format!("        - {}\n", reveal(r)));
-            }
-        }
-    }
+    parts(&mut s, verdict);
     s
 }
 
