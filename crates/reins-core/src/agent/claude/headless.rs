@@ -392,6 +392,9 @@ impl ClaudeAgent {
         }
         let hook = super::confine::hook_settings(&reins, link.as_ref().map(|l| l.port));
         claude.extend(["--settings".into(), hook.to_string()]);
+        // Only the person's own settings besides Reins' hook: a repository's `.claude/settings*.json`
+        // could switch hooks off (`disableAllHooks`) or allow calls by itself.
+        claude.extend(["--setting-sources".into(), "user".into()]);
         // Claude Code dies with this Reins (killed or crashed) instead of going on unheard: its
         // asks would go nowhere, and its session is resumed from disk anyway. Confined, the
         // helper is told (TERM), and ends the whole tree.
