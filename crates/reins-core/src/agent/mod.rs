@@ -212,6 +212,9 @@ pub trait External: Send {
     fn runs_outside(&self) -> bool {
         false
     }
+    /// Sends the agent the answer to its last request: called once the step that decided it is
+    /// committed, so a crash can never leave an answer the agent heard but the journal lacks.
+    fn deliver(&mut self) {}
     /// Reins started the agent's process and it may change the workspace by itself (in the
     /// kernel's eyes): what it changes there that no approval covered is caught between its moves.
     fn watched(&self) -> bool {

@@ -301,6 +301,10 @@ impl<'a> Drive<'a> {
             }
         }
         loop {
+            // The last step is committed: its answer may now reach the agent.
+            if let Some(x) = self.agent.external() {
+                x.deliver();
+            }
             if let Some(outcome) = self.safe_point().await? {
                 return Ok(outcome);
             }

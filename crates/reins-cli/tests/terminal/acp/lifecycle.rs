@@ -357,3 +357,55 @@ fn a_write_asked_for_again_after_a_crash_is_confirmed_from_the_journal_without_w
     );
     Ok(())
 }
+
+/// Red team N7: the agent hears an answer only once the step that decided it is committed. Reins
+/// dying in between leaves the grant in the journal and unheard; asked again after the restart,
+/// the same permission waits for a person instead of running a second time on the first yes.
+#[test]
+fn an_answer_reaches_the_agent_only_after_its_step_is_committed() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let ask = serde_json::json!({"permission": {"path": "NOTES.md", "content": "hello\n"}});
+    let agent = Scripted::new(&cli, serde_json::json!({"turns": [[ask], [ask]]}))?;
+    let mut child = cli
+        .strict_cmd()
+        .env("REINS_FAULT", "before_answer")
+        .args(["run", "--acp", "Write the notes"])
+        .args(agent.args())
+        .arg("--workspace")
+        .arg(cli.ws())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let first = card(&cli, &mut child)?;
+    let id = first["id"].as_str().unwrap_or_default();
+    let out = cli.strict_cmd().args(["approve", id]).output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let (code, said) = finish(child)?;
+    assert!(said.contains("before_answer"), "{said}");
+    assert_ne!(code, Some(0), "{said}");
+    // The journal holds the grant; the agent never heard it.
+    let (_, show) = the_run(&cli)?;
+    let steps = show["steps"].as_array().cloned().unwrap_or_default();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s["tool"] == "agent.permission" && s["status"] == "done"),
+        "{show}"
+    );
+    let answered = |agent: &Scripted| {
+        agent
+            .received()
+            .iter()
+            .filter(|m| m.get("result").is_some_and(|r| r.get("outcome").is_some()))
+            .count()
+    };
+    assert_eq!(answered(&agent), 0, "{:?}", agent.received());
+    // Restarted, the agent asks again: a person decides again.
+    let out = super::bounded(cli.strict_cmd().args(["worker", "--once"]))?;
+    assert!(out.status.success(), "{}", text(&out));
+    let all = cli.json(&["approvals", "--all"])?;
+    assert_eq!(all.as_array().map(Vec::len), Some(2), "{all}");
+    let (_, show) = the_run(&cli)?;
+    assert_eq!(show["run"]["state"], "awaiting_approval", "{show}");
+    Ok(())
+}

@@ -239,6 +239,9 @@ pub struct AcpAgent {
     started: Option<(u32, String)>,
     /// What the agent reported since the harness last asked, for the run's timeline.
     accounts: Vec<Account>,
+    /// The answer to the request whose step is done, sent once that step is committed.
+    /// (A mutex: a responder is `Send` but not `Sync`.)
+    outbox: std::sync::Mutex<Option<requests::Outgoing>>,
 }
 
 impl AcpAgent {
@@ -252,6 +255,7 @@ impl AcpAgent {
             keep: false,
             started: None,
             accounts: Vec::new(),
+            outbox: std::sync::Mutex::new(None),
         }
     }
 
@@ -544,6 +548,14 @@ impl External for AcpAgent {
 
     fn take_accounts(&mut self) -> Vec<Account> {
         std::mem::take(&mut self.accounts)
+    }
+
+    fn deliver(&mut self) {
+        let out = self.outbox.lock().ok().and_then(|mut o| o.take());
+        if let Some(out) = out {
+            crate::fault_point!("before_answer");
+            out.send();
+        }
     }
 
     /// Every agent started here: one the kernel keeps from the workspace writes nothing there,

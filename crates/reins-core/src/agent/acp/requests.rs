@@ -301,9 +301,12 @@ impl AcpAgent {
             _ => Err(refusal()),
         };
         match responder {
-            // A refused write or read is heard with this answer (its error carries the reason).
+            // A refused write or read is heard with this answer (its error carries the reason),
+            // once the step is committed (`deliver`): never an answer heard but not recorded.
             Some(r) => {
-                let _ = r.respond_with_result(answer);
+                if let Ok(mut out) = self.outbox.lock() {
+                    *out = Some(Outgoing { responder: r, answer });
+                }
             }
             // The process that asked is gone: the next one hears it in its prompt.
             None => self.state.tell.push(restarted(&asked, o)),
@@ -311,6 +314,18 @@ impl AcpAgent {
     }
 }
 
+
+/// An answer waiting for its step's commit.
+pub(super) struct Outgoing {
+    responder: Responder<Value>,
+    answer: Result<Value, agent_client_protocol::Error>,
+}
+
+impl Outgoing {
+    pub(super) fn send(self) {
+        let _ = self.responder.respond_with_result(self.answer);
+    }
+}
 
 /// What an agent restarted while its request was decided is told of the decision.
 fn restarted(asked: &Asked, o: &Observation) -> String {
