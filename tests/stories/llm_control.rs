@@ -314,6 +314,35 @@ async fn a_large_tool_output_reaches_the_model_as_an_excerpt_of_a_stored_artifac
     );
     Ok(())
 }
+/// Red team N8: the blob store is not sealed, so an output holding a secret is not put there; the
+/// journal keeps it, sealed, and the model is told where.
+#[tokio::test]
+async fn a_large_output_holding_a_secret_is_kept_only_sealed() -> anyhow::Result<()> {
+    let s = setup(
+        vec![
+            mock_llm::calls("", &[("big", "fs_read", r#"{"path":"logs/big.log"}"#)]),
+            mock_llm::text("Read it.", 50),
+        ],
+        false,
+    )
+    .await?;
+    let key = "sk-proj-Q7bX2mR9tL4wZ8kP1nV6cJ3hF5dS0aEyGuTiOpLk";
+    let mut log: String = (0..600).map(|i| format!("line {i:05} ok\n")).collect();
+    log.push_str(&format!("OPENAI_API_KEY={key}\n"));
+    std::fs::write(s.sb.ws().join("logs/big.log"), &log)?;
+    let run = s.start(&s.spec("read the big log")).await?;
+    let outcome = s.settle(run, &Silent).await?;
+    assert!(finished(&outcome, RunState::Succeeded), "{outcome:?}");
+    let told = mock_llm::tool_results(&s.mock.seen()[1]);
+    let text = &told[0].1;
+    assert!(!text.contains("in the blob store"), "{text}");
+    assert!(text.contains("`reins show RUN --step"), "{text}");
+    s.reins.close().await;
+    let found = files_containing(&s.sb.tmp.path().join("data/blobs"), key.as_bytes())?;
+    assert!(found.is_empty(), "the key is in {found:?}");
+    Ok(())
+}
+
 async fn card_fact(s: &Setup, run: RunId) -> anyhow::Result<String> {
     let all = s.reins.approvals(None, Some(run)).await?;
     all.first()

@@ -150,7 +150,8 @@ impl Drive<'_> {
     }
 
     /// Tells the agent what a step returned. A large output is first stored whole in the blob store
-    /// (fsynced, content-addressed) so the agent can refer to it instead of carrying it.
+    /// (fsynced, content-addressed) so the agent can refer to it instead of carrying it; not one
+    /// holding a secret, which is kept only in the journal, sealed there (the blob store is not).
     pub(super) async fn observe(
         &mut self,
         seq: i64,
@@ -159,7 +160,9 @@ impl Drive<'_> {
         output: &str,
         ran: Option<&serde_json::Value>,
     ) -> Result<()> {
-        let artifact = if output.len() > crate::agent::ARTIFACT_BYTES {
+        let artifact = if output.len() > crate::agent::ARTIFACT_BYTES
+            && !crate::secrets::contains(output)
+        {
             Some(self.e.blobs.put(output.as_bytes()).await?)
         } else {
             None
