@@ -372,7 +372,7 @@ impl AcpAgent {
                     self.state.said.clear();
                     self.state.said_ended = false;
                 }
-                self.state.said.push_str(&text);
+                updates::push_capped(&mut self.state.said, &text, updates::MAX_SAID);
                 self.state.said_given = false;
                 obs.on(&Progress::Text { text });
             }

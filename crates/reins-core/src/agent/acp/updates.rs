@@ -236,6 +236,28 @@ fn content_text(content: Option<&Value>) -> String {
     crate::secrets::redact(&cut).into_owned()
 }
 
+/// The most of the agent's current message kept (in memory and in its checkpointed state): more
+/// than the timeline shows and the summary uses; an agent that floods gets no further.
+pub(super) const MAX_SAID: usize = 4 * crate::agent::MAX_MESSAGE;
+
+/// Appends `text` to `to` up to `cap` bytes, cut at a character boundary; one `…` marks the cut.
+pub(super) fn push_capped(to: &mut String, text: &str, cap: usize) {
+    if to.len() >= cap {
+        return;
+    }
+    let room = cap - to.len();
+    if text.len() <= room {
+        to.push_str(text);
+        return;
+    }
+    let mut end = room;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    to.push_str(&text[..end]);
+    to.push('…');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,5 +324,21 @@ mod tests {
             calls.on_update(&update("tool_call", &n.to_string(), "pending", "read"));
         }
         assert_eq!(calls.calls.len(), MAX_CALLS);
+    }
+}
+
+#[cfg(test)]
+mod capped {
+    use super::push_capped;
+
+    #[test]
+    fn a_flood_stops_at_the_cap_on_a_character_boundary() {
+        let mut said = String::new();
+        push_capped(&mut said, "héllo ", 8);
+        // One byte of room, and ö takes two: cut before it.
+        push_capped(&mut said, "öx", 8);
+        assert_eq!(said, "héllo …");
+        push_capped(&mut said, "more", 8);
+        assert_eq!(said, "héllo …", "nothing more once full");
     }
 }
