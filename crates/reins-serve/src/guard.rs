@@ -105,7 +105,12 @@ pub async fn host_and_origin(
 }
 
 fn bearer(req: &Request) -> Option<&str> {
-    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    bearer_in(req.headers())
+}
+
+/// The bearer token of a request's headers.
+pub(crate) fn bearer_in(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }

@@ -18,6 +18,8 @@ use crate::Shared;
 
 /// How often the store is looked at when nothing in this server said it changed.
 const POLL: Duration = Duration::from_millis(100);
+/// How often a quiet event stream asks whether its device is still paired.
+const RECHECK: Duration = Duration::from_secs(5);
 
 /// Something the screens show changed; the browser refetches what it displays.
 #[derive(Clone, Debug, Serialize)]
@@ -71,27 +73,45 @@ pub async fn watch(reins: Arc<Reins>, wake: Arc<Notify>, tx: broadcast::Sender<C
 
 pub async fn events(
     State(shared): State<Arc<Shared>>,
+    headers: axum::http::HeaderMap,
 ) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
     let rx = shared.changes.subscribe();
+    // The guard let the device in; the stream asks again before each event and every few
+    // seconds, so a device revoked meanwhile hears nothing more.
+    let token = crate::guard::bearer_in(&headers)
+        .unwrap_or_default()
+        .to_owned();
     // A first event at once: the browser knows the stream is up and fetches what it shows.
-    let stream = futures_util::stream::unfold((true, rx), |(first, mut rx)| async move {
+    let start = (true, rx, shared, token);
+    let stream = futures_util::stream::unfold(start, |(first, mut rx, shared, token)| async move {
         if first {
-            return Some((Ok(Event::default().event("ready").data("{}")), (false, rx)));
+            let ready = Ok(Event::default().event("ready").data("{}"));
+            return Some((ready, (false, rx, shared, token)));
         }
-        let changed = match rx.recv().await {
-            Ok(c) => c,
-            // Fell behind: something changed, the browser refetches everything.
-            Err(broadcast::error::RecvError::Lagged(_)) => Changed {
-                pending: 0,
-                new_approvals: Vec::new(),
-            },
-            Err(broadcast::error::RecvError::Closed) => return None,
-        };
-        let data = serde_json::to_string(&changed).unwrap_or_else(|_| "{}".into());
-        Some((
-            Ok(Event::default().event("changed").data(data)),
-            (false, rx),
-        ))
+        loop {
+            let got = tokio::select! {
+                r = rx.recv() => Some(r),
+                () = tokio::time::sleep(RECHECK) => None,
+            };
+            if !matches!(shared.reins.device_for_token(&token).await, Ok(Some(_))) {
+                return None;
+            }
+            let changed = match got {
+                None => continue,
+                Some(Ok(c)) => c,
+                // Fell behind: something changed, the browser refetches everything.
+                Some(Err(broadcast::error::RecvError::Lagged(_))) => Changed {
+                    pending: 0,
+                    new_approvals: Vec::new(),
+                },
+                Some(Err(broadcast::error::RecvError::Closed)) => return None,
+            };
+            let data = serde_json::to_string(&changed).unwrap_or_else(|_| "{}".into());
+            return Some((
+                Ok(Event::default().event("changed").data(data)),
+                (false, rx, shared, token),
+            ));
+        }
     });
     Sse::new(stream).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }

@@ -511,3 +511,51 @@ async fn tls_with_a_made_certificate_checks_the_host_over_http2_too() -> anyhow:
         .ends_with(&format!("&fp={fp}")));
     Ok(())
 }
+
+/// Red team N11: a device revoked while its event stream is open hears nothing more: the stream
+/// asks again before each event (and every few seconds) and ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_devices_event_stream_ends_before_its_next_event() -> anyhow::Result<()> {
+    use std::time::Duration;
+    let cli = Cli::new()?;
+    let server = Server::start(&cli, &[])?;
+    let http = Http::new(&server);
+    let token = http.pair(&cli, "phone").await?;
+    let mut stream = reqwest::Client::new()
+        .get(format!("{}/api/events", server.base))
+        .bearer_auth(&token)
+        .send()
+        .await?;
+    assert_eq!(stream.status().as_u16(), 200);
+    let first = tokio::time::timeout(Duration::from_secs(10), stream.chunk()).await??;
+    let first = String::from_utf8_lossy(first.as_deref().unwrap_or_default()).into_owned();
+    assert!(first.contains("ready"), "{first}");
+    // What the pairing itself changed may still be on its way: heard before the revocation.
+    while let Ok(Ok(Some(_))) =
+        tokio::time::timeout(Duration::from_millis(1500), stream.chunk()).await
+    {}
+    let out = cli.run(&["serve", "revoke", "phone"])?;
+    assert!(out.status.success(), "{}", common::text(&out));
+    // Something changes: a run waits on a card.
+    let plan = Cli::plan("fix-logrotate.toml");
+    let ws = cli.ws();
+    let out = cli
+        .strict_cmd()
+        .args(["run", "--no-wait", "--plan"])
+        .arg(&plan)
+        .arg("--workspace")
+        .arg(&ws)
+        .output()?;
+    assert_eq!(out.status.code(), Some(3), "{}", common::text(&out));
+    let mut rest = String::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match tokio::time::timeout_at(deadline, stream.chunk()).await {
+            Ok(Ok(Some(c))) => rest.push_str(&String::from_utf8_lossy(&c)),
+            Ok(Ok(None) | Err(_)) => break,
+            Err(_) => anyhow::bail!("the stream is still open after 30 s: {rest:?}"),
+        }
+    }
+    assert!(!rest.contains("changed"), "{rest:?}");
+    Ok(())
+}
