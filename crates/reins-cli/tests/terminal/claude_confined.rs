@@ -2,24 +2,12 @@
 //! link, and a command a person approved does only what its card showed — the workspace, and
 //! nothing of the home folder, the protected paths or the credentials.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::claude::{card, finish};
 use super::claude_headless::{headless, reported};
 use super::common::{text, Cli};
 use reins_tests::mock_anthropic::{call, say, MockAnthropic};
-
-/// The audit events of `kind`, their payloads.
-fn events(cli: &Cli, kind: &str) -> anyhow::Result<Vec<Value>> {
-    let page = cli.json(&["audit", "list", "--limit", "500"])?;
-    Ok(page["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["kind"] == kind)
-        .map(|e| e["payload"].clone())
-        .collect())
-}
 
 #[test]
 fn an_approved_command_run_by_a_confined_claude_code_does_only_what_its_card_showed(
@@ -72,14 +60,14 @@ fn an_approved_command_run_by_a_confined_claude_code_does_only_what_its_card_sho
     assert!(!leaked.contains("SECRET123"), "{leaked}");
 
     // The run says how Claude Code ran, and what its confinement stopped.
-    let identified = events(&cli, "agent.identified")?;
+    let identified = cli.events("agent.identified")?;
     let how = identified
         .first()
         .and_then(|e| e["confinement"].as_str())
         .unwrap_or_default();
     assert!(how.starts_with("confined"), "{identified:?}");
     assert!(identified[0]["profileSha256"].is_string(), "{identified:?}");
-    let blocked = events(&cli, "agent.blocked")?;
+    let blocked = cli.events("agent.blocked")?;
     let words = serde_json::to_string(&blocked)?;
     assert!(words.contains(".bashrc"), "{words}");
     assert!(words.contains("pre-commit"), "{words}");
@@ -88,10 +76,10 @@ fn an_approved_command_run_by_a_confined_claude_code_does_only_what_its_card_sho
     let results = reported(&cli, "tool_result")?;
     assert_eq!(results.len(), 1, "{results:?}");
     // What changed in the workspace is the approved command's, said as such; nothing is unasked.
-    let by_command = serde_json::to_string(&events(&cli, "workspace.changed_by_command")?)?;
+    let by_command = serde_json::to_string(&cli.events("workspace.changed_by_command")?)?;
     assert!(by_command.contains("ok.txt"), "{by_command}");
     assert!(by_command.contains("leak.txt"), "{by_command}");
-    assert!(events(&cli, "workspace.changed_unasked")?.is_empty());
+    assert!(cli.events("workspace.changed_unasked")?.is_empty());
     Ok(())
 }
 

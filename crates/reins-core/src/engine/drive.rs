@@ -283,11 +283,11 @@ impl<'a> Drive<'a> {
         if let Some(outcome) = self.settle_journal().await? {
             return Ok(outcome);
         }
-        self.orient().await?;
+        let taken = self.orient().await?;
         if let Some(outcome) = self.start_mcp().await? {
             return Ok(outcome);
         }
-        self.start_watch().await?;
+        self.start_watch(taken).await?;
         if let Some(seq) = self.cp.current_step {
             let question = steps::get(self.e.store.pool(), self.run, seq)
                 .await?

@@ -90,18 +90,19 @@ impl Drive<'_> {
         Ok(())
     }
 
-    /// Runs once per attempt, after the journal is settled.
-    pub(super) async fn orient(&mut self) -> Result<()> {
+    /// Runs once per attempt, after the journal is settled. The workspace's fingerprint it took,
+    /// if it took one (an agent that runs outside Reins is not fingerprinted here).
+    pub(super) async fn orient(&mut self) -> Result<Option<Fingerprint>> {
         if self.agent.external().is_some_and(|x| x.runs_outside()) {
-            return Ok(());
+            return Ok(None);
         }
-        let changed_outside = self.observe_workspace().await?;
+        let (changed_outside, now) = self.observe_workspace().await?;
         let resuming = self.attempt > 1
             || self.cp.next_step > 1
             || !self.resumed.settled.is_empty()
             || !self.resumed.ended_processes.is_empty();
         if !resuming {
-            return Ok(());
+            return Ok(Some(now));
         }
         let mut recent_steps = Vec::new();
         for st in steps::recent(self.e.store.pool(), self.run, self.cp.next_step, 5).await? {
@@ -158,7 +159,7 @@ impl Drive<'_> {
             after_review: after_review.filter(|_| !answered),
             after_answer: after_review.filter(|_| answered),
         });
-        Ok(())
+        Ok(Some(now))
     }
 
     /// Files the run has touched and their content as it left them: the checkpoint's map plus
@@ -175,59 +176,69 @@ impl Drive<'_> {
         Ok(known)
     }
 
-    /// Takes this attempt's fingerprint (the baseline for the next resume) and returns what changed
-    /// since the previous one that this run did not do.
-    async fn observe_workspace(&mut self) -> Result<Vec<fingerprint::Change>> {
-        let previous = match &self.cp.workspace {
-            Some(d) => self
-                .e
-                .blob(d)
-                .await?
-                .and_then(|bytes| Fingerprint::from_bytes(&bytes)),
-            None => None,
-        };
-        let root = self.ws.root().to_path_buf();
-        let base = previous.clone().unwrap_or_default();
-        let scanned = tokio::task::spawn_blocking(move || fingerprint::scan(&root, &base))
-            .await
-            .map_err(|e| Error::Io {
-                context: "fingerprinting the workspace".into(),
-                source: std::io::Error::other(e.to_string()),
-            })?
-            .map_err(|source| Error::Io {
-                context: format!("fingerprinting {}", self.ws.root().display()),
-                source,
-            })?;
-        let (now, _) = scanned;
+    /// Takes this attempt's fingerprint (the baseline for the next resume); what changed since the
+    /// previous one that this run did not do, and the fingerprint.
+    async fn observe_workspace(&mut self) -> Result<(Vec<fingerprint::Change>, Fingerprint)> {
+        let previous = self.stored_fingerprint().await?;
+        let now = self.rescan(previous.clone().unwrap_or_default()).await?;
         self.cp.workspace = Some(self.e.blobs.put(&now.to_bytes()).await?);
         let Some(old) = previous else {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), now));
         };
         let known = self.known_files().await?;
-        Ok(fingerprint::diff(&old, &now)
+        let changes = fingerprint::diff(&old, &now)
             .into_iter()
-            .filter_map(|mut c| match known.get(&c.path) {
-                None => Some(c),
-                // The run's own doing: the content is what the run left there.
-                Some(expected)
-                    if c.kind != ChangeKind::Removed
-                        && c.sha256.is_some()
-                        && &c.sha256 == expected =>
-                {
-                    None
-                }
-                Some(None) if c.kind == ChangeKind::Removed => None,
+            .filter(|c| !explained(c, &known))
+            .map(|mut c| {
                 // Against what the run left, not against the older baseline.
-                Some(expected) => {
+                if let Some(expected) = known.get(&c.path) {
                     c.kind = match (expected, c.kind) {
                         (_, ChangeKind::Removed) => ChangeKind::Removed,
                         (Some(_), _) => ChangeKind::Modified,
                         (None, _) => ChangeKind::Added,
                     };
-                    Some(c)
                 }
+                c
             })
-            .collect())
+            .collect();
+        Ok((changes, now))
+    }
+
+    /// The workspace's fingerprint the checkpoint holds, if any.
+    pub(super) async fn stored_fingerprint(&self) -> Result<Option<Fingerprint>> {
+        Ok(match &self.cp.workspace {
+            Some(d) => self.e.blob(d).await?.and_then(|b| Fingerprint::from_bytes(&b)),
+            None => None,
+        })
+    }
+
+    /// Fingerprints the workspace, reusing `previous`'s hashes where nothing moved.
+    pub(super) async fn rescan(&self, previous: Fingerprint) -> Result<Fingerprint> {
+        let root = self.ws.root().to_path_buf();
+        let shown = root.display().to_string();
+        tokio::task::spawn_blocking(move || fingerprint::scan(&root, &previous))
+            .await
+            .map_err(|e| Error::Io {
+                context: "fingerprinting the workspace".into(),
+                source: std::io::Error::other(e.to_string()),
+            })?
+            .map(|(fp, _)| fp)
+            .map_err(|source| Error::Io {
+                context: format!("fingerprinting {shown}"),
+                source,
+            })
+    }
+}
+
+/// The run's own doing: the content is what the journal says the run left there.
+pub(super) fn explained(
+    c: &fingerprint::Change,
+    known: &BTreeMap<String, Option<Digest>>,
+) -> bool {
+    match known.get(&c.path) {
+        None => false,
+        Some(None) => c.kind == ChangeKind::Removed,
+        Some(Some(d)) => c.kind != ChangeKind::Removed && c.sha256.as_ref() == Some(d),
     }
 }
 

@@ -10,7 +10,7 @@
 //! So undo has what it needs, the content of every file is kept in the blob store (up to a size)
 //! when the watch first sees it and whenever it changes.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use crate::action::Action;
 use crate::agent::Move;
@@ -25,6 +25,7 @@ use crate::workspace::fingerprint::{self, ChangeKind, Fingerprint};
 
 use super::commit::Change;
 use super::drive::Drive;
+use super::recover::explained;
 
 /// Largest file whose content is kept for an undo.
 pub const KEEP_FILE_BYTES: u64 = 8 * 1024 * 1024;
@@ -53,21 +54,19 @@ pub(super) enum Seen {
 }
 
 impl Drive<'_> {
-    /// Starts watching for this attempt, when the agent is one Reins watches.
-    pub(super) async fn start_watch(&mut self) -> Result<()> {
+    /// Starts watching for this attempt, when the agent is one Reins watches, from the fingerprint
+    /// the attempt took already (`taken`), or a new one.
+    pub(super) async fn start_watch(&mut self, taken: Option<Fingerprint>) -> Result<()> {
         if !self.agent.external().is_some_and(|x| x.watched()) {
             return Ok(());
         }
-        let previous = match &self.cp.workspace {
-            Some(d) => self
-                .e
-                .blob(d)
-                .await?
-                .and_then(|b| Fingerprint::from_bytes(&b))
-                .unwrap_or_default(),
-            None => Fingerprint::default(),
+        let seen = match taken {
+            Some(fp) => fp,
+            None => {
+                let previous = self.stored_fingerprint().await?.unwrap_or_default();
+                self.rescan(previous).await?
+            }
         };
-        let seen = self.rescan(previous).await?;
         let all: Vec<String> = seen.entries.keys().cloned().collect();
         // Keeping a whole workspace takes a while (a file created per content): it goes on while
         // the agent starts, and the first look that needs it waits for it. A file the agent
@@ -222,23 +221,6 @@ impl Drive<'_> {
         Ok(found)
     }
 
-    /// Fingerprints the workspace, reusing `previous`'s hashes where nothing moved.
-    async fn rescan(&self, previous: Fingerprint) -> Result<Fingerprint> {
-        let root = self.ws.root().to_path_buf();
-        let shown = root.display().to_string();
-        tokio::task::spawn_blocking(move || fingerprint::scan(&root, &previous))
-            .await
-            .map_err(|e| Error::Io {
-                context: "fingerprinting the workspace".into(),
-                source: std::io::Error::other(e.to_string()),
-            })?
-            .map(|(fp, _)| fp)
-            .map_err(|source| Error::Io {
-                context: format!("fingerprinting {shown}"),
-                source,
-            })
-    }
-
     /// The contents of `paths` as `fp` records them that are not kept yet, and small enough.
     fn wanted(&self, fp: &Fingerprint, paths: &[String], kept: &HashSet<Digest>) -> Vec<Wanted> {
         let mut budget = KEEP_TOTAL_BYTES;
@@ -342,15 +324,6 @@ fn runs_a_command(call: &crate::action::ToolCall, ws: &crate::workspace::Workspa
     }
 }
 
-/// The run's own doing: the content is what the journal says the run left there.
-fn explained(c: &fingerprint::Change, known: &BTreeMap<String, Option<Digest>>) -> bool {
-    match known.get(&c.path) {
-        None => false,
-        Some(None) => c.kind == ChangeKind::Removed,
-        Some(Some(d)) => c.kind != ChangeKind::Removed && c.sha256.as_ref() == Some(d),
-    }
-}
-
 /// What the person is told when the run stops for changes nobody approved.
 fn unasked_reason(list: &[WorkspaceChange], undo: Option<i64>, run: crate::ids::RunId) -> String {
     let mut s = format!(
@@ -381,6 +354,8 @@ fn unasked_reason(list: &[WorkspaceChange], undo: Option<i64>, run: crate::ids::
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     fn change(path: &str, kind: ChangeKind, now: Option<&[u8]>) -> fingerprint::Change {

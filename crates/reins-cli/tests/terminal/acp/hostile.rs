@@ -195,15 +195,9 @@ fn an_agent_let_write_the_workspace_is_stopped_by_what_it_changed_unasked_and_it
         said.contains("without asking Reins: NOTES.md (changed)"),
         "{said}"
     );
-    let page = scene.cli.json(&["audit", "list", "--limit", "500"])?;
-    let caught: Vec<&serde_json::Value> = page["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["kind"] == "workspace.changed_unasked")
-        .collect();
-    assert_eq!(caught.len(), 1, "{page}");
-    let payload = &caught[0]["payload"];
+    let caught = scene.cli.events("workspace.changed_unasked")?;
+    assert_eq!(caught.len(), 1, "{caught:?}");
+    let payload = &caught[0];
     assert_eq!(payload["changes"][0]["path"], "NOTES.md", "{payload}");
     assert_eq!(payload["changes"][0]["kind"], "modified", "{payload}");
     assert_eq!(payload["changes"][0]["undoable"], true, "{payload}");

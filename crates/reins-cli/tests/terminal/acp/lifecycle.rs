@@ -102,16 +102,20 @@ impl Scripted {
         Ok(())
     }
 
-    fn run(&self, cli: &Cli, goal: &str) -> anyhow::Result<Child> {
-        Ok(cli
-            .strict_cmd()
-            .args(["run", "--acp", goal])
+    /// `reins run --acp GOAL` with this agent in the sandbox's workspace, not started yet.
+    pub(super) fn command(&self, cli: &Cli, goal: &str) -> std::process::Command {
+        let mut cmd = cli.strict_cmd();
+        cmd.args(["run", "--acp", goal])
             .args(self.args())
             .arg("--workspace")
             .arg(cli.ws())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?)
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    fn run(&self, cli: &Cli, goal: &str) -> anyhow::Result<Child> {
+        Ok(self.command(cli, goal).spawn()?)
     }
 }
 
@@ -299,16 +303,10 @@ fn a_write_asked_for_again_after_a_crash_is_confirmed_from_the_journal_without_w
         ]}),
     )?;
     let effects = cli.tmp.path().join("effects.log");
-    let mut child = cli
-        .strict_cmd()
+    let mut child = agent
+        .command(&cli, "Write the notes")
         .env("REINS_EFFECT_LOG", &effects)
         .env("REINS_FAULT", "after_confirm")
-        .args(["run", "--acp", "Write the notes"])
-        .args(agent.args())
-        .arg("--workspace")
-        .arg(cli.ws())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()?;
     let card = card(&cli, &mut child)?;
     let id = card["id"].as_str().unwrap_or_default();
@@ -366,15 +364,9 @@ fn an_answer_reaches_the_agent_only_after_its_step_is_committed() -> anyhow::Res
     let cli = Cli::new()?;
     let ask = serde_json::json!({"permission": {"path": "NOTES.md", "content": "hello\n"}});
     let agent = Scripted::new(&cli, serde_json::json!({"turns": [[ask], [ask]]}))?;
-    let mut child = cli
-        .strict_cmd()
+    let mut child = agent
+        .command(&cli, "Write the notes")
         .env("REINS_FAULT", "before_answer")
-        .args(["run", "--acp", "Write the notes"])
-        .args(agent.args())
-        .arg("--workspace")
-        .arg(cli.ws())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()?;
     let first = card(&cli, &mut child)?;
     let id = first["id"].as_str().unwrap_or_default();

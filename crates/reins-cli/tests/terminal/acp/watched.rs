@@ -2,9 +2,7 @@
 //! approval covered stops the run, in words, and rolling back to the checkpoint it names undoes it.
 //! A change it was allowed, with the content it reported, goes through.
 
-use std::process::Stdio;
-
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::common::{text, Cli};
 use super::lifecycle::Scripted;
@@ -12,28 +10,11 @@ use super::{card, finish};
 
 /// `reins run --acp` with the scripted agent, let write the workspace too.
 fn run(cli: &Cli, agent: &Scripted) -> anyhow::Result<std::process::Child> {
-    Ok(cli
-        .strict_cmd()
-        .args(["run", "--acp", "Write the notes"])
-        .args(agent.args())
+    Ok(agent
+        .command(cli, "Write the notes")
         .arg("--agent-may-write")
         .arg(cli.ws())
-        .arg("--workspace")
-        .arg(cli.ws())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()?)
-}
-
-fn caught(cli: &Cli) -> anyhow::Result<Vec<Value>> {
-    let page = cli.json(&["audit", "list", "--limit", "500"])?;
-    Ok(page["events"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|e| e["kind"] == "workspace.changed_unasked")
-        .map(|e| e["payload"].clone())
-        .collect())
 }
 
 fn approve_first_card(cli: &Cli, child: &mut std::process::Child) -> anyhow::Result<()> {
@@ -67,7 +48,7 @@ fn a_change_other_than_the_one_approved_and_a_deletion_nobody_asked_for_stop_the
     let id = cli.only_run()?;
     let show = cli.json(&["show", &id])?;
     assert_eq!(show["run"]["state"], "suspended", "{show}");
-    let found = caught(&cli)?;
+    let found = cli.events("workspace.changed_unasked")?;
     assert_eq!(found.len(), 1, "{found:?}");
     let changes = found[0]["changes"].as_array().cloned().unwrap_or_default();
     let paths: Vec<(&str, &str)> = changes
@@ -112,7 +93,7 @@ fn the_change_that_was_approved_with_the_content_reported_goes_through() -> anyh
     let (code, said) = finish(child)?;
     assert_eq!(code, Some(0), "{said}");
     assert_eq!(cli.read("NOTES.md")?, "new notes\n");
-    assert!(caught(&cli)?.is_empty());
+    assert!(cli.events("workspace.changed_unasked")?.is_empty());
     let show = cli.json(&["show", &cli.only_run()?])?;
     assert_eq!(show["run"]["state"], "succeeded", "{show}");
     Ok(())

@@ -100,6 +100,18 @@ impl Cli {
         Ok(std::fs::read_to_string(self.ws().join(rel))?)
     }
 
+    /// The payloads of the audit events of `kind`, oldest last as the log lists them.
+    pub fn events(&self, kind: &str) -> anyhow::Result<Vec<serde_json::Value>> {
+        let page = self.json(&["audit", "list", "--limit", "500"])?;
+        Ok(page["events"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["kind"] == kind)
+            .map(|e| e["payload"].clone())
+            .collect())
+    }
+
     /// The id of the only run.
     pub fn only_run(&self) -> anyhow::Result<String> {
         let runs = self.json(&["ps"])?;
