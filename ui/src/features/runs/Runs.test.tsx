@@ -6,9 +6,11 @@ import { fakeBackend } from "../../lib/ipc/fake";
 import { resetUi } from "../../lib/store";
 import type { RunSummary } from "../../lib/ipc/bindings";
 
-const run = (id: string, name: string, machine: string | null): RunSummary => ({
+// Each run is given its own time: the list sorts by the last update, and two
+// `Date.now()` calls a millisecond apart would swap the rows.
+const run = (id: string, name: string, machine: string | null, at: number): RunSummary => ({
   id, name, agent: "script", state: "running", terminal: false, waiting: false,
-  workspace: "/srv/work/api", machine, steps: 3, createdAt: Date.now(), updatedAt: Date.now(), lastError: null,
+  workspace: "/srv/work/api", machine, steps: 3, createdAt: at, updatedAt: at, lastError: null,
 });
 
 beforeEach(() => resetUi({ view: "runs", runId: null, approvalId: null }));
@@ -17,8 +19,8 @@ afterEach(cleanup);
 it("names the machine a run was started on, and nothing for a run from before machines were recorded", async () => {
   const fake = fakeBackend({
     runs: [
-      run("0193f000-0000-7000-8000-000000000001", "on the build box", "build-7"),
-      run("0193f000-0000-7000-8000-000000000002", "an old run", null),
+      run("0193f000-0000-7000-8000-000000000001", "on the build box", "build-7", Date.now()),
+      run("0193f000-0000-7000-8000-000000000002", "an old run", null, Date.now() - 60_000),
     ],
   });
   render(<App backend={fake.backend} client={new QueryClient()} />);
