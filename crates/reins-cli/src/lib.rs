@@ -274,6 +274,7 @@ async fn dispatch(cli: Cli) -> u8 {
                 database_url: cli.database_url,
                 password_key: cli.database_password_key,
                 workspace_roots: Vec::new(),
+                adopt_legacy: false,
             },
             cli.lease_secs,
             cli.retry_max,
@@ -333,9 +334,12 @@ async fn dispatch(cli: Cli) -> u8 {
 }
 
 async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
-    let roots = match &cli.command {
-        Command::Worker(args) => commands::worker::roots(&args.workspace_roots)?,
-        _ => Vec::new(),
+    let (roots, adopt_legacy) = match &cli.command {
+        Command::Worker(args) => (
+            commands::worker::roots(&args.workspace_roots)?,
+            args.adopt_legacy,
+        ),
+        _ => (Vec::new(), false),
     };
     open_with(
         cli.data_dir.clone(),
@@ -343,6 +347,7 @@ async fn open(cli: &Cli) -> reins_core::api::Result<Reins> {
             database_url: cli.database_url.clone(),
             password_key: cli.database_password_key.clone(),
             workspace_roots: roots,
+            adopt_legacy,
         },
         cli.lease_secs,
         cli.retry_max,
@@ -359,6 +364,8 @@ struct Team {
     /// The keyring entry holding the database password.
     password_key: Option<String>,
     workspace_roots: Vec<PathBuf>,
+    /// Carry out runs that name no machine.
+    adopt_legacy: bool,
 }
 
 async fn open_with(
@@ -395,6 +402,7 @@ async fn open_with(
             connections,
             database,
             workspace_roots: team.workspace_roots,
+            adopt_legacy: team.adopt_legacy,
             database_password_key: password_key.filter(|name| !name.trim().is_empty()),
             ..Options::default()
         },

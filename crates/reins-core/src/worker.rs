@@ -28,21 +28,25 @@ impl fmt::Display for WorkerId {
 
 /// Which runs of a shared database a worker can carry out: those started on its own machine, and
 /// those whose workspace lies under a root it declared it reaches (`reins worker --workspace-root`,
-/// a shared mount or a checkout at the same path). A run from before machines were recorded is
-/// anyone's.
+/// a shared mount or a checkout at the same path). A run with no machine (from before machines
+/// were recorded, or a row someone emptied) is nobody's unless the worker was told to adopt them.
 #[derive(Clone, Debug, Default)]
 pub struct Reach {
     roots: Vec<std::path::PathBuf>,
+    adopt_legacy: bool,
 }
 
 impl Reach {
-    pub fn new(roots: Vec<std::path::PathBuf>) -> Self {
-        Self { roots }
+    pub fn new(roots: Vec<std::path::PathBuf>, adopt_legacy: bool) -> Self {
+        Self {
+            roots,
+            adopt_legacy,
+        }
     }
 
     pub fn covers(&self, machine: Option<&str>, workspace: &str) -> bool {
         match machine {
-            None => true,
+            None => self.adopt_legacy,
             Some(m) if m == host_name() => true,
             Some(_) => {
                 let workspace = std::path::Path::new(workspace);
@@ -105,8 +109,10 @@ mod tests {
 
     #[test]
     fn a_worker_reaches_its_own_machines_runs_and_those_under_its_roots() {
-        let reach = Reach::new(vec![std::path::PathBuf::from("/srv/work")]);
-        assert!(reach.covers(None, "/anywhere"), "a run from before machines were recorded");
+        let reach = Reach::new(vec![std::path::PathBuf::from("/srv/work")], false);
+        assert!(!reach.covers(None, "/srv/work/api"), "a run with no machine is nobody's");
+        let adopting = Reach::new(Vec::new(), true);
+        assert!(adopting.covers(None, "/anywhere"), "unless the worker adopts them");
         assert!(reach.covers(Some(&host_name()), "/home/me/project"));
         assert!(reach.covers(Some("build-7"), "/srv/work/api"));
         assert!(

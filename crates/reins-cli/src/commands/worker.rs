@@ -20,6 +20,11 @@ pub struct Args {
     /// machine are always this worker's to carry out.
     #[arg(long = "workspace-root", value_name = "DIR")]
     pub workspace_roots: Vec<std::path::PathBuf>,
+    /// Team mode: also carry out runs that name no machine (made before machines were recorded).
+    /// Like every run from another machine, they start only agents and MCP servers registered on
+    /// this machine under the names they give.
+    #[arg(long)]
+    pub adopt_legacy: bool,
 }
 
 /// The declared roots as absolute, existing directories.

@@ -15,6 +15,7 @@ pub mod acp;
 pub mod claude;
 pub mod llm;
 pub mod script;
+pub mod registry;
 mod sessions;
 
 pub use sessions::{Kept, Sessions};

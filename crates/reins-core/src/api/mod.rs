@@ -132,6 +132,9 @@ pub struct Options {
     /// Team mode: workspaces on other machines this process's worker can reach (runs started on
     /// this machine are always its to carry out).
     pub workspace_roots: Vec<std::path::PathBuf>,
+    /// Team mode: also carry out runs from before machines were recorded (they are started as
+    /// runs from another machine: only with what this machine registered).
+    pub adopt_legacy: bool,
     /// Team mode: listen for other machines' commits (LISTEN/NOTIFY) and wake at once. Without it
     /// (a connection pooler in transaction mode cannot carry LISTEN) workers and screens see other
     /// machines' changes at their next poll.
@@ -153,6 +156,7 @@ impl Default for Options {
             connections: crate::store::DEFAULT_CONNECTIONS,
             database: None,
             workspace_roots: Vec::new(),
+            adopt_legacy: false,
             listen: true,
             database_password_key: None,
         }
@@ -241,7 +245,11 @@ impl Reins {
             }
         };
         let mut engine = Engine::new(store, blobs, policy, options.lease_ms.max(1000))
-            .with_reach(crate::worker::Reach::new(options.workspace_roots.clone()))
+            .with_reach(crate::worker::Reach::new(
+                options.workspace_roots.clone(),
+                options.adopt_legacy,
+            ))
+            .with_registry(Arc::new(crate::settings::agents::Registered))
             .with_retry_budget(options.retry)
             .with_agent_logs(data_dir.agent_logs())
             .with_containment(crate::contain::Setup {

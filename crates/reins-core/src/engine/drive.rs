@@ -142,7 +142,8 @@ impl<'a> Drive<'a> {
             .opened_text(&spec, "the run's plan")
             .await
             .map_err(|err| StartError::Suspend(err.to_string()))?;
-        let mut agent = agent::build(&row.agent_kind, &spec, &e.services(row)).map_err(|err| {
+        let here = e.spec_here(row, &spec).map_err(StartError::Suspend)?;
+        let mut agent = agent::build(&row.agent_kind, &here, &e.services(row)).map_err(|err| {
             StartError::Suspend(format!("the run's agent cannot be rebuilt: {err}"))
         })?;
         let mismatches = row.compat.mismatches(&crate::compat::Compat::current(

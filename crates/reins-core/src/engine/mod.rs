@@ -107,6 +107,8 @@ pub struct Engine {
     reach: Arc<crate::worker::Reach>,
     /// What confines the processes this engine starts.
     contain: crate::contain::Setup,
+    /// The agents and servers this machine registered: all a run from another machine may start.
+    registry: Arc<dyn crate::agent::registry::Registry>,
 }
 
 impl Engine {
@@ -127,6 +129,7 @@ impl Engine {
             agent_logs: None,
             reins_program: None,
             reach: Arc::default(),
+            registry: Arc::new(crate::agent::registry::Nothing),
             contain: crate::contain::Setup {
                 helper: crate::contain::launch::helper(),
                 ..Default::default()
@@ -272,6 +275,25 @@ impl Engine {
             .filter(|r| !shared || self.reach.covers(r.machine.as_deref(), &r.workspace))
             .map(|r| r.id)
             .collect())
+    }
+
+    /// The spec run `row`'s agent is built from here. A run queued on another machine of a shared
+    /// database starts only what this machine registered under the names it gives; the reason is
+    /// the run's when it cannot.
+    pub(crate) fn spec_here(&self, row: &runs::RunRow, spec: &str) -> Result<String, String> {
+        let here = crate::worker::host_name();
+        if !self.store.shared() || row.machine.as_deref() == Some(here.as_str()) {
+            return Ok(spec.to_owned());
+        }
+        let from = row.machine.as_deref().unwrap_or("a machine nobody recorded");
+        crate::agent::registry::localize(&row.agent_kind, spec, self.registry.as_ref())
+            .map_err(|e| format!("this run was started on {from}, and {here} will not start it: {e}"))
+    }
+
+    /// Starts, for runs queued on other machines, only what `registry` holds.
+    pub fn with_registry(mut self, registry: Arc<dyn crate::agent::registry::Registry>) -> Self {
+        self.registry = registry;
+        self
     }
 
     /// Declares the workspaces on other machines this worker can reach.

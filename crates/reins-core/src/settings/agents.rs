@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::runs::goal_and_name;
 pub use crate::agent::acp::known::FoundAgent;
 use crate::agent::acp::{Spec, DEFAULT_IDLE_TIMEOUT_S};
+use crate::agent::registry::LocalAgent;
+use crate::mcp::ServerSpec;
 use crate::error::{Error, Result};
 
 /// The file registered agents are kept in, in the config dir.
@@ -245,4 +247,29 @@ pub fn acp_spec(req: AcpRunRequest) -> Result<Spec> {
         agent,
         idle_timeout_s: req.idle_timeout_s.unwrap_or(DEFAULT_IDLE_TIMEOUT_S),
     })
+}
+
+/// This machine's registrations, read afresh each time a run from another machine starts.
+pub struct Registered;
+
+impl crate::agent::registry::Registry for Registered {
+    fn agent(&self, name: &str) -> std::result::Result<Option<LocalAgent>, String> {
+        Ok(agents()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .find(|a| a.name == name)
+            .map(|a| LocalAgent {
+                command: a.command,
+                env: a.env,
+                pass_env: a.pass_env,
+                may_write: a.may_write,
+            }))
+    }
+
+    fn mcp_server(&self, name: &str) -> std::result::Result<Option<ServerSpec>, String> {
+        Ok(super::runs::mcp_servers()
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .find(|s| s.name == name))
+    }
 }

@@ -8,15 +8,17 @@ use std::process::{Command, Output};
 
 use reins_core::api::{DataDir, Options, Reins, RunState, Silent};
 
+mod agents;
+
 /// One shared database and a workspace every machine of the test can reach at the same path.
-struct Team {
+pub(crate) struct Team {
     tmp: tempfile::TempDir,
     url: String,
 }
 
 impl Team {
     /// A team on a database of its own on the shared cluster.
-    fn new() -> anyhow::Result<Self> {
+    pub(crate) fn new() -> anyhow::Result<Self> {
         Self::on_database(reins_testpg::database("team")?)
     }
 
@@ -53,17 +55,17 @@ impl Team {
         Ok(())
     }
 
-    fn ws(&self) -> PathBuf {
+    pub(crate) fn ws(&self) -> PathBuf {
         self.tmp.path().join("ws")
     }
 
-    fn data(&self, machine: &str) -> PathBuf {
+    pub(crate) fn data(&self, machine: &str) -> PathBuf {
         self.tmp.path().join(format!("data-{machine}"))
     }
 
     /// `reins` as run on `machine`: its own data dir and host name, the shared database, the
     /// built-in policy (every change is reviewed).
-    fn on(&self, machine: &str) -> Command {
+    pub(crate) fn on(&self, machine: &str) -> Command {
         let mut c = Command::new(env!("CARGO_BIN_EXE_reins"));
         c.env("REINS_DATA_DIR", self.data(machine))
             .env(
@@ -88,7 +90,7 @@ impl Team {
         c
     }
 
-    fn json(&self, machine: &str, args: &[&str]) -> anyhow::Result<serde_json::Value> {
+    pub(crate) fn json(&self, machine: &str, args: &[&str]) -> anyhow::Result<serde_json::Value> {
         let out = self.on(machine).args(args).arg("--json").output()?;
         anyhow::ensure!(
             out.status.success(),
@@ -99,7 +101,7 @@ impl Team {
     }
 
     /// The facade on `machine`'s data dir and the shared database.
-    async fn reins(&self, machine: &str) -> anyhow::Result<Reins> {
+    pub(crate) async fn reins(&self, machine: &str) -> anyhow::Result<Reins> {
         Ok(Reins::open(
             DataDir::at(&self.data(machine)),
             Options {
@@ -111,7 +113,7 @@ impl Team {
     }
 }
 
-fn ok(out: &Output) -> anyhow::Result<String> {
+pub(crate) fn ok(out: &Output) -> anyhow::Result<String> {
     let text = common::text(out);
     anyhow::ensure!(out.status.success(), "{text}");
     Ok(text)
