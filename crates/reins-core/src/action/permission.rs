@@ -457,6 +457,25 @@ mod tests {
     }
 
     #[test]
+    fn an_agents_own_search_over_a_folder_holding_secrets_is_high_and_asks() {
+        let (tmp, ws) = ws();
+        let p = RulePolicy::defaults(Protected::NONE);
+        std::fs::create_dir_all(tmp.path().join("src/.git")).unwrap();
+        std::fs::write(tmp.path().join("src/main.rs"), "fn main() {}").unwrap();
+        std::fs::write(tmp.path().join("src/.git/.env"), "inside git's data: skipped").unwrap();
+        let root = tmp.path().display().to_string();
+        let search = |path: &str| json!({"kind": "search", "title": "grep_search", "rawInput": {"pattern": "AWS_SECRET", "path": path}});
+        let v = judge(&p, &ws, search(&format!("{root}/src")));
+        assert_eq!((v.risk, v.decision), (Risk::Low, Decision::Allow), "{v:?}");
+        std::fs::create_dir_all(tmp.path().join("config")).unwrap();
+        std::fs::write(tmp.path().join("config/.ENV.local"), "AWS_SECRET_ACCESS_KEY=x").unwrap();
+        let v = judge(&p, &ws, search(&root));
+        assert_eq!((v.risk, v.decision), (Risk::High, Decision::Ask), "{v:?}");
+        let why = v.reasons.join(" | ");
+        assert!(why.contains("itself, and it reaches config/.ENV.local (an environment file"), "{why}");
+    }
+
+    #[test]
     fn a_command_the_agent_runs_in_another_folder_is_judged_from_there() {
         let (_tmp, ws) = ws();
         std::fs::create_dir_all(ws.root().join(".git")).unwrap();

@@ -193,6 +193,12 @@ impl Confined {
         self.dir.join("tmp")
     }
 
+    /// A file of Reins' for the program, beside its temp dir: it can read it, not write it, and
+    /// it goes when the program does.
+    pub fn own_file(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
     fn report(&self) -> PathBuf {
         self.dir.join("enforced.json")
     }

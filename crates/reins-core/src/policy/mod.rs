@@ -262,8 +262,12 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
         Action::Fetch(req) => network::assess(req, cx.resolved, &mut a),
         Action::Permission(p) => match p.implied.as_deref() {
             Some(inner) => {
+                let searched = own_search(inner, cx, protected);
                 let mut inner = assess(inner, cx, protected);
                 inner.reasons.insert(0, p.describe());
+                if let Some(why) = searched {
+                    inner.raise(Risk::High, why);
+                }
                 return inner;
             }
             None if p.recall => a.raise(Risk::Low, p.describe()),
@@ -292,6 +296,16 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
         }
     }
     a
+}
+
+/// Why a search an agent carries out itself is high: it reads files Reins' own search skips.
+fn own_search(inner: &Action, cx: &Context<'_>, protected: &Protected) -> Option<String> {
+    let Action::Search { path, .. } = inner else {
+        return None;
+    };
+    protected
+        .secrets_within(cx.root, path.as_str())
+        .map(|why| format!("the agent searches {path} itself, and {why}"))
 }
 
 /// The policy Reins runs with: the built-in assessment, then the user's rules, then the workspace's
@@ -407,6 +421,13 @@ impl RulePolicy {
                     0,
                     format!("{}, judged as Reins' own {}", p.describe(), inner.tool()),
                 );
+                if let Some(why) = own_search(inner, cx, &self.protected) {
+                    v.risk = Risk::High;
+                    if v.decision == Decision::Allow {
+                        v.decision = Decision::Ask;
+                    }
+                    v.reasons.push(why);
+                }
                 v
             }
             None => Verdict {

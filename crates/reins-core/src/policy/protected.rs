@@ -128,6 +128,41 @@ impl Protected {
             .or_else(|| why_names(&folded_names(&path)))
     }
 
+    /// For a search an agent carries out itself over `folder` (relative to `root`): the first file
+    /// it would read that Reins keeps from agents because it holds secrets (an environment file, a
+    /// credentials file), or why Reins cannot tell; None when the folder holds none. Reins' own
+    /// searches skip such files; an agent's own search does not ask Reins which ones it may read.
+    pub fn secrets_within(&self, root: &Path, folder: &str) -> Option<String> {
+        let start = root.join(folder);
+        let mut seen = 0usize;
+        let walk = ignore::WalkBuilder::new(&start)
+            .standard_filters(false)
+            .follow_links(false)
+            .filter_entry(|e| fold(&e.file_name().to_string_lossy()) != ".git")
+            .build();
+        for entry in walk {
+            seen += 1;
+            if seen > MAX_SEARCHED {
+                return Some(format!(
+                    "{folder} holds over {MAX_SEARCHED} entries: Reins cannot tell whether a file there holds secrets"
+                ));
+            }
+            let Ok(entry) = entry else { continue };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            let name = fold(&entry.file_name().to_string_lossy());
+            if let Some(why) = secret_file(&name) {
+                let shown = entry.path().strip_prefix(root).unwrap_or(entry.path());
+                return Some(format!(
+                    "it reaches {} ({why}), which Reins keeps from agents",
+                    shown.display()
+                ));
+            }
+        }
+        None
+    }
+
     /// Every protected place with why, for people: Reins' own places, then the names protected in
     /// any workspace.
     pub fn listed(&self) -> Vec<(String, String)> {
@@ -153,6 +188,28 @@ impl Protected {
             .iter()
             .find(|(own, _)| !own.as_os_str().is_empty() && folded_starts_with(path, own))
             .map(|(_, reason)| *reason)
+    }
+}
+
+/// Entries an agent's own search may span before Reins gives up telling what it reaches.
+const MAX_SEARCHED: usize = 50_000;
+
+/// Why the file at `path` holds secrets, by its name (an environment file, a credentials file), or
+/// None.
+pub fn secret_path(path: &Path) -> Option<&'static str> {
+    secret_file(&fold(&path.file_name()?.to_string_lossy()))
+}
+
+/// Why a file named `name` (folded) holds secrets, or None.
+fn secret_file(name: &str) -> Option<&'static str> {
+    if name.starts_with(".env") && name != ".envrc" {
+        return Some("an environment file: it usually holds secrets");
+    }
+    match name {
+        ".npmrc" => Some("package manager config: it can hold tokens"),
+        ".pypirc" => Some("package index credentials"),
+        ".netrc" => Some("network credentials"),
+        _ => None,
     }
 }
 

@@ -426,3 +426,45 @@ fn qwen_recalls_a_profile_fact_from_reins_memory_server() -> anyhow::Result<()> 
     );
     Ok(())
 }
+
+/// Red team N10: Qwen Code runs its read tools unasked in its `default` mode. Started by Reins, it
+/// asks for each, so a read of `.env` and a search that reaches it are both high-risk cards; with
+/// both rejected, the key never reaches the model.
+#[test]
+fn its_own_reads_and_searches_ask_and_a_search_reaching_env_is_high() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+    std::fs::write(
+        cli.ws().join(".env"),
+        format!("AWS_SECRET_ACCESS_KEY={key}\n"),
+    )?;
+    let ws = cli.ws().display().to_string();
+    let read = serde_json::json!({"file_path": format!("{ws}/.env")}).to_string();
+    let grep = serde_json::json!({"pattern": "AWS_SECRET", "path": ws}).to_string();
+    let mock = MockLlm::start(vec![
+        mock_llm::calls("Reading the env file.", &[("call_1", "read_file", &read)]),
+        mock_llm::calls("Searching.", &[("call_2", "grep_search", &grep)]),
+        mock_llm::text("Done.", 8),
+    ])?;
+    let mut child = start(&cli, QWEN, &mock, "Check the config")?;
+    for expected in [".env is a protected path", "itself, and it reaches .env"] {
+        let card = card(&cli, &mut child)?;
+        assert_eq!(card["risk"], "high", "{card}");
+        assert!(card.to_string().contains(expected), "{expected}: {card}");
+        let id = card["id"].as_str().unwrap_or_default();
+        let out = cli
+            .strict_cmd()
+            .args(["reject", id, "--reason", "no"])
+            .output()?;
+        assert!(out.status.success(), "{}", super::common::text(&out));
+    }
+    let (code, said) = finish(child)?;
+    assert_eq!(code, Some(0), "{said}");
+    let seen = mock.seen();
+    assert!(seen.len() >= 3, "every scripted reply was asked for");
+    assert!(
+        seen.iter().all(|s| !s.body.to_string().contains(key)),
+        "the key reached the model"
+    );
+    Ok(())
+}

@@ -35,14 +35,27 @@ impl AcpAgent {
                 })?;
             env.push((var.clone(), secret));
         }
-        let set = super::vendors::asking_env(&self.spec.command);
         let held = self.confine().await?;
+        let mut set: Vec<(&str, String)> = super::vendors::asking_env(&self.spec.command)
+            .iter()
+            .map(|(var, value)| (*var, (*value).to_owned()))
+            .collect();
+        for (var, name, content) in super::vendors::asking_files(&self.spec.command) {
+            // Without confinement the agent could rewrite the file as it likes: none is given.
+            if let Some(confined) = &held.confined {
+                let file = confined.own_file(name);
+                std::fs::write(&file, content)
+                    .map_err(|e| format!("cannot write the agent's settings {}: {e}", file.display()))?;
+                set.push((var, file.display().to_string()));
+            }
+        }
+        let set: Vec<(&str, &str)> = set.iter().map(|(v, s)| (*v, s.as_str())).collect();
         let mut process = Process::start(
             &self.spec.command,
             &self.services.root,
             &env,
             &self.spec.pass_env,
-            set,
+            &set,
             self.services.log.clone(),
             held,
         )

@@ -93,17 +93,21 @@ impl AcpAgent {
                     bound,
                 )
             }
-            AgentRequest::ReadTextFileRequest(r) => (
-                Asked::Read {
-                    line: r.line,
-                    limit: r.limit,
-                },
-                ToolCall {
-                    tool: "fs.read".into(),
-                    args: json!({"path": rel(&r.path)}),
-                },
-                None,
-            ),
+            AgentRequest::ReadTextFileRequest(r) => {
+                // Read through Reins: judged here, as a read of its own would be.
+                self.state.calls.asked_for_latest();
+                (
+                    Asked::Read {
+                        line: r.line,
+                        limit: r.limit,
+                    },
+                    ToolCall {
+                        tool: "fs.read".into(),
+                        args: json!({"path": rel(&r.path)}),
+                    },
+                    None,
+                )
+            }
             AgentRequest::RequestPermissionRequest(r) => {
                 let find = |kinds: &[&str]| {
                     r.options.iter().find_map(|o| {

@@ -14,6 +14,9 @@ use crate::agent::Account;
 
 /// The agent's tool kinds that change things: done without asking, they stop the run.
 const EFFECT_KINDS: &[&str] = &["edit", "delete", "move", "execute"];
+/// The agent's tool kinds that read: done without asking, they stop the run when what they read
+/// is a file Reins keeps from agents, or when what they report back holds a secret.
+const READ_KINDS: &[&str] = &["read", "search"];
 /// Characters of a tool call's reported content kept on the timeline.
 const MAX_CONTENT: usize = 500;
 /// Tool calls remembered (the oldest are forgotten; their updates are still recorded).
@@ -172,6 +175,21 @@ impl Calls {
                 call.status.clone()
             }
         });
+        let read = READ_KINDS.contains(&call.kind.as_str()) && !call.asked;
+        if let Some(what) = read.then(|| revealed(v)).flatten() {
+            let account = Account::Unasked {
+                tool_call: key(id),
+                kind: call.kind.clone(),
+                title: call.title.clone(),
+            };
+            return Seen::Stop {
+                accounts: vec![account],
+                reason: format!(
+                    "the agent's own {:?} tool ({}) {what} without asking Reins; the run stops so you can look. Configure the agent to ask before every tool (docs/agents.md)",
+                    call.kind, call.title
+                ),
+            };
+        }
         if status == call.status && !first {
             // A progress update with the same status (streamed output): not a new fact.
             return Seen::Nothing;
@@ -204,6 +222,29 @@ impl Calls {
         }
         Seen::Record(account)
     }
+}
+
+/// What an unasked read reached that Reins keeps from agents: a secret file it names, or a secret
+/// in what it reports back.
+fn revealed(v: &Value) -> Option<String> {
+    let named = crate::action::permission::reported_path(v);
+    let locations = v["locations"].as_array().into_iter().flatten();
+    let paths = named
+        .into_iter()
+        .chain(locations.filter_map(|l| l["path"].as_str().map(str::to_owned)));
+    for path in paths {
+        if let Some(why) = crate::policy::protected::secret_path(std::path::Path::new(&path)) {
+            return Some(format!("read {path} ({why})"));
+        }
+    }
+    let text: String = v["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["content"]["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    crate::secrets::contains(&text).then(|| "returned what holds a secret".to_owned())
 }
 
 fn is_final(status: &str) -> bool {
@@ -294,6 +335,31 @@ mod tests {
         calls.on_update(&update("tool_call", "e", "pending", "edit"));
         let seen = calls.on_update(&update("tool_call_update", "e", "failed", "edit"));
         assert!(matches!(seen, Seen::Record(_)), "{seen:?}");
+    }
+
+    #[test]
+    fn an_unasked_read_of_a_secret_file_or_that_returns_a_secret_stops_the_run() {
+        let mut calls = Calls::default();
+        let read = json!({"sessionUpdate": "tool_call", "toolCallId": "r", "kind": "read", "title": "ReadFile",
+            "locations": [{"path": "/ws/config/.env.production"}]});
+        let Seen::Stop { reason, .. } = calls.on_update(&read) else { panic!("a read of an environment file") };
+        assert!(reason.contains("read /ws/config/.env.production (an environment file"), "{reason}");
+
+        let search = json!({"sessionUpdate": "tool_call", "toolCallId": "s", "kind": "search", "title": "grep_search",
+            "rawInput": {"pattern": "AWS", "path": "/ws"}});
+        assert!(matches!(calls.on_update(&search), Seen::Record(_)));
+        let found = json!({"sessionUpdate": "tool_call_update", "toolCallId": "s", "status": "completed",
+            "content": [{"type": "content", "content": {"type": "text",
+                "text": "File: .env\nL1: AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}}]});
+        let Seen::Stop { reason, .. } = calls.on_update(&found) else { panic!("a search that returned a key") };
+        assert!(reason.contains("returned what holds a secret"), "{reason}");
+
+        // Asked first: the person or the policy decided it.
+        calls.on_update(&json!({"sessionUpdate": "tool_call", "toolCallId": "t", "kind": "read", "title": "ReadFile"}));
+        calls.asked("t");
+        let asked = json!({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "completed",
+            "locations": [{"path": "/ws/.env"}]});
+        assert!(matches!(calls.on_update(&asked), Seen::Record(_)));
     }
 
     #[test]

@@ -16,6 +16,20 @@ pub fn asking_env(argv: &[String]) -> &'static [(&'static str, &'static str)] {
     &[]
 }
 
+/// Qwen Code's system settings, which win over the user's and the project's: every read tool
+/// (file reads, search, glob, listing), every edit, command and fetch asks, so each reaches Reins
+/// as a permission request. Its `default` mode alone runs the read tools unasked.
+const QWEN_ASKS: &str = r#"{"permissions":{"ask":["Read","Edit","Write","Bash","WebFetch","Agent","Skill"]}}"#;
+
+/// Settings files to give the agent `argv` starts, so that it asks before every tool: the
+/// variable that names each, and its content. Reins writes them where the agent cannot.
+pub fn asking_files(argv: &[String]) -> &'static [(&'static str, &'static str, &'static str)] {
+    if runs(argv, &["qwen"]) {
+        return &[("QWEN_CODE_SYSTEM_SETTINGS_PATH", "qwen-settings.json", QWEN_ASKS)];
+    }
+    &[]
+}
+
 /// Whether the command starts one of `names`: as its program or through a launcher
 /// (`npx opencode-ai@1.2.3 acp`, `node …/opencode`, `env VAR=… opencode acp`).
 fn runs(argv: &[String], names: &[&str]) -> bool {
@@ -158,6 +172,16 @@ mod tests {
         ] {
             assert!(asking_env(&argv(cmd)).is_empty(), "{cmd}");
         }
+    }
+
+    #[test]
+    fn qwen_code_is_given_settings_that_make_its_read_tools_ask() {
+        let files = asking_files(&argv("qwen --acp"));
+        assert_eq!(files[0].0, "QWEN_CODE_SYSTEM_SETTINGS_PATH");
+        let settings: serde_json::Value = serde_json::from_str(files[0].2).unwrap();
+        let ask = settings["permissions"]["ask"].to_string();
+        assert!(ask.contains("\"Read\"") && ask.contains("\"WebFetch\""), "{ask}");
+        assert!(asking_files(&argv("opencode acp")).is_empty());
     }
 
     #[test]
