@@ -181,6 +181,18 @@ mod tests {
         Ok(())
     }
 
+    #[tokio::test]
+    async fn a_line_past_its_cap_fails_the_stream_and_shorter_lines_pass() {
+        use tokio::io::AsyncReadExt;
+        let mut ok = Capped::new(&b"0123\n4567\n89"[..], 4);
+        let mut out = String::new();
+        ok.read_to_string(&mut out).await.unwrap();
+        assert_eq!(out, "0123\n4567\n89");
+        let mut long = Capped::new(&b"0123\n45678\n"[..], 4);
+        let err = long.read_to_string(&mut String::new()).await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+    }
+
     #[test]
     fn a_reused_pid_is_not_the_recorded_process() {
         let me = std::process::id();
@@ -245,7 +257,7 @@ pub fn find_program(
 /// Starts a piped program; its stdin and stdout are the caller's to speak over.
 pub fn spawn_piped(
     spec: PipedSpec<'_>,
-) -> Result<(Piped, tokio::process::ChildStdin, tokio::process::ChildStdout), PipedError> {
+) -> Result<(Piped, tokio::process::ChildStdin, Capped<tokio::process::ChildStdout>), PipedError> {
     use tokio::io::AsyncReadExt;
     let (program, args) = spec.argv.split_first().ok_or(PipedError::EmptyCommand)?;
     if spec.confined {
@@ -330,8 +342,61 @@ pub fn spawn_piped(
             stderr: tail,
         },
         stdin,
-        stdout,
+        Capped::new(stdout, MAX_LINE),
     ))
+}
+
+/// The longest line a piped program may send (one JSON-RPC message): past it the stream fails,
+/// instead of the reader buffering without bound while it waits for the line's end.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// A reader that fails once a line runs past its cap.
+pub struct Capped<R> {
+    inner: R,
+    /// Bytes since the last newline.
+    run: usize,
+    max: usize,
+}
+
+impl<R> Capped<R> {
+    pub fn new(inner: R, max: usize) -> Self {
+        Self { inner, run: 0, max }
+    }
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Capped<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = &polled {
+            let read = &buf.filled()[before..];
+            // Each line's length: the first continues the line read before.
+            let mut longest = 0;
+            let mut run = self.run;
+            for piece in read.split(|b| *b == b'\n') {
+                run += piece.len();
+                longest = longest.max(run);
+                run = 0;
+            }
+            self.run = match read.iter().rposition(|b| *b == b'\n') {
+                Some(last) => read.len() - last - 1,
+                None => self.run + read.len(),
+            };
+            if longest > self.max {
+                // A failed read hands over nothing.
+                buf.set_filled(before);
+                return std::task::Poll::Ready(Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("the program sent a line over {} MiB", self.max / (1024 * 1024)),
+                )));
+            }
+        }
+        polled
+    }
 }
 
 impl Piped {

@@ -401,3 +401,21 @@ fn an_answer_reaches_the_agent_only_after_its_step_is_committed() -> anyhow::Res
     assert_eq!(show["run"]["state"], "awaiting_approval", "{show}");
     Ok(())
 }
+
+/// Red team N12: one message line past the cap ends the connection instead of growing Reins'
+/// memory while it waits for the line's end; the run stops, saying why.
+#[test]
+fn a_message_line_past_the_cap_ends_the_agent_and_suspends_the_run() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let flood = serde_json::json!({"turns": [[{"flood": 40}, {"say": "never heard"}]]});
+    let agent = Scripted::new(&cli, flood)?;
+    let child = agent.command(&cli, "Say hello").spawn()?;
+    let (code, said) = finish(child)?;
+    assert_ne!(code, Some(0), "{said}");
+    let (_, show) = the_run(&cli)?;
+    assert_eq!(show["run"]["state"], "suspended", "{show}");
+    let why = show["run"]["lastError"].as_str().unwrap_or_default();
+    assert!(why.contains("a line over 16 MiB"), "{why}");
+    assert!(!show.to_string().contains("never heard"), "{show}");
+    Ok(())
+}

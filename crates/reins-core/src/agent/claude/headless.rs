@@ -494,7 +494,7 @@ async fn write_lines(mut stdin: tokio::process::ChildStdin, mut lines: mpsc::Rec
 
 /// Reads Claude Code's lines into `out`; the last is why its output ended.
 async fn read_lines(
-    stdout: tokio::process::ChildStdout,
+    stdout: crate::process::Capped<tokio::process::ChildStdout>,
     out: mpsc::Sender<Result<Line, String>>,
 ) {
     let mut lines = tokio::io::BufReader::new(stdout).lines();
