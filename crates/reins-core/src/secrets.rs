@@ -6,9 +6,14 @@
 //! `[redacted sha256:<first 12 hex of its SHA-256>]`: the same secret always reads the same, so two
 //! events can be seen to share one, without the log holding anything that gives it back.
 //!
-//! Deliberately conservative: a false alarm costs a redacted word in a log; a miss leaks a key.
-//! Hex strings are the exception — the log is full of digests and ids, and a hex secret is caught
-//! only when it decodes to one of the formats above.
+//! Conservative where a secret has a shape or a context, precise where it has neither: a false
+//! alarm hides content from the person and, without a keyring, suspends a run. So a long random
+//! token is a secret only with what makes it a credential: a secret-like name before it on its line
+//! (`MY_SERVICE_TOKEN=…`, `X-Api-Key: …`), or standing alone on its line as a printed value does.
+//! Public content hashes with their marker (`sha512-…` integrity fields, SRI attributes), the
+//! base64 of data URLs, and code or placeholders where a value would be (`password =
+//! entry.getPassword()`, `API_KEY=sk-...`) are not secrets. Hex strings are caught only when they
+//! decode to one of the formats above: the log is full of digests and ids.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -154,6 +159,17 @@ fn tokens(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
 
 /// Every secret in `text`, in order, not overlapping.
 pub fn find(text: &str) -> Vec<Finding> {
+    find_with(text, false)
+}
+
+/// [`find`], and every random-looking token besides, whatever surrounds it: for what is kept for
+/// good (the profile memory), where refusing a harmless token costs little and keeping a key
+/// costs much.
+pub fn find_strict(text: &str) -> Vec<Finding> {
+    find_with(text, true)
+}
+
+fn find_with(text: &str, strict: bool) -> Vec<Finding> {
     let mut found = Vec::new();
     if text.len() < 8 {
         return found;
@@ -187,8 +203,20 @@ pub fn find(text: &str) -> Vec<Finding> {
                 {
                     // In prose, or after a short name (`pass`, `pwd`), a word is a password only
                     // if it looks like one.
-                    if (name.starts_with("prose") || name == "short")
+                    if (name.starts_with("prose") || matches!(name, "short" | "assign" | "cred"))
                         && !looks_like_password(m.as_str())
+                    {
+                        continue;
+                    }
+                    // A URL written as an example of its form: `scheme://user:pass@host`.
+                    if name == "url" && PLACEHOLDER_WORDS.contains(&m.as_str().to_ascii_lowercase().as_str())
+                    {
+                        continue;
+                    }
+                    // Where a value would be, code that fetches it or a placeholder for it is
+                    // not one: `password = entry.getPassword()`, `API_KEY=sk-...`.
+                    if matches!(name, "assign" | "short" | "key" | "flag")
+                        && (is_code(m.as_str()) || is_placeholder(m.as_str()))
                     {
                         continue;
                     }
@@ -222,8 +250,10 @@ pub fn find(text: &str) -> Vec<Finding> {
         if found.iter().any(|f| overlaps(&f.range, &range)) {
             continue;
         }
-        if let Some(kind) = judge_token(&text[range.clone()]) {
-            found.push(Finding { kind, range });
+        match judge_token(&text[range.clone()]) {
+            Some(SecretKind::HighEntropy) if !strict && !credential_context(text, &range) => {}
+            Some(kind) => found.push(Finding { kind, range }),
+            None => {}
         }
     }
     found.sort_by_key(|f| f.range.start);
@@ -443,7 +473,7 @@ fn decodes_to_secret(decoded: Option<&[u8]>) -> bool {
 fn high_entropy(token: &str) -> bool {
     let body = token.trim_end_matches('=');
     let n = body.len();
-    if n < 20 {
+    if n < 20 || wordy(body) {
         return false;
     }
     let has_digit = body.bytes().any(|b| b.is_ascii_digit());
@@ -473,6 +503,9 @@ fn high_entropy(token: &str) -> bool {
     let bar = (len.log2() - 0.9).min(4.5);
     entropy >= bar
 }
+
+mod context;
+use context::{credential_context, is_code, is_placeholder, wordy, PLACEHOLDER_WORDS};
 
 #[cfg(test)]
 mod tests;

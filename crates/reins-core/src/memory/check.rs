@@ -18,9 +18,10 @@ pub(super) fn check_name(what: &str, text: &str, max: usize) -> Result<()> {
     }
 }
 
-/// Refuses text that holds a secret, naming the field and what was found (never the text).
+/// Refuses text that holds a secret, naming the field and what was found (never the text). Kept
+/// for good, a fact is held to the strict scan: no random-looking token at all.
 fn refuse_secrets(field: &'static str, text: &str) -> Result<()> {
-    match crate::secrets::find(text).first() {
+    match crate::secrets::find_strict(text).first() {
         Some(f) => Err(MemoryError::Secret {
             field,
             what: f.kind.describe(),
