@@ -110,6 +110,10 @@ pub enum HooksCommand {
     Install(HooksArgs),
     /// Take Reins' hooks out of Claude Code's settings, and nothing else.
     Uninstall(HooksArgs),
+    /// Whether Claude Code started in the project would call Reins: where Reins' hooks are, and
+    /// any settings file that switches hooks off (a repository's `disableAllHooks`). Exits 1 when
+    /// something does.
+    Status(HooksArgs),
 }
 
 #[derive(clap::Args)]
@@ -121,8 +125,13 @@ pub struct HooksArgs {
     #[arg(long, value_name = "DIR", conflicts_with = "user")]
     project: Option<PathBuf>,
     /// Every project of this user: `~/.claude/settings.json`.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "managed")]
     user: bool,
+    /// Every user and project of this machine, in Claude Code's managed settings
+    /// (`/etc/claude-code/managed-settings.d/50-reins.json`, as root): no project or user setting
+    /// can switch these hooks off.
+    #[arg(long, conflicts_with = "project")]
+    managed: bool,
     /// Print the change without writing it.
     #[arg(long)]
     dry_run: bool,
@@ -132,21 +141,10 @@ pub async fn hooks(reins: &Reins, cmd: HooksCommand, json: bool) -> api::Result<
     let (install, args) = match cmd {
         HooksCommand::Install(a) => (true, a),
         HooksCommand::Uninstall(a) => (false, a),
+        HooksCommand::Status(a) => return status(&scope_of(&a)?, json),
     };
     let _ = &args.agent;
-    let scope = if args.user {
-        api::claude_user_scope()?
-    } else {
-        let dir = match args.project {
-            Some(d) => d,
-            None => std::env::current_dir()
-                .map_err(|e| api::Error::Invalid(format!("no current folder: {e}")))?,
-        };
-        let dir = dir.canonicalize().map_err(|e| {
-            api::Error::Invalid(format!("the project folder {}: {e}", dir.display()))
-        })?;
-        SettingsScope::Project(dir)
-    };
+    let scope = scope_of(&args)?;
     let change = if install {
         let program = crate::this_program().ok_or_else(|| {
             api::Error::Invalid("cannot tell where the `reins` program is".into())
@@ -178,13 +176,85 @@ pub async fn hooks(reins: &Reins, cmd: HooksCommand, json: bool) -> api::Result<
         print!("{}", change.diff());
         println!("(dry run: {file} is unchanged)");
     } else if install {
+        let (reach, flag) = if args.managed {
+            ("machine", " --managed")
+        } else if args.user {
+            ("user's projects", " --user")
+        } else {
+            ("project", "")
+        };
         println!(
-            "Reins' hooks are in {file}. Claude Code started in this {} now asks Reins before each tool call; `reins hooks uninstall claude-code{}` takes them out.",
-            if args.user { "user's projects" } else { "project" },
-            if args.user { " --user" } else { "" }
+            "Reins' hooks are in {file}; `reins hooks uninstall claude-code{flag}` takes them out."
         );
+        let warnings = api::claude_hooks_view(&scope)?.warnings;
+        if warnings.is_empty() {
+            println!("Claude Code started in this {reach} now asks Reins before each tool call.");
+        }
+        // Installed where a settings file switches them off: say so now, not after the fact.
+        for warning in warnings {
+            eprintln!("WARNING: {warning}");
+        }
     } else {
         println!("Reins' hooks are out of {file}; the rest of it is as it was.");
     }
     Ok(exit::DONE)
+}
+
+fn scope_of(args: &HooksArgs) -> api::Result<SettingsScope> {
+    if args.managed {
+        return Ok(api::claude_managed_scope());
+    }
+    if args.user {
+        return api::claude_user_scope();
+    }
+    let dir = match &args.project {
+        Some(d) => d.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| api::Error::Invalid(format!("no current folder: {e}")))?,
+    };
+    let dir = dir
+        .canonicalize()
+        .map_err(|e| api::Error::Invalid(format!("the project folder {}: {e}", dir.display())))?;
+    Ok(SettingsScope::Project(dir))
+}
+
+/// `reins hooks status`: where Reins' hooks are and what switches them off; exit 1 when anything
+/// does, or when they are nowhere.
+fn status(scope: &SettingsScope, json: bool) -> api::Result<u8> {
+    let view = api::claude_hooks_view(scope)?;
+    let managed = api::claude_hooks_view(&api::claude_managed_scope())?;
+    let heard =
+        (view.installed.is_some() || managed.installed.is_some()) && view.warnings.is_empty();
+    if json {
+        crate::output::print_json(&serde_json::json!({
+            "claude": view.claude, "file": view.file, "installed": view.installed,
+            "managed": managed.installed.map(|_| managed.file), "warnings": view.warnings,
+            "heard": heard,
+        }));
+    } else {
+        match &view.claude {
+            Some(p) => println!("claude: {p}"),
+            None => println!("claude: not on PATH (the hooks work once it is)"),
+        }
+        let state = if view.installed.is_some() {
+            "installed"
+        } else {
+            "not installed"
+        };
+        println!("{}: Reins' hooks {state}", view.file);
+        if managed.installed.is_some() {
+            println!("{}: Reins' hooks installed (managed: no project or user setting can switch them off)", managed.file);
+        }
+        for warning in &view.warnings {
+            println!("WARNING: {warning}");
+        }
+        if heard {
+            println!("Claude Code started here asks Reins before each tool call.");
+        } else if view.warnings.is_empty() {
+            println!("Claude Code started here does not call Reins: `reins hooks install claude-code` puts the hooks in.");
+        } else {
+            println!("Claude Code started here does NOT call Reins.");
+        }
+    }
+    Ok(if heard { exit::DONE } else { 1 })
 }

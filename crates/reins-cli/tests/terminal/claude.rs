@@ -25,16 +25,26 @@ fn install(cli: &Cli) -> anyhow::Result<PathBuf> {
 }
 
 /// `claude -p PROMPT` in the workspace, with its own home, against the scripted model.
-fn claude(cli: &Cli, mock: &MockAnthropic, prompt: &str) -> anyhow::Result<Child> {
+pub(super) fn claude(cli: &Cli, mock: &MockAnthropic, prompt: &str) -> anyhow::Result<Child> {
     claude_with(cli, mock, &["-p", prompt])
 }
 
 /// `claude ARGS…` in the workspace, as [`claude`].
 fn claude_with(cli: &Cli, mock: &MockAnthropic, args: &[&str]) -> anyhow::Result<Child> {
+    let mut cmd = Command::new(agents_bin("claude")?.join("claude"));
+    cmd.args(args);
+    configured(cli, mock, cmd)
+}
+
+/// `cmd` started in the workspace with the test's home, the scripted model and Reins' config.
+pub(super) fn configured(
+    cli: &Cli,
+    mock: &MockAnthropic,
+    mut cmd: Command,
+) -> anyhow::Result<Child> {
     let home = cli.tmp.path().join("home");
     std::fs::create_dir_all(&home)?;
-    Ok(Command::new(agents_bin("claude")?.join("claude"))
-        .args(args)
+    Ok(cmd
         .current_dir(cli.ws())
         .env("HOME", &home)
         .env("ANTHROPIC_BASE_URL", mock.base_url())
@@ -103,7 +113,7 @@ fn events(cli: &Cli) -> anyhow::Result<Vec<Value>> {
     Ok(page["events"].as_array().cloned().unwrap_or_default())
 }
 
-fn write_hello(cli: &Cli) -> MockAnthropic {
+pub(super) fn write_hello(cli: &Cli) -> MockAnthropic {
     let path = cli.ws().join("hello.txt").display().to_string();
     match MockAnthropic::start(vec![
         call(

@@ -9,6 +9,7 @@ mod audit;
 mod browser;
 mod chaos;
 mod claude;
+mod claude_bypass;
 mod claude_confined;
 mod claude_headless;
 mod cli;

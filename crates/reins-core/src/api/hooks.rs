@@ -53,6 +53,11 @@ pub fn claude_user_scope() -> Result<SettingsScope> {
     Ok(settings::user_scope()?)
 }
 
+/// Claude Code's managed settings: hooks there run whatever a project or user setting says.
+pub fn claude_managed_scope() -> SettingsScope {
+    settings::managed_scope()
+}
+
 /// Reins' hooks added to the settings of `scope`, running `command`: the change, not yet written.
 pub fn claude_hooks_install(scope: &SettingsScope, command: &str) -> Result<SettingsChange> {
     Ok(settings::hooks_install(scope, command)?)

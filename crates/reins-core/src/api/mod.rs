@@ -56,9 +56,10 @@ pub use crate::view::{
 };
 pub use devices::{DeviceView, PairedView};
 pub use hooks::{
-    claude_hooks_install, claude_hooks_uninstall, claude_hooks_view, claude_scope,
-    claude_user_scope, hook_blocked_said, hook_over_link, write_settings, ClaudeHooksView,
-    HookAnswer, HookReply, SettingsScope, DEFAULT_HOOK_DEADLINE, HOOK_BLOCK, MAX_HOOK_INPUT,
+    claude_hooks_install, claude_hooks_uninstall, claude_hooks_view, claude_managed_scope,
+    claude_scope, claude_user_scope, hook_blocked_said, hook_over_link, write_settings,
+    ClaudeHooksView, HookAnswer, HookReply, SettingsScope, DEFAULT_HOOK_DEADLINE, HOOK_BLOCK,
+    MAX_HOOK_INPUT,
 };
 pub use llm::KeyStatus;
 pub use mcp::{relay_memory, McpServerView};

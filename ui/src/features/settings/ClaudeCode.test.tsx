@@ -41,3 +41,15 @@ it("says when claude is not on PATH", async () => {
   render(<App backend={fake.backend} client={new QueryClient()} />);
   await waitFor(() => expect(screen.getByTestId("claude-found").textContent).toContain("not on PATH"));
 });
+
+it("says loudly when a project's own settings switch Claude Code's hooks off", async () => {
+  resetUi({ view: "settings", runId: null, approvalId: null });
+  const fake = fakeBackend({ claude: "/usr/local/bin/claude", hooksOff: ["/work/cloned"] });
+  render(<App backend={fake.backend} client={new QueryClient()} />);
+  await waitFor(() => expect(screen.getByTestId("claude-hooks-state").textContent).toContain("not installed"));
+  expect(screen.queryByTestId("claude-hooks-off")).toBeNull();
+  fireEvent.change(screen.getByLabelText("project folder"), { target: { value: "/work/cloned" } });
+  fireEvent.click(screen.getAllByRole("radio")[1]);
+  await waitFor(() => expect(screen.getByTestId("claude-hooks-off").textContent).toContain("sets disableAllHooks"));
+  expect(screen.getByTestId("claude-hooks-off").textContent).toContain("--managed");
+});

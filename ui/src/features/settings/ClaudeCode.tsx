@@ -61,6 +61,16 @@ export function ClaudeCodeHooks() {
           <code>{v.file}</code>
         </div>
       )}
+      {v && scope !== "" && v.warnings.length > 0 && (
+        <div className="error" role="alert" data-testid="claude-hooks-off">
+          <strong>Claude Code started here does not call Reins.</strong>
+          <ul>
+            {v.warnings.map((w) => <li key={w}>{w}</li>)}
+          </ul>
+          Installing the hooks in Claude Code's managed settings (<code>sudo reins hooks install claude-code --managed</code>)
+          puts them where no project or user setting can switch them off.
+        </div>
+      )}
       {error && <div className="error" role="alert">{error.message}</div>}
       <div className="row">
         <button className="primary" data-testid="claude-install" disabled={!v || scope === "" || !!v.installed || set.isPending} onClick={() => set.mutate(true)}>

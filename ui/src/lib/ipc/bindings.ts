@@ -414,6 +414,11 @@ export type ClaudeHooksView = {
 	file: string,
 	/**  The command of Reins' hook there, when installed. */
 	installed: string | null,
+	/**
+	 *  What would keep Claude Code from calling Reins' hooks there (a settings file that switches
+	 *  hooks off), each with what to do.
+	 */
+	warnings: string[],
 };
 
 /**  What a run was created with, as stored in `runs.compat`. */

@@ -20,6 +20,8 @@ export interface FakeData {
   onPath?: AgentOnPath[];
   /** Where `claude` is on PATH (none: not installed); Reins' hooks start installed in these files. */
   claude?: string | null;
+  /** Projects whose own settings switch Claude Code's hooks off (`disableAllHooks`). */
+  hooksOff?: string[];
   hooksIn?: string[];
   /** The policy in force, and what trying something finds. */
   policy?: PolicyState;
@@ -61,7 +63,10 @@ export function fakeBackend(data: FakeData = {}) {
   const claudeFile = (project: string | null) => (project === null ? "/home/u/.claude/settings.json" : `${project}/.claude/settings.local.json`);
   const claudeView = (project: string | null) => {
     const file = claudeFile(project);
-    return { claude: data.claude ?? null, file, installed: hooks.has(file) ? "/usr/bin/reins --data-dir /d hook claude-code" : null };
+    const warnings = project !== null && (data.hooksOff ?? []).includes(project)
+      ? [`${project}/.claude/settings.json sets disableAllHooks: Claude Code started there calls no hook, Reins' included`]
+      : [];
+    return { claude: data.claude ?? null, file, installed: hooks.has(file) ? "/usr/bin/reins --data-dir /d hook claude-code" : null, warnings };
   };
   const listeners = new Set<(e: { pending: number; newApprovals: string[] }) => void>();
   const record = (name: string, args: unknown[]) => calls.push({ name, args });

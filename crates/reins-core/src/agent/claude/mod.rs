@@ -19,6 +19,7 @@ use super::{Account, Agent, AgentError, External, Move, NewRun, Observation, Ser
 use crate::action::ToolCall;
 use crate::progress::{Observer, Progress};
 
+pub mod bypass;
 mod confine;
 mod headless;
 pub mod hook;

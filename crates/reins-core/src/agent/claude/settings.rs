@@ -37,6 +37,9 @@ pub enum Scope {
     Project(PathBuf),
     /// `~/.claude/settings.json`: every project of this user.
     User(PathBuf),
+    /// Claude Code's managed settings (`/etc/claude-code/managed-settings.d/50-reins.json`): every
+    /// user and project of this machine, and no project or user setting can switch them off.
+    Managed(PathBuf),
 }
 
 impl Scope {
@@ -44,6 +47,7 @@ impl Scope {
         match self {
             Scope::Project(dir) => dir.join(".claude").join("settings.local.json"),
             Scope::User(home) => home.join(".claude").join("settings.json"),
+            Scope::Managed(dir) => super::bypass::managed_file(dir),
         }
     }
 }
@@ -246,6 +250,9 @@ pub struct ClaudeHooksView {
     pub file: String,
     /// The command of Reins' hook there, when installed.
     pub installed: Option<String>,
+    /// What would keep Claude Code from calling Reins' hooks there (a settings file that switches
+    /// hooks off), each with what to do.
+    pub warnings: Vec<String>,
 }
 
 fn invalid(e: impl std::fmt::Display) -> AgentError {
@@ -258,11 +265,26 @@ pub fn hooks_view(scope: &Scope) -> Result<ClaudeHooksView, AgentError> {
     let installed = installed(&file).map_err(invalid)?;
     let path = std::env::var_os("PATH");
     let claude = crate::process::find_program("claude", path.as_deref()).map(|p| p.display().to_string());
+    let project = match scope {
+        Scope::Project(dir) => Some(dir.as_path()),
+        _ => None,
+    };
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let managed = match scope {
+        Scope::Managed(dir) => dir.clone(),
+        _ => super::bypass::managed_dir(),
+    };
     Ok(ClaudeHooksView {
         claude,
         file: file.display().to_string(),
         installed,
+        warnings: super::bypass::warnings(project, home.as_deref(), &managed),
     })
+}
+
+/// Claude Code's managed settings on this machine: Reins' hooks there run whatever else says.
+pub fn managed_scope() -> Scope {
+    Scope::Managed(super::bypass::managed_dir())
 }
 
 /// The scope a face names: a project folder (which must exist), or the user's.
