@@ -85,3 +85,38 @@ fn the_network_is_a_choice_on_the_card_made_once() -> anyhow::Result<()> {
     assert_eq!(grants.as_array().map(Vec::len), Some(0), "{grants}");
     Ok(())
 }
+
+/// A policy file named through `..` (as `REINS_POLICY=../policy.toml` would be) is one of Reins'
+/// own places every confined process is kept from; the helper takes only resolved paths, so Reins
+/// resolves it first, and the command runs.
+#[test]
+fn a_policy_named_through_dot_dot_still_lets_confined_commands_run() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let dir = cli.tmp.path().join("policies");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("allow-echo.toml"),
+        "[[rules]]\ndecision = \"allow\"\ntool = \"shell.exec\"\nprogram = \"python3\"\n",
+    )?;
+    std::fs::write(
+        cli.ws().join("echo.py"),
+        "open('out.txt', 'w').write('ran\\n')\n",
+    )?;
+    let plan = cli.tmp.path().join("echo.toml");
+    std::fs::write(
+        &plan,
+        "name = \"echo\"\ngoal = \"write a file\"\n[[steps]]\ntool = \"shell.exec\"\n\
+         args = { argv = [\"python3\", \"echo.py\"] }\n",
+    )?;
+    let out = cli
+        .cmd()
+        .env("REINS_POLICY", dir.join("../policies/allow-echo.toml"))
+        .args(["run", "--no-wait", "--plan"])
+        .arg(&plan)
+        .arg("--workspace")
+        .arg(cli.ws())
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(cli.read("out.txt")?, "ran\n", "{}", text(&out));
+    Ok(())
+}

@@ -255,11 +255,11 @@ impl Reins {
             .with_agent_logs(data_dir.agent_logs())
             .with_containment(crate::contain::Setup {
                 helper: crate::contain::launch::helper(),
-                reins: vec![
-                    data_dir.root().to_owned(),
-                    config_dir.clone(),
-                    policy_file.clone(),
-                ],
+                // Resolved: the helper refuses a place named through `..` or a link.
+                reins: [data_dir.root(), config_dir.as_path(), policy_file.as_path()]
+                    .into_iter()
+                    .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned()))
+                    .collect(),
                 ..Default::default()
             });
         if let Some(secrets) = options.secrets {
