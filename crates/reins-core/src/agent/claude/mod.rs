@@ -271,6 +271,10 @@ pub struct ClaudeAgent {
     keep: bool,
     /// A process started and not yet reported to the harness (which records it for recovery).
     started: Option<(u32, String)>,
+    /// The answer to a headless ask, sent once its step is committed ([`External::deliver`]): a
+    /// crash before then leaves the call unanswered, to be asked and decided again, never carried
+    /// out on a decision the journal does not hold.
+    outbox: Option<(String, Answered)>,
 }
 
 impl ClaudeAgent {
@@ -284,6 +288,7 @@ impl ClaudeAgent {
             live: None,
             keep: false,
             started: None,
+            outbox: None,
         }
     }
 
@@ -352,11 +357,7 @@ impl Agent for ClaudeAgent {
         self.state.decided += 1;
         let answered = self.answered(observation, &call.args);
         match self.state.channel.take() {
-            Some(request_id) if self.adopt() => {
-                if let Some(live) = &self.live {
-                    live.answer(&request_id, &answered);
-                }
-            }
+            Some(request_id) if self.adopt() => self.outbox = Some((request_id, answered)),
             // The hook that asked reads the step; a headless Claude Code may ask again on its
             // channel. (A session in a terminal has no channel: nothing to keep.)
             _ if self.spec.headless.is_some() => self.state.answered = Some(answered),
@@ -387,6 +388,15 @@ impl Agent for ClaudeAgent {
 #[async_trait]
 impl External for ClaudeAgent {
     async fn interrupt(&mut self) {}
+
+    fn deliver(&mut self) {
+        if let Some((request_id, answered)) = self.outbox.take() {
+            crate::fault_point!("before_answer");
+            if let Some(live) = &self.live {
+                live.answer(&request_id, &answered);
+            }
+        }
+    }
 
     fn keep_alive(&mut self) {
         self.keep = true;
