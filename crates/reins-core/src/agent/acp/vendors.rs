@@ -21,10 +21,13 @@ pub fn asking_env(argv: &[String]) -> &'static [(&'static str, &'static str)] {
 /// as a permission request. Its `default` mode alone runs the read tools unasked.
 const QWEN_ASKS: &str = r#"{"permissions":{"ask":["Read","Edit","Write","Bash","WebFetch","Agent","Skill"]}}"#;
 
+/// Qwen Code's program, and its package's name as a launcher gives it (`npx @qwen-code/qwen-code`).
+const QWEN: &[&str] = &["qwen", "qwen-code"];
+
 /// Settings files to give the agent `argv` starts, so that it asks before every tool: the
 /// variable that names each, and its content. Reins writes them where the agent cannot.
 pub fn asking_files(argv: &[String]) -> &'static [(&'static str, &'static str, &'static str)] {
-    if runs(argv, &["qwen"]) {
+    if runs(argv, QWEN) {
         return &[("QWEN_CODE_SYSTEM_SETTINGS_PATH", "qwen-settings.json", QWEN_ASKS)];
     }
     &[]
@@ -116,7 +119,7 @@ pub fn known(argv: &[String], home: &Path, xdg: &Xdg) -> Known {
             xdg.state.join(name),
         ]
     };
-    let state = if runs(argv, &["qwen"]) {
+    let state = if runs(argv, QWEN) {
         vec![home.join(".qwen")]
     } else if runs(argv, &["gemini"]) {
         vec![home.join(".gemini")]
@@ -176,6 +179,9 @@ mod tests {
 
     #[test]
     fn qwen_code_is_given_settings_that_make_its_read_tools_ask() {
+        for cmd in ["qwen --acp", "npx @qwen-code/qwen-code@0.24.4 --acp"] {
+            assert_eq!(asking_files(&argv(cmd)).len(), 1, "{cmd}");
+        }
         let files = asking_files(&argv("qwen --acp"));
         assert_eq!(files[0].0, "QWEN_CODE_SYSTEM_SETTINGS_PATH");
         let settings: serde_json::Value = serde_json::from_str(files[0].2).unwrap();
