@@ -374,18 +374,17 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Capped<R> {
         let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
         if let std::task::Poll::Ready(Ok(())) = &polled {
             let read = &buf.filled()[before..];
-            // Each line's length: the first continues the line read before.
+            // Each line's length: the first continues the line read before, the last goes on.
             let mut longest = 0;
             let mut run = self.run;
-            for piece in read.split(|b| *b == b'\n') {
+            for (i, piece) in read.split(|b| *b == b'\n').enumerate() {
+                if i > 0 {
+                    run = 0;
+                }
                 run += piece.len();
                 longest = longest.max(run);
-                run = 0;
             }
-            self.run = match read.iter().rposition(|b| *b == b'\n') {
-                Some(last) => read.len() - last - 1,
-                None => self.run + read.len(),
-            };
+            self.run = run;
             if longest > self.max {
                 // A failed read hands over nothing.
                 buf.set_filled(before);

@@ -262,12 +262,8 @@ pub fn assess(action: &Action, cx: &Context<'_>, protected: &Protected) -> Asses
         Action::Fetch(req) => network::assess(req, cx.resolved, &mut a),
         Action::Permission(p) => match p.implied.as_deref() {
             Some(inner) => {
-                let searched = own_search(inner, cx, protected);
                 let mut inner = assess(inner, cx, protected);
                 inner.reasons.insert(0, p.describe());
-                if let Some(why) = searched {
-                    inner.raise(Risk::High, why);
-                }
                 return inner;
             }
             None if p.recall => a.raise(Risk::Low, p.describe()),

@@ -26,10 +26,22 @@ fn queue(team: &Team, agent: &str) -> anyhow::Result<String> {
     Ok(created["run"].as_str().unwrap_or_default().to_owned())
 }
 
-fn run<'a>(runs: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
-    runs.as_array()
+/// Run `id` as alpha's `reins ps` shows it.
+fn run(team: &Team, id: &str) -> anyhow::Result<serde_json::Value> {
+    let runs = team.json("alpha", &["ps"])?;
+    Ok(runs
+        .as_array()
         .and_then(|all| all.iter().find(|r| r["id"] == id))
-        .unwrap_or(&serde_json::Value::Null)
+        .cloned()
+        .unwrap_or_default())
+}
+
+/// Why run `id` stopped.
+fn reason(team: &Team, id: &str) -> anyhow::Result<String> {
+    Ok(run(team, id)?["lastError"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,12 +60,9 @@ async fn a_worker_starts_only_the_agents_its_own_machine_registered() -> anyhow:
     // The finding as written: a command line stored in the database.
     let raw = queue(&team, "sh -c 'echo ran-the-databases-command >&2'")?;
     buildbox(&[])?;
-    let runs = team.json("alpha", &["ps"])?;
-    assert_eq!(run(&runs, &raw)["state"], "suspended", "{runs}");
-    let why = run(&runs, &raw)["lastError"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let shown = run(&team, &raw)?;
+    assert_eq!(shown["state"], "suspended", "{shown}");
+    let why = reason(&team, &raw)?;
     assert!(
         why.contains("started on alpha, and buildbox will not start it")
             && why.contains("only by a command line"),
@@ -70,11 +79,7 @@ async fn a_worker_starts_only_the_agents_its_own_machine_registered() -> anyhow:
         .output()?)?;
     let named = queue(&team, "helper")?;
     buildbox(&[])?;
-    let runs = team.json("alpha", &["ps"])?;
-    let why = run(&runs, &named)["lastError"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let why = reason(&team, &named)?;
     assert!(
         why.contains("\"helper\" is not registered on this machine"),
         "{why}"
@@ -106,11 +111,7 @@ async fn a_worker_starts_only_the_agents_its_own_machine_registered() -> anyhow:
     let left = buildbox(&[])?;
     assert!(left.contains("drove 0 run(s)"), "{left}");
     buildbox(&["--adopt-legacy"])?;
-    let runs = team.json("alpha", &["ps"])?;
-    let why = run(&runs, &orphan)["lastError"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let why = reason(&team, &orphan)?;
     assert!(
         why.contains("started on a machine nobody recorded"),
         "{why}"
