@@ -108,6 +108,42 @@ pub async fn get_blocking(
     off_thread(move || store.get(&name)).await
 }
 
+/// The 32 random bytes kept (base64) in the keyring entry `name`: one of Reins' own keys (the
+/// sealing key, the audit key), never on disk. Made and stored when `create` and there is none yet;
+/// when two processes make one at once, whichever the keyring kept is used. Blocking.
+pub(crate) fn own_key(
+    keys: &dyn SecretStore,
+    name: &str,
+    create: bool,
+    what: &str,
+) -> Result<Option<[u8; 32]>, KeyError> {
+    use base64::Engine as _;
+    use ring::rand::SecureRandom as _;
+    let stored = match keys.get(name)? {
+        Some(found) => found,
+        None if !create => return Ok(None),
+        None => {
+            let mut bytes = [0u8; 32];
+            ring::rand::SystemRandom::new()
+                .fill(&mut bytes)
+                .map_err(|_| KeyError::Invalid("the system has no source of randomness".into()))?;
+            let made = Secret::new(base64::engine::general_purpose::STANDARD.encode(bytes));
+            keys.set(name, &made)?;
+            keys.get(name)?.unwrap_or(made)
+        }
+    };
+    base64::engine::general_purpose::STANDARD
+        .decode(stored.expose().trim())
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            KeyError::Invalid(format!(
+                "the keyring entry {name:?} is not {what} (32 bytes of base64)"
+            ))
+        })
+}
+
 pub trait SecretStore: Send + Sync {
     /// Whether keys can be stored and read now; the error says how to fix it.
     fn probe(&self) -> Result<(), KeyError>;

@@ -21,7 +21,7 @@ use ring::aead::{Aad, LessSafeKey, Nonce, UnboundKey, CHACHA20_POLY1305, NONCE_L
 use ring::rand::{SecureRandom, SystemRandom};
 use tokio::sync::OnceCell;
 
-use crate::keys::{KeyError, Secret, SecretStore};
+use crate::keys::{KeyError, SecretStore};
 
 /// The keyring entry holding the sealing key (one per OS user; base64 of 32 random bytes).
 pub const KEY_NAME: &str = "reins.seal";
@@ -145,36 +145,12 @@ impl Sealer {
         }
         let keys = Arc::clone(&self.keys);
         let stored = crate::keys::off_thread(move || {
-            if let Some(found) = keys.get(KEY_NAME)? {
-                return Ok(Some(found));
-            }
-            if !create {
-                return Ok(None);
-            }
-            let mut bytes = [0u8; 32];
-            SystemRandom::new()
-                .fill(&mut bytes)
-                .map_err(|_| KeyError::Invalid("the system has no source of randomness".into()))?;
-            let made = Secret::new(base64::engine::general_purpose::STANDARD.encode(bytes));
-            match keys.set(KEY_NAME, &made) {
-                Ok(()) => Ok(Some(made)),
-                // Another process stored one first: use that one.
-                Err(e) => keys.get(KEY_NAME)?.map(Some).ok_or(e),
-            }
+            crate::keys::own_key(&*keys, KEY_NAME, create, "a sealing key")
         })
         .await?;
-        let Some(stored) = stored else {
+        let Some(bytes) = stored else {
             return Ok(None);
         };
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(stored.expose().trim())
-            .ok()
-            .filter(|b| b.len() == 32)
-            .ok_or_else(|| {
-                KeyError::Invalid(format!(
-                    "the keyring entry {KEY_NAME:?} is not a sealing key (32 bytes of base64)"
-                ))
-            })?;
         let key = UnboundKey::new(&CHACHA20_POLY1305, &bytes)
             .map_err(|_| KeyError::Invalid("the sealing key does not load".into()))?;
         let key = Arc::new(LessSafeKey::new(key));
