@@ -4,6 +4,7 @@
 mod alerts;
 mod app_facade;
 mod at_rest;
+mod audit_keys;
 mod audit_words;
 mod checkpoint_damage;
 mod claude_hooks;

@@ -12,13 +12,18 @@ use crate::output::{print_json, table, time};
 
 #[derive(clap::Subcommand)]
 pub enum AuditCommand {
-    /// Walk the hash chain and compare it with the head anchor kept beside the database. Names
-    /// the first bad seq and the damage (edited, deleted, reordered, truncated, replaced, an
+    /// Walk the hash chain and compare it with the head anchor kept beside the database, and check
+    /// each event's MAC against this machine's audit key in the OS keyring. Names the first bad
+    /// seq and the damage (edited, deleted, reordered, truncated, replaced, forged, unvouched, an
     /// anchor made again or events it never saw). Exit 0 only when the log is intact (1 when not).
     Verify,
     /// Accept that the head anchor was made again after it went missing (you moved it aside, or
     /// restored a backup): verification stops failing on that. Recorded in the log as yours.
     AcknowledgeAnchor,
+    /// Accept the events that no key of this machine vouches for: appended by a Reins process that
+    /// could not reach the OS keyring, or under another machine's key (a data dir brought from
+    /// elsewhere). Verification stops failing on them. Recorded in the log as yours, under the key.
+    AcceptUnvouched,
     /// Write events to a JSONL (verifiable, ends with a manifest line) or CSV file, atomically.
     Export(ExportArgs),
     /// Check a JSONL export on its own (no database needed). Exit 0 only when it holds.
@@ -92,6 +97,7 @@ pub async fn exec(reins: &Reins, cmd: AuditCommand, json: bool) -> reins_core::a
     match cmd {
         AuditCommand::Verify => verify(reins, json).await,
         AuditCommand::AcknowledgeAnchor => acknowledge_anchor(reins, json).await,
+        AuditCommand::AcceptUnvouched => accept_unvouched(reins, json).await,
         AuditCommand::Export(args) => export(reins, args, json).await,
         AuditCommand::VerifyExport(args) => verify_export(&args, json),
         AuditCommand::List(args) => list(reins, args, json).await,
@@ -135,7 +141,52 @@ async fn verify(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
     if let Some(seq) = v.anchor_created_at.last() {
         println!("  note: the head anchor was (re)created at seq {seq}; before that, truncation could not be detected");
     }
+    println!("  {}", keys_line(&v.keys));
     Ok(code)
+}
+
+/// What the MACs say, in one line.
+fn keys_line(k: &reins_core::api::KeysView) -> String {
+    let mut line = match k.status {
+        "checked" => format!(
+            "keys: {} vouched for by this machine's audit key ({}), keyed from seq {}",
+            k.vouched,
+            k.key_id.as_deref().unwrap_or("-"),
+            k.keyed_since.unwrap_or(0)
+        ),
+        "unkeyed" => "keys: no event carries a MAC (written where no OS keyring could be reached): an event appended by hand cannot be told apart".to_owned(),
+        _ => format!(
+            "keys: MACs not checked: {}",
+            k.detail.as_deref().unwrap_or("the keyring could not be read")
+        ),
+    };
+    if k.status == "checked" && k.unkeyed > 0 {
+        line.push_str(&format!("; {} without a MAC", k.unkeyed));
+    }
+    for other in &k.others {
+        line.push_str(&format!(
+            "; {} under key {} (another machine's: verify there)",
+            other.events, other.id
+        ));
+    }
+    line
+}
+
+async fn accept_unvouched(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {
+    let accepted = reins.audit_accept_unvouched(&super::review::who()).await?;
+    if json {
+        print_json(&serde_json::json!({
+            "accepted": accepted.map(|(first, events)| serde_json::json!({"firstSeq": first, "events": events}))
+        }));
+    } else {
+        match accepted {
+            Some((first, events)) => println!(
+                "accepted: {events} event(s) from seq {first} on that no key of this machine vouched for"
+            ),
+            None => println!("nothing to accept: every event of the keyed log is vouched for"),
+        }
+    }
+    Ok(exit::DONE)
 }
 
 async fn acknowledge_anchor(reins: &Reins, json: bool) -> reins_core::api::Result<u8> {

@@ -6,6 +6,7 @@ mod common;
 
 mod acp;
 mod audit;
+mod audit_keys;
 mod browser;
 mod chaos;
 mod claude;

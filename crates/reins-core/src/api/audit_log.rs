@@ -23,6 +23,13 @@ impl Reins {
         Ok(audit::verify::acknowledge(self.store(), by).await?)
     }
 
+    /// Accepts the events no key of this machine vouches for (appended where no keyring could be
+    /// reached, or under another machine's key on this machine's file): verification stops
+    /// failing on them. Returns the first seq accepted and how many (None: nothing to accept).
+    pub async fn audit_accept_unvouched(&self, by: &str) -> Result<Option<(i64, i64)>> {
+        Ok(audit::verify::accept_unvouched(self.store(), by).await?)
+    }
+
     /// Exports the selected events; `progress(done, total)` is called as it goes.
     pub async fn audit_export(
         &self,

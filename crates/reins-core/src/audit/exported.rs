@@ -162,6 +162,7 @@ pub fn verify_export(path: &Path) -> Result<ExportCheck> {
             payload: line.payload.get().to_owned(),
             prev_hash: line.prev_hash,
             hash: line.hash,
+            mac: None,
         };
         check.events += 1;
         first.get_or_insert(row.seq);

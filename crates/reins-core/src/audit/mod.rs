@@ -28,7 +28,8 @@
 //!   `memory.suggestion_dismissed`, `memory.fact_deleted`, `memory.cleared`, `memory.switched_on`,
 //!   `memory.switched_off` [user], `memory.fact_refused` (the reason, without the content)
 //! - settings: `settings.changed` [user] (key, old and new value)
-//! - the log itself: `audit.anchor_created` [system], `audit.verified`, `audit.exported` [user]
+//! - the log itself: `audit.anchor_created` [system], `audit.anchor_acknowledged`,
+//!   `audit.unvouched_accepted`, `audit.verified`, `audit.exported` [user]
 
 pub mod export;
 mod export_file;
@@ -36,6 +37,7 @@ pub mod exported;
 pub mod query;
 pub mod sentence;
 pub mod verify;
+pub mod vouched;
 
 #[cfg(test)]
 mod tests;

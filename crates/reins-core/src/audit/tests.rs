@@ -85,6 +85,7 @@ fn forged(from_seq: i64, prev: &str, n: i64) -> Vec<AuditRow> {
                 payload,
                 prev_hash: std::mem::replace(&mut prev, hash.clone()),
                 hash,
+                mac: None,
             }
         })
         .collect()
@@ -554,3 +555,5 @@ async fn an_event_added_behind_the_anchors_back_is_damage() -> TestResult {
     );
     Ok(())
 }
+
+mod vouch;

@@ -3,13 +3,17 @@
 //! first event that does not is named with the kind of damage that explains it best.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use crate::store::Pool;
 
 use crate::store::anchor::{AnchorError, Head, Mark};
 use crate::store::audit::{AuditRow, GENESIS};
+use crate::store::vouch::AuditKey;
 use crate::store::{audit_read, scan, Store, StoreError};
+
+use super::vouched::{self, KeysView, Macs};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -35,6 +39,11 @@ pub enum DamageKind {
     /// Events past the anchor's head that are older than its last write: the writer would have
     /// included them, so they did not come through Reins' commit path.
     Unanchored,
+    /// An event's MAC names this machine's audit key but does not hold: made without the key.
+    Forged,
+    /// Events of a keyed log that no key of this machine vouches for (no MAC, or another key's on
+    /// this machine's own file), until a person accepts them (`reins audit accept-unvouched`).
+    Unvouched,
 }
 
 impl DamageKind {
@@ -48,6 +57,8 @@ impl DamageKind {
             DamageKind::AnchorUnreadable => "anchor_unreadable",
             DamageKind::AnchorRecreated => "anchor_recreated",
             DamageKind::Unanchored => "unanchored",
+            DamageKind::Forged => "forged",
+            DamageKind::Unvouched => "unvouched",
         }
     }
 }
@@ -89,6 +100,8 @@ pub struct Verification {
     /// Seqs of `audit.anchor_created` events: before each, nothing outside the database vouched
     /// for the log, so a truncation then would have gone unseen.
     pub anchor_created_at: Vec<i64>,
+    /// What the events' MACs say (N13).
+    pub keys: KeysView,
     pub elapsed_ms: u64,
 }
 
@@ -108,7 +121,16 @@ pub(crate) async fn verify_split(store: &Store, split_at: i64) -> Result<Verific
         Err(AnchorError::Unreadable { detail, .. }) => (None, Some(detail)),
         Err(AnchorError::Io { source, .. }) => (None, Some(source.to_string())),
     };
-    let walk = walk(store, anchor_head.as_ref(), split_at).await?;
+    let mut keys = store.vouch().for_verify().await;
+    if let Some(since) = keys.since.as_mut() {
+        // The keyring remembers another log at this place: this one was made again, or rewritten
+        // whole, without the key. Every event of it must then carry a MAC.
+        if audit_read::hash_at(store.pool(), 1).await?.as_deref() != Some(since.first_hash.as_str()) {
+            since.seq = 1;
+        }
+    }
+    let walk = walk(store, anchor_head.as_ref(), split_at, keys.key.clone()).await?;
+    let chained = walk.first_bad.is_none();
     let mut damage = match walk.first_bad {
         Some(bad) => Some(classify(store.pool(), bad).await?),
         None => None,
@@ -169,6 +191,10 @@ pub(crate) async fn verify_split(store: &Store, split_at: i64) -> Result<Verific
         }
     };
     let anchor_created_at = audit_read::seqs_of_kind(store.pool(), "audit.anchor_created").await?;
+    let (keys_view, unvouched) = vouched::judge(walk.macs, &keys, store.shared());
+    if damage.is_none() && chained {
+        damage = unvouched;
+    }
     if damage.is_none() && status == "behind" {
         damage = unanchored(store, anchor_head.as_ref()).await?;
     }
@@ -186,6 +212,7 @@ pub(crate) async fn verify_split(store: &Store, split_at: i64) -> Result<Verific
         },
         damage,
         anchor_created_at,
+        keys: keys_view,
         elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     })
 }
@@ -257,6 +284,54 @@ pub async fn acknowledge(store: &Store, by: &str) -> Result<Option<i64>, StoreEr
     Ok(Some(seq))
 }
 
+/// Records that a person accepts the events no key of this machine vouches for (and only
+/// those: a log with other damage, or a forged MAC, is refused). Returns what was accepted
+/// (`first seq`, `events`); None when nothing was unvouched.
+pub async fn accept_unvouched(store: &Store, by: &str) -> Result<Option<(i64, i64)>, StoreError> {
+    let mut keys = store.vouch().for_verify().await;
+    if let Some(since) = keys.since.as_mut() {
+        // The keyring remembers another log at this place: this one was made again, or rewritten
+        // whole, without the key. Every event of it must then carry a MAC.
+        if audit_read::hash_at(store.pool(), 1).await?.as_deref() != Some(since.first_hash.as_str()) {
+            since.seq = 1;
+        }
+    }
+    if keys.key.is_none() {
+        return Err(StoreError::Conflict(format!(
+            "accepting unvouched events needs this machine's audit key from the OS keyring, which vouches for the acceptance itself: {}",
+            keys.unavailable
+                .map(|e| e.to_string())
+                .unwrap_or_else(|| "the keyring has no audit key yet".into())
+        )));
+    }
+    let v = verify(store).await?;
+    match &v.damage {
+        None => return Ok(None),
+        Some(d) if d.kind == DamageKind::Unvouched => {}
+        Some(d) => {
+            return Err(StoreError::Conflict(format!(
+                "the log is damaged ({}{}): {}; only events that no key vouches for can be accepted",
+                d.kind.as_str(),
+                d.seq.map(|s| format!(" at seq {s}")).unwrap_or_default(),
+                d.detail
+            )))
+        }
+    }
+    let (Some(first), events) = (v.keys.unvouched_from, v.keys.unvouched) else {
+        return Ok(None);
+    };
+    super::record_by_user(
+        store,
+        crate::event::UnvouchedAccepted {
+            first_seq: first,
+            events,
+            by: by.to_owned(),
+        },
+    )
+    .await?;
+    Ok(Some((first, events)))
+}
+
 /// The first event that does not chain: where the walk expected it and what it found.
 struct Bad {
     expected_seq: i64,
@@ -270,6 +345,7 @@ struct Walk {
     first_bad: Option<Bad>,
     /// The first anchor mark the log disagrees with, and the last seq it agreed through.
     mark_mismatch: Option<(i64, i64)>,
+    macs: Macs,
 }
 
 /// One stretch of the chain, walked on its own thread.
@@ -280,6 +356,7 @@ struct Stretch {
     /// The first mark disagreed with, and the last agreed before it (0: none in this stretch).
     mismatch: Option<(i64, i64)>,
     last_agreed: i64,
+    macs: Macs,
 }
 
 /// Below this many events one thread walks the whole chain.
@@ -287,7 +364,12 @@ const SPLIT_AT: i64 = 50_000;
 
 /// Walks the chain in two stretches at once (the machine's two cores): the second starts from the
 /// hash the first must end on, so together they check every link.
-async fn walk(store: &Store, anchor: Option<&Head>, split_at: i64) -> Result<Walk, StoreError> {
+async fn walk(
+    store: &Store,
+    anchor: Option<&Head>,
+    split_at: i64,
+    key: Option<Arc<AuditKey>>,
+) -> Result<Walk, StoreError> {
     let marks: BTreeMap<i64, String> = anchor
         .map(|a| {
             a.marks
@@ -308,13 +390,20 @@ async fn walk(store: &Store, anchor: Option<&Head>, split_at: i64) -> Result<Wal
     let joined = tokio::task::spawn_blocking(move || {
         std::thread::scope(|scope| {
             let second = (middle != i64::MAX).then(|| {
-                let (db, marks) = (&db, &marks);
+                let (db, marks, key) = (&db, &marks, key.as_deref());
                 let start = boundary
                     .clone()
                     .map_or((1, GENESIS.to_owned()), |(s, h)| (s + 1, h));
-                scope.spawn(move || stretch(db, middle, i64::MAX, start, marks))
+                scope.spawn(move || stretch(db, middle, i64::MAX, start, marks, key))
             });
-            let first = stretch(&db, i64::MIN, middle, (1, GENESIS.to_owned()), &marks);
+            let first = stretch(
+                &db,
+                i64::MIN,
+                middle,
+                (1, GENESIS.to_owned()),
+                &marks,
+                key.as_deref(),
+            );
             let second = second.map(|handle| {
                 handle.join().unwrap_or_else(|_| {
                     Err(StoreError::Invalid("the verification thread failed".into()))
@@ -336,12 +425,14 @@ async fn walk(store: &Store, anchor: Option<&Head>, split_at: i64) -> Result<Wal
             mark_mismatch: first.mismatch.or(second
                 .mismatch
                 .map(|(at, agreed)| (at, agreed.max(first.last_agreed)))),
+            macs: first.macs.then(second.macs),
         },
         _ => Walk {
             events: first.events,
             head: first.last,
             first_bad: first.first_bad,
             mark_mismatch: first.mismatch,
+            macs: first.macs,
         },
     })
 }
@@ -353,6 +444,7 @@ fn stretch(
     hi: i64,
     start: (i64, String),
     marks: &BTreeMap<i64, String>,
+    key: Option<&AuditKey>,
 ) -> Result<Stretch, StoreError> {
     let (mut expected, mut prev) = start;
     let mut out = Stretch {
@@ -361,6 +453,7 @@ fn stretch(
         first_bad: None,
         mismatch: None,
         last_agreed: 0,
+        macs: Macs::default(),
     };
     let mut buf = Vec::with_capacity(1024);
     scan::events_between(db, lo, hi, |row| {
@@ -379,6 +472,7 @@ fn stretch(
                 out.mismatch = Some((row.seq, out.last_agreed));
             }
         }
+        out.macs.see(&row, key);
         prev.clear();
         prev.push_str(row.hash);
         expected += 1;

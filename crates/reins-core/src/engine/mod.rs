@@ -115,6 +115,7 @@ impl Engine {
     pub fn new(store: Store, blobs: BlobStore, policy: Arc<dyn Policy>, lease_ms: i64) -> Self {
         let worker = crate::worker::WorkerId::current().to_string();
         let keyring: Arc<dyn crate::keys::SecretStore> = Arc::new(crate::keys::Keyring::new());
+        store.use_keys(Arc::clone(&keyring));
         Self {
             store,
             blobs,
@@ -177,6 +178,7 @@ impl Engine {
     /// Reads API keys from `secrets` instead of the OS keyring.
     pub fn with_secrets(mut self, secrets: Arc<dyn crate::keys::SecretStore>) -> Self {
         self.sealer = Arc::new(crate::seal::Sealer::new(Arc::clone(&secrets)));
+        self.store.use_keys(Arc::clone(&secrets));
         self.secrets = secrets;
         self
     }

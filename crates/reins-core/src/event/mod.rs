@@ -9,12 +9,14 @@ use serde::Serialize;
 
 use crate::ids::RunId;
 
+mod chain;
 mod device;
 mod intent;
 mod payload;
 mod log;
 mod retention;
 
+pub use chain::*;
 pub use device::*;
 pub use intent::*;
 pub use payload::*;
@@ -221,6 +223,7 @@ kinds! {
     SettingChanged(SettingChanged) = "settings.changed" [from],
     AnchorCreated(AnchorCreated) = "audit.anchor_created" [from],
     AnchorAcknowledged(AnchorAcknowledged) = "audit.anchor_acknowledged" [from],
+    UnvouchedAccepted(UnvouchedAccepted) = "audit.unvouched_accepted" [from],
     AuditVerified(AuditVerified) = "audit.verified" [from],
     AuditExported(AuditExported) = "audit.exported" [from],
 }

@@ -29,6 +29,9 @@ pub struct AuditRow {
     pub payload: String,
     pub prev_hash: String,
     pub hash: String,
+    /// `<key id>:<HMAC-SHA256 of hash>` under the writing machine's audit key (`store::vouch`);
+    /// None when it had no keyring, or before the log was keyed.
+    pub mac: Option<String>,
 }
 
 impl AuditRow {
@@ -45,6 +48,7 @@ impl AuditRow {
             payload: &self.payload,
             prev_hash: &self.prev_hash,
             hash: &self.hash,
+            mac: self.mac.as_deref(),
         }
     }
 
@@ -208,6 +212,15 @@ pub(crate) async fn append_raw(
     insert(tx, None, &[entry], now).await
 }
 
+/// The MACs of `rows`, made with `key`.
+fn vouch(rows: &mut [Row], key: Option<&super::vouch::AuditKey>) {
+    if let Some(key) = key {
+        for r in rows {
+            r.mac = Some(key.mac(&r.hash));
+        }
+    }
+}
+
 struct Row {
     seq: i64,
     actor: &'static str,
@@ -218,6 +231,7 @@ struct Row {
     payload: String,
     prev_hash: String,
     hash: String,
+    mac: Option<String>,
 }
 
 /// Chains `events` after (seq, hash). Every payload is redacted first: no secret reaches the log.
@@ -260,6 +274,7 @@ fn chain(mut seq: i64, mut prev_hash: String, entries: &[Entry], now: i64) -> Ve
                 payload,
                 prev_hash: prev,
                 hash,
+                mac: None,
             }
         })
         .collect()
@@ -274,7 +289,8 @@ fn push_rows(q: &mut Sql<'_>, rows: &[Row], now: i64) -> Result<()> {
         q.bind(r.actor.to_owned())?.push(", ").bind(r.kind.to_owned())?.push(", ");
         q.bind(r.run_id.clone())?.push(", ").bind(r.step)?.push(", ");
         q.bind(r.approval.clone())?.push(", ").bind(r.payload.clone())?.push(", ");
-        q.bind(r.prev_hash.clone())?.push(", ").bind(r.hash.clone())?.push(")");
+        q.bind(r.prev_hash.clone())?.push(", ").bind(r.hash.clone())?.push(", ");
+        q.bind(r.mac.clone())?.push(")");
     }
     Ok(())
 }
@@ -302,24 +318,38 @@ pub(super) struct Fast<'o> {
     head: String,
     run: String,
     now: i64,
+    keyed: bool,
 }
 
 impl<'o> Fast<'o> {
     /// `None` when the owner remembers no head.
-    fn prepare(owner: &'o Owner, events: &[Entry], now: i64) -> Option<Self> {
+    fn prepare(
+        owner: &'o Owner,
+        events: &[Entry],
+        now: i64,
+        key: Option<&super::vouch::AuditKey>,
+    ) -> Option<Self> {
         let (seq, head) = owner.remembered()?;
+        let mut rows = chain(seq, head.clone(), events, now);
+        vouch(&mut rows, key);
         Some(Self {
             owner,
-            rows: chain(seq, head.clone(), events, now),
+            rows,
             head,
             run: owner.run.to_string(),
             now,
+            keyed: key.is_some(),
         })
     }
 
-    pub(super) fn of_events(owner: &'o Owner, events: &[Event], now: i64) -> Option<Self> {
+    pub(super) fn of_events(
+        owner: &'o Owner,
+        events: &[Event],
+        now: i64,
+        key: Option<&super::vouch::AuditKey>,
+    ) -> Option<Self> {
         let entries: Vec<Entry> = events.iter().map(Entry::of).collect();
-        Self::prepare(owner, &entries, now)
+        Self::prepare(owner, &entries, now, key)
     }
 
     pub(super) fn len(&self) -> usize {
@@ -332,13 +362,13 @@ impl<'o> Fast<'o> {
     /// statement commits: for a statement outside the write lock's transaction (`fused::Whole`).
     pub(super) fn sql(&self, also: Option<&str>, locking: bool) -> String {
         let mut sql = String::from(
-            "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash)
-             SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9, column10 FROM (VALUES ",
+            "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash, mac)
+             SELECT column1, column2, column3, column4, column5, column6, column7, column8, column9, column10, column11 FROM (VALUES ",
         );
         let mut n = 0;
         for i in 0..self.rows.len() {
             sql.push_str(if i == 0 { "(" } else { ", (" });
-            let fields: Vec<String> = (0..10)
+            let fields: Vec<String> = (0..11)
                 .map(|_| {
                     n += 1;
                     format!("${n}")
@@ -375,7 +405,8 @@ impl<'o> Fast<'o> {
                 .bind(r.approval.as_deref())
                 .bind(r.payload.as_str())
                 .bind(r.prev_hash.as_str())
-                .bind(r.hash.as_str());
+                .bind(r.hash.as_str())
+                .bind(r.mac.as_deref());
         }
         q.bind(self.head.as_str())
             .bind(self.run.as_str())
@@ -386,6 +417,9 @@ impl<'o> Fast<'o> {
     /// remembers it. Returns the last seq.
     pub(super) fn landed(self, tx: &mut Tx) -> i64 {
         tx.appended(marks_of(&self.rows));
+        if let (true, Some(first)) = (self.keyed, self.rows.first()) {
+            tx.keyed_from(first.seq);
+        }
         let last = self.rows.last().map(|r| (r.seq, r.hash.clone()));
         let seq = last.as_ref().map(|(seq, _)| *seq).unwrap_or(0);
         self.owner.remember(last);
@@ -415,7 +449,8 @@ async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) 
             "an audit append needs at least one event".into(),
         ));
     }
-    if let Some(fast) = owner.and_then(|o| Fast::prepare(o, events, now)) {
+    let key = tx.key().cloned();
+    if let Some(fast) = owner.and_then(|o| Fast::prepare(o, events, now, key.as_deref())) {
         let sql = fast.sql(None, false);
         let done = fast.bind(sqlx::query(&sql)).execute(&mut **tx).await?;
         if done.rows_affected() == fast.rows.len() as u64 {
@@ -456,19 +491,23 @@ async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) 
             }
         }
     }
-    let rows = chain(
+    let mut rows = chain(
         last_seq.unwrap_or(0),
         last_hash.unwrap_or_else(|| GENESIS.to_owned()),
         events,
         now,
     );
+    vouch(&mut rows, key.as_deref());
     let mut insert = Sql::new(
-        "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash) ",
+        "INSERT INTO audit_events (seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash, mac) ",
     );
     push_rows(&mut insert, &rows, now)?;
     let (sql, args) = insert.into_parts();
     sqlx::query_with(&sql, args).execute(&mut **tx).await?;
     tx.appended(marks_of(&rows));
+    if let (Some(_), Some(first)) = (&key, rows.first()) {
+        tx.keyed_from(first.seq);
+    }
     let last = rows.last().map(|r| (r.seq, r.hash.clone()));
     if let Some(o) = owner {
         o.remember(last.clone());

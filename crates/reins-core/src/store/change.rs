@@ -121,6 +121,10 @@ impl Store {
         // when it can tell in advance where they go (`fused`): `predicted` is the seq its
         // checkpoint is foreseen at, announced already in `events`.
         let mut predicted = None;
+        let key = match owner {
+            Some(_) if self.shared() && step_only => self.vouch.key().await,
+            _ => None,
+        };
         let tail = match owner {
             Some(o)
                 if self.shared()
@@ -129,11 +133,11 @@ impl Store {
                     && (checkpoint.is_some() || !events.is_empty()) =>
             {
                 match (&checkpoint, &new_checkpoint, o.last_checkpoint()) {
-                    (None, _, _) => Tail::new(o, None, &events, now),
+                    (None, _, _) => Tail::new(o, None, &events, now, key.as_deref()),
                     (Some(p), Some(cp), Some(last)) => {
                         predicted = Some(last + 1);
                         events.push(written(last + 1, p)?);
-                        Tail::new(o, Some((last + 1, cp)), &events, now)
+                        Tail::new(o, Some((last + 1, cp)), &events, now, key.as_deref())
                     }
                     _ => None,
                 }

@@ -98,8 +98,9 @@ impl<'a> Tail<'a> {
         checkpoint: Option<(i64, &'a NewCheckpoint<'a>)>,
         events: &[super::audit::Event],
         now: i64,
+        key: Option<&super::vouch::AuditKey>,
     ) -> Option<Self> {
-        let events = Fast::of_events(owner, events, now)?;
+        let events = Fast::of_events(owner, events, now, key)?;
         Some(Self {
             checkpoint: checkpoint.map(|(seq, cp)| (owner.run.to_string(), seq, cp)),
             events,

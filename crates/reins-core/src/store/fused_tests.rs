@@ -112,7 +112,9 @@ async fn a_steps_checkpoint_and_events_land_with_its_rows_when_foreseen() -> any
     // The intent carries its events.
     let mut tx = store.begin().await?;
     let events = [written(run, 1)];
-    let tail = Tail::new(&owner, None, &events, 2).ok_or_else(|| anyhow::anyhow!("the owner remembers its head"))?;
+    // Under a key: the events' MACs travel in the same statement.
+    let key = super::vouch::AuditKey::from_bytes(&[3; 32]);
+    let tail = Tail::new(&owner, None, &events, 2, Some(&key)).ok_or_else(|| anyhow::anyhow!("the owner remembers its head"))?;
     let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
         .await?;
     assert_eq!(counts, (0, 1));
@@ -124,12 +126,20 @@ async fn a_steps_checkpoint_and_events_land_with_its_rows_when_foreseen() -> any
         }
     );
     tx.commit().await?;
+    let (hash, mac): (String, Option<String>) =
+        sqlx::query_as("SELECT hash, mac FROM audit_events ORDER BY seq DESC LIMIT 1")
+            .fetch_one(store.pool())
+            .await?;
+    assert_eq!(
+        mac.as_deref().map(|m| key.check(&hash, m)),
+        Some(super::vouch::Check::Holds)
+    );
 
     // The settling carries checkpoint 2 and its event.
     let mut tx = store.begin().await?;
     let cp = checkpoint();
     let events = [written(run, 2)];
-    let tail = Tail::new(&owner, Some((2, &cp)), &events, 3).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
+    let tail = Tail::new(&owner, Some((2, &cp)), &events, 3, None).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
     let counts = intents::settle_with_step(&mut tx, run, settling(1), 3, Some(&tail)).await?;
     assert_eq!(counts, (1, 1));
     assert_eq!(
@@ -162,7 +172,7 @@ async fn a_checkpoint_not_at_the_runs_next_seq_lands_nothing_of_the_tail() -> an
     let mut tx = store.begin().await?;
     let cp = checkpoint();
     let events = [written(run, 3)];
-    let tail = Tail::new(&owner, Some((3, &cp)), &events, 3).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
+    let tail = Tail::new(&owner, Some((3, &cp)), &events, 3, None).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
     let counts = intents::settle_with_step(&mut tx, run, settling(1), 3, Some(&tail)).await?;
     assert_eq!(counts, (0, 0), "neither the checkpoint nor, without it, its events");
     assert_eq!(tail.landed(&mut tx, counts.0, counts.1), Landed::default());
@@ -184,7 +194,7 @@ async fn events_after_a_head_that_moved_or_for_a_run_lost_do_not_land() -> anyho
     another_appends(&store, run).await?;
     let mut tx = store.begin().await?;
     let events = [written(run, 1)];
-    let tail = Tail::new(&owner, None, &events, 3).ok_or_else(|| anyhow::anyhow!("remembered"))?;
+    let tail = Tail::new(&owner, None, &events, 3, None).ok_or_else(|| anyhow::anyhow!("remembered"))?;
     let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
         .await?;
     assert_eq!(counts, (0, 0));
@@ -193,7 +203,7 @@ async fn events_after_a_head_that_moved_or_for_a_run_lost_do_not_land() -> anyho
     // The run is taken over (fence 2): even with the true head, the old owner appends nothing.
     taken_over(&store, run, &owner).await?;
     let mut tx = store.begin().await?;
-    let tail = Tail::new(&owner, None, &events, 5).ok_or_else(|| anyhow::anyhow!("remembered"))?;
+    let tail = Tail::new(&owner, None, &events, 5, None).ok_or_else(|| anyhow::anyhow!("remembered"))?;
     let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
         .await?;
     assert_eq!(counts, (0, 0));
@@ -207,7 +217,7 @@ async fn events_after_a_head_that_moved_or_for_a_run_lost_do_not_land() -> anyho
 async fn single_step(store: &Store, run: RunId, owner: &audit::Owner, cp_seq: i64) -> anyhow::Result<()> {
     let mut tx = store.begin_single().await?;
     let events = [written(run, 1)];
-    let tail = Tail::new(owner, None, &events, 2).ok_or_else(|| anyhow::anyhow!("remembered"))?;
+    let tail = Tail::new(owner, None, &events, 2, None).ok_or_else(|| anyhow::anyhow!("remembered"))?;
     let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
         .await?;
     assert!(tail.landed(&mut tx, counts.0, counts.1).events);
@@ -215,7 +225,7 @@ async fn single_step(store: &Store, run: RunId, owner: &audit::Owner, cp_seq: i6
     let mut tx = store.begin_single().await?;
     let cp = checkpoint();
     let events = [written(run, cp_seq)];
-    let tail = Tail::new(owner, Some((cp_seq, &cp)), &events, 3).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
+    let tail = Tail::new(owner, Some((cp_seq, &cp)), &events, 3, None).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
     let counts = intents::settle_with_step(&mut tx, run, settling(1), 3, Some(&tail)).await?;
     assert_eq!(counts, (1, 1));
     tail.landed(&mut tx, counts.0, counts.1);
@@ -276,7 +286,7 @@ async fn a_single_statement_that_cannot_land_whole_writes_nothing() -> anyhow::R
     let (run, owner) = held(&store).await?;
     let mut tx = store.begin_single().await?;
     let events = [written(run, 1)];
-    let tail = Tail::new(&owner, None, &events, 2).ok_or_else(|| anyhow::anyhow!("remembered"))?;
+    let tail = Tail::new(&owner, None, &events, 2, None).ok_or_else(|| anyhow::anyhow!("remembered"))?;
     intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail)).await?;
     tail.landed(&mut tx, 0, 1);
     tx.commit().await?;
@@ -288,7 +298,7 @@ async fn a_single_statement_that_cannot_land_whole_writes_nothing() -> anyhow::R
     let mut tx = store.begin_single().await?;
     let cp = checkpoint();
     let events = [written(run, 3)];
-    let tail = Tail::new(&owner, Some((3, &cp)), &events, 3).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
+    let tail = Tail::new(&owner, Some((3, &cp)), &events, 3, None).ok_or_else(|| anyhow::anyhow!("foreseen"))?;
     let err = intents::settle_with_step(&mut tx, run, settling(1), 3, Some(&tail))
         .await
         .map_err(anyhow::Error::from)

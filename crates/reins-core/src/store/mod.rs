@@ -43,6 +43,7 @@ pub mod sealed;
 pub mod steps;
 mod postgres;
 mod tx;
+pub mod vouch;
 pub mod wake;
 pub mod write;
 
@@ -142,6 +143,8 @@ pub struct Store {
     path: PathBuf,
     anchor: Arc<anchor::Anchor>,
     wake: Arc<wake::Wake>,
+    /// The key each appended event's MAC is made with (N13).
+    vouch: Arc<vouch::Vouch>,
 }
 
 /// The database and its journal files are readable by their owner only (F11: it was 0644).
@@ -208,6 +211,12 @@ impl Store {
             path: path.to_owned(),
             anchor: Arc::new(anchor::Anchor::for_database(path)),
             wake: wake::Wake::local(Some(path.to_owned())),
+            vouch: Arc::new(vouch::Vouch::new(
+                &std::fs::canonicalize(path)
+                    .unwrap_or_else(|_| path.to_owned())
+                    .display()
+                    .to_string(),
+            )),
         };
         store.ensure_anchor().await?;
         Ok(store)
@@ -255,6 +264,16 @@ impl Store {
 
     pub fn anchor(&self) -> &anchor::Anchor {
         &self.anchor
+    }
+
+    /// The audit key this store's appends are vouched for with.
+    pub fn vouch(&self) -> &vouch::Vouch {
+        &self.vouch
+    }
+
+    /// Makes each event appended from now on carry a MAC under the audit key in `keys`.
+    pub fn use_keys(&self, keys: Arc<dyn crate::keys::SecretStore>) {
+        self.vouch.use_keys(keys);
     }
 
     pub fn pool(&self) -> &Pool {
@@ -317,22 +336,27 @@ impl Store {
         if self.dialect != Dialect::Postgres {
             return self.begin_quiet().await;
         }
+        let key = self.vouch.key().await;
         let conn = self.pool.acquire().await?;
         Ok(Tx::single(
             conn,
             self.dialect,
             Arc::clone(&self.anchor),
             Arc::clone(&self.wake),
+            (Arc::clone(&self.vouch), key),
         ))
     }
 
     async fn begin_with(&self, statement: &'static str) -> Result<Tx> {
+        // Loaded before the write lock is taken: the first load waits on the keyring.
+        let key = self.vouch.key().await;
         let inner = self.pool.begin_with(statement).await?;
         Ok(Tx::new(
             inner,
             self.dialect,
             Arc::clone(&self.anchor),
             Arc::clone(&self.wake),
+            (Arc::clone(&self.vouch), key),
         ))
     }
 

@@ -149,6 +149,7 @@ impl Store {
         let store = Self {
             pool,
             dialect: Dialect::Postgres,
+            vouch: Arc::new(super::vouch::Vouch::new(&shown.display().to_string())),
             path: shown,
             anchor: Arc::new(anchor::Anchor::at(anchor)),
             wake: if listen {

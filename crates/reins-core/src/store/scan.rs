@@ -27,6 +27,7 @@ pub struct EventRef<'r> {
     pub payload: &'r str,
     pub prev_hash: &'r str,
     pub hash: &'r str,
+    pub mac: Option<&'r str>,
 }
 
 impl<'r> EventRef<'r> {
@@ -42,6 +43,7 @@ impl<'r> EventRef<'r> {
             payload: self.payload.into(),
             prev_hash: self.prev_hash.into(),
             hash: self.hash.into(),
+            mac: self.mac.map(str::to_owned),
         }
     }
 
@@ -67,7 +69,7 @@ impl<'r> EventRef<'r> {
 
 /// The columns every scan selects, in `EventRef` order.
 pub(crate) const COLUMNS: &str =
-    "seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash";
+    "seq, at, actor, kind, run_id, step_seq, approval_id, payload, prev_hash, hash, mac";
 
 /// A value bound to a scan's SQL.
 #[derive(Clone, Debug)]
@@ -209,6 +211,7 @@ impl Reader {
                 payload: text(7)?,
                 prev_hash: text(8)?,
                 hash: text(9)?,
+                mac: opt_text(10)?,
             };
             if !each(event)? {
                 break;

@@ -10,6 +10,10 @@ use sqlx::Transaction;
 use super::{Conn, Db};
 
 use super::anchor::{Anchor, Mark};
+use super::vouch::{AuditKey, Vouch};
+
+/// The store's audit key holder, and the key this transaction's events are vouched for with.
+pub(super) type Keyed = (Arc<Vouch>, Option<Arc<AuditKey>>);
 
 pub struct Tx {
     inner: Inner,
@@ -18,6 +22,10 @@ pub struct Tx {
     wake: Arc<super::wake::Wake>,
     /// The chain head and the marks this transaction appended, written out once it commits.
     marks: Vec<Mark>,
+    vouch: Arc<Vouch>,
+    key: Option<Arc<AuditKey>>,
+    /// The first event this transaction appended with a MAC.
+    first_keyed: Option<i64>,
 }
 
 /// What a `Tx` writes through.
@@ -34,6 +42,7 @@ impl Tx {
         dialect: super::Dialect,
         anchor: Arc<Anchor>,
         wake: Arc<super::wake::Wake>,
+        keyed: Keyed,
     ) -> Self {
         Self {
             inner: Inner::Transaction(inner),
@@ -41,6 +50,9 @@ impl Tx {
             anchor,
             wake,
             marks: Vec::new(),
+            vouch: keyed.0,
+            key: keyed.1,
+            first_keyed: None,
         }
     }
 
@@ -50,6 +62,7 @@ impl Tx {
         dialect: super::Dialect,
         anchor: Arc<Anchor>,
         wake: Arc<super::wake::Wake>,
+        keyed: Keyed,
     ) -> Self {
         Self {
             inner: Inner::Single(conn),
@@ -57,6 +70,9 @@ impl Tx {
             anchor,
             wake,
             marks: Vec::new(),
+            vouch: keyed.0,
+            key: keyed.1,
+            first_keyed: None,
         }
     }
 
@@ -75,21 +91,46 @@ impl Tx {
         self.marks.extend(marks);
     }
 
+    /// The key this transaction's events carry a MAC under (None: no keyring here).
+    pub(super) fn key(&self) -> Option<&Arc<AuditKey>> {
+        self.key.as_ref()
+    }
+
+    /// Records that events from `seq` on were appended with a MAC.
+    pub(super) fn keyed_from(&mut self, seq: i64) {
+        self.first_keyed = Some(self.first_keyed.map_or(seq, |f| f.min(seq)));
+    }
+
     /// Commits, then hands the new head to the anchor's writer and wakes whoever waits for a
     /// change (on a shared database, every machine: the notification is delivered with the
     /// commit, and only if it happens). A commit never waits for the anchor and never fails
     /// because of it: an anchor behind the database is tolerated by verification (one ahead of
     /// it, or disagreeing with it, is what it reports).
-    pub async fn commit(self) -> Result<(), sqlx::Error> {
+    pub async fn commit(mut self) -> Result<(), sqlx::Error> {
+        // The first keyed events this process writes to a log the keyring does not yet know as
+        // keyed: read the log's first hash now, to remember it with them once committed.
+        let to_mark = match self.first_keyed {
+            Some(seq) if !self.vouch.marked() => {
+                sqlx::query_scalar::<_, String>("SELECT hash FROM audit_events WHERE seq = 1")
+                    .fetch_optional(&mut *self)
+                    .await?
+                    .map(|first| (seq, first))
+            }
+            _ => None,
+        };
         let Self {
             inner,
             anchor,
             wake,
             marks,
+            vouch,
             ..
         } = self;
         if let Inner::Transaction(tx) = inner {
             tx.commit().await?;
+        }
+        if let Some((seq, first)) = to_mark {
+            vouch.mark(seq, first).await;
         }
         if !marks.is_empty() {
             anchor.submit(marks);

@@ -47,6 +47,7 @@ impl AuditEventView {
             payload,
             prev_hash,
             hash,
+            ..
         } = row;
         let payload = serde_json::from_str(&payload).map_err(|e| StoreError::Damaged {
             table: "audit_events",

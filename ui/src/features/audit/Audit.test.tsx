@@ -55,6 +55,7 @@ it("shows each event as its sentence with the run by name, and opens the payload
       anchor: { path: "", status: "agrees", head: null },
       damage: null,
       anchorCreatedAt: [],
+      keys: { status: "checked", keyId: "0123456789abcdef", vouched: 1, unkeyed: 0, keyedSince: 1, others: [], unvouchedFrom: null, unvouched: 0, detail: null },
       elapsedMs: 1,
     },
   });
@@ -66,7 +67,7 @@ it("shows each event as its sentence with the run by name, and opens the payload
   // No raw payload until asked for.
   expect(screen.queryByTestId("audit-payload")).toBeNull();
   // The badge counts what it verified and says the newer event is not verified yet.
-  await waitFor(() => expect(screen.getByTestId("chain-status").textContent).toBe("chain intact · 1 event · 1 newer, not verified yet"));
+  await waitFor(() => expect(screen.getByTestId("chain-status").textContent).toBe("chain intact · 1 event · 1 vouched for by this machine's key · 1 newer, not verified yet"));
   fireEvent.click(screen.getAllByTestId("audit-row")[0]);
   const payload = screen.getByTestId("audit-payload").textContent ?? "";
   expect(JSON.parse(payload)).toEqual({ approval: "a1", scope: "once" });
@@ -75,8 +76,10 @@ it("shows each event as its sentence with the run by name, and opens the payload
 });
 
 it("does not count the record of a verification as an event it missed", () => {
-  const v = { intact: true, events: 2, head: { seq: 2, hash: "" }, anchor: { path: "", status: "agrees", head: null }, damage: null, anchorCreatedAt: [], elapsedMs: 1 };
-  expect(chainLabel(v, [{ seq: 3, kind: "audit.verified" }, { seq: 2, kind: "run.created" }])).toBe("chain intact · 2 events");
-  expect(chainLabel(v, [{ seq: 4, kind: "run.created" }, { seq: 3, kind: "audit.verified" }])).toBe("chain intact · 2 events · 1 newer, not verified yet");
-  expect(chainLabel({ ...v, events: 1, head: { seq: 1, hash: "" } }, [])).toBe("chain intact · 1 event");
+  const v = { intact: true, events: 2, head: { seq: 2, hash: "" }, anchor: { path: "", status: "agrees", head: null }, damage: null, anchorCreatedAt: [], keys: { status: "unkeyed", keyId: null, vouched: 0, unkeyed: 0, keyedSince: null, others: [], unvouchedFrom: null, unvouched: 0, detail: null }, elapsedMs: 1 };
+  expect(chainLabel(v, [{ seq: 3, kind: "audit.verified" }, { seq: 2, kind: "run.created" }])).toBe("chain intact · 2 events · not keyed (no OS keyring)");
+  expect(chainLabel(v, [{ seq: 4, kind: "run.created" }, { seq: 3, kind: "audit.verified" }])).toBe("chain intact · 2 events · not keyed (no OS keyring) · 1 newer, not verified yet");
+  expect(chainLabel({ ...v, events: 1, head: { seq: 1, hash: "" } }, [])).toBe("chain intact · 1 event · not keyed (no OS keyring)");
+  const team = { ...v, keys: { ...v.keys, status: "checked", vouched: 2, keyedSince: 1, others: [{ id: "fedcba9876543210", events: 3 }] } };
+  expect(chainLabel(team, [])).toBe("chain intact · 2 events · 2 vouched for by this machine's key · 3 events by other machines' keys");
 });

@@ -343,7 +343,14 @@ export type ChainDamageKind =
  *  Events past the anchor's head that are older than its last write: the writer would have
  *  included them, so they did not come through Reins' commit path.
  */
-"unanchored";
+"unanchored" | 
+/**  An event's MAC names this machine's audit key but does not hold: made without the key. */
+"forged" | 
+/**
+ *  Events of a keyed log that no key of this machine vouches for (no MAC, or another key's on
+ *  this machine's own file), until a person accepts them (`reins audit accept-unvouched`).
+ */
+"unvouched";
 
 export type Change = {
 	path: string,
@@ -751,9 +758,43 @@ export type IpcError = {
 	message: string,
 };
 
+/**  Events under one other key. */
+export type KeyCount = {
+	id: string,
+	events: number,
+};
+
 export type KeyStatus = {
 	name: string,
 	set: boolean,
+};
+
+/**  What verification could say about the events' MACs. */
+export type KeysView = {
+	/**
+	 *  `checked` (this machine's key checked every MAC it made), `unkeyed` (no event carries a
+	 *  MAC: written where no keyring could be reached) or `unchecked` (the keyring could not be
+	 *  read now, so no MAC was checked).
+	 */
+	status: string,
+	/**  This machine's audit key's id. */
+	keyId: string | null,
+	/**  Events this key vouches for. */
+	vouched: number,
+	/**  Events with no MAC (those before the log was keyed included). */
+	unkeyed: number,
+	/**  The first keyed event: from there on every event needs a MAC. */
+	keyedSince: number | null,
+	/**  Events under other machines' keys. */
+	others: KeyCount[],
+	/**
+	 *  Events no key of this machine vouches for, past the last acceptance: the first and how
+	 *  many (what `reins audit accept-unvouched` would accept).
+	 */
+	unvouchedFrom: number | null,
+	unvouched: number,
+	/**  Why no MAC was checked. */
+	detail: string | null,
 };
 
 export type Mark = {
@@ -1250,6 +1291,8 @@ export type Verification = {
 	 *  for the log, so a truncation then would have gone unseen.
 	 */
 	anchorCreatedAt: number[],
+	/**  What the events' MACs say (N13). */
+	keys: KeysView,
 	elapsedMs: number,
 };
 

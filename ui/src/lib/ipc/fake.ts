@@ -170,7 +170,7 @@ export function fakeBackend(data: FakeData = {}) {
     resumeRun: () => null,
     auditPage: () => ({ events: [...(data.audit ?? [])], next: null }),
     auditVerify: () =>
-      data.verification ?? { intact: true, events: 0, head: null, anchor: { path: "", status: "missing", head: null }, damage: null, anchorCreatedAt: [], elapsedMs: 0 },
+      data.verification ?? { intact: true, events: 0, head: null, anchor: { path: "", status: "missing", head: null }, damage: null, anchorCreatedAt: [], keys: { status: "unkeyed", keyId: null, vouched: 0, unkeyed: 0, keyedSince: null, others: [], unvouchedFrom: null, unvouched: 0, detail: null }, elapsedMs: 0 },
   };
   const backend = new Proxy({} as Backend, {
     get(_t, prop: string) {

@@ -510,6 +510,12 @@ impl Kind {
                 "{} accepted the anchor made again at event {}",
                 p.by, p.created_at_seq
             ),
+            Kind::UnvouchedAccepted(p) => format!(
+                "{} accepted {} from event {} on that no key of this machine vouched for",
+                p.by,
+                plural(p.events.max(0) as u64, "event", "events"),
+                p.first_seq
+            ),
             Kind::AuditVerified(p) => format!(
                 "The audit chain was verified: {}, anchor {}",
                 plural(p.events.max(0) as u64, "event", "events"),
