@@ -280,6 +280,11 @@ fn chain(mut seq: i64, mut prev_hash: String, entries: &[Entry], now: i64) -> Ve
         .collect()
 }
 
+/// The first of `rows` that carries a MAC (all do, or none: they were made with one key or none).
+fn first_keyed(rows: &[Row]) -> Option<i64> {
+    rows.first().filter(|r| r.mac.is_some()).map(|r| r.seq)
+}
+
 /// `VALUES (…), (…)` of the rows, each field a parameter.
 fn push_rows(q: &mut Sql<'_>, rows: &[Row], now: i64) -> Result<()> {
     q.push("VALUES ");
@@ -318,7 +323,6 @@ pub(super) struct Fast<'o> {
     head: String,
     run: String,
     now: i64,
-    keyed: bool,
 }
 
 impl<'o> Fast<'o> {
@@ -338,7 +342,6 @@ impl<'o> Fast<'o> {
             head,
             run: owner.run.to_string(),
             now,
-            keyed: key.is_some(),
         })
     }
 
@@ -417,8 +420,8 @@ impl<'o> Fast<'o> {
     /// remembers it. Returns the last seq.
     pub(super) fn landed(self, tx: &mut Tx) -> i64 {
         tx.appended(marks_of(&self.rows));
-        if let (true, Some(first)) = (self.keyed, self.rows.first()) {
-            tx.keyed_from(first.seq);
+        if let Some(seq) = first_keyed(&self.rows) {
+            tx.keyed_from(seq);
         }
         let last = self.rows.last().map(|r| (r.seq, r.hash.clone()));
         let seq = last.as_ref().map(|(seq, _)| *seq).unwrap_or(0);
@@ -505,8 +508,8 @@ async fn insert(tx: &mut Tx, owner: Option<&Owner>, events: &[Entry], now: i64) 
     let (sql, args) = insert.into_parts();
     sqlx::query_with(&sql, args).execute(&mut **tx).await?;
     tx.appended(marks_of(&rows));
-    if let (Some(_), Some(first)) = (&key, rows.first()) {
-        tx.keyed_from(first.seq);
+    if let Some(seq) = first_keyed(&rows) {
+        tx.keyed_from(seq);
     }
     let last = rows.last().map(|r| (r.seq, r.hash.clone()));
     if let Some(o) = owner {

@@ -113,7 +113,7 @@ async fn a_steps_checkpoint_and_events_land_with_its_rows_when_foreseen() -> any
     let mut tx = store.begin().await?;
     let events = [written(run, 1)];
     // Under a key: the events' MACs travel in the same statement.
-    let key = super::vouch::AuditKey::from_bytes(&[3; 32]);
+    let key = super::vouch::AuditKey::of(&[3; 32]);
     let tail = Tail::new(&owner, None, &events, 2, Some(&key)).ok_or_else(|| anyhow::anyhow!("the owner remembers its head"))?;
     let counts = intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], Some(&tail))
         .await?;
