@@ -23,6 +23,10 @@ pub struct Enforced {
     pub seccomp: bool,
     /// Protected paths held read-only by a mount layer.
     pub mounts: bool,
+    /// A network namespace of its own, its endpoints relayed into it: its network is filtered by
+    /// host, not only by port.
+    #[serde(default)]
+    pub netns: bool,
     /// What could not be had, in words.
     #[serde(default)]
     pub notes: Vec<String>,
@@ -51,6 +55,9 @@ impl Enforced {
         }
         if self.mounts {
             parts.push("mount layer".into());
+        }
+        if self.netns {
+            parts.push("network namespace".into());
         }
         match self.landlock {
             Landlock::None => format!(

@@ -1,5 +1,5 @@
 //! The confinement helper: the Reins binary started again as `reins __contain --profile JSON
-//! [--report FILE] -- PROGRAM ARGS…`. Before any thread starts, it applies the profile to itself,
+//! [--report FILE] [--relay FILE] -- PROGRAM ARGS…`. Before any thread starts, it applies the profile to itself,
 //! makes itself the subreaper, writes what the kernel enforced to the report file, starts the
 //! program, and when the program ends, ends every descendant it left behind. Its arguments are
 //! read strictly: anything it does not expect stops it before the program starts.
@@ -15,6 +15,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
 use super::profile::Profile;
+use super::relay::Plan;
 
 /// The hidden subcommand's name, the first argument after the binary's.
 pub const SUBCOMMAND: &str = "__contain";
@@ -38,12 +39,14 @@ pub fn dispatch() -> Option<ExitCode> {
 struct Call {
     profile: Profile,
     report: Option<PathBuf>,
+    relay: Option<Plan>,
     argv: Vec<OsString>,
 }
 
 fn parse(args: Vec<OsString>) -> Result<Call, String> {
     let mut profile = None;
     let mut report = None;
+    let mut relay = None;
     let mut it = args.into_iter();
     loop {
         let Some(arg) = it.next() else {
@@ -65,6 +68,18 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
                 }
                 report = Some(path);
             }
+            Some("--relay") if relay.is_none() => {
+                let path = PathBuf::from(it.next().ok_or("--relay needs a value")?);
+                if !path.is_absolute() {
+                    return Err("--relay must be an absolute path".into());
+                }
+                let text = std::fs::read(&path)
+                    .map_err(|e| format!("--relay {}: {e}", path.display()))?;
+                let plan: Plan = serde_json::from_slice(&text)
+                    .map_err(|e| format!("--relay is not a relay plan: {e}"))?;
+                plan.check()?;
+                relay = Some(plan);
+            }
             Some("--") => break,
             _ => return Err(format!("unexpected argument {}", arg.to_string_lossy())),
         }
@@ -76,6 +91,7 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
     Ok(Call {
         profile: profile.ok_or("--profile is required")?,
         report,
+        relay,
         argv,
     })
 }
@@ -103,7 +119,7 @@ fn main(args: Vec<OsString>) -> ExitCode {
         }
         None => None,
     };
-    let enforced = match super::kernel::apply(&call.profile) {
+    let enforced = match super::kernel::apply(&call.profile, call.relay.as_ref()) {
         Ok(e) => e,
         Err(e) => {
             eprintln!("reins: confinement helper: not confined, so not started: {e}");

@@ -1,5 +1,6 @@
-//! A profile made into kernel rules, in the helper's own single-threaded process: a mount layer
-//! where namespaces work (read-only binds over the protected paths), Landlock
+//! A profile made into kernel rules, in the helper's own single-threaded process: namespaces where
+//! they work (read-only binds over the protected paths; a network of its own for a process that
+//! reaches only some endpoints, see `relay`), Landlock
 //! for files, TCP ports, signals and abstract sockets, and seccomp for what Landlock does not see
 //! (socket families, ptrace, io_uring, namespaces, the kernel keyring). Each step that cannot be
 //! had is reported, never silently dropped.
@@ -17,6 +18,7 @@ use seccompiler::{
 
 use super::enforced::{Enforced, Landlock};
 use super::profile::{Network, Profile, WRITABLE_DEVICES};
+use super::relay::Plan;
 
 /// The Landlock ABI whose features a profile needs (scoped signals and abstract sockets came with
 /// 6): on it or later, a profile is enforced in full.
@@ -73,30 +75,63 @@ pub enum KernelError {
 }
 
 /// Applies `profile` to this process (and so to everything it starts). Call it single-threaded.
-pub fn apply(profile: &Profile) -> Result<Enforced, KernelError> {
+/// `relay` is the plan for a profile whose network is some endpoints: their host filter.
+pub fn apply(profile: &Profile, relay: Option<&Plan>) -> Result<Enforced, KernelError> {
     let mut enforced = Enforced::default();
-    let mounted = mount_layer(profile, &mut enforced);
+    let relay = relay.filter(|_| matches!(profile.network, Network::To { .. }));
+    let made = namespaces(profile, relay, &mut enforced);
+    if made.net {
+        if let Some(plan) = relay {
+            // In the namespace already: if the relay fails, nothing is reachable, which holds.
+            match super::relay::enter(plan) {
+                Ok(()) => enforced.netns = true,
+                Err(e) => enforced.note(&format!("its endpoints are not relayed: {e}")),
+            }
+        }
+    }
+    let mounted = if made.mount {
+        mount_layer(profile, relay.and_then(|r| r.hosts.as_deref()), &mut enforced)
+    } else {
+        Vec::new()
+    };
     enforced.landlock = landlock(profile, &mounted)?;
     seccomp(&profile.network)?;
     enforced.seccomp = true;
     Ok(enforced)
 }
 
-/// Read-only binds over the protected paths that exist, in a new mount namespace (a user namespace
-/// too when not root). Returns the paths it covered. No network namespace: seccomp and Landlock
-/// already shut the network, and making one costs about half a millisecond per command.
-fn mount_layer(profile: &Profile, enforced: &mut Enforced) -> Vec<PathBuf> {
-    use nix::mount::{mount, MsFlags};
+/// The namespaces made: a mount namespace for the read-only binds (and the hosts file), a network
+/// namespace for a relayed network.
+struct Made {
+    mount: bool,
+    net: bool,
+}
+
+/// A new mount namespace where a protected path exists (or a hosts file is to be laid), and a new
+/// network namespace where the network is relayed; a user namespace too when not root. A command
+/// gets no network namespace: seccomp and Landlock already shut its network, and making one costs
+/// about half a millisecond.
+fn namespaces(profile: &Profile, relay: Option<&Plan>, enforced: &mut Enforced) -> Made {
     use nix::sched::{unshare, CloneFlags};
-    let existing: Vec<&PathBuf> = profile
+    let none = Made {
+        mount: false,
+        net: false,
+    };
+    let protected = profile
         .read_only
         .iter()
-        .filter(|p| std::fs::symlink_metadata(p).is_ok())
-        .collect();
-    if existing.is_empty() {
-        return Vec::new();
+        .any(|p| std::fs::symlink_metadata(p).is_ok());
+    let hosts = relay.is_some_and(|r| r.hosts.is_some());
+    let mut flags = CloneFlags::empty();
+    if protected || hosts {
+        flags |= CloneFlags::CLONE_NEWNS;
     }
-    let flags = CloneFlags::CLONE_NEWNS;
+    if relay.is_some() {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    if flags.is_empty() {
+        return none;
+    }
     let uid = nix::unistd::getuid();
     let gid = nix::unistd::getgid();
     let as_user = if uid.is_root() && unshare(flags).is_ok() {
@@ -104,18 +139,39 @@ fn mount_layer(profile: &Profile, enforced: &mut Enforced) -> Vec<PathBuf> {
     } else if unshare(flags | CloneFlags::CLONE_NEWUSER).is_ok() {
         true
     } else {
-        enforced.note("no mount namespace on this kernel");
-        return Vec::new();
+        enforced.note("no namespaces on this kernel");
+        return none;
     };
     if as_user {
         let mapped = std::fs::write("/proc/self/setgroups", "deny")
             .and_then(|()| std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")))
             .and_then(|()| std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")));
         if let Err(e) = mapped {
+            // Without an id map the namespaces hold nothing up: a network namespace still has no
+            // route out, so say what is missing and go on.
             enforced.note(&format!("user namespace without an id map: {e}"));
-            return Vec::new();
+            return Made {
+                mount: false,
+                net: false,
+            };
         }
     }
+    Made {
+        mount: flags.contains(CloneFlags::CLONE_NEWNS),
+        net: flags.contains(CloneFlags::CLONE_NEWNET),
+    }
+}
+
+/// Read-only binds over the protected paths that exist, and the relay's hosts file over
+/// `/etc/hosts`, in the new mount namespace. Returns the protected paths it covered.
+fn mount_layer(profile: &Profile, hosts: Option<&Path>, enforced: &mut Enforced) -> Vec<PathBuf> {
+    use nix::mount::{mount, MsFlags};
+    let existing: Vec<&PathBuf> = profile
+        .read_only
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .collect();
+    let layered = !existing.is_empty();
     if mount(
         None::<&str>,
         "/",
@@ -155,7 +211,18 @@ fn mount_layer(profile: &Profile, enforced: &mut Enforced) -> Vec<PathBuf> {
             Err(e) => enforced.note(&format!("{} not made read-only: {e}", path.display())),
         }
     }
-    enforced.mounts = true;
+    if let Some(hosts) = hosts {
+        if let Err(e) = mount(
+            Some(hosts),
+            "/etc/hosts",
+            None::<&str>,
+            MsFlags::MS_BIND,
+            None::<&str>,
+        ) {
+            enforced.note(&format!("its endpoints' names are not laid over /etc/hosts: {e}"));
+        }
+    }
+    enforced.mounts = layered;
     covered
 }
 
@@ -189,11 +256,8 @@ fn landlock(profile: &Profile, mounted: &[PathBuf]) -> Result<Landlock, KernelEr
     let mut ruleset = Ruleset::default()
         .handle_access(all)?
         .scope(Scope::from_all(abi))?;
-    let ports: Option<&[u16]> = match &profile.network {
-        Network::None => Some(&[]),
-        Network::Ports(p) => Some(p),
-        Network::Full => None,
-    };
+    // By port too inside a network namespace: what the relay does not carry is shut twice.
+    let ports = profile.ports();
     if ports.is_some() {
         ruleset = ruleset.handle_access(AccessNet::from_all(abi))?;
     }
@@ -236,10 +300,10 @@ fn landlock(profile: &Profile, mounted: &[PathBuf]) -> Result<Landlock, KernelEr
         }
         created = created.add_rule(PathBeneath::new(fd, access))?;
     }
-    for port in ports.unwrap_or(&[]) {
+    for port in ports.as_deref().unwrap_or(&[]) {
         created = created.add_rule(NetPort::new(*port, AccessNet::ConnectTcp))?;
     }
-    if matches!(profile.network, Network::Ports(_)) {
+    if ports.is_some() && matches!(profile.network, Network::To { .. }) {
         // An agent may listen on a port the kernel picks (opencode serves its own UI that way);
         // every fixed port stays shut.
         created = created.add_rule(NetPort::new(0, AccessNet::BindTcp))?;

@@ -58,6 +58,8 @@ pub struct Confined {
     /// Protected paths that did not exist at the start: no mount can hold a name that is not
     /// there yet, so they are checked when the program ends.
     absent: Vec<PathBuf>,
+    /// The relay of a network filtered by host: its plan's file, and the task serving it.
+    relay: Option<(PathBuf, super::relay::Running)>,
 }
 
 static STARTS: AtomicU64 = AtomicU64::new(0);
@@ -95,11 +97,16 @@ impl Setup {
             .filter(|p| std::fs::symlink_metadata(p).is_err())
             .cloned()
             .collect();
+        let relay = match &profile.network {
+            super::profile::Network::To { endpoints, .. } => super::relay::start(&dir, endpoints)?,
+            _ => None,
+        };
         Ok(Some(Confined {
             profile,
             helper,
             dir,
             absent,
+            relay,
         }))
     }
 }
@@ -153,13 +160,9 @@ impl Confined {
     /// folder and pipes as for the program itself.
     pub fn command(&self, argv: &[String]) -> Command {
         let mut cmd = Command::new(&self.helper);
-        cmd.arg(super::helper::SUBCOMMAND)
-            .arg("--profile")
-            .arg(serde_json::to_string(&self.profile).unwrap_or_default())
-            .arg("--report")
-            .arg(self.report())
-            .arg("--")
-            .args(argv);
+        let mut args = self.argv(argv);
+        args.remove(0);
+        cmd.args(args);
         cmd
     }
 
@@ -173,8 +176,11 @@ impl Confined {
             serde_json::to_string(&self.profile).unwrap_or_default(),
             "--report".to_owned(),
             self.report().display().to_string(),
-            "--".to_owned(),
         ];
+        if let Some((plan, _)) = &self.relay {
+            out.extend(["--relay".to_owned(), plan.display().to_string()]);
+        }
+        out.push("--".to_owned());
         out.extend(argv.iter().cloned());
         out
     }
@@ -183,7 +189,12 @@ impl Confined {
     /// inside the workspace", from what the helper reported.
     pub fn said(&self, workspace: &Path) -> String {
         match self.enforced() {
-            Some(e) => format!("{}: {}", e.said(), self.profile.said(workspace)),
+            Some(e) => format!(
+                "{}: {}{}",
+                e.said(),
+                self.profile.said(workspace),
+                by_port(&self.profile, &e)
+            ),
             None => format!("confinement not reported: {}", self.profile.said(workspace)),
         }
     }
@@ -241,6 +252,21 @@ impl Confined {
                 format!("{who} tried to create {shown} (a protected path): removed")
             })
             .collect()
+    }
+}
+
+/// For a network of endpoints the kernel could not filter by host (no network namespace here), how
+/// it is filtered instead.
+fn by_port(profile: &Profile, enforced: &Enforced) -> &'static str {
+    match &profile.network {
+        super::profile::Network::To { serves_itself, .. } if !enforced.netns => {
+            if *serves_itself {
+                " (no network namespace here: any host and port)"
+            } else {
+                " (no network namespace here: by port, not host)"
+            }
+        }
+        _ => "",
     }
 }
 

@@ -9,8 +9,10 @@ pub mod helper;
 pub mod kernel;
 pub mod launch;
 pub mod link;
+pub mod netns;
 pub mod profile;
 pub mod reach;
+pub mod relay;
 
 pub use launch::{Confined, Kernel, Setup};
 pub use profile::{AgentReach, Profile};

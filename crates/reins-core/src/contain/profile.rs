@@ -13,11 +13,60 @@ use serde::{Deserialize, Serialize};
 pub enum Network {
     /// No sockets but pairs between its own processes.
     None,
-    /// TCP connections to these ports only (the kernel filters by port, not by host), and
-    /// listening on a port the kernel picks.
-    Ports(Vec<u16>),
+    /// TCP to these endpoints only. Where a network namespace can be made, the process gets one
+    /// of its own, with nothing but loopback, and Reins relays each endpoint to where it is:
+    /// other hosts are not there at all. Where none can be, the kernel filters by port.
+    To {
+        endpoints: Vec<Endpoint>,
+        /// It also talks to a server of its own on a port the kernel picks (opencode), which no
+        /// port rule can name: inside its namespace that is loopback; without one, any port.
+        serves_itself: bool,
+    },
     /// Any TCP or UDP; raw sockets, the session bus and other local sockets stay shut.
     Full,
+}
+
+/// A host and TCP port a process may connect to: its model endpoint, a link back to Reins.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Endpoint {
+    /// A name (`api.anthropic.com`, `localhost`) or an address (`127.0.0.1`, `::1`), no brackets.
+    pub host: String,
+    pub port: u16,
+}
+
+impl Endpoint {
+    pub fn new(host: &str, port: u16) -> Self {
+        Self {
+            host: host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase(),
+            port,
+        }
+    }
+
+    /// Reins' own link, on loopback.
+    pub fn loopback(port: u16) -> Self {
+        Self::new("127.0.0.1", port)
+    }
+
+    /// "api.anthropic.com:443", "[::1]:8080".
+    pub fn said(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    /// A host name or address, and nothing a resolver or a file could read another way.
+    fn plain(&self) -> bool {
+        !self.host.is_empty()
+            && self.host.len() <= 253
+            && self
+                .host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_'))
+            && self.port != 0
+    }
 }
 
 /// The places a profile is derived from.
@@ -43,9 +92,10 @@ pub struct AgentReach {
     /// Whether it writes the workspace itself (minus the protected paths), rather than through
     /// Reins.
     pub writes_workspace: bool,
-    /// The TCP ports it may connect to; none: any (an agent that serves itself on a port the
-    /// kernel picks, which no rule can name beforehand).
-    pub ports: Option<Vec<u16>>,
+    /// The endpoints it may connect to: its model's, Reins' links.
+    pub endpoints: Vec<Endpoint>,
+    /// It talks to a server of its own on a port the kernel picks (see [`Network::To`]).
+    pub serves_itself: bool,
 }
 
 /// What a process may touch. Paths are absolute.
@@ -119,8 +169,8 @@ impl Profile {
 
     /// An external agent (ACP): it reads what a command reads plus its own program's files; it
     /// writes only its own state dirs and temp dir, plus the workspace (minus the protected paths)
-    /// when it carries out approved changes itself; its network reaches only the ports it is
-    /// given (its model endpoint's, Reins' memory server's).
+    /// when it carries out approved changes itself; its network reaches only the endpoints it is
+    /// given (its model's, Reins' memory server's).
     pub fn agent(places: &Places, reach: &AgentReach) -> Self {
         let mut p = Self::base(places);
         p.read.extend(reach.programs.iter().cloned());
@@ -137,14 +187,12 @@ impl Profile {
                 .map(|n| places.workspace.join(n))
                 .collect();
         }
-        p.network = match &reach.ports {
-            Some(ports) => {
-                let mut ports = ports.clone();
-                ports.sort_unstable();
-                ports.dedup();
-                Network::Ports(ports)
-            }
-            None => Network::Full,
+        let mut endpoints = reach.endpoints.clone();
+        endpoints.sort();
+        endpoints.dedup();
+        p.network = Network::To {
+            endpoints,
+            serves_itself: reach.serves_itself,
         };
         p
     }
@@ -195,24 +243,51 @@ impl Profile {
                 return Err(format!("{} names a parent folder (..)", p.display()));
             }
         }
-        if let Network::Ports(ports) = &self.network {
-            if ports.contains(&0) {
-                return Err("port 0 is not a port".into());
+        if let Network::To { endpoints, .. } = &self.network {
+            if let Some(e) = endpoints.iter().find(|e| !e.plain()) {
+                return Err(format!("{} is not an endpoint", e.said()));
             }
         }
         Ok(())
+    }
+
+    /// The ports of the endpoints it may connect to, each once, in order; none when no port rule
+    /// can say what it reaches (no endpoints to name, or a server of its own).
+    pub fn ports(&self) -> Option<Vec<u16>> {
+        match &self.network {
+            Network::None => Some(Vec::new()),
+            Network::To {
+                serves_itself: true,
+                ..
+            }
+            | Network::Full => None,
+            Network::To { endpoints, .. } => {
+                let mut ports: Vec<u16> = endpoints.iter().map(|e| e.port).collect();
+                ports.sort_unstable();
+                ports.dedup();
+                Some(ports)
+            }
+        }
     }
 
     /// In words, for the card and the timeline: "no network, writes inside the workspace".
     pub fn said(&self, workspace: &Path) -> String {
         let net = match &self.network {
             Network::None => "no network".to_owned(),
-            Network::Ports(ports) if ports.is_empty() => "no network".to_owned(),
-            Network::Ports(ports) => format!(
-                "network to port{} {} only",
-                if ports.len() == 1 { "" } else { "s" },
-                ports.iter().map(u16::to_string).collect::<Vec<_>>().join(", ")
-            ),
+            Network::To {
+                endpoints,
+                serves_itself: false,
+            } if endpoints.is_empty() => "no network".to_owned(),
+            Network::To {
+                endpoints,
+                serves_itself,
+            } => {
+                let mut to: Vec<String> = endpoints.iter().map(Endpoint::said).collect();
+                if *serves_itself {
+                    to.push("its own local server".into());
+                }
+                format!("network to {} only", to.join(", "))
+            }
             Network::Full => "with the network".to_owned(),
         };
         let writes = if self.write.iter().any(|w| w == workspace) {

@@ -1,7 +1,9 @@
 //! What an external program's profile is derived from, read off its command line, environment and
-//! config files: the trees its program lives in, and the ports of the endpoints it was pointed at.
+//! config files: the trees its program lives in, and the endpoints it was pointed at.
 
 use std::path::{Component, Path, PathBuf};
+
+use super::profile::Endpoint;
 
 /// The trees `argv`'s program and the files it names live in, to be readable: for each absolute
 /// path on the command line, also inside an argument (and the program, found on `path_var`), its
@@ -83,43 +85,49 @@ fn install_root(p: &Path) -> Option<PathBuf> {
     None
 }
 
-/// The TCP ports of the `http://` and `https://` URLs in `text` (80 and 443 when a URL names
-/// none).
-pub fn url_ports(text: &str) -> Vec<u16> {
-    let mut ports = Vec::new();
+/// The endpoints of the `http://` and `https://` URLs in `text` (port 80 or 443 when a URL names
+/// none), each once, in the order met.
+pub fn url_endpoints(text: &str) -> Vec<Endpoint> {
+    let mut found = Vec::new();
     for scheme in ["http://", "https://"] {
         for (i, _) in text.match_indices(scheme) {
             let rest = &text[i..];
             let end = rest
                 .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>' | ','))
                 .unwrap_or(rest.len());
-            if let Ok(url) = url::Url::parse(&rest[..end]) {
-                if let Some(port) = url.port_or_known_default() {
-                    if !ports.contains(&port) {
-                        ports.push(port);
-                    }
+            let Ok(url) = url::Url::parse(&rest[..end]) else { continue };
+            let host = match url.host() {
+                Some(url::Host::Domain(d)) => d.to_owned(),
+                Some(url::Host::Ipv4(a)) => a.to_string(),
+                Some(url::Host::Ipv6(a)) => a.to_string(),
+                None => continue,
+            };
+            if let Some(port) = url.port_or_known_default() {
+                let e = Endpoint::new(&host, port);
+                if !found.contains(&e) {
+                    found.push(e);
                 }
             }
         }
     }
-    ports
+    found
 }
 
-/// The ports of the URLs a program is pointed at by its command line and by the variables of
+/// The endpoints of the URLs a program is pointed at by its command line and by the variables of
 /// Reins' own environment it is passed (`passed`, by name).
-pub fn ports_named(argv: &[String], passed: &[String]) -> Vec<u16> {
+pub fn endpoints_named(argv: &[String], passed: &[String]) -> Vec<Endpoint> {
     let mut text = argv.join(" ");
     for value in passed.iter().filter_map(|var| std::env::var(var).ok()) {
         text.push(' ');
         text.push_str(&value);
     }
-    url_ports(&text)
+    url_endpoints(&text)
 }
 
-/// The ports named in the config files directly inside `dirs` (JSON, TOML, YAML; up to 1 MiB
+/// The endpoints named in the config files directly inside `dirs` (JSON, TOML, YAML; up to 1 MiB
 /// each): where an agent keeps its model endpoint.
-pub fn ports_in_configs(dirs: &[PathBuf]) -> Vec<u16> {
-    let mut ports = Vec::new();
+pub fn endpoints_in_configs(dirs: &[PathBuf]) -> Vec<Endpoint> {
+    let mut found = Vec::new();
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else { continue };
         for entry in entries.flatten() {
@@ -133,15 +141,15 @@ pub fn ports_in_configs(dirs: &[PathBuf]) -> Vec<u16> {
                 continue;
             }
             if let Ok(text) = std::fs::read_to_string(&path) {
-                for p in url_ports(&text) {
-                    if !ports.contains(&p) {
-                        ports.push(p);
+                for e in url_endpoints(&text) {
+                    if !found.contains(&e) {
+                        found.push(e);
                     }
                 }
             }
         }
     }
-    ports
+    found
 }
 
 #[cfg(test)]
@@ -149,13 +157,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ports_come_from_the_urls_named() {
+    fn endpoints_come_from_the_urls_named() {
         assert_eq!(
-            url_ports("--openai-base-url http://127.0.0.1:38211/v1 and https://api.x.com/v1"),
-            [38211, 443]
+            url_endpoints("--openai-base-url http://127.0.0.1:38211/v1 and https://API.x.com/v1"),
+            [Endpoint::new("127.0.0.1", 38211), Endpoint::new("api.x.com", 443)]
         );
-        assert_eq!(url_ports(r#"{"baseURL":"http://localhost:9/v1"}"#), [9]);
-        assert!(url_ports("no url here, ftp://x:21").is_empty());
+        assert_eq!(
+            url_endpoints(r#"{"baseURL":"http://localhost:9/v1","b":"http://[::1]:7"}"#),
+            [Endpoint::new("localhost", 9), Endpoint::new("::1", 7)]
+        );
+        assert_eq!(Endpoint::new("::1", 7).said(), "[::1]:7");
+        assert!(url_endpoints("no url here, ftp://x:21").is_empty());
     }
 
     #[test]

@@ -1,7 +1,7 @@
 use std::path::{Path, PathBuf};
 
 use super::kernel::around;
-use super::profile::{AgentReach, Network, Places, Profile, PROTECTED_IN_WORKSPACE};
+use super::profile::{AgentReach, Endpoint, Network, Places, Profile, PROTECTED_IN_WORKSPACE};
 
 fn places() -> Places {
     Places {
@@ -61,7 +61,12 @@ fn an_agent_writes_only_its_state_unless_it_carries_out_changes_itself() {
         state: vec![PathBuf::from("/home/ada/.qwen")],
         programs: vec![PathBuf::from("/opt/agents")],
         writes_workspace: false,
-        ports: Some(vec![443, 8080, 443]),
+        endpoints: vec![
+            Endpoint::new("api.x.com", 443),
+            Endpoint::loopback(8080),
+            Endpoint::new("API.x.com", 443),
+        ],
+        serves_itself: false,
     };
     let p = Profile::agent(&places(), &reach);
     assert_eq!(
@@ -70,11 +75,27 @@ fn an_agent_writes_only_its_state_unless_it_carries_out_changes_itself() {
     );
     assert!(p.read_only.is_empty());
     assert!(p.read.contains(&PathBuf::from("/opt/agents")));
-    assert_eq!(p.network, Network::Ports(vec![443, 8080]));
+    assert_eq!(
+        p.network,
+        Network::To {
+            endpoints: vec![Endpoint::loopback(8080), Endpoint::new("api.x.com", 443)],
+            serves_itself: false
+        }
+    );
+    assert_eq!(p.ports(), Some(vec![443, 8080]));
     assert_eq!(
         p.said(Path::new("/work/app")),
-        "network to ports 443, 8080 only, writes only its own state"
+        "network to 127.0.0.1:8080, api.x.com:443 only, writes only its own state"
     );
+    let own = Profile::agent(
+        &places(),
+        &AgentReach {
+            serves_itself: true,
+            ..reach.clone()
+        },
+    );
+    assert_eq!(own.ports(), None, "no port rule names its own server");
+    assert!(own.said(Path::new("/work/app")).contains("its own local server"));
     let writer = Profile::agent(
         &places(),
         &AgentReach {
@@ -96,7 +117,20 @@ fn a_profile_the_helper_is_handed_must_name_plain_absolute_paths() {
     p.write.push("/work/app/../../etc".into());
     assert!(p.check().is_err());
     let mut p = Profile::command(&places(), false);
-    p.network = Network::Ports(vec![0]);
+    for host in ["api.x.com", "bad host", "", "x/../etc"] {
+        p.network = Network::To {
+            endpoints: vec![Endpoint {
+                host: host.into(),
+                port: 443,
+            }],
+            serves_itself: false,
+        };
+        assert_eq!(p.check().is_ok(), host == "api.x.com", "{host}");
+    }
+    p.network = Network::To {
+        endpoints: vec![Endpoint::loopback(0)],
+        serves_itself: false,
+    };
     assert!(p.check().is_err());
 }
 

@@ -53,13 +53,14 @@ pub struct Connection {
 
 /// What a server Reins starts may reach: the workspace its tools work on (minus the protected
 /// paths; each call is judged by Reins first), the places the person let it write, its program's
-/// files, and the ports of the URLs its command line and passed variables name.
+/// files, and the endpoints of the URLs its command line and passed variables name.
 fn reach(spec: &ServerSpec, argv: &[String]) -> crate::contain::AgentReach {
     crate::contain::AgentReach {
         state: spec.may_write.clone(),
         programs: crate::contain::reach::program_trees(argv, std::env::var_os("PATH").as_deref()),
         writes_workspace: true,
-        ports: Some(crate::contain::reach::ports_named(argv, &spec.pass_env)),
+        endpoints: crate::contain::reach::endpoints_named(argv, &spec.pass_env),
+        serves_itself: false,
     }
 }
 

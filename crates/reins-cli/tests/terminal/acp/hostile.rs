@@ -12,6 +12,8 @@ struct Scene {
     cli: Cli,
     policy: std::path::PathBuf,
     listener: TcpListener,
+    /// Reins itself runs as `nobody`: its agent's namespaces are then a user's, not root's.
+    nobody: bool,
 }
 
 impl Scene {
@@ -33,18 +35,49 @@ impl Scene {
         std::fs::create_dir_all(&config)?;
         let policy = config.join("policy.toml");
         std::fs::write(&policy, "# the person's rules\n")?;
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        // On every address: a filter by port alone would let 127.0.0.2 reach it.
+        let listener = TcpListener::bind("0.0.0.0:0")?;
         listener.set_nonblocking(true)?;
         Ok(Self {
             cli,
             policy,
             listener,
+            nobody: false,
         })
+    }
+
+    /// The same scene for Reins run as `nobody`: everything in it open to that user, so what it
+    /// is refused is its confinement's doing.
+    fn for_nobody(mut self) -> anyhow::Result<Self> {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mut dirs = vec![self.cli.tmp.path().to_owned()];
+        while let Some(dir) = dirs.pop() {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))?;
+            for entry in std::fs::read_dir(&dir)?.flatten() {
+                let kind = entry.file_type()?;
+                if kind.is_dir() {
+                    dirs.push(entry.path());
+                } else if kind.is_file() {
+                    std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o666))?;
+                }
+            }
+        }
+        self.nobody = true;
+        Ok(self)
     }
 
     /// `reins run --acp` with the hostile agent, waited for; its output.
     fn run(&self, extra: &[&str]) -> anyhow::Result<(Option<i32>, String)> {
-        let agent = shell_words::join([
+        self.run_as(&[], extra)
+    }
+
+    /// The same, with more arguments for the agent itself.
+    fn run_as(
+        &self,
+        agent_args: &[String],
+        extra: &[&str],
+    ) -> anyhow::Result<(Option<i32>, String)> {
+        let mut agent = vec![
             "python3".to_owned(),
             reins_tests::repo_root()
                 .join("tests/fixtures/hostile_agent.py")
@@ -52,15 +85,19 @@ impl Scene {
                 .to_string(),
             self.policy.display().to_string(),
             self.listener.local_addr()?.port().to_string(),
-        ]);
-        let out = super::bounded(
-            super::agent_cmd(&self.cli)
-                .env("REINS_POLICY", &self.policy)
-                .args(["run", "--acp", "tidy up the project", "--agent", &agent])
-                .args(extra)
-                .arg("--workspace")
-                .arg(self.cli.ws()),
-        )?;
+        ];
+        agent.extend(agent_args.iter().cloned());
+        let agent = shell_words::join(agent);
+        let mut cmd = super::agent_cmd(&self.cli);
+        cmd.env("REINS_POLICY", &self.policy)
+            .args(["run", "--acp", "tidy up the project", "--agent", &agent])
+            .args(extra)
+            .arg("--workspace")
+            .arg(self.cli.ws());
+        if self.nobody {
+            cmd = nobody(&cmd);
+        }
+        let out = super::bounded(&mut cmd)?;
         // What the agent printed, for a failure's message.
         let mut said = text(&out);
         if let Ok(logs) = std::fs::read_dir(self.cli.data().join("agent-logs")) {
@@ -72,13 +109,19 @@ impl Scene {
     }
 
     fn connections(&self) -> usize {
-        let mut n = 0;
+        self.received().len()
+    }
+
+    /// What each connection made to the listener brought, in order.
+    fn received(&self) -> Vec<String> {
+        let mut got = Vec::new();
         while let Ok((mut s, _)) = self.listener.accept() {
-            let mut got = String::new();
-            let _ = s.read_to_string(&mut got);
-            n += 1;
+            let mut text = String::new();
+            let _ = s.set_nonblocking(false);
+            let _ = s.read_to_string(&mut text);
+            got.push(text);
         }
-        n
+        got
     }
 
     fn blocked(&self) -> anyhow::Result<String> {
@@ -93,6 +136,24 @@ impl Scene {
             .collect::<Vec<_>>()
             .join("\n"))
     }
+}
+
+/// `cmd`, run as `nobody` through `setpriv`, with its environment and folder.
+fn nobody(cmd: &std::process::Command) -> std::process::Command {
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c
 }
 
 /// The process id the agent's message gave for its daemon, if it started one.
@@ -162,6 +223,76 @@ fn every_effect_of_an_agent_that_asks_nothing_is_prevented_and_said() -> anyhow:
         Some(64),
         "{show}"
     );
+    Ok(())
+}
+
+/// This machine's own address on its network, not loopback: where a UDP socket aimed outside
+/// would send from (aiming sends nothing).
+fn own_address() -> anyhow::Result<String> {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0")?;
+    probe.connect("203.0.113.1:9")?;
+    Ok(probe.local_addr()?.ip().to_string())
+}
+
+#[test]
+fn an_agent_reaches_its_model_endpoint_and_no_other_host_on_the_same_port() -> anyhow::Result<()> {
+    // Its model named by a loopback address, by this machine's own address on its network, and
+    // by a host name (this machine's, which its resolver knows).
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")?
+        .trim()
+        .to_owned();
+    let root = rustix::process::geteuid().is_root();
+    for (host, as_nobody) in [
+        ("127.0.0.1".to_owned(), false),
+        (own_address()?, false),
+        (name.clone(), false),
+        ("127.0.0.1".to_owned(), root),
+        (name, root),
+    ] {
+        let scene = if as_nobody {
+            Scene::new()?.for_nobody()?
+        } else {
+            Scene::new()?
+        };
+        let port = scene.listener.local_addr()?.port();
+        let model = format!("http://{host}:{port}/v1");
+        let (code, said) = scene.run_as(&[model], &[])?;
+        assert_eq!(code, Some(0), "{said}");
+        if as_nobody {
+            use std::os::unix::fs::MetadataExt as _;
+            let made_by = std::fs::read_dir(scene.cli.data())?
+                .flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.uid())
+                .collect::<Vec<_>>();
+            assert!(
+                made_by.contains(&65534),
+                "Reins did not run as nobody: {made_by:?}"
+            );
+        }
+        assert!(said.contains("endpoint: ok"), "{host}: {said}");
+        assert!(said.contains("elsewhere: failed"), "{host}: {said}");
+        // Through Reins' relay, the endpoint got what the agent sent it, and nothing came by
+        // another host on the same port. Its `tcp` try (127.0.0.1, the same port) gets through
+        // only where that is the endpoint.
+        let mut got = scene.received();
+        got.sort();
+        let want: &[&str] = if host == "127.0.0.1" {
+            &["exfiltrated\n", "model\n"]
+        } else {
+            &["model\n"]
+        };
+        assert_eq!(got, want, "{host}: {said}");
+        let id = scene.cli.only_run()?;
+        let show = scene.cli.json(&["show", &id])?;
+        let how = show["run"]["compat"]["externalAgent"]["confinement"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(how.contains("network namespace"), "{as_nobody}: {how}");
+        assert!(how.contains(&format!("{host}:{port}")), "{how}");
+        assert!(!how.contains("by port"), "{how}");
+    }
     Ok(())
 }
 

@@ -2,10 +2,11 @@
 //! knows of it and what the person let it write, and the memory link that reaches Reins' store
 //! from inside it. An agent Reins does not know gets the strictest profile: it reads what a command
 //! reads and its own program, writes only its temp dir (its workspace writes go through Reins'
-//! `fs/write_text_file`), and reaches only its model endpoint's port and the memory link.
+//! `fs/write_text_file`), and reaches only its model endpoint and the memory link.
 
 use std::path::PathBuf;
 
+use crate::contain::profile::Endpoint;
 use crate::contain::{AgentReach, Confined, Profile};
 use crate::mcp::link::Link;
 
@@ -20,8 +21,8 @@ pub struct Held {
 }
 
 impl Held {
-    /// How the agent runs, in words: "confined (Landlock ABI 7, seccomp): network to port 443
-    /// only, writes only its own state", or why it is not.
+    /// How the agent runs, in words: "confined (Landlock ABI 7, seccomp, network namespace):
+    /// network to 127.0.0.1:8080 only, writes only its own state", or why it is not.
     pub fn said(&self, workspace: &std::path::Path) -> String {
         self.confined.as_ref().map_or_else(
             || crate::contain::launch::NO_HELPER.to_owned(),
@@ -92,7 +93,7 @@ pub(in crate::agent) async fn blocked(
 /// The profile an external agent started as `command` runs under, prepared (none when this
 /// process has no helper): what Reins knows of the agent, the folders the person let it write
 /// (`may_write`; the workspace itself means the workspace minus the protected paths), and the
-/// ports it needs: its model endpoint's and `link`, the link back to this Reins.
+/// endpoints it needs: its model's and `link`, the port of the link back to this Reins.
 pub(in crate::agent) fn prepare(
     services: &crate::agent::Services,
     command: &[String],
@@ -133,22 +134,23 @@ pub(in crate::agent) fn prepare(
         ));
     }
     // The model endpoint: the URLs on its command line, in its environment and in its config
-    // files; 443 for the hosted endpoints agents use by default.
-    let mut ports = crate::contain::reach::ports_named(command, pass_env);
+    // files; the hosted endpoints a known agent uses when none is named.
+    let mut endpoints = crate::contain::reach::endpoints_named(command, pass_env);
     let config_dirs: Vec<PathBuf> = known
         .state
         .iter()
         .filter(|d| d.is_dir())
         .cloned()
         .collect();
-    ports.extend(crate::contain::reach::ports_in_configs(&config_dirs));
-    ports.push(443);
-    ports.extend(link);
+    endpoints.extend(crate::contain::reach::endpoints_in_configs(&config_dirs));
+    endpoints.extend(known.hosts.iter().map(|h| Endpoint::new(h, 443)));
+    endpoints.extend(link.map(Endpoint::loopback));
     let reach = AgentReach {
         state,
         programs,
         writes_workspace,
-        ports: (!known.serves_itself).then_some(ports),
+        endpoints,
+        serves_itself: known.serves_itself,
     };
     services
         .contain

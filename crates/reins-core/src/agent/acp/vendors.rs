@@ -84,7 +84,40 @@ pub struct Known {
     /// client of its own local HTTP server), so its network cannot be narrowed to its model's
     /// port: it gets the network, and stays confined in files.
     pub serves_itself: bool,
+    /// The hosted endpoints it talks to when its configuration names none (HTTPS, port 443): its
+    /// vendor's model API and sign-in. An agent Reins does not know has none: it reaches only
+    /// the endpoints it was pointed at.
+    pub hosts: &'static [&'static str],
 }
+
+/// Each known agent's hosted endpoints, by the names it runs under.
+const HOSTS: &[(&[&str], &[&str])] = &[
+    (
+        QWEN,
+        &["dashscope.aliyuncs.com", "dashscope-intl.aliyuncs.com", "chat.qwen.ai", "portal.qwen.ai"],
+    ),
+    (
+        &["gemini"],
+        &[
+            "generativelanguage.googleapis.com",
+            "cloudcode-pa.googleapis.com",
+            "oauth2.googleapis.com",
+        ],
+    ),
+    (
+        &["opencode", "opencode-ai"],
+        &["opencode.ai", "models.dev", "api.anthropic.com", "api.openai.com"],
+    ),
+    (
+        &["claude-code-acp", "claude"],
+        &["api.anthropic.com", "console.anthropic.com", "claude.ai"],
+    ),
+    (
+        &["codex-acp", "codex"],
+        &["api.openai.com", "chatgpt.com", "auth.openai.com"],
+    ),
+    (&["goose"], &["api.openai.com", "api.anthropic.com"]),
+];
 
 /// The XDG base dirs, as the agent's environment sets them or their defaults under `home`.
 pub struct Xdg {
@@ -136,6 +169,7 @@ pub fn known(argv: &[String], home: &Path, xdg: &Xdg) -> Known {
             state: Vec::new(),
             writes_workspace: false,
             serves_itself: false,
+            hosts: &[],
         };
     };
     // Each of these runs its own shell commands once Reins approved them, in the workspace.
@@ -143,6 +177,10 @@ pub fn known(argv: &[String], home: &Path, xdg: &Xdg) -> Known {
         state,
         writes_workspace: true,
         serves_itself: runs(argv, &["opencode", "opencode-ai"]),
+        hosts: HOSTS
+            .iter()
+            .find(|(names, _)| runs(argv, names))
+            .map_or(&[], |(_, hosts)| *hosts),
     }
 }
 
