@@ -58,14 +58,50 @@ fn agent_profile(ws: &Path, tmp: &Path, home: &Path, program: &Path) -> serde_js
         read.push(serde_json::json!(tree));
     }
     p["write"] = serde_json::json!([ws, tmp, home.join(".qwen")]);
-    p["network"] = serde_json::json!({"ports": [443, 8080, 40000]});
+    p["network"] = serde_json::json!({"to": {
+        "endpoints": [
+            {"host": "127.0.0.1", "port": 40000},
+            {"host": "api.example.com", "port": 443}
+        ],
+        "serves_itself": false
+    }});
     p
+}
+
+/// A relay plan for the agent's endpoints, and a stand-in for Reins' side of it that takes each
+/// helper's listening sockets and lets them go: what the helper pays to filter by host (its own
+/// network namespace, loopback up, a listener per endpoint, the hosts file laid over).
+fn relay_plan(dir: &Path) -> anyhow::Result<String> {
+    use std::io::Read as _;
+    let socket = dir.join("relay.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket)?;
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            let mut bytes = [0u8; 4096];
+            let _ = conn.read(&mut bytes);
+        }
+    });
+    let hosts = dir.join("hosts");
+    std::fs::write(&hosts, "127.0.2.1\tapi.example.com\n127.0.0.1\tlocalhost\n")?;
+    let plan = dir.join("relay.json");
+    std::fs::write(
+        &plan,
+        serde_json::json!({
+            "socket": socket,
+            "listen": ["127.0.0.1:40000", "127.0.2.1:443"],
+            "hosts": hosts,
+        })
+        .to_string(),
+    )?;
+    Ok(plan.display().to_string())
 }
 
 /// The helper and what it runs, for one pair.
 struct Through<'a> {
     helper: &'a str,
     argv: &'a [&'a str],
+    /// A relay plan for the helper (`--relay`).
+    relay: Option<&'a str>,
 }
 
 fn pair(
@@ -75,7 +111,11 @@ fn pair(
     ws: &Path,
     profile: &str,
 ) -> anyhow::Result<()> {
-    let Through { helper, argv } = through;
+    let Through {
+        helper,
+        argv,
+        relay,
+    } = through;
     let direct = || {
         let mut c = Command::new(argv[0]);
         c.args(&argv[1..]).current_dir(ws);
@@ -83,9 +123,11 @@ fn pair(
     };
     let confined = || {
         let mut c = Command::new(helper);
-        c.args(["__contain", "--profile", profile, "--"])
-            .args(argv)
-            .current_dir(ws);
+        c.args(["__contain", "--profile", profile]);
+        if let Some(plan) = relay {
+            c.args(["--relay", plan]);
+        }
+        c.arg("--").args(argv).current_dir(ws);
         c
     };
     // Warm the page cache for both.
@@ -128,6 +170,7 @@ fn main() -> anyhow::Result<()> {
         Through {
             helper: small,
             argv: &true_,
+            relay: None,
         },
         rounds,
         &ws,
@@ -138,6 +181,7 @@ fn main() -> anyhow::Result<()> {
         Through {
             helper: full,
             argv: &true_,
+            relay: None,
         },
         rounds,
         &ws,
@@ -152,11 +196,18 @@ fn main() -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(home.join(".qwen"))?;
     let agent = agent_profile(&ws, &tmp.path().join("tmp"), &home, Path::new(node)).to_string();
-    for (label, profile) in [
-        ("agent runtime `node -e 0` through reins-contain", &profile),
+    let plan = relay_plan(tmp.path())?;
+    for (label, profile, relay) in [
+        ("agent runtime `node -e 0` through reins-contain", &profile, None),
         (
-            "agent start `node -e 0` under an agent's profile (its state, two ports and the link)",
+            "agent start `node -e 0` under an agent's profile (its state, two endpoints, by port)",
             &agent,
+            None,
+        ),
+        (
+            "agent start `node -e 0` under an agent's profile, filtered by host (network namespace, relay)",
+            &agent,
+            Some(plan.as_str()),
         ),
     ] {
         pair(
@@ -164,6 +215,7 @@ fn main() -> anyhow::Result<()> {
             Through {
                 helper: small,
                 argv: &[node, "-e", "0"],
+                relay,
             },
             (rounds / 4).max(10),
             &ws,
