@@ -396,7 +396,30 @@ fn the_helper_refuses_arguments_an_attacker_would_craft() -> anyhow::Result<()> 
     parent["write"] = json!([case.at("ws").join("../..")]);
     let mut unknown = good.clone();
     unknown["unconfined"] = json!(true);
-    let cases: Vec<Vec<String>> = vec![
+    let mut odd_host = good.clone();
+    odd_host["network"] =
+        json!({"to": {"endpoints": [{"host": "a b", "port": 443}], "serves_itself": false}});
+    // Relay plans: one that names a relative socket, one with a field the helper does not know,
+    // one with port 0, one that is not a plan.
+    let plan = |name: &str, body: serde_json::Value| -> anyhow::Result<String> {
+        let path = case.at(name);
+        std::fs::write(&path, body.to_string())?;
+        Ok(path.display().to_string())
+    };
+    let relative_socket = plan(
+        "p1.json",
+        json!({"socket": "relay.sock", "listen": [], "hosts": null}),
+    )?;
+    let extra_field = plan(
+        "p2.json",
+        json!({"socket": "/tmp/r.sock", "listen": [], "hosts": null, "forward_all": true}),
+    )?;
+    let port_zero = plan(
+        "p3.json",
+        json!({"socket": "/tmp/r.sock", "listen": ["127.0.0.1:0"], "hosts": null}),
+    )?;
+    let not_plan = plan("p4.json", json!("everything"))?;
+    let mut cases: Vec<Vec<String>> = vec![
         vec!["--profile".into(), relative.to_string(), "--".into()],
         vec!["--profile".into(), parent.to_string(), "--".into()],
         vec!["--profile".into(), unknown.to_string(), "--".into()],
@@ -422,7 +445,23 @@ fn the_helper_refuses_arguments_an_attacker_would_craft() -> anyhow::Result<()> 
             "rel.json".into(),
             "--".into(),
         ],
+        vec!["--profile".into(), odd_host.to_string(), "--".into()],
     ];
+    for relay in [
+        relative_socket,
+        extra_field,
+        port_zero,
+        not_plan,
+        "rel.json".into(),
+    ] {
+        cases.push(vec![
+            "--profile".into(),
+            good.to_string(),
+            "--relay".into(),
+            relay,
+            "--".into(),
+        ]);
+    }
     for args in cases {
         let out = Command::new(env!("CARGO_BIN_EXE_reins"))
             .arg("__contain")
@@ -468,6 +507,35 @@ fn the_helper_reports_what_the_kernel_enforced() -> anyhow::Result<()> {
     );
     assert_eq!(enforced["seccomp"], true, "{said}");
     assert_eq!(enforced["mounts"], true, "{said}");
+    Ok(())
+}
+
+#[test]
+fn doctor_says_once_how_an_agents_network_is_filtered() -> anyhow::Result<()> {
+    for user in User::all() {
+        let case = Case::new()?;
+        let out = user
+            .command(&["doctor".to_owned()])
+            .env("REINS_DATA_DIR", case.at("data/reins"))
+            .env("REINS_CONFIG_DIR", case.at("config"))
+            .env("HOME", case.at("home"))
+            .current_dir(case.at("ws"))
+            .output()?;
+        let said = text(&out);
+        let line = said
+            .lines()
+            .find(|l| l.contains("commands run"))
+            .unwrap_or_default();
+        // Namespaces work on this kernel, for root and for a user: host filtering holds.
+        assert!(
+            line.starts_with("[ok  ] commands run confined (Landlock ABI"),
+            "{user:?}: {said}"
+        );
+        assert!(
+            line.ends_with("; an agent reaches only its endpoints (network namespace)"),
+            "{user:?}: {said}"
+        );
+    }
     Ok(())
 }
 

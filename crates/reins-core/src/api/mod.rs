@@ -313,16 +313,17 @@ impl Reins {
     }
 
     /// Whether commands run confined in full on this machine, and how, in words ("confined
-    /// (Landlock ABI 7, seccomp, mount layer)", or why not). Probed once.
+    /// (Landlock ABI 7, seccomp, mount layer)", or why not), and how an agent's network is
+    /// filtered. Probed once (the agents' part at each call).
     pub async fn containment(&self) -> (bool, String) {
         let setup = self.engine.containment().clone();
-        match tokio::task::spawn_blocking(move || setup.kernel()).await {
-            Ok(crate::contain::Kernel::Full(said)) => (true, said),
-            Ok(crate::contain::Kernel::Partial(said)) => (
+        match tokio::task::spawn_blocking(move || (setup.kernel(), setup.agents_network())).await {
+            Ok((crate::contain::Kernel::Full(said), agents)) => (true, format!("{said}; {agents}")),
+            Ok((crate::contain::Kernel::Partial(said), agents)) => (
                 false,
-                format!("{said}; every command waits for you (your policy's [containment] unconfined_commands can relax this)"),
+                format!("{said}; every command waits for you (your policy's [containment] unconfined_commands can relax this); {agents}"),
             ),
-            Ok(crate::contain::Kernel::NoHelper) => {
+            Ok((crate::contain::Kernel::NoHelper, _)) => {
                 (false, "unconfined: no confinement helper in this process".into())
             }
             Err(e) => (false, format!("not checked: {e}")),

@@ -155,6 +155,38 @@ impl Setup {
     }
 }
 
+impl Setup {
+    /// How an agent's network is filtered here, in words, found by starting `true` under the
+    /// strictest agent profile once: "an agent reaches only its endpoints (network namespace)",
+    /// or by port only where no network namespace can be made. Call it inside a Tokio runtime
+    /// (the relay's side is a task).
+    pub fn agents_network(&self) -> String {
+        let place = std::env::temp_dir();
+        let reach = super::profile::AgentReach::default();
+        let confined = match self.prepare(&place, |p| Profile::agent(p, &reach)) {
+            Ok(Some(c)) => c,
+            Ok(None) => return "agents run unconfined: no confinement helper".into(),
+            Err(e) => return format!("an agent's network was not checked: {e}"),
+        };
+        let _ = confined
+            .command(&["true".to_owned()])
+            .current_dir(&place)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status();
+        match confined.enforced() {
+            Some(e) if e.netns => "an agent reaches only its endpoints (network namespace)".into(),
+            Some(_) => {
+                "an agent's network is filtered by port, not host (no network namespace here)".into()
+            }
+            None => "an agent's network was not checked: the confinement helper failed".into(),
+        }
+    }
+}
+
 impl Confined {
     /// The command that starts `argv` through the helper; the caller adds the environment,
     /// folder and pipes as for the program itself.

@@ -132,7 +132,10 @@ impl Engine {
             && sealed == "ok"
             && schema_version == supported_schema;
         let setup = self.contain.clone();
-        let (confined, containment) = tokio::task::spawn_blocking(move || setup.probe())
+        let (confined, containment) = tokio::task::spawn_blocking(move || {
+            let (confined, said) = setup.probe();
+            (confined, format!("{said}; {}", setup.agents_network()))
+        })
             .await
             .unwrap_or_else(|e| (false, format!("not checked: {e}")));
         Ok(DoctorReport {
