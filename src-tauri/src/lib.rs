@@ -49,6 +49,7 @@ pub fn specta() -> tauri_specta::Builder<tauri::Wry> {
             approvals::list_approvals,
             approvals::approval,
             approvals::approve,
+            approvals::approve_batch,
             approvals::reject,
             memory::memory_list,
             memory::memory_show,

@@ -6,6 +6,7 @@ mod app_facade;
 mod at_rest;
 mod audit_keys;
 mod audit_words;
+mod batch;
 mod checkpoint_damage;
 mod claude_hooks;
 mod control;

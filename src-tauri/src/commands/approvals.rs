@@ -3,7 +3,7 @@ use reins_core::api::DecidedView as Decided;
 use tauri::State;
 
 use super::changing;
-use crate::args::{self, Approve};
+use crate::args::{self, Approve, ApproveBatch};
 use crate::error::Result;
 use crate::state::AppState;
 
@@ -36,6 +36,20 @@ pub async fn approve(state: State<'_, AppState>, id: String, approve: Approve) -
     let id = args::id("approval", &id)?;
     let req = approve.request(reviewer())?;
     changing(&state, |r| async move { r.approve(&id, req).await }).await
+}
+
+/// Approves exactly the checked cards, each bound to the hash it showed, or none of them.
+#[tauri::command]
+#[specta::specta]
+pub async fn approve_batch(
+    state: State<'_, AppState>,
+    batch: ApproveBatch,
+) -> Result<Vec<Decided>> {
+    let (cards, note) = batch.checked()?;
+    changing(&state, |r| async move {
+        r.approve_batch(&cards, &reviewer(), note.as_deref()).await
+    })
+    .await
 }
 
 #[tauri::command]

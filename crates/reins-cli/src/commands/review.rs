@@ -42,8 +42,11 @@ pub struct ShowArgs {
 
 #[derive(clap::Args)]
 pub struct ApproveArgs {
-    /// The approval id, or a unique prefix of it.
-    id: String,
+    /// The approval id, or a unique prefix of it; `ID@HASH` binds it to the action hash you saw
+    /// (the ACTION column of `reins approvals`). Several at once: each as `ID@HASH`; exactly those
+    /// are approved, once each, or none of them if any changed or was decided meanwhile.
+    #[arg(required = true, value_name = "ID[@HASH]")]
+    ids: Vec<String>,
     /// How far the approval reaches: this once, or a grant for the rest of the run, this workspace,
     /// or always (revocable with `reins grants revoke`).
     #[arg(long, value_enum, default_value_t = ScopeArg::Once)]
@@ -332,7 +335,78 @@ fn read_edit(file: &std::path::Path) -> reins_core::api::Result<EditedAction> {
     }
 }
 
-pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core::api::Result<u8> {
+/// `ID@HASH` split; a bare id has no hash.
+fn card_of(text: &str) -> (String, Option<String>) {
+    match text.split_once('@') {
+        Some((id, hash)) => (id.to_owned(), Some(hash.to_owned())),
+        None => (text.to_owned(), None),
+    }
+}
+
+/// Several cards approved together, each bound to the hash shown, or none.
+async fn approve_together(
+    reins: &Reins,
+    args: ApproveArgs,
+    json: bool,
+) -> reins_core::api::Result<u8> {
+    let one_at_a_time = args.edit.is_some()
+        || args.pattern.is_some()
+        || args.with_network
+        || args.unconfined
+        || args.hash.is_some()
+        || args.drive
+        || !matches!(args.scope, ScopeArg::Once);
+    if one_at_a_time {
+        return Err(Error::Invalid(
+            "several cards are approved once each, as shown: --scope, --pattern, --edit, --with-network, --unconfined, --hash and --drive take one card".into(),
+        ));
+    }
+    let mut cards = Vec::new();
+    for text in &args.ids {
+        let (id, hash) = card_of(text);
+        let Some(action_hash) = hash.filter(|h| h.len() >= 8) else {
+            return Err(Error::Invalid(format!(
+                "{text}: give each card as ID@HASH, with the ACTION hash `reins approvals` showed (at least 8 characters): the approval is bound to what you saw"
+            )));
+        };
+        cards.push(reins_core::api::Shown { id, action_hash });
+    }
+    let decided = reins
+        .approve_batch(&cards, &who(), args.note.as_deref())
+        .await?;
+    if json {
+        print_json(&decided);
+        return Ok(exit::DONE);
+    }
+    println!("approved {} cards together, once each:", decided.len());
+    for d in &decided {
+        let a = &d.approval;
+        println!(
+            "  {} step {} ({}) of run {}: run {}",
+            a.id, a.step_seq, a.tool, d.run, d.run_state
+        );
+    }
+    if decided.iter().any(|d| d.run_state == RunState::Queued) {
+        println!("  queued runs carry them out when a `reins run` following them or a `reins worker` picks them up");
+    }
+    Ok(exit::DONE)
+}
+
+pub async fn approve(
+    reins: &Reins,
+    mut args: ApproveArgs,
+    json: bool,
+) -> reins_core::api::Result<u8> {
+    if args.ids.len() > 1 {
+        return approve_together(reins, args, json).await;
+    }
+    let (id, shown) = card_of(args.ids.first().map(String::as_str).unwrap_or_default());
+    if shown.is_some() && args.hash.is_some() {
+        return Err(Error::Invalid(
+            "give the hash once: ID@HASH or --hash".into(),
+        ));
+    }
+    args.hash = args.hash.or(shown);
     let mut edited = args.edit.as_deref().map(read_edit).transpose()?;
     let sandbox = if args.with_network {
         Some(reins_core::api::Sandbox::Network)
@@ -342,7 +416,7 @@ pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core
         None
     };
     if let Some(sandbox) = sandbox {
-        let card = reins.approval(&args.id).await?;
+        let card = reins.approval(&id).await?;
         edited = Some(EditedAction::sandboxed(
             &card.action.tool,
             &card.action.args,
@@ -351,7 +425,7 @@ pub async fn approve(reins: &Reins, args: ApproveArgs, json: bool) -> reins_core
     }
     let decided = reins
         .approve(
-            &args.id,
+            &id,
             ApproveRequest {
                 scope: args.scope.into(),
                 pattern: args.pattern,

@@ -98,6 +98,31 @@ async fn shot(d: &WebDriver, name: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Pairs the phone from the link, as scanning the QR code opens it (`shoot`: the pairing screen
+/// goes to the screenshots).
+async fn pair(cli: &Cli, d: &WebDriver, shoot: bool) -> anyhow::Result<()> {
+    let pairing = cli.json(&["serve", "pair", "--name", "test phone"])?;
+    let link = pairing["link"]
+        .as_str()
+        .context("a link to the running server")?;
+    d.goto(link).await?;
+    let code = find(d, By::Css("[data-testid=pair-code]")).await?;
+    assert_eq!(code.value().await?.as_deref(), pairing["code"].as_str());
+    if shoot {
+        shot(d, "pair").await?;
+    }
+    find(d, By::Css("[data-testid=pair-submit]"))
+        .await?
+        .click()
+        .await?;
+    find(d, By::Css("[data-testid=inbox-empty]")).await?;
+    assert!(
+        !d.current_url().await?.as_str().contains("pair="),
+        "the spent code leaves the address bar"
+    );
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_phone_pairs_approves_and_rejects_in_a_real_browser() -> anyhow::Result<()> {
     let cli = Cli::new()?;
@@ -105,24 +130,7 @@ async fn a_phone_pairs_approves_and_rejects_in_a_real_browser() -> anyhow::Resul
     let driver = Driver::start().await?;
     let d = phone(&driver).await?;
     let out = async {
-        // Pair from the link, as scanning the QR code opens it.
-        let pairing = cli.json(&["serve", "pair", "--name", "test phone"])?;
-        let link = pairing["link"]
-            .as_str()
-            .context("a link to the running server")?;
-        d.goto(link).await?;
-        let code = find(&d, By::Css("[data-testid=pair-code]")).await?;
-        assert_eq!(code.value().await?.as_deref(), pairing["code"].as_str());
-        shot(&d, "pair").await?;
-        find(&d, By::Css("[data-testid=pair-submit]"))
-            .await?
-            .click()
-            .await?;
-        find(&d, By::Css("[data-testid=inbox-empty]")).await?;
-        assert!(
-            !d.current_url().await?.as_str().contains("pair="),
-            "the spent code leaves the address bar"
-        );
+        pair(&cli, &d, true).await?;
 
         // A plan run stops for review; the card reaches the phone over the event stream.
         let plan = Cli::plan("fix-logrotate.toml");
@@ -222,6 +230,81 @@ async fn a_phone_pairs_approves_and_rejects_in_a_real_browser() -> anyhow::Resul
                 .all(|l| l.contains("device:test phone@") && l.contains("(web)")),
             "{decisions:?}"
         );
+        anyhow::Ok(())
+    }
+    .await;
+    d.quit().await?;
+    out
+}
+
+/// Checks every card in the queue and presses "Approve checked".
+async fn approve_checked(d: &WebDriver) -> anyhow::Result<()> {
+    for b in d
+        .find_all(By::Css("input[aria-label='select for batch approval']"))
+        .await?
+    {
+        if !b.is_selected().await? {
+            b.click().await?;
+        }
+    }
+    find(d, By::Css("[data-testid=batch-approve]"))
+        .await?
+        .click()
+        .await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_where_a_card_moved_approves_none_and_the_phone_says_which() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let _server = Server::start(&cli, &[])?;
+    let driver = Driver::start().await?;
+    let d = phone(&driver).await?;
+    let out = async {
+        pair(&cli, &d, false).await?;
+        for name in ["first", "second"] {
+            let plan = cli.tmp.path().join(format!("{name}.toml"));
+            std::fs::write(
+                &plan,
+                format!("name = \"{name}\"\ngoal = \"g\"\n[[steps]]\ntool = \"fs.write\"\nargs = {{ path = \"docs/{name}.md\", content = \"{name}\\n\" }}\n"),
+            )?;
+            let ran = cli
+                .strict_cmd()
+                .args(["run", "--no-wait", "--plan"])
+                .arg(&plan)
+                .arg("--workspace")
+                .arg(cli.ws())
+                .output()?;
+            assert_eq!(ran.status.code(), Some(3), "{}", common::text(&ran));
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while d.find_all(By::Css("[data-testid=queue-item]")).await?.len() < 2 {
+            if Instant::now() > deadline {
+                bail!("the two cards did not reach the phone");
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        // Shown, then the second card's file appears on disk before the person approves.
+        find(&d, By::Css("[data-testid=queue-item]")).await?;
+        std::fs::write(cli.ws().join("docs/second.md"), "mine\n")?;
+        approve_checked(&d).await?;
+        let panel = find(&d, By::Css("[data-testid=batch-conflict]")).await?;
+        let said = panel.text().await?;
+        assert!(said.contains("None of the 2 checked cards was approved"), "{said}");
+        assert!(said.contains("docs/second.md"), "{said}");
+        assert!(!said.contains("docs/first.md"), "{said}");
+        shot(&d, "batch-conflict").await?;
+        assert!(!cli.ws().join("docs/first.md").exists(), "none was approved");
+        // Looked at again: both go through together.
+        approve_checked(&d).await?;
+        until("both cards are approved", || {
+            cli.json(&["approvals", "--all"]).is_ok_and(|all| {
+                let all = all.as_array().cloned().unwrap_or_default();
+                all.iter().filter(|a| a["status"] == "approved").count() == 2
+                    && all.iter().all(|a| a["status"] != "pending")
+            })
+        })
+        .await?;
         anyhow::Ok(())
     }
     .await;

@@ -249,3 +249,88 @@ fn policy_check_explains_without_running() -> anyhow::Result<()> {
     assert!(String::from_utf8_lossy(&broken.stderr).contains("policy.toml"));
     Ok(())
 }
+
+/// A plan that writes `path` (a change: it waits for review).
+fn write_plan(cli: &Cli, name: &str, path: &str) -> anyhow::Result<String> {
+    let plan = cli.tmp.path().join(format!("{name}.toml"));
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"{name}\"\ngoal = \"g\"\n[[steps]]\ntool = \"fs.write\"\nargs = {{ path = \"{path}\", content = \"{name}\\n\" }}\n"
+        ),
+    )?;
+    Ok(plan.display().to_string())
+}
+
+/// `ID@HASH`, as `reins approvals` shows a card (its ACTION column: 12 characters).
+fn shown(card: &serde_json::Value) -> String {
+    let hash = card["actionHash"].as_str().unwrap_or_default();
+    format!(
+        "{}@{}",
+        card["id"].as_str().unwrap_or_default(),
+        &hash[..12.min(hash.len())]
+    )
+}
+
+#[test]
+fn several_cards_are_approved_together_as_shown_or_none_is() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let ws = cli.ws().display().to_string();
+    for (name, path) in [("first", "docs/first.md"), ("second", "docs/second.md")] {
+        let plan = write_plan(&cli, name, path)?;
+        let out = strict(
+            &cli,
+            &["run", "--plan", &plan, "--workspace", &ws, "--no-wait"],
+        )?;
+        assert_eq!(out.status.code(), Some(3), "stops for review");
+    }
+    let cards = pending(&cli)?;
+    assert_eq!(cards.len(), 2);
+    let find = |cards: &[serde_json::Value], tool_path: &str| {
+        cards
+            .iter()
+            .find(|c| c.to_string().contains(tool_path))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (first, second) = (find(&cards, "first.md"), find(&cards, "second.md"));
+    // A bare id in a batch is not bound to what was seen.
+    let bare = strict(
+        &cli,
+        &[
+            "approve",
+            first["id"].as_str().unwrap_or_default(),
+            &shown(&second),
+        ],
+    )?;
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bare.stderr).contains("ID@HASH"));
+    // The second card's file appears on disk after it was shown: none is approved.
+    std::fs::write(cli.ws().join("docs/second.md"), "mine\n")?;
+    let moved = strict(&cli, &["approve", &shown(&first), &shown(&second)])?;
+    assert!(!moved.status.success());
+    let said = String::from_utf8_lossy(&moved.stderr);
+    assert!(said.contains("none of the 2 cards was approved"), "{said}");
+    assert!(
+        said.contains(second["id"].as_str().unwrap_or("?")),
+        "{said}"
+    );
+    let now = pending(&cli)?;
+    assert_eq!(now.len(), 2, "both still wait: {now:?}");
+    assert!(
+        now.iter().any(|c| c["id"] == first["id"]),
+        "the first as it was"
+    );
+    // Shown again, both go through together.
+    let (first, second) = (find(&now, "first.md"), find(&now, "second.md"));
+    let out = strict(&cli, &["approve", &shown(&first), &shown(&second)])?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("approved 2 cards together"), "{text}");
+    assert!(pending(&cli)?.is_empty());
+    Ok(())
+}

@@ -85,7 +85,7 @@ pub use crate::digest::Digest;
 pub use crate::action::shell::Sandbox;
 pub use crate::engine::{
     ApproveRequest, Control, DriveOutcome, EditedAction, Observer, Progress, ResumeMode,
-    RollbackReport, Silent,
+    RollbackReport, Shown, Silent, MAX_BATCH,
 };
 pub use crate::error::{Error, ErrorCode, Result};
 pub use crate::event::GcReport;

@@ -70,6 +70,22 @@ impl Reins {
         self.views().decided(decided).await
     }
 
+    /// Approves exactly `cards`, once each, each bound to the action hash it showed, as `by`; if
+    /// any moved since it was shown, none (a conflict naming each one that moved).
+    pub async fn approve_batch(
+        &self,
+        cards: &[crate::engine::Shown],
+        by: &str,
+        note: Option<&str>,
+    ) -> Result<Vec<DecidedView>> {
+        let decided = self.engine.approve_batch(cards, by, note).await?;
+        let mut out = Vec::with_capacity(decided.len());
+        for d in decided {
+            out.push(self.views().decided(d).await?);
+        }
+        Ok(out)
+    }
+
     pub async fn reject(&self, id: &str, reason: &str, by: &str) -> Result<DecidedView> {
         let decided = self.engine.reject(id, reason, by).await?;
         self.views().decided(decided).await

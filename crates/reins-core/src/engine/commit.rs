@@ -130,6 +130,30 @@ impl Engine {
         })
     }
 
+    /// Applies several person's changes, each to its own run, in one transaction: all or none.
+    pub(super) async fn commit_all(&self, changes: Vec<(RunId, Change)>) -> Result<Vec<Applied>> {
+        let mut out = Vec::with_capacity(changes.len());
+        for (run, c) in changes {
+            if c.checkpoint.is_some() {
+                return Err(crate::Error::Invalid(
+                    "a change committed with others writes no checkpoint".into(),
+                ));
+            }
+            out.push((
+                run,
+                change::Change {
+                    rows: self.sealed(c.rows).await?,
+                    checkpoint: None,
+                    events: c.events,
+                    transition: c.transition,
+                    announce: c.announce,
+                    end_attempt: c.end_attempt,
+                },
+            ));
+        }
+        Ok(self.store.apply_all(out).await?)
+    }
+
     /// Applies `change` to `run` in one go (as `owner` when a worker commits it), then reports.
     pub(super) async fn commit(
         &self,

@@ -92,6 +92,39 @@ pub(super) fn check_seen(row: &ApprovalRow, expect_hash: Option<&str>) -> Result
     }
 }
 
+/// The change that approves `row` (the caller adds an edit's and a grant's events and rows).
+pub(super) fn approved(
+    row: &ApprovalRow,
+    by: &str,
+    note: Option<String>,
+    scope: Scope,
+    edit: Option<Edit>,
+) -> Change {
+    Change::rows(vec![Write::ApprovalDecided {
+        id: row.id.clone(),
+        status: Status::Approved,
+        by: by.to_owned(),
+        note: note.clone(),
+        scope: Some(scope),
+        edited: edit.map(Box::new),
+    }])
+    .event(audit::Event::new(
+        Actor::User,
+        Some(row.run_id),
+        ev::Approved {
+            approval: row.id.clone(),
+            step: row.step_seq,
+            tool: row.tool.clone(),
+            by: by.to_owned(),
+            action_hash: row.action_hash.clone(),
+            preview_sha256: row.preview_sha256.clone(),
+            risk: row.risk,
+            scope,
+            note,
+        },
+    ))
+}
+
 /// The paths of `images`, for a sentence.
 fn paths_of(images: &[&FileImage]) -> String {
     images
@@ -120,7 +153,7 @@ impl Engine {
     }
 
     /// A pending approval by id (or unique prefix); an overdue one is expired first and refused.
-    async fn pending(&self, id: &str) -> Result<ApprovalRow> {
+    pub(super) async fn pending(&self, id: &str) -> Result<ApprovalRow> {
         let row = approvals::find(self.store.pool(), id)
             .await?
             .ok_or_else(|| StoreError::NotFound {
@@ -140,7 +173,7 @@ impl Engine {
         }
     }
 
-    fn workspace_of(run: &runs::RunRow) -> Result<Workspace> {
+    pub(super) fn workspace_of(run: &runs::RunRow) -> Result<Workspace> {
         Workspace::open(std::path::Path::new(&run.workspace))
             .map_err(|e| Error::Conflict(format!("the run's workspace cannot be opened: {e}")))
     }
@@ -197,29 +230,7 @@ impl Engine {
                 })
             }
         };
-        let mut change = Change::rows(vec![Write::ApprovalDecided {
-            id: row.id.clone(),
-            status: Status::Approved,
-            by: req.by.clone(),
-            note: req.note.clone(),
-            scope: Some(req.scope),
-            edited: edit.clone().map(Box::new),
-        }])
-        .event(audit::Event::new(
-            Actor::User,
-            Some(row.run_id),
-            ev::Approved {
-                approval: row.id.clone(),
-                step: row.step_seq,
-                tool: row.tool.clone(),
-                by: req.by.clone(),
-                action_hash: row.action_hash.clone(),
-                preview_sha256: row.preview_sha256.clone(),
-                risk: row.risk,
-                scope: req.scope,
-                note: req.note.clone(),
-            },
-        ));
+        let mut change = approved(&row, &req.by, req.note.clone(), req.scope, edit.clone());
         if let Some(edit) = &edit {
             change.events.push(audit::Event::new(
                 Actor::User,
@@ -435,7 +446,11 @@ impl Engine {
         self.refresh_with(&row, &ws).await
     }
 
-    async fn refresh_with(&self, row: &ApprovalRow, ws: &Workspace) -> Result<Option<String>> {
+    pub(super) async fn refresh_with(
+        &self,
+        row: &ApprovalRow,
+        ws: &Workspace,
+    ) -> Result<Option<String>> {
         let reviewed = &row.pre_images;
         if reviewed.is_empty() {
             return Ok(None);

@@ -37,6 +37,7 @@ use crate::store::{self, runs, Store};
 
 mod account;
 mod applied;
+mod batch;
 mod bind;
 mod brief;
 mod claim;
@@ -75,6 +76,7 @@ pub mod stored;
 mod think;
 
 pub use control::{Control, ResumeMode};
+pub use batch::{Shown, MAX_BATCH};
 pub use decision::{ApproveRequest, Decided, EditedAction};
 pub use doctor::DoctorReport;
 pub use requests::OutsideOutcome;

@@ -244,3 +244,45 @@ impl Store {
         }
     }
 }
+
+impl Store {
+    /// Several changes, each to its own run, in one transaction: every one lands, or none does
+    /// (a person's decisions on several cards at once). Each is a person's change: rows, events
+    /// and a transition, no checkpoint, announcement or attempt's end.
+    pub async fn apply_all(&self, changes: Vec<(RunId, Change)>) -> Result<Vec<Applied>> {
+        let now = crate::clock::now_ms();
+        let mut tx = self.begin().await?;
+        let mut out = Vec::with_capacity(changes.len());
+        for (run, change) in changes {
+            let Change {
+                rows,
+                checkpoint,
+                events,
+                transition,
+                announce,
+                end_attempt,
+            } = change;
+            if checkpoint.is_some() || announce.is_some() || end_attempt.is_some() {
+                return Err(StoreError::Invalid(
+                    "a change applied with others carries rows, events and a transition only"
+                        .into(),
+                ));
+            }
+            let (written, _) = write::apply_with(&mut tx, Some(run), &rows, now, None).await?;
+            if !events.is_empty() {
+                audit::append_all(&mut tx, None, &events, now).await?;
+            }
+            let moved = match &transition {
+                Some(t) => Some(write::transition(&mut tx, Some(run), None, t, now).await?),
+                None => None,
+            };
+            out.push(Applied {
+                checkpoint: None,
+                moved,
+                written,
+            });
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+}

@@ -118,6 +118,57 @@ impl Approve {
     }
 }
 
+/// One card of a batch, as the inbox showed it.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BatchCard {
+    pub id: String,
+    /// The action hash the card showed.
+    pub action_hash: String,
+}
+
+/// Several cards approved at once, once each: exactly these, each bound to the hash it showed,
+/// or none.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApproveBatch {
+    pub cards: Vec<BatchCard>,
+    pub note: Option<String>,
+}
+
+impl ApproveBatch {
+    /// The checked cards (ids well-formed, hashes the 64-hex ones shown) and note.
+    pub fn checked(self) -> Result<(Vec<crate::engine::Shown>, Option<String>)> {
+        if self.cards.len() > crate::engine::MAX_BATCH {
+            return Err(invalid(format!(
+                "approve at most {} cards at once",
+                crate::engine::MAX_BATCH
+            )));
+        }
+        let mut cards = Vec::with_capacity(self.cards.len());
+        for c in self.cards {
+            let id = id("approval", &c.id)?;
+            let h = &c.action_hash;
+            if h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Err(invalid(
+                    "each card's actionHash must be the 64-hex action hash it showed",
+                ));
+            }
+            cards.push(crate::engine::Shown {
+                id,
+                action_hash: c.action_hash,
+            });
+        }
+        let note = match self.note {
+            Some(n) => Some(line("note", &n)?).filter(|n| !n.trim().is_empty()),
+            None => None,
+        };
+        Ok((cards, note))
+    }
+}
+
 /// A rejection's reason: required, since the agent reads it and tries another way.
 pub fn reason(text: &str) -> Result<String> {
     let reason = line("reason", text.trim())?;

@@ -22,6 +22,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/api/events", get(live::events))
         .route("/api/approvals", get(reviews::list))
         .route("/api/approvals/{id}", get(reviews::show))
+        .route("/api/approvals/batch/approve", post(reviews::approve_batch))
         .route("/api/approvals/{id}/approve", post(reviews::approve))
         .route("/api/approvals/{id}/reject", post(reviews::reject))
         .route("/api/grants", get(reviews::grants))

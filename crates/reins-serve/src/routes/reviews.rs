@@ -95,6 +95,21 @@ pub async fn approve(
     Ok(Json(out?))
 }
 
+/// Approves exactly the cards named, each bound to the hash it showed, or none of them.
+pub async fn approve_batch(
+    State(s): State<Arc<Shared>>,
+    Extension(device): Extension<Device>,
+    Body(batch): Body<face::ApproveBatch>,
+) -> Result<Json<Vec<DecidedView>>> {
+    let (cards, note) = batch.checked()?;
+    let out = s
+        .reins
+        .approve_batch(&cards, &device.reviewer(), note.as_deref())
+        .await;
+    s.wake.notify_one();
+    Ok(Json(out?))
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reject {

@@ -6,6 +6,7 @@ import { fakeBackend, type FakeData } from "../../lib/ipc/fake";
 import { resetUi } from "../../lib/store";
 import type { ApprovalView } from "../../lib/ipc/bindings";
 import { batchable, nextIndex } from "./triage";
+import { movedWhy } from "./Inbox";
 
 const HASH = "a".repeat(64);
 
@@ -194,6 +195,56 @@ describe("approvals inbox", () => {
 });
 
 describe("triage rules", () => {
+  it("approves the checked cards together, each bound to the hash it showed", async () => {
+    const second = approval({ id: "0193aaaa-0000-7000-8000-000000000002", actionHash: "c".repeat(64), subject: "docs/note.md", tool: "fs.write" });
+    const fake = mount([approval(), second]);
+    const boxes = await screen.findAllByLabelText("select for batch approval");
+    boxes.forEach((b) => fireEvent.click(b));
+    fireEvent.click(screen.getByTestId("batch-approve"));
+    await waitFor(() => expect(fake.calls.some((c) => c.name === "approveBatch")).toBe(true));
+    const call = fake.calls.find((c) => c.name === "approveBatch");
+    expect(call?.args[0]).toEqual({
+      cards: [
+        { id: approval().id, actionHash: HASH },
+        { id: second.id, actionHash: "c".repeat(64) },
+      ],
+      note: null,
+    });
+    expect(fake.calls.some((c) => c.name === "approve")).toBe(false);
+  });
+
+  it("a batch where one card moved approves none and shows which one", async () => {
+    const second = approval({ id: "0193aaaa-0000-7000-8000-000000000002", subject: "docs/note.md", tool: "fs.write" });
+    mount([approval(), second], {
+      batchError: {
+        code: "conflict",
+        message: `none of the 2 cards was approved: 1 moved since you saw it: ${second.id}: its files changed on disk since it was shown; review approval 0193aaaa-0000-7000-8000-000000000003 instead`,
+      },
+    });
+    const boxes = await screen.findAllByLabelText("select for batch approval");
+    boxes.forEach((b) => fireEvent.click(b));
+    fireEvent.click(screen.getByTestId("batch-approve"));
+    const panel = await screen.findByTestId("batch-conflict");
+    expect(panel.textContent).toContain("None of the 2 checked cards was approved");
+    expect(panel.textContent).toContain("docs/note.md");
+    expect(panel.textContent).toContain("its files changed on disk since it was shown");
+    expect(panel.textContent).not.toContain("config/logrotate.conf");
+    // Both still wait; the one that moved is marked, and no longer checked.
+    const items = screen.getAllByTestId("queue-item");
+    expect(items).toHaveLength(2);
+    expect(items[1].className).toContain("moved");
+    expect(items[0].className).not.toContain("moved");
+    const after = screen.getAllByLabelText("select for batch approval") as HTMLInputElement[];
+    expect(after.map((b) => b.checked)).toEqual([true, false]);
+  });
+
+  it("reads why a card moved from the core's answer", () => {
+    const said = "none: 2 moved: A: superseded; review A2 instead; B: already rejected; never changed";
+    expect(movedWhy(said, "A", ["A", "B", "C"])).toBe("superseded; review A2 instead");
+    expect(movedWhy(said, "B", ["A", "B", "C"])).toBe("already rejected; never changed");
+    expect(movedWhy("other", "C", ["C"])).toBe("it was decided elsewhere or changed");
+  });
+
   it("batches only low and medium risk", () => {
     expect(batchable([{ risk: "low" }, { risk: "medium" }])).toBe(true);
     expect(batchable([{ risk: "low" }, { risk: "high" }])).toBe(false);

@@ -11,6 +11,18 @@ import { Decision, type Mode } from "./Decision";
 import { RiskBadge } from "./Preview";
 import { batchable, nextIndex } from "./triage";
 
+type BatchConflict = { total: number; moved: { id: string; tool: string; subject: string; why: string }[]; message: string };
+
+/** What the core said of one card in a batch's conflict: the text after "ID: ", up to where it
+ * names the next card of the batch (`ids`). */
+export function movedWhy(message: string, id: string, ids: string[]): string {
+  const at = message.indexOf(`${id}: `);
+  if (at < 0) return "it was decided elsewhere or changed";
+  const rest = message.slice(at + id.length + 2);
+  const ends = ids.filter((o) => o !== id).map((o) => rest.indexOf(`; ${o}: `)).filter((i) => i >= 0);
+  return ends.length ? rest.slice(0, Math.min(...ends)) : rest;
+}
+
 export function Inbox() {
   const backend = useBackend();
   const qc = useQueryClient();
@@ -20,11 +32,15 @@ export function Inbox() {
   const list = useMemo(() => pending.data ?? [], [pending.data]);
   const names = useMemo(() => new Map((runs.data ?? []).map((r) => [r.id, r.name])), [runs.data]);
   const [mode, setMode] = useState<Mode>("idle");
-  const [checked, setChecked] = useState<Set<string>>(new Set());
+  // The checked cards as they were shown when checked: a card replaced or decided meanwhile
+  // stays in the batch, so the core refuses the batch rather than approving the rest.
+  const [checked, setChecked] = useState<Map<string, ApprovalView>>(new Map());
   const [error, setError] = useState<string | null>(null);
   // What happened to a review the person acted on (replaced, expired, gone): it stays in view
   // until the next decision, even when the queue moves on.
   const [notice, setNotice] = useState<string | null>(null);
+  // A batch that approved nothing because a card moved since it was shown: which ones, and why.
+  const [conflict, setConflict] = useState<BatchConflict | null>(null);
 
   const opened = list.findIndex((a) => a.id === ui.approvalId);
   const index = Math.max(0, opened);
@@ -84,17 +100,24 @@ export function Inbox() {
     onSuccess: done,
     onError: fail,
   });
+  // Exactly the checked cards, each bound to the hash it showed: all of them or none.
   const batch = useMutation({
-    mutationFn: async (items: ApprovalView[]) => {
-      for (const a of items) {
-        await backend.approve(a.id, { scope: "once", pattern: null, editedArgs: null, note: "batch", expectHash: a.actionHash });
-      }
-    },
+    mutationFn: (items: ApprovalView[]) =>
+      backend.approveBatch({ cards: items.map((a) => ({ id: a.id, actionHash: a.actionHash })), note: null }),
+    onMutate: () => setConflict(null),
     onSuccess: () => {
-      setChecked(new Set());
+      setChecked(new Map());
       done();
     },
-    onError: fail,
+    onError: (e, items) => {
+      if (!(e instanceof BackendError) || e.code !== "conflict") return fail(e);
+      const moved = items
+        .filter((a) => e.message.includes(a.id))
+        .map((a) => ({ id: a.id, tool: a.tool, subject: a.subject, why: movedWhy(e.message, a.id, items.map((i) => i.id)) }));
+      setConflict({ total: items.length, moved, message: e.message });
+      setChecked(new Map([...checked].filter(([id]) => !moved.some((m) => m.id === id))));
+      void qc.invalidateQueries();
+    },
   });
   const busy = approve.isPending || reject.isPending || batch.isPending;
 
@@ -110,7 +133,7 @@ export function Inbox() {
     return () => window.removeEventListener("keydown", onKey);
   }, [index, list]);
 
-  const selected = list.filter((a) => checked.has(a.id));
+  const selected = [...checked.values()];
   const canBatch = selected.length > 0 && batchable(selected);
 
   if (pending.isLoading) return <div className="empty">Loading…</div>;
@@ -131,16 +154,28 @@ export function Inbox() {
           </button>
         </div>
         {selected.length > 0 && !canBatch && <div className="hint">High-risk actions are decided one at a time.</div>}
+        {conflict && (
+          <div className="batch-conflict" role="alert" data-testid="batch-conflict">
+            <strong>None of the {conflict.total} checked cards was approved.</strong>{" "}
+            {conflict.moved.length === 1 ? "One of them" : `${conflict.moved.length || "Some"} of them`} changed since you saw it; look again, then approve.
+            <ul>
+              {conflict.moved.map((m) => (
+                <li key={m.id}><span className="tool">{m.tool}</span> <code>{m.subject}</code>: {m.why}</li>
+              ))}
+            </ul>
+            {!conflict.moved.length && <div className="muted">{conflict.message}</div>}
+          </div>
+        )}
         <ul>
           {list.map((a, i) => (
-            <li key={a.id} className={i === index ? "selected" : ""} data-testid="queue-item"
+            <li key={a.id} className={`${i === index ? "selected" : ""} ${conflict?.moved.some((m) => m.id === a.id) ? "moved" : ""}`} data-testid="queue-item"
               onClick={() => setUi({ approvalId: a.id })}>
               <input type="checkbox" aria-label="select for batch approval" checked={checked.has(a.id)}
                 disabled={a.risk === "high"}
                 onClick={(e) => e.stopPropagation()}
                 onChange={(e) => {
-                  const s = new Set(checked);
-                  if (e.target.checked) s.add(a.id);
+                  const s = new Map(checked);
+                  if (e.target.checked) s.set(a.id, a);
                   else s.delete(a.id);
                   setChecked(s);
                 }} />

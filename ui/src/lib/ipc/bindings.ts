@@ -34,6 +34,8 @@ export const commands = {
 	/**  One approval, re-checked against the disk first (a changed file supersedes it). */
 	approval: (id: string) => typedError<ApprovalView, IpcError>(__TAURI_INVOKE("approval", { id })),
 	approve: (id: string, approve: Approve) => typedError<DecidedView, IpcError>(__TAURI_INVOKE("approve", { id, approve })),
+	/**  Approves exactly the checked cards, each bound to the hash it showed, or none of them. */
+	approveBatch: (batch: ApproveBatch) => typedError<DecidedView[], IpcError>(__TAURI_INVOKE("approve_batch", { batch })),
 	reject: (id: string, reason: string) => typedError<DecidedView, IpcError>(__TAURI_INVOKE("reject", { id, reason })),
 	memoryList: (category: string | null, search: string | null) => typedError<FactView[], IpcError>(__TAURI_INVOKE("memory_list", { category, search })),
 	memoryShow: (id: string) => typedError<FactDetailView, IpcError>(__TAURI_INVOKE("memory_show", { id })),
@@ -256,6 +258,15 @@ export type Approve = {
 	expectHash: string,
 };
 
+/**
+ *  Several cards approved at once, once each: exactly these, each bound to the hash it showed,
+ *  or none.
+ */
+export type ApproveBatch = {
+	cards: BatchCard[],
+	note: string | null,
+};
+
 export type AttemptView = {
 	n: number,
 	worker: string,
@@ -295,6 +306,13 @@ export type AuditPage = {
 	events: AuditEventView[],
 	/**  The cursor for the next page, when there is one. */
 	next: number | null,
+};
+
+/**  One card of a batch, as the inbox showed it. */
+export type BatchCard = {
+	id: string,
+	/**  The action hash the card showed. */
+	actionHash: string,
 };
 
 export type Budget = {

@@ -26,6 +26,8 @@ export interface FakeData {
   /** The policy in force, and what trying something finds. */
   policy?: PolicyState;
   tried?: PolicyCheck;
+  /** A batch approval fails with this error from Rust (nothing is approved). */
+  batchError?: IpcError;
   /** Decisions fail with this error from Rust (and the approval is replaced by `replacement`). */
   decisionError?: IpcError;
   replacement?: ApprovalView;
@@ -105,6 +107,11 @@ export function fakeBackend(data: FakeData = {}) {
       }
       state.approvals = state.approvals.filter((a) => a.id !== id);
       return {};
+    },
+    approveBatch: (batch: { cards: { id: string; actionHash: string }[] }) => {
+      if (data.batchError) throw new BackendError(data.batchError);
+      state.approvals = state.approvals.filter((a) => !batch.cards.some((c) => c.id === a.id));
+      return batch.cards.map(() => ({}));
     },
     reject: (id: string) => {
       state.approvals = state.approvals.filter((a) => a.id !== id);

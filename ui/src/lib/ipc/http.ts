@@ -57,6 +57,7 @@ const ROUTES: { [K in keyof typeof commands]?: (...args: Parameters<(typeof comm
   listApprovals: (status) => ["GET", `/api/approvals${q({ status })}`],
   approval: (id) => ["GET", `/api/approvals/${seg(id)}`],
   approve: (id, approve) => ["POST", `/api/approvals/${seg(id)}/approve`, approve],
+  approveBatch: (batch) => ["POST", "/api/approvals/batch/approve", batch],
   reject: (id, reason) => ["POST", `/api/approvals/${seg(id)}/reject`, { reason }],
   listGrants: () => ["GET", "/api/grants"],
   revokeGrant: (id) => ["POST", `/api/grants/${seg(id)}/revoke`, {}],
