@@ -19,6 +19,7 @@ pub const COMMANDS: &[&str] = &[
     "list_approvals",
     "approval",
     "approve",
+    "approve_batch",
     "reject",
     "memory_list",
     "memory_show",

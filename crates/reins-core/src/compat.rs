@@ -41,8 +41,8 @@ pub struct ExternalAgent {
     pub capabilities: Vec<String>,
     /// The mode (or session config) Reins chose, in which it asks before acting.
     pub mode: Option<String>,
-    /// How the agent itself runs: "confined (Landlock ABI 7, seccomp): network to ports 443,
-    /// 38211 only, writes only its own state".
+    /// How the agent itself runs: "confined (Landlock ABI 7, seccomp, network namespace): network
+    /// to 127.0.0.1:38211, api.anthropic.com:443 only, writes only its own state".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confinement: Option<String>,
     /// The hash of the profile it was started under.

@@ -625,8 +625,8 @@ export type ExternalAgent = {
 	/**  The mode (or session config) Reins chose, in which it asks before acting. */
 	mode: string | null,
 	/**
-	 *  How the agent itself runs: "confined (Landlock ABI 7, seccomp): network to ports 443,
-	 *  38211 only, writes only its own state".
+	 *  How the agent itself runs: "confined (Landlock ABI 7, seccomp, network namespace): network
+	 *  to 127.0.0.1:38211, api.anthropic.com:443 only, writes only its own state".
 	 */
 	confinement?: string | null,
 	/**  The hash of the profile it was started under. */
