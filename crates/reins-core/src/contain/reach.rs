@@ -124,27 +124,50 @@ pub fn endpoints_named(argv: &[String], passed: &[String]) -> Vec<Endpoint> {
     url_endpoints(&text)
 }
 
-/// The endpoints named in the config files directly inside `dirs` (JSON, TOML, YAML; up to 1 MiB
-/// each): where an agent keeps its model endpoint.
+/// The endpoints named in the config files directly inside `dirs`: where an agent keeps its model
+/// endpoint.
 pub fn endpoints_in_configs(dirs: &[PathBuf]) -> Vec<Endpoint> {
+    let files: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .collect();
+    endpoints_in_files(&files)
+}
+
+/// The config files a program is pointed at by its command line (`--config /x/a.json`,
+/// `OPENCODE_CONFIG=/x/a.json` before it under `env`) and by the variables it is passed whose
+/// value is such a file.
+pub fn config_files_named(argv: &[String], passed: &[String]) -> Vec<PathBuf> {
+    let words = argv
+        .iter()
+        .flat_map(|a| a.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '=')))
+        .map(str::to_owned)
+        .chain(passed.iter().filter_map(|var| std::env::var(var).ok()));
+    words
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && is_config(p))
+        .collect()
+}
+
+fn is_config(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "json" | "jsonc" | "toml" | "yaml" | "yml"))
+}
+
+/// The endpoints named in `files` that are config files (JSON, TOML, YAML; up to 1 MiB each).
+pub fn endpoints_in_files(files: &[PathBuf]) -> Vec<Endpoint> {
     let mut found = Vec::new();
-    for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else { continue };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let config = path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| matches!(e, "json" | "jsonc" | "toml" | "yaml" | "yml"));
-            let small = entry.metadata().is_ok_and(|m| m.is_file() && m.len() <= 1 << 20);
-            if !(config && small) {
-                continue;
-            }
-            if let Ok(text) = std::fs::read_to_string(&path) {
-                for e in url_endpoints(&text) {
-                    if !found.contains(&e) {
-                        found.push(e);
-                    }
+    for path in files {
+        let small = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= 1 << 20);
+        if !(is_config(path) && small) {
+            continue;
+        }
+        if let Ok(text) = std::fs::read_to_string(path) {
+            for e in url_endpoints(&text) {
+                if !found.contains(&e) {
+                    found.push(e);
                 }
             }
         }
@@ -168,6 +191,23 @@ mod tests {
         );
         assert_eq!(Endpoint::new("::1", 7).said(), "[::1]:7");
         assert!(url_endpoints("no url here, ftp://x:21").is_empty());
+    }
+
+    #[test]
+    fn a_config_file_named_on_the_command_line_is_read_for_endpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("opencode.json");
+        std::fs::write(&config, r#"{"provider":{"m":{"options":{"baseURL":"http://127.0.0.1:4011/v1"}}}}"#).unwrap();
+        let argv = vec![
+            "env".to_owned(),
+            format!("OPENCODE_CONFIG={}", config.display()),
+            "opencode".to_owned(),
+            "acp".to_owned(),
+        ];
+        let files = config_files_named(&argv, &[]);
+        assert_eq!(files, std::slice::from_ref(&config));
+        assert_eq!(endpoints_in_files(&files), [Endpoint::new("127.0.0.1", 4011)]);
+        assert!(config_files_named(&["opencode".into(), "/etc/passwd".into()], &[]).is_empty());
     }
 
     #[test]

@@ -133,8 +133,9 @@ pub(in crate::agent) fn prepare(
             None,
         ));
     }
-    // The model endpoint: the URLs on its command line, in its environment and in its config
-    // files; the hosted endpoints a known agent uses when none is named.
+    // The model endpoint: the URLs on its command line, in its environment, in the config files in
+    // its state dirs and in those its command line names; the hosted endpoints a known agent uses
+    // when none is named.
     let mut endpoints = crate::contain::reach::endpoints_named(command, pass_env);
     let config_dirs: Vec<PathBuf> = known
         .state
@@ -143,6 +144,9 @@ pub(in crate::agent) fn prepare(
         .cloned()
         .collect();
     endpoints.extend(crate::contain::reach::endpoints_in_configs(&config_dirs));
+    endpoints.extend(crate::contain::reach::endpoints_in_files(
+        &crate::contain::reach::config_files_named(command, pass_env),
+    ));
     endpoints.extend(known.hosts.iter().map(|h| Endpoint::new(h, 443)));
     endpoints.extend(link.map(Endpoint::loopback));
     let reach = AgentReach {
