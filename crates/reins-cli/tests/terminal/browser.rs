@@ -133,15 +133,7 @@ async fn a_phone_pairs_approves_and_rejects_in_a_real_browser() -> anyhow::Resul
         pair(&cli, &d, true).await?;
 
         // A plan run stops for review; the card reaches the phone over the event stream.
-        let plan = Cli::plan("fix-logrotate.toml");
-        let ran = cli
-            .strict_cmd()
-            .args(["run", "--no-wait", "--plan"])
-            .arg(&plan)
-            .arg("--workspace")
-            .arg(cli.ws())
-            .output()?;
-        assert_eq!(ran.status.code(), Some(3), "{}", common::text(&ran));
+        stop_for_review(&cli, &Cli::plan("fix-logrotate.toml"))?;
         let item = find(&d, By::Css("[data-testid=queue-item]")).await?;
         let card_shown = d
             .find(By::Css("[data-testid=approval-card]"))
@@ -237,6 +229,19 @@ async fn a_phone_pairs_approves_and_rejects_in_a_real_browser() -> anyhow::Resul
     out
 }
 
+/// `reins run --no-wait --plan PLAN` on the sandbox's workspace, which stops for review.
+fn stop_for_review(cli: &Cli, plan: &std::path::Path) -> anyhow::Result<()> {
+    let ran = cli
+        .strict_cmd()
+        .args(["run", "--no-wait", "--plan"])
+        .arg(plan)
+        .arg("--workspace")
+        .arg(cli.ws())
+        .output()?;
+    assert_eq!(ran.status.code(), Some(3), "{}", common::text(&ran));
+    Ok(())
+}
+
 /// Checks every card in the queue and presses "Approve checked".
 async fn approve_checked(d: &WebDriver) -> anyhow::Result<()> {
     for b in d
@@ -263,19 +268,7 @@ async fn a_batch_where_a_card_moved_approves_none_and_the_phone_says_which() -> 
     let out = async {
         pair(&cli, &d, false).await?;
         for name in ["first", "second"] {
-            let plan = cli.tmp.path().join(format!("{name}.toml"));
-            std::fs::write(
-                &plan,
-                format!("name = \"{name}\"\ngoal = \"g\"\n[[steps]]\ntool = \"fs.write\"\nargs = {{ path = \"docs/{name}.md\", content = \"{name}\\n\" }}\n"),
-            )?;
-            let ran = cli
-                .strict_cmd()
-                .args(["run", "--no-wait", "--plan"])
-                .arg(&plan)
-                .arg("--workspace")
-                .arg(cli.ws())
-                .output()?;
-            assert_eq!(ran.status.code(), Some(3), "{}", common::text(&ran));
+            stop_for_review(&cli, &cli.write_plan(name, &format!("docs/{name}.md"))?)?;
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         while d.find_all(By::Css("[data-testid=queue-item]")).await?.len() < 2 {
@@ -290,11 +283,17 @@ async fn a_batch_where_a_card_moved_approves_none_and_the_phone_says_which() -> 
         approve_checked(&d).await?;
         let panel = find(&d, By::Css("[data-testid=batch-conflict]")).await?;
         let said = panel.text().await?;
-        assert!(said.contains("None of the 2 checked cards was approved"), "{said}");
+        assert!(
+            said.contains("None of the 2 checked cards was approved"),
+            "{said}"
+        );
         assert!(said.contains("docs/second.md"), "{said}");
         assert!(!said.contains("docs/first.md"), "{said}");
         shot(&d, "batch-conflict").await?;
-        assert!(!cli.ws().join("docs/first.md").exists(), "none was approved");
+        assert!(
+            !cli.ws().join("docs/first.md").exists(),
+            "none was approved"
+        );
         // Looked at again: both go through together.
         approve_checked(&d).await?;
         until("both cards are approved", || {

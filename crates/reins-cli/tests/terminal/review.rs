@@ -250,18 +250,6 @@ fn policy_check_explains_without_running() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A plan that writes `path` (a change: it waits for review).
-fn write_plan(cli: &Cli, name: &str, path: &str) -> anyhow::Result<String> {
-    let plan = cli.tmp.path().join(format!("{name}.toml"));
-    std::fs::write(
-        &plan,
-        format!(
-            "name = \"{name}\"\ngoal = \"g\"\n[[steps]]\ntool = \"fs.write\"\nargs = {{ path = \"{path}\", content = \"{name}\\n\" }}\n"
-        ),
-    )?;
-    Ok(plan.display().to_string())
-}
-
 /// `ID@HASH`, as `reins approvals` shows a card (its ACTION column: 12 characters).
 fn shown(card: &serde_json::Value) -> String {
     let hash = card["actionHash"].as_str().unwrap_or_default();
@@ -277,7 +265,7 @@ fn several_cards_are_approved_together_as_shown_or_none_is() -> anyhow::Result<(
     let cli = Cli::new()?;
     let ws = cli.ws().display().to_string();
     for (name, path) in [("first", "docs/first.md"), ("second", "docs/second.md")] {
-        let plan = write_plan(&cli, name, path)?;
+        let plan = cli.write_plan(name, path)?.display().to_string();
         let out = strict(
             &cli,
             &["run", "--plan", &plan, "--workspace", &ws, "--no-wait"],

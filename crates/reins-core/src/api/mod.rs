@@ -314,10 +314,12 @@ impl Reins {
 
     /// Whether commands run confined in full on this machine, and how, in words ("confined
     /// (Landlock ABI 7, seccomp, mount layer)", or why not), and how an agent's network is
-    /// filtered. Probed once (the agents' part at each call).
+    /// filtered. Probed once.
     pub async fn containment(&self) -> (bool, String) {
         let setup = self.engine.containment().clone();
-        match tokio::task::spawn_blocking(move || (setup.kernel(), setup.agents_network())).await {
+        match tokio::task::spawn_blocking(move || (setup.kernel(), setup.agents_network_once()))
+            .await
+        {
             Ok((crate::contain::Kernel::Full(said), agents)) => (true, format!("{said}; {agents}")),
             Ok((crate::contain::Kernel::Partial(said), agents)) => (
                 false,

@@ -150,10 +150,7 @@ fn namespaces(profile: &Profile, relay: Option<&Plan>, enforced: &mut Enforced) 
             // Without an id map the namespaces hold nothing up: a network namespace still has no
             // route out, so say what is missing and go on.
             enforced.note(&format!("user namespace without an id map: {e}"));
-            return Made {
-                mount: false,
-                net: false,
-            };
+            return none;
         }
     }
     Made {

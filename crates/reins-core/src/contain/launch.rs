@@ -36,6 +36,8 @@ pub struct Setup {
     pub reins: Vec<PathBuf>,
     /// What the kernel holds here, probed once (see [`Setup::kernel`]).
     pub probed: std::sync::Arc<OnceLock<Kernel>>,
+    /// How an agent's network is filtered here, probed once (see [`Setup::agents_network_once`]).
+    pub agents_probed: std::sync::Arc<OnceLock<String>>,
 }
 
 /// What this machine's kernel holds for a command Reins runs.
@@ -137,15 +139,7 @@ impl Setup {
             Ok(None) => return (false, NO_HELPER.into()),
             Err(e) => return (false, format!("not checked: {e}")),
         };
-        let status = confined
-            .command(&["true".to_owned()])
-            .current_dir(&place)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+        let status = confined.run_true(&place);
         match (status, confined.enforced()) {
             (Ok(s), Some(e)) if s.success() => (e.full(), e.said()),
             (_, Some(e)) => (false, e.said()),
@@ -168,15 +162,7 @@ impl Setup {
             Ok(None) => return "agents run unconfined: no confinement helper".into(),
             Err(e) => return format!("an agent's network was not checked: {e}"),
         };
-        let _ = confined
-            .command(&["true".to_owned()])
-            .current_dir(&place)
-            .env_clear()
-            .env("PATH", "/usr/bin:/bin")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status();
+        let _ = confined.run_true(&place);
         match confined.enforced() {
             Some(e) if e.netns => "an agent reaches only its endpoints (network namespace)".into(),
             Some(_) => {
@@ -187,7 +173,29 @@ impl Setup {
     }
 }
 
+impl Setup {
+    /// [`Setup::agents_network`], found the first time it is asked (as [`Setup::kernel`] is).
+    pub fn agents_network_once(&self) -> String {
+        self.agents_probed
+            .get_or_init(|| self.agents_network())
+            .clone()
+    }
+}
+
 impl Confined {
+    /// `true` started through the helper in `place`, with nothing of this process's environment:
+    /// what a probe of the kernel runs.
+    fn run_true(&self, place: &Path) -> std::io::Result<std::process::ExitStatus> {
+        self.command(&["true".to_owned()])
+            .current_dir(place)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+    }
+
     /// The command that starts `argv` through the helper; the caller adds the environment,
     /// folder and pipes as for the program itself.
     pub fn command(&self, argv: &[String]) -> Command {

@@ -14,13 +14,7 @@ pub fn program_trees(argv: &[String], path_var: Option<&std::ffi::OsStr>) -> Vec
     let program = argv
         .first()
         .and_then(|p| crate::process::find_program(p, path_var));
-    // Absolute paths anywhere in its arguments, a shell's `-c` text included.
-    let named = argv
-        .iter()
-        .skip(1)
-        .flat_map(|a| a.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '=')))
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute());
+    let named = absolute_paths(argv.iter().skip(1));
     // Resolved, so each tree is a plain absolute path (no `..`, no link to follow).
     for p in program
         .into_iter()
@@ -139,15 +133,20 @@ pub fn endpoints_in_configs(dirs: &[PathBuf]) -> Vec<Endpoint> {
 /// `OPENCODE_CONFIG=/x/a.json` before it under `env`) and by the variables it is passed whose
 /// value is such a file.
 pub fn config_files_named(argv: &[String], passed: &[String]) -> Vec<PathBuf> {
-    let words = argv
-        .iter()
-        .flat_map(|a| a.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '=')))
-        .map(str::to_owned)
-        .chain(passed.iter().filter_map(|var| std::env::var(var).ok()));
-    words
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute() && is_config(p))
+    let values: Vec<String> = passed.iter().filter_map(|var| std::env::var(var).ok()).collect();
+    absolute_paths(argv.iter().chain(&values))
+        .filter(|p| is_config(p))
         .collect()
+}
+
+/// The absolute paths anywhere in `args`, inside an argument too (a shell's `-c` text, a
+/// `NAME=/path` before the program under `env`).
+fn absolute_paths<'a>(
+    args: impl Iterator<Item = &'a String> + 'a,
+) -> impl Iterator<Item = PathBuf> + 'a {
+    args.flat_map(|a| a.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '=')))
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
 }
 
 fn is_config(path: &Path) -> bool {

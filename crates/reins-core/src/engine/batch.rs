@@ -118,18 +118,8 @@ impl Engine {
             Err(e) => return Err(e),
         };
         let mut out = Vec::with_capacity(rows.len());
-        for (row, applied) in rows.into_iter().zip(applied) {
-            let approval = crate::store::approvals::get(self.store.pool(), &row.id)
-                .await?
-                .ok_or_else(|| StoreError::NotFound {
-                    what: format!("approval {}", row.id),
-                })?;
-            out.push(Decided {
-                approval,
-                run: row.run_id,
-                run_state: applied.moved.map_or(crate::run::RunState::Paused, |m| m.to),
-                grant: None,
-            });
+        for (row, applied) in rows.iter().zip(&applied) {
+            out.push(self.read_decided(row, applied, None).await?);
         }
         Ok(out)
     }

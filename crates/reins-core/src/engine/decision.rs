@@ -418,6 +418,16 @@ impl Engine {
                 &Silent,
             )
             .await?;
+        self.read_decided(row, &applied, grant).await
+    }
+
+    /// A committed decision on `row`, with the approval as now stored and where its run went.
+    pub(super) async fn read_decided(
+        &self,
+        row: &ApprovalRow,
+        applied: &super::commit::Applied,
+        grant: Option<GrantRow>,
+    ) -> Result<Decided> {
         let approval = approvals::get(self.store.pool(), &row.id)
             .await?
             .ok_or_else(|| StoreError::NotFound {
@@ -426,7 +436,7 @@ impl Engine {
         Ok(Decided {
             approval,
             run: row.run_id,
-            run_state: applied.moved.map_or(RunState::Paused, |m| m.to),
+            run_state: applied.moved.as_ref().map_or(RunState::Paused, |m| m.to),
             grant,
         })
     }

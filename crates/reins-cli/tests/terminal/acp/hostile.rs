@@ -124,6 +124,17 @@ impl Scene {
         got
     }
 
+    /// `reins show` of the run, and how its agent ran ("confined (Landlock ABI 7, …): …").
+    fn shown(&self) -> anyhow::Result<(serde_json::Value, String)> {
+        let id = self.cli.only_run()?;
+        let show = self.cli.json(&["show", &id])?;
+        let how = show["run"]["compat"]["externalAgent"]["confinement"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        Ok((show, how))
+    }
+
     fn blocked(&self) -> anyhow::Result<String> {
         let page = self.cli.json(&["audit", "list", "--limit", "500"])?;
         Ok(page["events"]
@@ -212,10 +223,8 @@ fn every_effect_of_an_agent_that_asks_nothing_is_prevented_and_said() -> anyhow:
     ] {
         assert!(blocked.contains(what), "{what} not said blocked: {blocked}");
     }
-    let id = scene.cli.only_run()?;
-    let show = scene.cli.json(&["show", &id])?;
+    let (show, how) = scene.shown()?;
     let agent = &show["run"]["compat"]["externalAgent"];
-    let how = agent["confinement"].as_str().unwrap_or_default();
     assert!(how.starts_with("confined (Landlock ABI"), "{show}");
     assert!(how.contains("writes only its own state"), "{how}");
     assert_eq!(
@@ -283,12 +292,7 @@ fn an_agent_reaches_its_model_endpoint_and_no_other_host_on_the_same_port() -> a
             &["model\n"]
         };
         assert_eq!(got, want, "{host}: {said}");
-        let id = scene.cli.only_run()?;
-        let show = scene.cli.json(&["show", &id])?;
-        let how = show["run"]["compat"]["externalAgent"]["confinement"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
+        let (_, how) = scene.shown()?;
         assert!(how.contains("network namespace"), "{as_nobody}: {how}");
         assert!(how.contains(&format!("{host}:{port}")), "{how}");
         assert!(!how.contains("by port"), "{how}");
@@ -312,11 +316,7 @@ fn an_agent_let_write_the_workspace_is_stopped_by_what_it_changed_unasked_and_it
     assert!(!ws.join(".git/hooks/pre-commit").exists(), "{said}");
     assert_eq!(scene.connections(), 0, "{said}");
     let id = scene.cli.only_run()?;
-    let show = scene.cli.json(&["show", &id])?;
-    let how = show["run"]["compat"]["externalAgent"]["confinement"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let (show, how) = scene.shown()?;
     assert!(how.contains("writes inside the workspace"), "{how}");
     assert!(scene.blocked()?.contains("pre-commit"));
     // Nobody approved the write: the run stopped on it rather than ending `succeeded`.

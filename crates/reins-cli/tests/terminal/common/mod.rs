@@ -43,6 +43,19 @@ impl Cli {
         repo_root().join("examples/plans").join(name)
     }
 
+    /// A plan of one step that writes `name` + newline to `path` (a change: it waits for review),
+    /// saved beside this sandbox's workspace.
+    pub fn write_plan(&self, name: &str, path: &str) -> anyhow::Result<PathBuf> {
+        let plan = self.tmp.path().join(format!("{name}.toml"));
+        std::fs::write(
+            &plan,
+            format!(
+                "name = \"{name}\"\ngoal = \"g\"\n[[steps]]\ntool = \"fs.write\"\nargs = {{ path = \"{path}\", content = \"{name}\\n\" }}\n"
+            ),
+        )?;
+        Ok(plan)
+    }
+
     /// `reins` on this data dir, with a policy that lets file changes run without review (these
     /// tests are about recovery); `strict_cmd` uses the built-in defaults.
     pub fn cmd(&self) -> Command {
