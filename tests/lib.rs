@@ -121,6 +121,7 @@ pub struct PermitAll;
 impl Policy for PermitAll {
     fn classify(&self, action: &Action, _cx: &PolicyContext<'_>) -> Verdict {
         Verdict {
+            on_timeout: None,
             risk: Risk::Low,
             decision: Decision::Allow,
             reasons: vec![format!("{}: allowed (test policy)", action.tool())],

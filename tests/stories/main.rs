@@ -23,6 +23,7 @@ mod retention;
 mod reviews;
 mod rollback;
 mod step_protocol;
+mod timeouts;
 mod tools;
 mod what_held;
 mod workers;

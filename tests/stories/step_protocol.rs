@@ -20,6 +20,7 @@ impl Policy for Strict {
             _ => (Risk::Low, Decision::Allow, "reads are fine"),
         };
         Verdict {
+            on_timeout: None,
             risk,
             decision,
             reasons: vec![why.into()],

@@ -55,6 +55,7 @@ fn event(i: usize) -> Event {
             status: StepStatus::Done,
             action_hash,
             verdict: Some(Verdict {
+                on_timeout: None,
                 risk: Risk::Medium,
                 decision: Decision::Ask,
                 reasons,

@@ -53,6 +53,7 @@ impl Policy for AskWrites {
     fn classify(&self, action: &Action, _cx: &PolicyContext<'_>) -> Verdict {
         let write = action.tool() == "fs.write";
         Verdict {
+            on_timeout: None,
             risk: if write { Risk::High } else { Risk::Low },
             decision: if write {
                 Decision::Ask

@@ -7,6 +7,7 @@ use reins_core::api::Error;
 use reins_core::api::RunState;
 use reins_core::api::Scope;
 use reins_core::api::ToolCall;
+use reins_core::api::{ApprovalStatus as Status, OnTimeout};
 use reins_core::api::{ApprovalView, Reins};
 use reins_core::api::{ApproveRequest, DecidedView as Decided, EditedAction, Risk};
 
@@ -163,9 +164,9 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::api:
         "{:<36}  {:<8}  {:<18}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  FIRST REASON",
         "ID", "RUN", "AGENT", "STEP", "TOOL", "RISK", "STATUS", "ACTION"
     );
-    for v in &rows {
-        let r = v;
+    for r in &rows {
         let agent: String = r.agent.chars().take(18).collect();
+        let paused = r.status == Status::Pending && r.paused_at.is_some();
         println!(
             "{:<36}  {:<8}  {:<18}  {:>4}  {:<10}  {:<6}  {:<10}  {:<12}  {}",
             r.id,
@@ -174,9 +175,9 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::api:
             r.step_seq,
             r.tool,
             r.risk,
-            r.status,
+            if paused { "paused" } else { r.status.as_str() },
             &r.action_hash[..12.min(r.action_hash.len())],
-            v.reasons.first().map(String::as_str).unwrap_or("")
+            r.reasons.first().map(String::as_str).unwrap_or("")
         );
     }
     Ok(exit::DONE)
@@ -224,11 +225,15 @@ fn print_card(v: &ApprovalView) {
         r.run_id, r.step_seq, r.tool, r.agent
     );
     println!("  action sha256 {}", r.action_hash);
-    println!(
-        "  asked {}  expires {}",
-        time(r.created_at),
-        time(r.expires_at)
-    );
+    let then = match r.on_timeout {
+        OnTimeout::Pause => "pauses",
+        OnTimeout::Deny => "expires",
+    };
+    let deadline = match (r.status, r.paused_at) {
+        (Status::Pending, Some(at)) => format!("timed out and paused {} (still open)", time(at)),
+        _ => format!("{then} {} if undecided", time(r.expires_at)),
+    };
+    println!("  asked {}  {deadline}", time(r.created_at));
     if let Some(by) = &r.decided_by {
         println!(
             "  decided by {by} at {}{}",

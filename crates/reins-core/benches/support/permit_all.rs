@@ -8,6 +8,7 @@ pub struct PermitAll;
 impl Policy for PermitAll {
     fn classify(&self, action: &Action, _cx: &PolicyContext<'_>) -> Verdict {
         Verdict {
+            on_timeout: None,
             risk: Risk::Low,
             decision: Decision::Allow,
             reasons: vec![format!("{}: allowed (bench policy)", action.tool())],

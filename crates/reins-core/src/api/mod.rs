@@ -72,7 +72,7 @@ pub use crate::action::{Action, ToolCall};
 
 pub use crate::agent::script::Plan;
 pub use crate::approval::watch::Watch as ApprovalWatch;
-pub use crate::approval::{Matcher, Scope, Status as ApprovalStatus};
+pub use crate::approval::{Matcher, OnTimeout, Scope, Status as ApprovalStatus};
 pub use crate::audit::vouched::{KeyCount, KeysView};
 pub use crate::audit::{ExportRequest, ExportSummary, PageRequest, Verification};
 pub use crate::checkpoint::{Damage, DamageKind, Level as CheckpointLevel};

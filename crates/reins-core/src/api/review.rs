@@ -33,7 +33,7 @@ pub struct PolicyCheck {
 }
 
 impl Reins {
-    /// Approvals, newest last; overdue ones are expired first (they fail closed).
+    /// Approvals, newest last; overdue ones time out first (they pause, or expire and fail closed).
     pub async fn approvals(
         &self,
         status: Option<Status>,

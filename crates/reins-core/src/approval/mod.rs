@@ -44,6 +44,8 @@ impl std::fmt::Display for Scope {
     }
 }
 
+pub use crate::policy::OnTimeout;
+
 /// Where a review checkpoint stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -54,7 +54,8 @@ pub struct Decided {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) enum Openness {
     Open,
-    /// Pending past its deadline: it expires now, and the decision is refused.
+    /// Pending past its deadline and not paused yet: it times out now (pauses, or expires and the
+    /// decision is refused).
     Overdue,
     /// Replaced by a newer approval (what to tell the person).
     Superseded(String),
@@ -64,7 +65,7 @@ pub(super) enum Openness {
 
 pub(super) fn openness(row: &ApprovalRow, now: i64) -> Openness {
     match row.status {
-        Status::Pending if row.expires_at <= now => Openness::Overdue,
+        Status::Pending if row.paused_at.is_none() && row.expires_at <= now => Openness::Overdue,
         Status::Pending => Openness::Open,
         Status::Superseded => Openness::Superseded(format!(
             "approval {} was superseded ({}); review {} instead",
@@ -152,7 +153,8 @@ impl Engine {
         }
     }
 
-    /// A pending approval by id (or unique prefix); an overdue one is expired first and refused.
+    /// A pending approval by id (or unique prefix). An overdue one times out first: paused, it is
+    /// still open and returned; expired, it is refused.
     pub(super) async fn pending(&self, id: &str) -> Result<ApprovalRow> {
         let row = approvals::find(self.store.pool(), id)
             .await?
@@ -161,13 +163,7 @@ impl Engine {
             })?;
         match openness(&row, now_ms()) {
             Openness::Open => Ok(row),
-            Openness::Overdue => {
-                self.expire(&row).await?;
-                Err(Error::Expired(format!(
-                    "approval {} expired before the decision; the action did not run",
-                    row.id
-                )))
-            }
+            Openness::Overdue => self.time_out(row).await,
             Openness::Superseded(why) => Err(Error::Superseded(why)),
             Openness::Decided(why) => Err(Error::Conflict(why)),
         }
@@ -363,43 +359,6 @@ impl Engine {
             },
         ));
         self.conclude(&row, change, None).await
-    }
-
-    /// Expires every pending approval past its deadline. Returns their ids.
-    pub async fn expire_due(&self) -> Result<Vec<String>> {
-        let mut done = Vec::new();
-        for row in approvals::pending_due(self.store.pool(), now_ms()).await? {
-            match self.expire(&row).await {
-                Ok(()) => done.push(row.id),
-                // Decided meanwhile: nothing to expire.
-                Err(Error::Store(StoreError::Conflict(_))) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(done)
-    }
-
-    async fn expire(&self, row: &ApprovalRow) -> Result<()> {
-        let change = Change::rows(vec![Write::ApprovalDecided {
-            id: row.id.clone(),
-            status: Status::Expired,
-            by: "system".into(),
-            note: Some("no decision before the review timeout".into()),
-            scope: None,
-            edited: None,
-        }])
-        .event(audit::Event::new(
-            Actor::System,
-            Some(row.run_id),
-            ev::Expired {
-                approval: row.id.clone(),
-                step: row.step_seq,
-                expires_at: row.expires_at,
-            },
-        ))
-        .moving(Transition::Decided);
-        self.commit(Some(row.run_id), change, None, &Silent).await?;
-        Ok(())
     }
 
     /// Commits a decision — the run waiting for it is queued to carry it out; a paused run stays

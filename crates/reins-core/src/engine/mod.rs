@@ -74,6 +74,7 @@ mod work;
 mod settle;
 pub mod stored;
 mod think;
+mod timeout;
 
 pub use control::{Control, ResumeMode};
 pub use batch::{Shown, MAX_BATCH};

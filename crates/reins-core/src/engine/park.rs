@@ -3,14 +3,14 @@
 //! `awaiting_approval` commit together; then the run waits durably — the app may close or crash.
 
 use crate::approval::context::Journal;
-use crate::approval::{ContextSummary, Status};
+use crate::approval::{ContextSummary, OnTimeout, Status};
 use crate::event::{self as ev, Actor};
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::digest::Digest;
 use crate::error::{Error, Result};
 use crate::ids::ApprovalId;
-use crate::policy::Risk;
+use crate::policy::{Risk, Verdict};
 use crate::run::{RunEvent, RunState};
 use crate::step::StepStatus;
 use crate::store::approvals::ApprovalRow;
@@ -48,14 +48,18 @@ impl Drive<'_> {
         })
     }
 
-    /// How long this step's card may wait: the policy's review timeout, or less when the agent
-    /// says so (a headless session started with a review deadline).
-    fn review_timeout_ms(&mut self) -> i64 {
+    /// How long this step's card may wait, and what it becomes then: the policy's review timeout
+    /// and `on_timeout` (the rule's, else the policy's default); or less, and denied, when the agent
+    /// says so (a headless session started with a review deadline stops waiting at it).
+    fn review_timeout(&mut self, verdict: Option<&Verdict>) -> (i64, OnTimeout) {
         let policy = self.e.policy.review_timeout_ms();
+        let then = verdict
+            .and_then(|v| v.on_timeout)
+            .unwrap_or_else(|| self.e.policy.on_timeout());
         let agent = self.agent.external().and_then(|x| x.review_deadline());
         match agent.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX)) {
-            Some(ms) => ms.min(policy),
-            None => policy,
+            Some(ms) if ms < policy => (ms, OnTimeout::Deny),
+            Some(_) | None => (policy, then),
         }
     }
 
@@ -75,6 +79,7 @@ impl Drive<'_> {
         let journal = self.journal_before(rec.seq, working.is_none()).await?;
         let context = ContextSummary::new(&self.cp.goal, rec.why, working.as_ref(), journal);
         let now = now_ms();
+        let (timeout, on_timeout) = self.review_timeout(verdict);
         let id = ApprovalId::new().to_string();
         let row = ApprovalRow {
             id: id.clone(),
@@ -95,7 +100,7 @@ impl Drive<'_> {
             policy: self.e.policy.version(),
             status: Status::Pending,
             created_at: now,
-            expires_at: now + self.review_timeout_ms(),
+            expires_at: now + timeout,
             decided_at: None,
             decided_by: None,
             note: None,
@@ -107,6 +112,8 @@ impl Drive<'_> {
             edited_reasons: None,
             superseded_by: None,
             stale_reason: None,
+            on_timeout,
+            paused_at: None,
         };
         self.cp.current_step = Some(rec.seq);
         let checkpoint = self.checkpoint(
@@ -127,6 +134,7 @@ impl Drive<'_> {
                 context,
                 policy: row.policy.clone(),
                 expires_at: row.expires_at,
+                on_timeout: Some(row.on_timeout),
             },
         );
         let mut change = Change::rows(rec.rows(StepStatus::AwaitingReview, None, now));

@@ -166,6 +166,8 @@ kinds! {
     Rejected(Rejected) = "approval.rejected" [from],
     /// No decision before the review timeout.
     Expired(Expired) = "approval.expired" [from],
+    /// No decision before the review timeout, and the rule says pause: it stays open.
+    TimedOut(TimedOut) = "approval.paused" [from],
     /// The run was cancelled with the review still open.
     ClosedWithRun(ClosedWithRun) = "approval.expired" [from],
     /// The worker found the action or the files changed since the review.

@@ -187,6 +187,9 @@ pub struct ApprovalRequested {
     pub context: crate::approval::ContextSummary,
     pub policy: String,
     pub expires_at: i64,
+    /// What the review becomes at `expires_at` (absent in reviews opened before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_timeout: Option<crate::approval::OnTimeout>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -234,6 +237,15 @@ pub struct Rejected {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Expired {
+    pub approval: String,
+    pub step: i64,
+    pub expires_at: i64,
+}
+
+/// A review timed out and paused: still open, with no deadline, its run waiting for it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimedOut {
     pub approval: String,
     pub step: i64,
     pub expires_at: i64,

@@ -23,7 +23,7 @@ pub mod rules;
 pub mod shell;
 
 pub use protected::Protected;
-pub use rules::{PolicyError, RuleSet};
+pub use rules::{OnTimeout, PolicyError, RuleSet};
 
 #[cfg(test)]
 mod tests;
@@ -92,6 +92,9 @@ pub struct Verdict {
     /// For a shell command: each simple command with its own risk.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments: Vec<shell::Segment>,
+    /// What its review becomes at the timeout, where a rule says (else the policy's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_timeout: Option<OnTimeout>,
 }
 
 /// What the policy may look at besides the action itself.
@@ -110,6 +113,10 @@ pub trait Policy: Send + Sync {
     /// How long a review may wait before it expires (and fails closed).
     fn review_timeout_ms(&self) -> i64 {
         rules::DEFAULT_EXPIRE_SECS * 1000
+    }
+    /// What a review becomes at its timeout where no rule says.
+    fn on_timeout(&self) -> OnTimeout {
+        OnTimeout::default()
     }
     /// The paths this policy protects (for previews and grants).
     fn protected(&self) -> &Protected {
@@ -162,6 +169,7 @@ pub struct PermitAll;
 impl Policy for PermitAll {
     fn classify(&self, action: &Action, _cx: &Context<'_>) -> Verdict {
         Verdict {
+            on_timeout: None,
             risk: Risk::Low,
             decision: Decision::Allow,
             reasons: vec![format!("{}: allowed (test policy)", action.tool())],
@@ -427,6 +435,7 @@ impl RulePolicy {
                 v
             }
             None => Verdict {
+                on_timeout: None,
                 risk: Risk::High,
                 decision: Decision::Ask,
                 reasons: vec![
@@ -493,6 +502,10 @@ impl Policy for RulePolicy {
         self.user_rules().expire_after_secs() * 1000
     }
 
+    fn on_timeout(&self) -> OnTimeout {
+        self.user_rules().on_timeout()
+    }
+
     fn unconfined_commands(&self) -> rules::Unconfined {
         self.user_rules().unconfined_commands()
     }
@@ -520,6 +533,7 @@ impl RulePolicy {
         let mut reasons = a.reasons.clone();
         if a.forbidden {
             return Verdict {
+                on_timeout: None,
                 risk: Risk::High,
                 decision: Decision::Deny,
                 reasons,
@@ -533,6 +547,7 @@ impl RulePolicy {
                     "the workspace policy {WORKSPACE_POLICY} cannot be read ({e}); every action needs review until it is fixed"
                 ));
                 return Verdict {
+                    on_timeout: None,
                     risk: a.risk.max(Risk::Medium),
                     decision: Decision::Ask,
                     reasons,
@@ -542,8 +557,9 @@ impl RulePolicy {
         };
         let user = self.user_rules();
         let sets: Vec<&RuleSet> = std::iter::once(user.as_ref()).chain(ws.as_ref()).collect();
-        let (decision, rule_reasons) = rules::decide(&sets, action, &a);
-        reasons.extend(rule_reasons);
+        let ruling = rules::decide(&sets, action, &a);
+        reasons.extend(ruling.reasons);
+        let decision = ruling.decision;
         let pure = action.effect_class() == crate::journal::EffectClass::Pure;
         let decision = match decision {
             Some(Decision::Deny) => Decision::Deny,
@@ -568,6 +584,7 @@ impl RulePolicy {
             }
         };
         Verdict {
+            on_timeout: ruling.on_timeout,
             risk: a.risk,
             decision,
             reasons,

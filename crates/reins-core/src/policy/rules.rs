@@ -5,7 +5,9 @@
 //!
 //! ```toml
 //! [review]
-//! expire_after_secs = 86400      # a pending review expires (fails closed) after this long
+//! expire_after_secs = 86400      # a pending review times out after this long, and then
+//! on_timeout = "pause"           # stays open with no deadline while the run waits (the default),
+//!                                # or "deny": it expires and the action is refused
 //!
 //! [containment]
 //! unconfined_commands = "review" # where the kernel cannot confine commands (no Landlock, or an
@@ -20,6 +22,11 @@
 //! program = "cargo"              # shell only: the program's base name
 //! args = ["test"]                # shell only: globs matched against the first arguments
 //! reason = "tests are how we check work"
+//!
+//! [[rules]]
+//! decision = "ask"
+//! program = "terraform"
+//! on_timeout = "deny"            # ask rules only: what this review becomes at its timeout
 //!
 //! [[rules]]
 //! decision = "deny"
@@ -46,7 +53,7 @@
 //! An MCP server's hints are its claims: only a rule that names the server may trust them.
 
 use globset::{Glob, GlobMatcher};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Assessment, Decision};
 use crate::digest::Digest;
@@ -77,6 +84,7 @@ struct File {
 #[serde(deny_unknown_fields)]
 struct Review {
     expire_after_secs: Option<i64>,
+    on_timeout: Option<OnTimeout>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -97,6 +105,28 @@ pub enum Unconfined {
     Allow,
 }
 
+/// What a review that waited past its deadline becomes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+pub enum OnTimeout {
+    /// It stays open with no deadline, and the run waits for it, holding nothing: decided later, the
+    /// run goes on. Nothing is lost by waiting, so this is the default.
+    #[default]
+    Pause,
+    /// It expires and the action is refused (fails closed).
+    Deny,
+}
+
+impl OnTimeout {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnTimeout::Pause => "pause",
+            OnTimeout::Deny => "deny",
+        }
+    }
+}
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RuleText {
@@ -111,6 +141,7 @@ struct RuleText {
     arguments: Option<std::collections::BTreeMap<String, String>>,
     #[serde(default)]
     trust_read_only: bool,
+    on_timeout: Option<OnTimeout>,
     reason: Option<String>,
 }
 
@@ -167,6 +198,7 @@ struct Rule {
     args: Option<Vec<GlobMatcher>>,
     hosts: Option<Vec<GlobMatcher>>,
     mcp: McpMatch,
+    on_timeout: Option<OnTimeout>,
     reason: Option<String>,
     origin: String,
     /// What it matches, as written in the file.
@@ -216,6 +248,7 @@ fn rule_text(r: &RuleText) -> String {
             )
         }),
     );
+    put("on_timeout", r.on_timeout.map(|t| format!("{:?}", t.as_str())));
     if r.trust_read_only {
         put("trust_read_only", Some("true".into()));
     }
@@ -230,6 +263,7 @@ fn rule_text(r: &RuleText) -> String {
 pub struct RuleSet {
     rules: Vec<Rule>,
     expire_after_secs: Option<i64>,
+    on_timeout: Option<OnTimeout>,
     unconfined_commands: Unconfined,
     unconfined_programs: Vec<String>,
     digest: Option<Digest>,
@@ -274,6 +308,11 @@ impl RuleSet {
                     "`trust_read_only` needs `server` naming one server: a server's claims are trusted by name".into(),
                 ));
             }
+            if r.on_timeout.is_some() && r.decision != Decision::Ask {
+                return Err(bad(
+                    "`on_timeout` only makes sense on an ask rule: it says what its review becomes when nobody decides it in time".into(),
+                ));
+            }
             if r.trust_read_only && r.decision != Decision::Allow {
                 return Err(bad("`trust_read_only` only makes sense on an allow rule".into()));
             }
@@ -297,6 +336,7 @@ impl RuleSet {
                 n: i + 1,
                 text,
                 mcp,
+                on_timeout: r.on_timeout,
                 decision: r.decision,
                 tool: r
                     .tool
@@ -325,7 +365,8 @@ impl RuleSet {
         }
         Ok(Self {
             rules,
-            expire_after_secs: file.review.and_then(|r| r.expire_after_secs),
+            expire_after_secs: file.review.as_ref().and_then(|r| r.expire_after_secs),
+            on_timeout: file.review.and_then(|r| r.on_timeout),
             unconfined_commands: file
                 .containment
                 .as_ref()
@@ -359,6 +400,7 @@ impl RuleSet {
     pub fn tighten_only(mut self) -> Self {
         self.rules.retain(|r| r.decision != Decision::Allow);
         self.expire_after_secs = None;
+        self.on_timeout = None;
         self.unconfined_commands = Unconfined::Review;
         self.unconfined_programs.clear();
         self
@@ -370,6 +412,11 @@ impl RuleSet {
 
     pub fn expire_after_secs(&self) -> i64 {
         self.expire_after_secs.unwrap_or(DEFAULT_EXPIRE_SECS)
+    }
+
+    /// What a review becomes at its timeout when no rule says (`[review] on_timeout`).
+    pub fn on_timeout(&self) -> OnTimeout {
+        self.on_timeout.unwrap_or_default()
     }
 
     pub fn unconfined_commands(&self) -> Unconfined {
@@ -459,12 +506,19 @@ impl Rule {
     }
 }
 
-/// The decision of the rules for an action, with the reasons (None: no rule matched).
-pub fn decide(
-    sets: &[&RuleSet],
-    action: &Action,
-    a: &Assessment,
-) -> (Option<Decision>, Vec<String>) {
+/// What the rules say of an action.
+#[derive(Debug, Default)]
+pub struct Ruling {
+    /// None: no rule matched.
+    pub decision: Option<Decision>,
+    pub reasons: Vec<String>,
+    /// What its review becomes at the timeout, where an ask rule that matched says so ("deny" over
+    /// "pause" when several do).
+    pub on_timeout: Option<OnTimeout>,
+}
+
+/// The decision of the rules for an action, with the reasons.
+pub fn decide(sets: &[&RuleSet], action: &Action, a: &Assessment) -> Ruling {
     let tiers = [Decision::Deny, Decision::Ask, Decision::Allow];
     let rules: Vec<&Rule> = sets.iter().flat_map(|s| s.rules.iter()).collect();
     let first = |pred: &dyn Fn(&Rule) -> bool| -> Option<&Rule> {
@@ -472,25 +526,36 @@ pub fn decide(
             .iter()
             .find_map(|t| rules.iter().copied().find(|r| r.decision == *t && pred(r)))
     };
+    let timeout = |was: Option<OnTimeout>, r: &Rule| match (was, r.on_timeout) {
+        (Some(OnTimeout::Deny), _) | (_, Some(OnTimeout::Deny)) => Some(OnTimeout::Deny),
+        (was, now) => now.or(was),
+    };
     if matches!(action, Action::Shell(_)) && !a.segments.is_empty() {
         // Per simple command; a rule without program matchers applies to every segment.
-        let mut worst: Option<Decision> = Some(Decision::Allow);
-        let mut reasons = Vec::new();
+        let mut ruling = Ruling {
+            decision: Some(Decision::Allow),
+            ..Ruling::default()
+        };
         for seg in &a.segments {
             let rule = first(&|r: &Rule| r.matches_action(action) && r.matches_segment(seg));
             match rule {
                 Some(r) => {
-                    reasons.push(format!("`{}`: {}", seg.text, r.label()));
-                    worst = stricter(worst, Some(r.decision));
+                    ruling.reasons.push(format!("`{}`: {}", seg.text, r.label()));
+                    ruling.decision = stricter(ruling.decision, Some(r.decision));
+                    ruling.on_timeout = timeout(ruling.on_timeout, r);
                 }
-                None => worst = stricter(worst, None),
+                None => ruling.decision = stricter(ruling.decision, None),
             }
         }
-        return (worst, reasons);
+        return ruling;
     }
     match first(&|r: &Rule| !r.shell_only() && r.matches_action(action)) {
-        Some(r) => (Some(r.decision), vec![r.label()]),
-        None => (None, Vec::new()),
+        Some(r) => Ruling {
+            decision: Some(r.decision),
+            reasons: vec![r.label()],
+            on_timeout: r.on_timeout,
+        },
+        None => Ruling::default(),
     }
 }
 

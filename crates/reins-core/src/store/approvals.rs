@@ -7,7 +7,7 @@ use super::{Executor, Pool};
 
 use super::decode::{self, Stored};
 use super::{Result, StoreError, Tx};
-use crate::approval::{ContextSummary, Scope, Status};
+use crate::approval::{ContextSummary, OnTimeout, Scope, Status};
 use crate::ids::RunId;
 use crate::journal::FileImage;
 use crate::policy::{shell::Segment, Risk};
@@ -51,6 +51,10 @@ pub struct ApprovalRow {
     pub edited_reasons: Option<Vec<String>>,
     pub superseded_by: Option<String>,
     pub stale_reason: Option<String>,
+    /// What it becomes if nobody decides it by `expires_at`.
+    pub on_timeout: OnTimeout,
+    /// When it timed out and paused: still open, with no deadline.
+    pub paused_at: Option<i64>,
 }
 
 impl Stored for ApprovalRow {
@@ -83,8 +87,9 @@ impl ApprovalRow {
 pub async fn insert(tx: &mut Tx, a: &ApprovalRow) -> Result<()> {
     sqlx::query(
         "INSERT INTO approvals (id, run_id, step_seq, tool, action, action_hash, risk, reasons, segments,
-            preview, preview_sha256, pre_images, context, policy, status, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+            preview, preview_sha256, pre_images, context, policy, status, created_at, expires_at,
+            on_timeout, paused_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
     )
     .bind(&a.id)
     .bind(a.run_id)
@@ -103,6 +108,8 @@ pub async fn insert(tx: &mut Tx, a: &ApprovalRow) -> Result<()> {
     .bind(a.status)
     .bind(a.created_at)
     .bind(a.expires_at)
+    .bind(a.on_timeout)
+    .bind(a.paused_at)
     .execute(&mut **tx)
     .await?;
     Ok(())
@@ -177,7 +184,8 @@ pub async fn list(
 pub async fn pending_due(pool: &Pool, now: i64) -> Result<Vec<ApprovalRow>> {
     decode::all(
         &sqlx::query(
-            "SELECT * FROM approvals WHERE status = 'pending' AND expires_at <= $1 ORDER BY expires_at",
+            "SELECT * FROM approvals WHERE status = 'pending' AND paused_at IS NULL AND expires_at <= $1
+             ORDER BY expires_at",
         )
         .bind(now)
         .fetch_all(pool)
@@ -252,6 +260,24 @@ pub async fn supersede(tx: &mut Tx, id: &str, by: &str, why: &str, now: i64) -> 
     if done.rows_affected() == 0 {
         return Err(StoreError::Conflict(format!(
             "approval {id} was decided meanwhile; not replacing it"
+        )));
+    }
+    Ok(())
+}
+
+/// A pending review that timed out stays open with no deadline. Fails with `Conflict` when it was
+/// decided (or paused) meanwhile.
+pub async fn pause(tx: &mut Tx, id: &str, now: i64) -> Result<()> {
+    let done = sqlx::query(
+        "UPDATE approvals SET paused_at = $1 WHERE id = $2 AND status = 'pending' AND paused_at IS NULL",
+    )
+    .bind(now)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
+    if done.rows_affected() == 0 {
+        return Err(StoreError::Conflict(format!(
+            "approval {id} was decided or paused meanwhile"
         )));
     }
     Ok(())

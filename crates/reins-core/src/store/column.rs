@@ -184,6 +184,7 @@ enum_columns!(
     crate::approval::grant::Matcher,
     crate::approval::Scope,
     crate::approval::Status,
+    crate::approval::OnTimeout,
 );
 
 macro_rules! id_columns {

@@ -138,6 +138,8 @@ pub enum Write {
         scope: Option<Scope>,
         edited: Option<Box<Edit>>,
     },
+    /// A pending review timed out and pauses; fails with `Conflict` unless still pending.
+    ApprovalPaused(String),
     ApprovalSuperseded {
         id: String,
         by: String,
@@ -264,6 +266,7 @@ async fn apply_one(
         Write::ApprovalSuperseded { id, by, why } => {
             return approvals::supersede(tx, id, by, why, now).await
         }
+        Write::ApprovalPaused(id) => return approvals::pause(tx, id, now).await,
         Write::Grant(g) => return grants::insert(tx, g).await,
         Write::GrantUsed(id) => return grants::used(tx, id, now).await,
         Write::GrantRevoked(id) => return grants::revoke(tx, id, now).await,
@@ -444,6 +447,7 @@ async fn apply_one(
         Write::Approval(_)
         | Write::ApprovalStillPending(_)
         | Write::ApprovalSuperseded { .. }
+        | Write::ApprovalPaused(_)
         | Write::Grant(_)
         | Write::GrantUsed(_)
         | Write::GrantRevoked(_)

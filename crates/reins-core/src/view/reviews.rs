@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use crate::approval::{ContextSummary, Matcher, Scope, Status};
+use crate::approval::{ContextSummary, Matcher, OnTimeout, Scope, Status};
 use crate::ids::RunId;
 use crate::journal::FileImage;
 use crate::policy::shell::Segment;
@@ -76,7 +76,12 @@ pub struct ApprovalView {
     pub policy: String,
     pub status: Status,
     pub created_at: i64,
+    /// When it times out, unless decided (meaningless once paused).
     pub expires_at: i64,
+    /// What it becomes then: paused (open, no deadline) or expired (refused).
+    pub on_timeout: OnTimeout,
+    /// When it timed out and paused; it is still open, with no deadline.
+    pub paused_at: Option<i64>,
     pub decided_at: Option<i64>,
     pub decided_by: Option<String>,
     /// The reject reason, or a note with the approval.
@@ -119,6 +124,8 @@ impl ApprovalView {
             edited_reasons,
             superseded_by,
             stale_reason,
+            on_timeout,
+            paused_at,
         } = row;
         let action = ActionView::from(action);
         let edited = match (edited_action, edited_hash, edited_preview) {
@@ -153,6 +160,8 @@ impl ApprovalView {
             status,
             created_at,
             expires_at,
+            on_timeout,
+            paused_at,
             decided_at,
             decided_by,
             note,

@@ -1,6 +1,6 @@
 import { useState, type ReactNode } from "react";
 import type { ApprovalView } from "../../lib/ipc/bindings";
-import { ago, shortId } from "../../lib/format";
+import { ago, shortId, time } from "../../lib/format";
 import { setUi } from "../../lib/store";
 import { Preview, RiskBadge } from "./Preview";
 
@@ -23,6 +23,7 @@ export function Card({ a, runName, children }: { a: ApprovalView; runName: strin
           {" · "}step {a.stepSeq} · asked {ago(a.createdAt)} · {shortId(a.id)}
         </span>
       </header>
+      <Deadline a={a} />
 
       {a.reasons.length > 0 && (
         <section className="why-risky">
@@ -62,5 +63,24 @@ export function Card({ a, runName, children }: { a: ApprovalView; runName: strin
       </section>
       {children}
     </article>
+  );
+}
+
+/** What happens if nobody decides: the card pauses (stays open) or expires (refused) at its time. */
+export function Deadline({ a }: { a: ApprovalView }) {
+  if (a.status !== "pending") return null;
+  if (a.pausedAt != null) {
+    return (
+      <p className="deadline paused" data-testid="card-deadline">
+        Paused since {time(a.pausedAt)}: nobody decided in time, so the run waits for you. Decide
+        whenever you are ready, and it goes on.
+      </p>
+    );
+  }
+  const then = a.onTimeout === "pause" ? "pauses: the run waits, nothing is lost" : "expires and the action is refused";
+  return (
+    <p className="deadline muted" data-testid="card-deadline">
+      Undecided by {time(a.expiresAt)}, it {then}.
+    </p>
   );
 }

@@ -42,6 +42,8 @@ function approval(over: Partial<ApprovalView> = {}): ApprovalView {
     status: "pending",
     createdAt: Date.now() - 5000,
     expiresAt: Date.now() + 3_600_000,
+    onTimeout: "pause",
+    pausedAt: null,
     decidedAt: null,
     decidedBy: null,
     note: null,
@@ -83,6 +85,17 @@ describe("approvals inbox", () => {
     fireEvent.keyDown(window, { key: "a" });
     const alert = await screen.findByRole("alert");
     expect(alert.textContent).toContain("the action did not run");
+  });
+
+  it("says what the card becomes if nobody decides, and that a paused one still waits", async () => {
+    mount([
+      approval({ onTimeout: "deny" }),
+      approval({ id: "0193aaaa-0000-7000-8000-000000000002", pausedAt: Date.now() - 60_000 }),
+    ]);
+    await screen.findByTestId("approval-card");
+    expect(screen.getByTestId("card-deadline").textContent).toContain("expires and the action is refused");
+    fireEvent.keyDown(window, { key: "j" });
+    await waitFor(() => expect(screen.getByTestId("card-deadline").textContent).toContain("the run waits for you"));
   });
 
   it("shows the risk, the reasons, the context and the diff", async () => {

@@ -236,7 +236,12 @@ export type ApprovalView = {
 	policy: string,
 	status: ApprovalStatus,
 	createdAt: number,
+	/**  When it times out, unless decided (meaningless once paused). */
 	expiresAt: number,
+	/**  What it becomes then: paused (open, no deadline) or expired (refused). */
+	onTimeout: OnTimeout,
+	/**  When it timed out and paused; it is still open, with no deadline. */
+	pausedAt: number | null,
 	decidedAt: number | null,
 	decidedBy: string | null,
 	/**  The reject reason, or a note with the approval. */
@@ -864,6 +869,16 @@ export type ModelTurnView = {
 	costUsd: number | null,
 	finishReason: string | null,
 };
+
+/**  What a review that waited past its deadline becomes. */
+export type OnTimeout = 
+/**
+ *  It stays open with no deadline, and the run waits for it, holding nothing: decided later, the
+ *  run goes on. Nothing is lost by waiting, so this is the default.
+ */
+"pause" | 
+/**  It expires and the action is refused (fails closed). */
+"deny";
 
 /**  Show this approval (a notification or the tray was clicked). */
 export type OpenApproval = {

@@ -89,6 +89,8 @@ export function fakeBackend(data: FakeData = {}) {
       code: "7KQ2M-XD4PA",
       name,
       expiresAt: Date.now() + 300_000,
+      onTimeout: "pause",
+      pausedAt: null,
       link: serving ? `${serving}#pair=7KQ2M-XD4PA` : null,
       qr: "data:image/png;base64,iVBORw0KGgo=",
     }),

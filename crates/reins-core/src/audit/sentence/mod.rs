@@ -316,7 +316,11 @@ impl Kind {
                 format!("{who} rejected {}: {}", approval(&p.approval), p.reason)
             }
             Kind::Expired(p) => format!(
-                "The review of {} expired without a decision",
+                "The review of {} expired without a decision, so its action was refused",
+                approval(&p.approval)
+            ),
+            Kind::TimedOut(p) => format!(
+                "The review of {} timed out and paused: it stays open, and the run waits for it",
                 approval(&p.approval)
             ),
             Kind::ClosedWithRun(p) => format!(

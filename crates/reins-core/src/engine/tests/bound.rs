@@ -10,6 +10,7 @@ use super::fixtures::*;
 
 fn rated(risk: Risk, reasons: &[&str]) -> Verdict {
     Verdict {
+        on_timeout: None,
         risk,
         decision: Decision::Ask,
         reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),

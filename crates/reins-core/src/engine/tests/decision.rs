@@ -22,11 +22,20 @@ fn a_pending_approval_before_its_deadline_is_open() {
 }
 
 #[test]
-fn a_pending_approval_past_its_deadline_expires_and_fails_closed() {
+fn a_pending_approval_past_its_deadline_times_out() {
     assert_eq!(
         openness(&approval(Status::Pending, NOW), NOW),
         Openness::Overdue
     );
+}
+
+#[test]
+fn a_review_that_timed_out_and_paused_stays_open_with_no_deadline() {
+    let mut a = approval(Status::Pending, NOW);
+    a.paused_at = Some(NOW);
+    assert_eq!(openness(&a, NOW + 86_400_000), Openness::Open);
+    a.status = Status::Approved;
+    assert!(matches!(openness(&a, NOW), Openness::Decided(_)));
 }
 
 #[test]

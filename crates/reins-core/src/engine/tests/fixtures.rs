@@ -34,6 +34,7 @@ pub struct Fixed(pub Risk, pub Decision);
 impl Policy for Fixed {
     fn classify(&self, action: &Action, _cx: &Context<'_>) -> Verdict {
         Verdict {
+            on_timeout: None,
             risk: self.0,
             decision: self.1,
             reasons: vec![format!("{}: fixed for the test", action.tool())],
@@ -87,6 +88,7 @@ pub fn plan(path: &str, old: Option<&[u8]>, new: &[u8]) -> EffectPlan {
 
 pub fn verdict(risk: Risk, decision: Decision) -> Verdict {
     Verdict {
+        on_timeout: None,
         risk,
         decision,
         reasons: vec!["because".into()],
@@ -167,6 +169,8 @@ pub fn approval(status: Status, expires_at: i64) -> ApprovalRow {
         edited_reasons: None,
         superseded_by: None,
         stale_reason: None,
+        on_timeout: crate::approval::OnTimeout::Deny,
+        paused_at: None,
     }
 }
 
