@@ -8,6 +8,7 @@ pub mod commands;
 mod demo;
 mod error;
 pub mod events;
+mod notice;
 mod state;
 mod tray;
 mod watcher;
@@ -279,6 +280,7 @@ pub fn run() {
                 remote: std::sync::Mutex::new(None),
                 alerts,
             });
+            app.manage(tray::Listed::default());
             if let Err(e) = tray::build(app.handle()) {
                 tracing::warn!("no tray icon ({e}); closing the window quits");
                 NO_TRAY.store(true, Ordering::SeqCst);

@@ -11,7 +11,7 @@ use tauri::AppHandle;
 use tauri_specta::Event as _;
 use tokio::sync::Notify;
 
-use crate::events::{Changed, OpenApproval};
+use crate::events::Changed;
 
 /// How often the store is looked at when nothing in this process said it changed.
 const POLL: Duration = Duration::from_millis(120);
@@ -101,11 +101,12 @@ pub async fn watch(
             .ok();
         let covered = *scope.borrow_and_update();
         let alert = alerts.update(pending, runs.as_deref(), covered, shared, &here);
+        crate::tray::show_waiting(&app, &alert.first);
         for (a, run) in &alert.fresh {
-            notify(&app, a, run);
+            crate::notice::card(&app, &reins, &wake, a, run);
         }
         for r in &alert.suspended {
-            notify_suspended(r);
+            crate::notice::suspended(r);
         }
         let event = Changed {
             pending: u32::try_from(alert.waiting).unwrap_or(u32::MAX),
@@ -115,70 +116,6 @@ pub async fn watch(
         if let Err(e) = event.emit(&app) {
             tracing::warn!("cannot tell the window: {e}");
         }
-    }
-}
-
-/// A desktop notification for a new approval; clicking it opens that approval in the app.
-fn notify(app: &AppHandle, a: &reins_core::api::ApprovalView, run: &str) {
-    let risk = &a.risk;
-    let why = a
-        .context
-        .why
-        .clone()
-        .unwrap_or_else(|| a.reasons.join("; "));
-    let summary = format!("{run} wants to run {} ({risk} risk)", a.tool);
-    let body: String = why.chars().take(200).collect();
-    let id = a.id.clone();
-    let app = app.clone();
-    // The notification server may be absent (a headless session): that is logged, not fatal.
-    std::thread::spawn(move || {
-        let shown = notify_rust::Notification::new()
-            .appname("Reins")
-            .summary(&summary)
-            .body(&body)
-            .action("default", "Review")
-            .show();
-        match shown {
-            Ok(handle) => handle.wait_for_action(|action| {
-                tracing::info!("notification for approval {id}: {action}");
-                // A click on the notification's body is its default action.
-                if action == "default" {
-                    open_approval(&app, &id);
-                }
-            }),
-            Err(e) => tracing::info!("no desktop notification ({e})"),
-        }
-    });
-}
-
-/// A desktop notification for a run that stopped and needs a change before it can go on (no model
-/// server, a refused key, a full disk): the reason says what to do.
-fn notify_suspended(run: &reins_core::api::RunSummary) {
-    let summary = format!("\u{201c}{}\u{201d} is suspended", run.name);
-    let body: String = run
-        .last_error
-        .as_deref()
-        .unwrap_or("it needs a person")
-        .chars()
-        .take(240)
-        .collect();
-    std::thread::spawn(move || {
-        if let Err(e) = notify_rust::Notification::new()
-            .appname("Reins")
-            .summary(&summary)
-            .body(&body)
-            .show()
-        {
-            tracing::info!("no desktop notification ({e})");
-        }
-    });
-}
-
-/// Brings the window up on the approval.
-pub fn open_approval(app: &AppHandle, id: &str) {
-    crate::show_main(app);
-    if let Err(e) = (OpenApproval { id: id.to_owned() }).emit(app) {
-        tracing::warn!("cannot tell the window: {e}");
     }
 }
 

@@ -96,7 +96,10 @@ args = { path = "after.txt", content = "written after the wait\n" }
     Ok(())
 }
 
-/// Each new approval raises a desktop notification; clicking it opens that approval.
+/// Each new approval raises a desktop notification naming the run, the agent, the action and the
+/// risk; clicking it opens that approval. A low- or medium-risk card's notification approves or
+/// rejects exactly what it showed, only while the screen is known to be unlocked; a high-risk
+/// card's has no such buttons.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a display: run scripts/e2e"]
 async fn j_a_notification_per_new_approval_and_clicking_it_opens_that_approval() -> Result<()> {
@@ -112,7 +115,7 @@ async fn j_a_notification_per_new_approval_and_clicking_it_opens_that_approval()
     let first_approval = card.attr("data-approval").await?;
     home.queue_plan(&plan("Greeting two"), &second_ws)?;
     let mine = |run: &str| {
-        let prefix = format!("{run} wants");
+        let prefix = format!("{run}: ");
         server
             .shown()
             .into_iter()
@@ -124,13 +127,16 @@ async fn j_a_notification_per_new_approval_and_clicking_it_opens_that_approval()
     .await?;
     let note = mine("Greeting two").context("the second run's notification")?;
     assert!(
-        note.summary.contains("fs.edit"),
-        "it says what the agent wants: {note:?}"
+        note.summary
+            .contains("script wants fs.edit greeting.txt (medium risk)"),
+        "it says who wants what, at what risk, in one line: {note:?}"
     );
-    assert!(
-        note.actions.iter().any(|a| a == "default"),
-        "it can be clicked: {note:?}"
-    );
+    for action in ["default", "approve", "reject"] {
+        assert!(
+            note.actions.iter().any(|a| a == action),
+            "it has {action}: {note:?}"
+        );
+    }
     let shown_now = app
         .find(By::Css("[data-testid='approval-card']"))
         .await?
@@ -151,8 +157,97 @@ async fn j_a_notification_per_new_approval_and_clicking_it_opens_that_approval()
         Ok(card.attr("data-approval").await? != first_approval && run == "Greeting two")
     })
     .await?;
+
+    // With the screen unlocked, Approve on the first run's notification carries it out.
+    let saver = notifications::ScreenSaver::serve(false).await?;
+    let first = mine("Greeting one").context("the first run's notification")?;
+    server.invoke(first.id, "approve").await?;
+    app.until("the edit approved from the notification lands", || async {
+        Ok(read(&first_ws.join("greeting.txt")) == "hello there\n")
+    })
+    .await?;
+    let audit = home.reins(
+        &["audit", "list", "--kind", "approval.approved", "--json"],
+        &[],
+    )?;
+    assert!(
+        audit.contains("from the notification"),
+        "the audit log says where it was decided: {audit}"
+    );
+    app.until("a notification says what was done", || async {
+        Ok(server
+            .shown()
+            .iter()
+            .any(|n| n.summary.starts_with("Approved fs.edit greeting.txt")))
+    })
+    .await?;
+
+    // Locked, a notification decides nothing, and says why. (A notification answers once: the
+    // clicked one is gone, so each case below has its own card.)
+    let ws = |n: &str| home.workspace(n, &[("greeting.txt", "go away\n")]);
+    let (third_ws, fourth_ws) = (ws("three")?, ws("four")?);
+    home.queue_plan(&plan("Greeting three"), &third_ws)?;
+    home.queue_plan(&plan("Greeting four"), &fourth_ws)?;
+    app.until("notifications for the third and fourth cards", || async {
+        Ok(mine("Greeting three").is_some() && mine("Greeting four").is_some())
+    })
+    .await?;
+    saver.lock(true);
+    let third = mine("Greeting three").context("the third run's notification")?;
+    server.invoke(third.id, "approve").await?;
+    app.until("a notification says the locked screen refused", || async {
+        Ok(server
+            .shown()
+            .iter()
+            .any(|n| n.summary.contains("the screen is locked")))
+    })
+    .await?;
+    assert_eq!(read(&third_ws.join("greeting.txt")), "go away\n");
+    let waiting: Vec<serde_json::Value> =
+        serde_json::from_str(&home.reins(&["approvals", "--json"], &[])?)?;
+    assert_eq!(
+        waiting.len(),
+        3,
+        "cards two, three and four wait: {waiting:?}"
+    );
+
+    // Unlocked again, Reject rejects with the notification's reason.
+    saver.lock(false);
+    let fourth = mine("Greeting four").context("the fourth run's notification")?;
+    server.invoke(fourth.id, "reject").await?;
+    app.until(
+        "the card rejected from the notification is decided",
+        || async {
+            let all = home.reins(&["approvals", "--all", "--json"], &[])?;
+            Ok(all.contains("rejected from the notification"))
+        },
+    )
+    .await?;
+    assert_eq!(read(&fourth_ws.join("greeting.txt")), "go away\n");
+
+    // A high-risk card's notification has no Approve or Reject.
+    let fifth_ws = home.workspace("five", &[("README.md", "x\n")])?;
+    home.queue_plan(HIGH_PLAN, &fifth_ws)?;
+    app.until("a notification for the high-risk card", || async {
+        Ok(mine("Unknown tool").is_some())
+    })
+    .await?;
+    let high = mine("Unknown tool").context("the high-risk notification")?;
+    assert!(high.summary.contains("(high risk)"), "{high:?}");
+    assert_eq!(high.actions, ["default", "Review"], "{high:?}");
     app.quit().await
 }
+
+/// A command Reins does not know: high risk.
+const HIGH_PLAN: &str = r#"
+name = "Unknown tool"
+goal = "Run a tool nobody knows"
+
+[[steps]]
+tool = "shell.exec"
+why  = "it is what the readme says"
+args = { argv = ["frobnicate", "--all"] }
+"#;
 
 /// A run started from the Runs view (plan file + workspace folder typed in) stops at its review.
 #[tokio::test(flavor = "multi_thread")]
@@ -250,8 +345,19 @@ async fn l_closing_the_window_keeps_runs_going_and_the_tray_brings_it_back() -> 
         "a new approval does not force the window open"
     );
 
-    // The tray's "Open" brings the same window back, at that approval.
-    host.click(&icon, "Open").await?;
+    // The tray lists the waiting card; picking it brings the same window back, at that approval.
+    let labels = host.labels(&icon).await?;
+    assert!(
+        labels
+            .first()
+            .is_some_and(|l| l.contains("medium risk") && l.contains("fs.edit greeting.txt")),
+        "the waiting card comes first in the tray's menu: {labels:?}"
+    );
+    assert!(
+        labels.iter().any(|l| l.contains("Open Reins")),
+        "{labels:?}"
+    );
+    host.click(&icon, "fs.edit greeting.txt").await?;
     app.until("the window is back on screen", || async {
         x.is_mapped(win)
     })

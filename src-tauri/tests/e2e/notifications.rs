@@ -1,7 +1,9 @@
 //! A stand-in desktop notification server (`org.freedesktop.Notifications` on the test's private
-//! session bus): it records what the app shows and can "click" a notification the way a desktop
-//! does, by emitting `ActionInvoked`.
+//! session bus): it records what the app shows and can "click" a notification, or one of its
+//! buttons, the way a desktop does, by emitting `ActionInvoked`. And a stand-in screen saver
+//! (`org.freedesktop.ScreenSaver`), locked or not as the test says.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
@@ -86,12 +88,58 @@ impl Notifications {
 
     /// Clicks notification `id` (its default action).
     pub async fn click(&self, id: u32) -> Result<()> {
+        self.invoke(id, "default").await
+    }
+
+    /// Picks action `key` of notification `id` (one of its buttons).
+    pub async fn invoke(&self, id: u32, key: &str) -> Result<()> {
         let iface = self
             .conn
             .object_server()
             .interface::<_, Server>(PATH)
             .await?;
-        Server::action_invoked(iface.signal_emitter(), id, "default").await?;
+        Server::action_invoked(iface.signal_emitter(), id, key).await?;
         Ok(())
+    }
+}
+
+struct Saver {
+    locked: Arc<AtomicBool>,
+}
+
+#[zbus::interface(name = "org.freedesktop.ScreenSaver")]
+impl Saver {
+    fn get_active(&self) -> bool {
+        self.locked.load(Ordering::SeqCst)
+    }
+}
+
+/// The session's screen saver: whether the screen is locked, as a desktop answers it.
+pub struct ScreenSaver {
+    _conn: zbus::Connection,
+    locked: Arc<AtomicBool>,
+}
+
+impl ScreenSaver {
+    pub async fn serve(locked: bool) -> Result<Self> {
+        let locked = Arc::new(AtomicBool::new(locked));
+        let conn = zbus::connection::Builder::session()?
+            .name("org.freedesktop.ScreenSaver")?
+            .serve_at(
+                "/org/freedesktop/ScreenSaver",
+                Saver {
+                    locked: locked.clone(),
+                },
+            )?
+            .build()
+            .await?;
+        Ok(Self {
+            _conn: conn,
+            locked,
+        })
+    }
+
+    pub fn lock(&self, locked: bool) {
+        self.locked.store(locked, Ordering::SeqCst);
     }
 }

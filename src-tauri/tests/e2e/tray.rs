@@ -132,8 +132,17 @@ impl Tray {
         Ok(String::try_from(v)?)
     }
 
-    /// Clicks the menu item whose label contains `text`, as a panel does when the user picks it.
-    pub async fn click(&self, item: &Item, text: &str) -> Result<()> {
+    /// The labels of the item's menu, in order.
+    pub async fn labels(&self, item: &Item) -> Result<Vec<String>> {
+        let (_, root) = self.layout(item).await?;
+        let mut labels = Vec::new();
+        for child in &root.2 {
+            find(child, "\u{0}never\u{0}", &mut labels);
+        }
+        Ok(labels)
+    }
+
+    async fn layout(&self, item: &Item) -> Result<(OwnedObjectPath, Node)> {
         let menu: OwnedObjectPath = self.property(item, "Menu").await?.try_into()?;
         let reply = self
             .conn
@@ -145,8 +154,13 @@ impl Tray {
                 &(0i32, -1i32, Vec::<String>::new()),
             )
             .await?;
-        type Node = (i32, HashMap<String, OwnedValue>, Vec<OwnedValue>);
         let (_revision, root): (u32, Node) = reply.body().deserialize()?;
+        Ok((menu, root))
+    }
+
+    /// Clicks the menu item whose label contains `text`, as a panel does when the user picks it.
+    pub async fn click(&self, item: &Item, text: &str) -> Result<()> {
+        let (menu, root) = self.layout(item).await?;
         let mut labels = Vec::new();
         let id = root
             .2
@@ -165,6 +179,8 @@ impl Tray {
         Ok(())
     }
 }
+
+type Node = (i32, HashMap<String, OwnedValue>, Vec<OwnedValue>);
 
 /// The id of the menu node (or a descendant) labelled with `text`; collects the labels seen.
 fn find(node: &Value<'_>, text: &str, seen: &mut Vec<String>) -> Option<i32> {

@@ -14,12 +14,17 @@ use crate::settings::AlertScope;
 pub struct Alert {
     /// Approvals waiting, among the covered runs: the tray's count.
     pub waiting: usize,
+    /// The oldest waiting approvals (up to `TRAY_CARDS`), with their run's name: the tray's list.
+    pub first: Vec<(ApprovalView, String)>,
     /// Covered approvals that became pending since the last look, oldest first, with their run's
     /// name.
     pub fresh: Vec<(ApprovalView, String)>,
     /// Covered runs that became suspended since the last look.
     pub suspended: Vec<RunSummary>,
 }
+
+/// How many waiting cards the tray lists.
+pub const TRAY_CARDS: usize = 5;
 
 /// What was already there at the last look: nothing pending or suspended then is announced
 /// again, whatever the scope was. The first look announces nothing (it was there before the app).
@@ -58,6 +63,9 @@ impl Alerts {
                 continue;
             }
             alert.waiting += 1;
+            if alert.first.len() < TRAY_CARDS {
+                alert.first.push((a.clone(), name(a.run_id)));
+            }
             if self
                 .seen_approvals
                 .as_ref()

@@ -119,6 +119,15 @@ fn who(actor: Actor) -> &'static str {
     }
 }
 
+/// Where a person decided, when it was not a card: " from the notification".
+fn from(by: &str) -> &'static str {
+    if by.ends_with("from the notification)") {
+        " from the notification"
+    } else {
+        ""
+    }
+}
+
 fn because(reasons: &[String]) -> String {
     if reasons.is_empty() {
         String::new()
@@ -300,9 +309,10 @@ impl Kind {
                 approval(&p.approval)
             ),
             Kind::Approved(p) => format!(
-                "{who} approved {} ({}){}",
+                "{who} approved {} ({}){}{}",
                 approval(&p.approval),
                 words(&p.scope),
+                from(&p.by),
                 p.note
                     .as_deref()
                     .map(|n| format!(": {n}"))
@@ -313,7 +323,12 @@ impl Kind {
                 approval(&p.approval)
             ),
             Kind::Rejected(p) => {
-                format!("{who} rejected {}: {}", approval(&p.approval), p.reason)
+                format!(
+                    "{who} rejected {}{}: {}",
+                    approval(&p.approval),
+                    from(&p.by),
+                    p.reason
+                )
             }
             Kind::Expired(p) => format!(
                 "The review of {} expired without a decision, so its action was refused",

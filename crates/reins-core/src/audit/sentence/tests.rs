@@ -32,9 +32,17 @@ fn an_approval_reads_as_who_did_what_to_which_action() {
         scope: crate::approval::Scope::Once,
         note: None,
     };
+    let from_notification = ev::Approved {
+        by: crate::view::face::person(Some("desktop, from the notification")),
+        ..approved.clone()
+    };
     assert_eq!(
         stored(Actor::User, approved, &names),
         "You approved fs.edit on config/logrotate.conf (once)"
+    );
+    assert_eq!(
+        stored(Actor::User, from_notification, &names),
+        "You approved fs.edit on config/logrotate.conf (once) from the notification"
     );
     let rejected = ev::Rejected {
         approval: "a2".into(),
