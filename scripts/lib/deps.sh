@@ -44,6 +44,8 @@ deps_test() {
   command -v xvfb-run >/dev/null || missing+=(xvfb)
   command -v xauth >/dev/null || missing+=(xauth)
   command -v xdotool >/dev/null || missing+=(xdotool)
+  # A real notification server for deciding from a notification (its dunstctl picks the buttons).
+  command -v dunst >/dev/null || missing+=(dunst)
   # The web face (`reins serve`) in a real browser, and requests made as a person would make them.
   command -v chromium >/dev/null || missing+=(chromium)
   command -v chromedriver >/dev/null || missing+=(chromium-driver)

@@ -5,6 +5,7 @@
 
 mod agents;
 mod claude_code;
+mod dunst;
 mod harness;
 mod lifecycle;
 mod notifications;
