@@ -80,7 +80,7 @@ export function Deadline({ a }: { a: ApprovalView }) {
   const then = a.onTimeout === "pause" ? "pauses: the run waits, nothing is lost" : "expires and the action is refused";
   return (
     <p className="deadline muted" data-testid="card-deadline">
-      Undecided by {time(a.expiresAt)}, it {then}.
+      If nobody decides by {time(a.expiresAt)}, it {then}.
     </p>
   );
 }
