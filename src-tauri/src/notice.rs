@@ -15,11 +15,6 @@ use tokio::sync::Notify;
 
 use crate::events::OpenApproval;
 
-/// Who decided, for the audit log: the desktop user, from the notification.
-pub fn reviewer() -> String {
-    face::person(Some("desktop, from the notification"))
-}
-
 /// The reason a rejection from a notification gives (the app can say more afterwards, in a note).
 pub const REJECTED: &str = "rejected from the notification";
 
@@ -43,6 +38,7 @@ pub fn card(app: &AppHandle, reins: &Arc<Reins>, wake: &Arc<Notify>, a: &Approva
         .unwrap_or_else(|| a.reasons.join("; "));
     let body: String = why.chars().take(200).collect();
     let (id, hash) = (a.id.clone(), a.action_hash.clone());
+    let what = format!("{} {}", a.tool, a.subject);
     let (app, reins, wake) = (app.clone(), reins.clone(), wake.clone());
     // The notification server may be absent (a headless session): that is logged, not fatal.
     std::thread::spawn(move || {
@@ -62,10 +58,15 @@ pub fn card(app: &AppHandle, reins: &Arc<Reins>, wake: &Arc<Notify>, a: &Approva
                     "default" => open_approval(&app, &id),
                     "approve" | "reject" if decidable => {
                         let approve = action == "approve";
-                        let (reins, wake, id, hash) =
-                            (reins.clone(), wake.clone(), id.clone(), hash.clone());
+                        let (reins, wake, id, hash, what) = (
+                            reins.clone(),
+                            wake.clone(),
+                            id.clone(),
+                            hash.clone(),
+                            what.clone(),
+                        );
                         tauri::async_runtime::spawn(async move {
-                            let said = decide(&reins, &id, &hash, approve).await;
+                            let said = decide(&reins, &id, &hash, approve, &what).await;
                             wake.notify_one();
                             tell(said);
                         });
@@ -78,9 +79,11 @@ pub fn card(app: &AppHandle, reins: &Arc<Reins>, wake: &Arc<Notify>, a: &Approva
     });
 }
 
-/// Decides card `id` as the notification showed it (`hash`), if the screen is known to be
-/// unlocked. Returns what to tell the person.
-async fn decide(reins: &Reins, id: &str, hash: &str, approve: bool) -> String {
+/// Decides card `id` as the notification showed it (`hash`; `what` it named), if the screen is
+/// known to be unlocked. The decision checks the card as a click on it would: a card decided
+/// elsewhere, or whose files changed since (it is replaced), is refused. Returns what to tell the
+/// person.
+async fn decide(reins: &Reins, id: &str, hash: &str, approve: bool, what: &str) -> String {
     match screen_locked().await {
         Ok(false) => {}
         Ok(true) => {
@@ -93,21 +96,7 @@ async fn decide(reins: &Reins, id: &str, hash: &str, approve: bool) -> String {
         )
         }
     }
-    // The card as it is now: a file changed on disk replaces it, and a replaced card is not the
-    // one the notification showed.
-    let now = match reins.approval(id).await {
-        Ok(now) => now,
-        Err(e) => return format!("Not decided: {e}"),
-    };
-    if now.id != id {
-        return "Not decided: the files changed since the notification; review the new card in Reins."
-            .into();
-    }
-    if now.risk == Risk::High {
-        return "Not decided: a high-risk card is decided in Reins, never from a notification."
-            .into();
-    }
-    let what = format!("{} {}", now.tool, now.subject);
+    let by = face::notification_person();
     let done = if approve {
         let req = ApproveRequest {
             scope: Scope::Once,
@@ -115,7 +104,7 @@ async fn decide(reins: &Reins, id: &str, hash: &str, approve: bool) -> String {
             edited: None,
             note: None,
             expect_hash: Some(hash.to_owned()),
-            by: reviewer(),
+            by,
         };
         reins
             .approve(id, req)
@@ -123,7 +112,7 @@ async fn decide(reins: &Reins, id: &str, hash: &str, approve: bool) -> String {
             .map(|_| format!("Approved {what} (once)"))
     } else {
         reins
-            .reject(id, REJECTED, &reviewer())
+            .reject(id, REJECTED, &by)
             .await
             .map(|_| format!("Rejected {what}"))
     };

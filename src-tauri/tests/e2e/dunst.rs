@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 use thirtyfour::prelude::*;
 
 use super::harness::{App, Home};
-use super::{notifications, read, EDIT_PLAN};
+use super::{notifications, read, EDIT_PLAN, HIGH_PLAN};
 
 /// Dunst on the session bus, with a picker for its context menu.
 struct Dunst {
@@ -101,18 +101,6 @@ impl Drop for Dunst {
     }
 }
 
-/// Waits up to 15 s for `what`.
-async fn until(what: &str, mut f: impl FnMut() -> Result<bool>) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !f()? {
-        if Instant::now() > deadline {
-            bail!("timed out waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Ok(())
-}
-
 /// Picks no entry: only looks at what dunst offers.
 const NONE: &str = "(pick none)";
 
@@ -122,16 +110,6 @@ fn close_all_and_read_history() -> Result<String> {
     let out = Command::new("dunstctl").arg("history").output()?;
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
-
-const HIGH_PLAN: &str = r#"
-name = "Unknown tool"
-goal = "Run a tool nobody knows"
-
-[[steps]]
-tool = "shell.exec"
-why  = "it is what the readme says"
-args = { argv = ["frobnicate", "--all"] }
-"#;
 
 fn displayed() -> Result<u32> {
     let out = Command::new("dunstctl")
@@ -160,7 +138,8 @@ async fn deciding_from_a_real_notification_server() -> Result<()> {
     let one = ws("one")?;
     home.queue_plan(&plan("Greeting one"), &one)?;
     app.find(By::Css("[data-testid='approval-card']")).await?;
-    until("dunst shows the card", || Ok(displayed()? >= 1)).await?;
+    app.until("dunst shows the card", || async { Ok(displayed()? >= 1) })
+        .await?;
     let offered =
         dunst.pick("#Approve (Greeting one: script wants fs.edit greeting.txt (medium risk))")?;
     assert!(
@@ -169,7 +148,7 @@ async fn deciding_from_a_real_notification_server() -> Result<()> {
             .any(|l| l.starts_with("#Reject (Greeting one:")),
         "a medium card offers Approve and Reject: {offered:?}"
     );
-    until("the edit approved in dunst lands", || {
+    app.until("the edit approved in dunst lands", || async {
         Ok(greeting(&one) == "hello there\n")
     })
     .await?;
@@ -182,7 +161,7 @@ async fn deciding_from_a_real_notification_server() -> Result<()> {
     // A high-risk card: its notification only opens the card.
     let high = home.workspace("high", &[("README.md", "x\n")])?;
     home.queue_plan(HIGH_PLAN, &high)?;
-    until("dunst shows the high card", || {
+    app.until("dunst shows the high card", || async {
         Ok(dunst
             .pick(NONE)?
             .iter()
@@ -203,7 +182,7 @@ async fn deciding_from_a_real_notification_server() -> Result<()> {
     saver.lock(true);
     let two = ws("two")?;
     home.queue_plan(&plan("Greeting two"), &two)?;
-    until("dunst shows the second card", || {
+    app.until("dunst shows the second card", || async {
         Ok(dunst
             .pick(NONE)?
             .iter()
@@ -212,7 +191,7 @@ async fn deciding_from_a_real_notification_server() -> Result<()> {
     .await?;
     dunst.pick("#Approve (Greeting two:")?;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    until("Reins says the locked screen refused", || {
+    app.until("Reins says the locked screen refused", || async {
         Ok(close_all_and_read_history()?.contains("the screen is locked"))
     })
     .await?;

@@ -238,17 +238,6 @@ async fn j_a_notification_per_new_approval_and_clicking_it_opens_that_approval()
     app.quit().await
 }
 
-/// A command Reins does not know: high risk.
-const HIGH_PLAN: &str = r#"
-name = "Unknown tool"
-goal = "Run a tool nobody knows"
-
-[[steps]]
-tool = "shell.exec"
-why  = "it is what the readme says"
-args = { argv = ["frobnicate", "--all"] }
-"#;
-
 /// A run started from the Runs view (plan file + workspace folder typed in) stops at its review.
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a display: run scripts/e2e"]

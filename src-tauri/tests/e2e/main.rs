@@ -49,6 +49,17 @@ why  = "start the notes"
 args = { path = "NOTES.md", content = "draft by the agent\n" }
 "#;
 
+/// A command Reins does not know: high risk.
+const HIGH_PLAN: &str = r#"
+name = "Unknown tool"
+goal = "Run a tool nobody knows"
+
+[[steps]]
+tool = "shell.exec"
+why  = "it is what the readme says"
+args = { argv = ["frobnicate", "--all"] }
+"#;
+
 fn read(path: &std::path::Path) -> String {
     std::fs::read_to_string(path).unwrap_or_default()
 }

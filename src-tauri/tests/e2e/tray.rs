@@ -137,7 +137,7 @@ impl Tray {
         let (_, root) = self.layout(item).await?;
         let mut labels = Vec::new();
         for child in &root.2 {
-            find(child, "\u{0}never\u{0}", &mut labels);
+            find(child, None, &mut labels);
         }
         Ok(labels)
     }
@@ -165,7 +165,7 @@ impl Tray {
         let id = root
             .2
             .iter()
-            .find_map(|child| find(child, text, &mut labels))
+            .find_map(|child| find(child, Some(text), &mut labels))
             .with_context(|| format!("no tray menu item {text:?} among {labels:?}"))?;
         self.conn
             .call_method(
@@ -182,8 +182,9 @@ impl Tray {
 
 type Node = (i32, HashMap<String, OwnedValue>, Vec<OwnedValue>);
 
-/// The id of the menu node (or a descendant) labelled with `text`; collects the labels seen.
-fn find(node: &Value<'_>, text: &str, seen: &mut Vec<String>) -> Option<i32> {
+/// The id of the menu node (or a descendant) labelled with `text`; collects the labels seen (all of
+/// them when there is no `text`).
+fn find(node: &Value<'_>, text: Option<&str>, seen: &mut Vec<String>) -> Option<i32> {
     let Value::Structure(s) = inside(node) else {
         return None;
     };
@@ -195,7 +196,7 @@ fn find(node: &Value<'_>, text: &str, seen: &mut Vec<String>) -> Option<i32> {
         _ => None,
     });
     if let Some(label) = label {
-        if label.replace('_', "").contains(text) {
+        if text.is_some_and(|t| label.replace('_', "").contains(t)) {
             return Some(*id);
         }
         seen.push(label);

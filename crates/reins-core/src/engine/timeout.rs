@@ -14,20 +14,16 @@ use super::commit::Change;
 use super::{Engine, Silent};
 
 impl Engine {
-    /// Times out every pending review past its deadline. Returns the ids of those that expired.
-    pub async fn expire_due(&self) -> Result<Vec<String>> {
-        let mut expired = Vec::new();
+    /// Times out every pending review past its deadline.
+    pub async fn expire_due(&self) -> Result<()> {
         for row in approvals::pending_due(self.store.pool(), now_ms()).await? {
-            let id = row.id.clone();
             match self.time_out(row).await {
-                Ok(_) => {}
-                Err(Error::Expired(_)) => expired.push(id),
-                // Decided meanwhile: nothing to time out.
-                Err(Error::Store(StoreError::Conflict(_))) => {}
+                // Paused, or expired as its rule says; or decided meanwhile: nothing to time out.
+                Ok(_) | Err(Error::Expired(_) | Error::Store(StoreError::Conflict(_))) => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok(expired)
+        Ok(())
     }
 
     /// Times out one overdue review: paused, it is returned as now stored (still open); expired,

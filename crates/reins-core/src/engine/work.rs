@@ -67,7 +67,7 @@ impl Engine {
             }
             let looked = match watch.as_mut() {
                 Some(w) => self.watch_approvals(w).await.map(|_| ()),
-                None => self.expire_due().await.map(|_| ()),
+                None => self.expire_due().await,
             };
             let now = now_ms();
             held.retain(|_, until| *until > now);

@@ -199,6 +199,16 @@ pub struct ApprovalWaiting {
     pub step: i64,
 }
 
+/// The face a decision taken on a desktop notification names in its `by`:
+/// `user:NAME@HOST (desktop, from the notification)`.
+pub const NOTIFICATION_FACE: &str = "desktop, from the notification";
+
+/// Whether `by` (of an approval or a rejection) was decided on a desktop notification.
+pub fn from_notification(by: &str) -> bool {
+    by.strip_suffix(')')
+        .is_some_and(|b| b.ends_with(NOTIFICATION_FACE))
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Approved {

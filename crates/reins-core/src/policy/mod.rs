@@ -559,9 +559,8 @@ impl RulePolicy {
         let sets: Vec<&RuleSet> = std::iter::once(user.as_ref()).chain(ws.as_ref()).collect();
         let ruling = rules::decide(&sets, action, &a);
         reasons.extend(ruling.reasons);
-        let decision = ruling.decision;
         let pure = action.effect_class() == crate::journal::EffectClass::Pure;
-        let decision = match decision {
+        let decision = match ruling.decision {
             Some(Decision::Deny) => Decision::Deny,
             Some(Decision::Ask) => Decision::Ask,
             Some(Decision::Allow) if a.risk == Risk::High => {

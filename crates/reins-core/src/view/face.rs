@@ -228,6 +228,11 @@ pub fn person(face: Option<&str>) -> String {
     }
 }
 
+/// Who decides on this desktop's notifications, as the audit log records it.
+pub fn notification_person() -> String {
+    person(Some(crate::event::NOTIFICATION_FACE))
+}
+
 /// Who decided from a paired device: its name, the machine its server runs on, and the face.
 pub fn device_person(name: &str) -> String {
     format!("device:{name}@{} (web)", crate::worker::host_name())

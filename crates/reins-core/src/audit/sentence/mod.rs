@@ -121,7 +121,7 @@ fn who(actor: Actor) -> &'static str {
 
 /// Where a person decided, when it was not a card: " from the notification".
 fn from(by: &str) -> &'static str {
-    if by.ends_with("from the notification)") {
+    if crate::event::from_notification(by) {
         " from the notification"
     } else {
         ""

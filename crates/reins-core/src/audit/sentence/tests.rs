@@ -33,7 +33,7 @@ fn an_approval_reads_as_who_did_what_to_which_action() {
         note: None,
     };
     let from_notification = ev::Approved {
-        by: crate::view::face::person(Some("desktop, from the notification")),
+        by: crate::view::face::person(Some(crate::event::NOTIFICATION_FACE)),
         ..approved.clone()
     };
     assert_eq!(
