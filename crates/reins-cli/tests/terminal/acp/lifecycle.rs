@@ -89,14 +89,19 @@ impl Scripted {
             .collect()
     }
 
-    fn wait_for(&self, method: &str, n: usize) -> anyhow::Result<()> {
+    /// Waits until the agent received `method` `n` times. Fails at once, with what Reins said, if
+    /// `reins` ended first; after a minute it is killed and the failure carries what it said.
+    fn wait_for(&self, method: &str, n: usize, reins: &mut Child) -> anyhow::Result<()> {
         let deadline = Instant::now() + Duration::from_secs(60);
         while self.methods().iter().filter(|m| *m == method).count() < n {
-            anyhow::ensure!(
-                Instant::now() < deadline,
-                "the agent never got {method} #{n}: {:?}",
-                self.methods()
-            );
+            if reins.try_wait()?.is_some() || Instant::now() >= deadline {
+                let _ = reins.kill();
+                let said = said_so_far(reins);
+                anyhow::bail!(
+                    "the agent never got {method} #{n}: {:?}; reins said: {said}",
+                    self.methods()
+                );
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
         Ok(())
@@ -119,6 +124,20 @@ impl Scripted {
     }
 }
 
+/// What a `reins` that has ended (or was just killed) printed.
+fn said_so_far(reins: &mut Child) -> String {
+    use std::io::Read as _;
+    let _ = reins.wait();
+    let mut said = String::new();
+    if let Some(out) = reins.stdout.as_mut() {
+        let _ = out.read_to_string(&mut said);
+    }
+    if let Some(err) = reins.stderr.as_mut() {
+        let _ = err.read_to_string(&mut said);
+    }
+    said
+}
+
 fn alive(pid: i32) -> bool {
     Path::new(&format!("/proc/{pid}")).exists()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -139,8 +158,8 @@ fn a_pause_mid_turn_cancels_the_turn_ends_the_agent_and_resume_carries_on() -> a
         &cli,
         serde_json::json!({"turns": [[{"wait": "cancel"}], [{"say": "Carried on."}]]}),
     )?;
-    let child = agent.run(&cli, "Tidy the runbook")?;
-    agent.wait_for("session/prompt", 1)?;
+    let mut child = agent.run(&cli, "Tidy the runbook")?;
+    agent.wait_for("session/prompt", 1, &mut child)?;
     let id = cli.only_run()?;
     let out = cli.strict_cmd().args(["pause", &id]).output()?;
     assert!(out.status.success(), "{}", text(&out));
@@ -179,8 +198,8 @@ fn a_pause_mid_turn_cancels_the_turn_ends_the_agent_and_resume_carries_on() -> a
 fn a_drain_mid_turn_ends_at_once_with_the_run_paused_and_the_agent_ended() -> anyhow::Result<()> {
     let cli = Cli::new()?;
     let agent = Scripted::new(&cli, serde_json::json!({"turns": [[{"wait": "cancel"}]]}))?;
-    let child = agent.run(&cli, "Think for a long time")?;
-    agent.wait_for("session/prompt", 1)?;
+    let mut child = agent.run(&cli, "Think for a long time")?;
+    agent.wait_for("session/prompt", 1, &mut child)?;
     let start = Instant::now();
     signal(&child, rustix::process::Signal::TERM)?;
     let (code, said) = finish(child)?;
