@@ -243,6 +243,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "fault",
             "text",
             "run",
+            "budget",
             "step",
             "journal",
             "failure",

@@ -7,6 +7,7 @@ mod at_rest;
 mod audit_keys;
 mod audit_words;
 mod batch;
+mod budgets;
 mod checkpoint_damage;
 mod claude_hooks;
 mod control;

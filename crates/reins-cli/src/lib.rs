@@ -116,6 +116,10 @@ enum Command {
     /// list, tools, remove; and `serve`, Reins' own memory as an MCP server for other agents.
     #[command(subcommand)]
     Mcp(commands::mcp::McpCommand),
+    /// What a run may spend and has spent; at its limit, allow more or stop it there; and the
+    /// default budget new runs get: show, allow, stop, default.
+    #[command(subcommand)]
+    Budget(commands::budget::BudgetCommand),
     /// Answer the question an agent asked (`ask_user`); without TEXT, show it.
     Answer(commands::answer::Args),
     /// API keys for model servers, kept only in the OS keyring: set, status, delete.
@@ -303,6 +307,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Agents(cmd) => commands::agents::exec(&reins, cmd, json).await,
         Command::Mcp(cmd) => commands::mcp::exec(&reins, cmd, json).await,
         Command::Answer(args) => commands::answer::exec(&reins, args, json).await,
+        Command::Budget(cmd) => commands::budget::exec(&reins, cmd, json).await,
         Command::Keys(cmd) => commands::keys::exec(&reins, cmd, json).await,
         Command::Ps => commands::ps::exec(&reins, json).await,
         Command::Show(args) => commands::show::exec(&reins, args, json).await,

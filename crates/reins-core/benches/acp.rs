@@ -85,7 +85,8 @@ async fn pass_through(n: usize, ws: &Path, out: &Path) -> Timings {
             .block_task()
             .await;
         let _ = tx.send(Incoming::TurnEnded(
-            r.map(|_| "end_turn".into()).map_err(|e| e.to_string()),
+            r.map(|r| ("end_turn".into(), r.usage))
+                .map_err(|e| e.to_string()),
         ));
     });
     while let Some(event) = p.events.recv().await {

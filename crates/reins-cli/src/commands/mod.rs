@@ -3,6 +3,7 @@
 pub mod agents;
 pub mod answer;
 pub mod audit;
+pub mod budget;
 pub mod claude_run;
 pub mod control;
 pub mod doctor;

@@ -71,6 +71,8 @@ pub struct Args {
     claude_args: crate::commands::claude_run::ClaudeArgs,
     #[command(flatten)]
     model: ModelArgs,
+    #[command(flatten)]
+    budget: crate::commands::budget::RunBudget,
 }
 
 /// The model an LLM run talks to. Read from the command line or the environment only — never from
@@ -177,7 +179,9 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
             ))
         }
     };
-    let id = reins.create_run(req, &args.workspace, &printer).await?;
+    let id = reins
+        .create_run_within(req, &args.workspace, args.budget.budget(), &printer)
+        .await?;
     if args.queue {
         if !json {
             println!("queued; a worker picks it up (`reins worker`), `reins show {id}` follows it");

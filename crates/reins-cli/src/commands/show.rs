@@ -64,6 +64,9 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
         print_json(&detail);
     } else {
         print!("{}", render(&detail));
+        if !detail.budget.limits.is_empty() {
+            print!("\n{}", super::budget::lines(id, &detail.budget));
+        }
         let usage = reins.usage(id).await?;
         if usage.model_calls > 0 {
             let cost = usage

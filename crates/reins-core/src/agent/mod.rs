@@ -352,6 +352,14 @@ pub enum Account {
     },
     /// What the agent's confinement stopped during a turn, in words.
     Blocked(Vec<String>),
+    /// What the agent says it has spent in all, in one of its sessions (`source`): its running
+    /// totals, which count toward the run's budget. A cost in another currency than US dollars
+    /// is left out (None).
+    Spent {
+        source: String,
+        tokens: u64,
+        cost_usd: Option<f64>,
+    },
     /// Reins saw the agent report a tool call that changes things, which it ran without asking.
     Unasked {
         tool_call: String,

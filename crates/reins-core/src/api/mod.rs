@@ -13,6 +13,7 @@ use crate::policy::{Protected, RulePolicy};
 use crate::store::Store;
 
 mod audit_log;
+mod budget;
 mod devices;
 mod hooks;
 mod llm;
@@ -75,6 +76,7 @@ pub use crate::approval::watch::Watch as ApprovalWatch;
 pub use crate::approval::{Matcher, OnTimeout, Scope, Status as ApprovalStatus};
 pub use crate::audit::vouched::{KeyCount, KeysView};
 pub use crate::audit::{ExportRequest, ExportSummary, PageRequest, Verification};
+pub use crate::budget::{Budget, Measure as BudgetMeasure, Reached as BudgetReached, Spent};
 pub use crate::checkpoint::{Damage, DamageKind, Level as CheckpointLevel};
 pub use crate::clock::now_ms;
 
@@ -84,10 +86,11 @@ pub use crate::digest::Digest;
 
 pub use crate::action::shell::Sandbox;
 pub use crate::engine::{
-    ApproveRequest, Control, DriveOutcome, EditedAction, Observer, Progress, ResumeMode,
-    RollbackReport, Shown, Silent, MAX_BATCH,
+    budget_suggestion, ApproveRequest, BudgetView, Control, DriveOutcome, EditedAction, Observer,
+    Progress, ResumeMode, RollbackReport, Shown, Silent, MAX_BATCH,
 };
 pub use crate::error::{Error, ErrorCode, Result};
+pub use crate::event::limits_words as budget_words;
 pub use crate::event::GcReport;
 
 pub use crate::event::{ExportFormat, Filter as AuditFilter};

@@ -9,6 +9,7 @@ use super::{AcpRunRequest, LlmRunRequest};
 use super::{Reins, RunDetail, RunSummary};
 use crate::agent::claude::Start as ClaudeStart;
 use crate::agent::script::Plan;
+use crate::budget::Budget;
 use crate::engine::stored::CheckpointSummary;
 use crate::engine::WorkSummary;
 use crate::engine::{
@@ -83,6 +84,20 @@ impl Reins {
         workspace: &Path,
         observer: &dyn Observer,
     ) -> Result<RunId> {
+        self.create_run_within(req, workspace, Budget::default(), observer)
+            .await
+    }
+
+    /// A new run that may spend `budget` before it pauses and asks; each limit it leaves out comes
+    /// from the Settings' default budget, then from `[budget]` in `policy.toml`.
+    pub async fn create_run_within(
+        &self,
+        req: impl Into<RunRequest>,
+        workspace: &Path,
+        budget: Budget,
+        observer: &dyn Observer,
+    ) -> Result<RunId> {
+        let budget = self.settings().budget_for(budget).await?;
         let ws = Workspace::open(workspace).map_err(|e| Error::Invalid(e.to_string()))?;
         let (new, told, session) = match req.into() {
             RunRequest::PlanFile(file) => {
@@ -108,7 +123,7 @@ impl Reins {
             }
         }
         let id = if session {
-            let id = self.engine.session_run(&new, &ws).await?;
+            let id = self.engine.session_run(&new, &ws, budget).await?;
             if let Some(reason) = self.engine.held_elsewhere_run(id).await? {
                 return Err(Error::Conflict(reason));
             }
@@ -118,7 +133,7 @@ impl Reins {
             }
             id
         } else {
-            self.engine.create_run(&new, &ws).await?
+            self.engine.create_run_within(&new, &ws, budget).await?
         };
         if let Some(told) = told {
             let told = serde_json::to_value(&told).map_err(|e| Error::Invalid(e.to_string()))?;
@@ -175,6 +190,10 @@ impl Reins {
     }
 
     pub async fn resume(&self, id: RunId, mode: ResumeMode) -> Result<Control> {
+        // Resumed as it is, it would pause again at once: the person decides on the budget.
+        if let Some(why) = self.engine.held_by_budget(id).await? {
+            return Err(Error::Conflict(format!("run {id} is paused: {why}")));
+        }
         self.engine.resume(id, mode).await
     }
 

@@ -12,7 +12,7 @@ use crate::settings::{
 };
 
 impl Reins {
-    fn settings(&self) -> crate::settings::Settings<'_> {
+    pub(super) fn settings(&self) -> crate::settings::Settings<'_> {
         crate::settings::Settings::new(&self.engine)
     }
 

@@ -44,6 +44,18 @@ impl Drive<'_> {
                         },
                     ));
                 }
+                Account::Spent {
+                    source,
+                    tokens,
+                    cost_usd,
+                } => {
+                    let micros = |usd: f64| (usd * 1_000_000.0).round() as i64;
+                    change.rows.push(Write::AgentUsage {
+                        source,
+                        tokens: i64::try_from(tokens).unwrap_or(i64::MAX),
+                        cost_micros: cost_usd.filter(|c| c.is_finite() && *c >= 0.0).map(micros),
+                    });
+                }
                 Account::Blocked(blocked) => {
                     change.events.push(audit::Event::new(
                         Actor::Harness,

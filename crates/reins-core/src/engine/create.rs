@@ -1,5 +1,6 @@
 //! Creating runs: the run row, its first checkpoint and the audit event commit together.
 
+use crate::budget::Budget;
 use crate::agent::NewRun;
 use crate::event as ev;
 use crate::checkpoint::{Checkpoint, Level, Meta};
@@ -19,19 +20,34 @@ impl Engine {
     /// Creates a queued run: the run row, its first checkpoint and the audit event commit
     /// together.
     pub async fn create_run(&self, new: &NewRun, workspace: &Workspace) -> Result<RunId> {
-        self.insert_run(new, workspace, false).await
+        self.insert_run(new, workspace, false, Budget::default()).await
+    }
+
+    /// A new run that may spend `budget` before it pauses and asks.
+    pub async fn create_run_within(
+        &self,
+        new: &NewRun,
+        workspace: &Workspace,
+        budget: Budget,
+    ) -> Result<RunId> {
+        self.insert_run(new, workspace, false, budget).await
     }
 
     /// The run of an agent session that runs outside Reins (see `requests.rs`): the newest of
     /// its kind and name unless it finished (a cancelled one stays: the person stopped the
     /// session), else a new one — the one open run by its name.
-    pub async fn session_run(&self, new: &NewRun, workspace: &Workspace) -> Result<RunId> {
+    pub async fn session_run(
+        &self,
+        new: &NewRun,
+        workspace: &Workspace,
+        budget: Budget,
+    ) -> Result<RunId> {
         if let Some(row) = runs::latest_named(self.store.pool(), new.kind, &new.name).await? {
             if !matches!(row.state, RunState::Succeeded | RunState::Failed) {
                 return Ok(row.id);
             }
         }
-        match self.insert_run(new, workspace, true).await {
+        match self.insert_run(new, workspace, true, budget).await {
             // Another request of the session (calls side by side) created it first.
             Err(Error::Store(StoreError::Conflict(_))) => {
                 match runs::latest_named(self.store.pool(), new.kind, &new.name).await? {
@@ -43,7 +59,13 @@ impl Engine {
         }
     }
 
-    async fn insert_run(&self, new: &NewRun, workspace: &Workspace, sole: bool) -> Result<RunId> {
+    async fn insert_run(
+        &self,
+        new: &NewRun,
+        workspace: &Workspace,
+        sole: bool,
+        budget: Budget,
+    ) -> Result<RunId> {
         let id = RunId::new();
         let now = now_ms();
         let spec_hash = crate::digest::Digest::of(new.spec.as_bytes());
@@ -88,13 +110,21 @@ impl Engine {
                 spec_hash,
             },
         );
-        let change = Change::rows(vec![Write::RunInsert {
+        let mut change = Change::rows(vec![Write::RunInsert {
             row: Box::new(row),
             spec: new.spec.clone(),
             sole,
         }])
-            .checkpoint(self.prepare(&first, Level::Task)?)
-            .event(event);
+        .checkpoint(self.prepare(&first, Level::Task)?)
+        .event(event);
+        if !budget.is_empty() {
+            change.rows.push(Write::Budget(budget));
+            change.events.push(audit::Event::new(
+                Actor::User,
+                Some(id),
+                ev::BudgetSet { limits: budget },
+            ));
+        }
         self.commit(Some(id), change, None, &Silent).await?;
         Ok(id)
     }

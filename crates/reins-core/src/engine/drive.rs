@@ -432,7 +432,7 @@ impl<'a> Drive<'a> {
         if draining || self.owner.pause_requested() || self.heartbeat.watch().pause_requested() {
             return self.pause_here(draining).await.map(Some);
         }
-        Ok(None)
+        self.within_budget().await
     }
 
     /// Whether the run must stop at the next safe point: lost, asked to pause, or draining.

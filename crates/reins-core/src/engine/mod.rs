@@ -40,6 +40,7 @@ mod applied;
 mod batch;
 mod bind;
 mod brief;
+mod budget;
 mod claim;
 mod commit;
 mod confirm;
@@ -78,6 +79,7 @@ mod timeout;
 
 pub use control::{Control, ResumeMode};
 pub use batch::{Shown, MAX_BATCH};
+pub use budget::{suggested as budget_suggestion, BudgetView};
 pub use decision::{ApproveRequest, Decided, EditedAction};
 pub use doctor::DoctorReport;
 pub use requests::OutsideOutcome;

@@ -77,7 +77,10 @@ impl Engine {
         };
         let ws = Workspace::open(&workspace)
             .map_err(|e| Error::Invalid(format!("the session's folder cannot be opened: {e}")))?;
-        let run = self.session_run(&session, &ws).await?;
+        // A session Claude Code drives itself has no budget: nothing of it runs on Reins' clock.
+        let run = self
+            .session_run(&session, &ws, crate::budget::Budget::default())
+            .await?;
         let answer = match asked {
             Asked::Decide {
                 request,

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::ids::RunId;
 
+mod budget;
 mod chain;
 mod device;
 mod intent;
@@ -16,6 +17,7 @@ mod payload;
 mod log;
 mod retention;
 
+pub use budget::*;
 pub use chain::*;
 pub use device::*;
 pub use intent::*;
@@ -143,6 +145,10 @@ kinds! {
     Recovered(crate::resume::RecoverySummary) = "run.recovered" [from],
     RetryScheduled(RetryScheduled) = "run.retry_scheduled" [from],
     Finished(Finished) = "run.finished" [from],
+    BudgetSet(BudgetSet) = "budget.set" [from],
+    /// The run reached a limit of its budget and paused at a safe point.
+    BudgetReached(BudgetReached) = "budget.reached" [from],
+    BudgetRaised(BudgetRaised) = "budget.raised" [from],
     AttemptStarted(AttemptBegun) = "attempt.started",
     AttemptAdopted(AttemptBegun) = "attempt.adopted",
     AttemptLost(AttemptLost) = "attempt.lost" [from],

@@ -114,6 +114,10 @@ pub trait Policy: Send + Sync {
     fn review_timeout_ms(&self) -> i64 {
         rules::DEFAULT_EXPIRE_SECS * 1000
     }
+    /// What a new run may spend where neither it nor the Settings say (`[budget]`).
+    fn budget(&self) -> crate::budget::Budget {
+        crate::budget::Budget::default()
+    }
     /// What a review becomes at its timeout where no rule says.
     fn on_timeout(&self) -> OnTimeout {
         OnTimeout::default()
@@ -504,6 +508,9 @@ impl Policy for RulePolicy {
 
     fn on_timeout(&self) -> OnTimeout {
         self.user_rules().on_timeout()
+    }
+    fn budget(&self) -> crate::budget::Budget {
+        self.user_rules().budget()
     }
 
     fn unconfined_commands(&self) -> rules::Unconfined {

@@ -9,6 +9,12 @@
 //! on_timeout = "pause"           # stays open with no deadline while the run waits (the default),
 //!                                # or "deny": it expires and the action is refused
 //!
+//! [budget]                       # what a new run may spend before it pauses and asks (each
+//! tokens = 200000                # optional; a run's own budget or the Settings' come first)
+//! cost_usd = 5.0
+//! wall_minutes = 120
+//! steps = 300
+//!
 //! [containment]
 //! unconfined_commands = "review" # where the kernel cannot confine commands (no Landlock, or an
 //!                                # older ABI): review every one (the default), or "allow" them
@@ -76,6 +82,8 @@ struct File {
     review: Option<Review>,
     #[serde(default)]
     containment: Option<Containment>,
+    #[serde(default)]
+    budget: Option<crate::budget::BudgetToml>,
     #[serde(default)]
     rules: Vec<RuleText>,
 }
@@ -266,6 +274,7 @@ pub struct RuleSet {
     on_timeout: Option<OnTimeout>,
     unconfined_commands: Unconfined,
     unconfined_programs: Vec<String>,
+    budget: crate::budget::Budget,
     digest: Option<Digest>,
 }
 
@@ -363,8 +372,15 @@ impl RuleSet {
                 });
             }
         }
+        let budget = file.budget.unwrap_or_default().budget().map_err(|detail| {
+            PolicyError::Parse {
+                path: origin.into(),
+                detail,
+            }
+        })?;
         Ok(Self {
             rules,
+            budget,
             expire_after_secs: file.review.as_ref().and_then(|r| r.expire_after_secs),
             on_timeout: file.review.and_then(|r| r.on_timeout),
             unconfined_commands: file
@@ -403,7 +419,13 @@ impl RuleSet {
         self.on_timeout = None;
         self.unconfined_commands = Unconfined::Review;
         self.unconfined_programs.clear();
+        self.budget = crate::budget::Budget::default();
         self
+    }
+
+    /// The budget every new run gets where neither it nor the Settings say (`[budget]`).
+    pub fn budget(&self) -> crate::budget::Budget {
+        self.budget
     }
 
     pub fn digest(&self) -> Digest {

@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod alerts;
+pub mod budget;
 pub mod provider;
 pub mod runs;
 pub mod team;

@@ -18,6 +18,7 @@ pub mod attempts;
 pub mod audit;
 pub mod audit_read;
 pub mod blobs;
+pub mod budgets;
 pub mod change;
 pub mod checkpoints;
 mod class;

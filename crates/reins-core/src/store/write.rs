@@ -50,6 +50,14 @@ pub enum Write {
         sole: bool,
     },
     RunCompat(Box<Compat>),
+    /// What the run may spend (an empty budget removes it).
+    Budget(crate::budget::Budget),
+    /// An external agent's running totals of what it spent, from `source` (one of its sessions).
+    AgentUsage {
+        source: String,
+        tokens: i64,
+        cost_micros: Option<i64>,
+    },
     /// Holds a queued run back until then (a retry's backoff).
     RunNotBefore(i64),
     /// Moves the fence on, so whatever worker held the run can write nothing more for it.
@@ -327,6 +335,12 @@ async fn apply_one(
             out.claimed = Some((fence, attempt));
         }
         Write::RunCompat(compat) => runs::set_compat(tx, run, compat).await?,
+        Write::Budget(b) => super::budgets::set(tx, run, b).await?,
+        Write::AgentUsage {
+            source,
+            tokens,
+            cost_micros,
+        } => super::budgets::agent_usage(tx, run, source, *tokens, *cost_micros).await?,
         Write::RunNotBefore(at) => runs::set_not_before(tx, run, *at).await?,
         Write::BumpFence => {
             runs::bump_fence(tx, run).await?;

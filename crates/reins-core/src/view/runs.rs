@@ -423,6 +423,8 @@ pub struct RunDetail {
     pub audit: Vec<AuditEventView>,
     /// An external agent's stderr: the end of its bounded log.
     pub agent_log: Option<AgentLogView>,
+    /// What it may spend, what it has spent, and whether it waits at a limit.
+    pub budget: crate::engine::BudgetView,
 }
 
 /// The end of an external agent's stderr log.
@@ -487,6 +489,7 @@ impl Views<'_> {
         };
         Ok(RunDetail {
             agent_log,
+            budget: self.e.budget(id).await?,
             run: RunView::from(row),
             recovery_summary: attempts
                 .iter()

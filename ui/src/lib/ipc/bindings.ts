@@ -327,6 +327,46 @@ export type Budget = {
 	margin: number,
 };
 
+/**  Limits; an absent one is no limit. */
+export type BudgetLimits = {
+	/**  Model tokens, in and out. */
+	tokens: number | null,
+	/**  US dollars. */
+	costUsd: number | null,
+	/**  Seconds the run has been driven (time spent waiting for people does not count). */
+	wallSecs: number | null,
+	/**  Tool calls and questions: the steps the agent proposed. */
+	steps: number | null,
+};
+
+/**  One of a budget's measures. */
+export type BudgetMeasure = "tokens" | "cost" | "wall" | "steps";
+
+/**  A limit the run reached: which, the limit, and what it had spent. */
+export type BudgetReached = {
+	measure: BudgetMeasure,
+	limit: number | null,
+	spent: number | null,
+};
+
+/**  What a run has spent so far, on each of the budget's measures. */
+export type BudgetSpent = {
+	tokens: number,
+	costUsd: number | null,
+	wallSecs: number,
+	steps: number,
+};
+
+/**  A run's budget as its card and its detail show it. */
+export type BudgetView = {
+	limits: BudgetLimits,
+	spent: BudgetSpent,
+	/**  The limit it reached, if any. */
+	reached: BudgetReached | null,
+	/**  It is paused at that limit, waiting for a person to allow more or stop it. */
+	waiting: boolean,
+};
+
 /**  One tool call the model made. */
 export type CallView = {
 	/**  The function name the model used (`fs_read`). */
@@ -1056,6 +1096,8 @@ export type RunDetail = {
 	audit: AuditEventView[],
 	/**  An external agent's stderr: the end of its bounded log. */
 	agentLog: AgentLogView | null,
+	/**  What it may spend, what it has spent, and whether it waits at a limit. */
+	budget: BudgetView,
 };
 
 /**  One user intent, start to end. */

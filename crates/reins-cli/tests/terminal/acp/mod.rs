@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use common::{text, Cli};
 use reins_tests::mock_llm::{self, MockLlm, Reply};
 
+mod budget;
 mod hostile;
 mod lifecycle;
 mod opencode;

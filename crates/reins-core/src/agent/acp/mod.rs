@@ -32,6 +32,7 @@ pub mod known;
 mod landing;
 mod requests;
 pub mod session;
+mod spend;
 mod updates;
 pub(in crate::agent) mod vendors;
 #[cfg(any(test, feature = "internals"))]
@@ -315,10 +316,11 @@ impl AcpAgent {
                 .block_task()
                 .await
                 .map(|r| {
-                    serde_json::to_value(r.stop_reason)
+                    let reason = serde_json::to_value(r.stop_reason)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_else(|| "end_turn".into())
+                        .unwrap_or_else(|| "end_turn".into());
+                    (reason, r.usage)
                 })
                 .map_err(|e| e.to_string());
             let _ = tx.send(Incoming::TurnEnded(ended));
@@ -363,6 +365,10 @@ impl AcpAgent {
         let kind = v.get("sessionUpdate").and_then(Value::as_str).unwrap_or("");
         if kind == "tool_call" || kind == "tool_call_update" {
             self.end_message();
+        }
+        if kind == "usage_update" {
+            let session = self.state.session.as_deref();
+            self.accounts.extend(spend::from_update(session, &v));
         }
         match self.state.calls.on_update(&v) {
             Seen::Nothing => {}
@@ -447,8 +453,10 @@ impl Agent for AcpAgent {
                         return Ok(m);
                     }
                 }
-                Incoming::TurnEnded(Ok(reason)) => {
+                Incoming::TurnEnded(Ok((reason, usage))) => {
                     self.state.in_turn = false;
+                    let session = self.state.session.as_deref();
+                    self.accounts.extend(spend::from_turn(session, usage.as_ref()));
                     self.account_blocked().await;
                     self.end_message();
                     if !self.state.tell.is_empty() && self.state.prompts <= MAX_FOLLOW_UPS {

@@ -33,8 +33,9 @@ pub enum Incoming {
         responder: Responder<Value>,
     },
     Update(Box<SessionNotification>),
-    /// The prompt turn ended: its stop reason, or the error the agent answered with.
-    TurnEnded(Result<String, String>),
+    /// The prompt turn ended: its stop reason and the session's token usage if the agent said,
+    /// or the error the agent answered with.
+    TurnEnded(Result<(String, Option<agent_client_protocol::v1::schema::Usage>), String>),
     /// The connection is gone (the process ended or closed its stdout).
     Closed(String),
 }

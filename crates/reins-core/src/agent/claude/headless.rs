@@ -277,6 +277,17 @@ impl ClaudeAgent {
                     usage,
                     cost_usd,
                 } => {
+                    // Its totals for this process's session count toward the run's budget.
+                    let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+                    self.accounts.push(Account::Spent {
+                        source: format!(
+                            "claude:{}:{}",
+                            self.spec.session_id,
+                            self.live.as_ref().map_or(0, |l| l.piped.pid)
+                        ),
+                        tokens: count("input_tokens") + count("output_tokens"),
+                        cost_usd,
+                    });
                     self.accounts.push(Account::Update {
                         what: "usage",
                         detail: json!({"usage": usage, "costUsd": cost_usd}),

@@ -334,6 +334,9 @@ impl Kind {
                 "The review of {} expired without a decision, so its action was refused",
                 approval(&p.approval)
             ),
+            Kind::BudgetSet(p) => p.sentence(),
+            Kind::BudgetReached(p) => p.sentence(),
+            Kind::BudgetRaised(p) => p.sentence(),
             Kind::TimedOut(p) => format!(
                 "The review of {} timed out and paused: it stays open, and the run waits for it",
                 approval(&p.approval)
