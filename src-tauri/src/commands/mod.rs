@@ -4,6 +4,7 @@
 
 pub mod approvals;
 pub mod audit;
+pub mod budget;
 pub mod machine;
 pub mod memory;
 pub mod policy;

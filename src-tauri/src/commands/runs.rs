@@ -79,8 +79,10 @@ pub async fn start_llm_run(state: State<'_, AppState>, start: StartLlm) -> Resul
         mcp,
         ..LlmRunRequest::default()
     };
+    let budget = start.budget.unwrap_or_default();
     let id = changing(&state, |r| async move {
-        r.create_run(request, &workspace, &Silent).await
+        r.create_run_within(request, &workspace, budget, &Silent)
+            .await
     })
     .await?;
     Ok(id.to_string())
@@ -131,8 +133,10 @@ pub async fn start_acp_run(state: State<'_, AppState>, start: StartAcp) -> Resul
         agent,
         ..AcpRunRequest::default()
     };
+    let budget = start.budget.unwrap_or_default();
     let id = changing(&state, |r| async move {
-        r.create_run(request, &workspace, &Silent).await
+        r.create_run_within(request, &workspace, budget, &Silent)
+            .await
     })
     .await?;
     Ok(id.to_string())

@@ -4,6 +4,7 @@
 //! has no display. `one_program.rs` needs none and runs in every `cargo test`.
 
 mod agents;
+mod budget;
 mod claude_code;
 mod dunst;
 mod harness;

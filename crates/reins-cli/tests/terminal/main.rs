@@ -8,6 +8,7 @@ mod acp;
 mod audit;
 mod audit_keys;
 mod browser;
+mod budget;
 mod chaos;
 mod claude;
 mod claude_bypass;

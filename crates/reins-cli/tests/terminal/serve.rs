@@ -165,6 +165,14 @@ const ROUTES: &[(&str, &str)] = &[
         "POST",
         "/api/runs/0193a1b2-0000-7000-8000-000000000001/cancel",
     ),
+    (
+        "POST",
+        "/api/runs/0193a1b2-0000-7000-8000-000000000001/budget/allow",
+    ),
+    (
+        "POST",
+        "/api/runs/0193a1b2-0000-7000-8000-000000000001/budget/stop",
+    ),
     ("GET", "/api/memory"),
     ("GET", "/api/memory/settings"),
     ("GET", "/api/memory/suggestions"),

@@ -198,6 +198,8 @@ pub struct StartLlm {
     pub max_turns: Option<u32>,
     /// Registered MCP servers whose tools the model is offered, by name.
     pub mcp: Option<Vec<String>>,
+    /// What it may spend (what is left out: the default budget).
+    pub budget: Option<crate::budget::Budget>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -208,6 +210,8 @@ pub struct StartAcp {
     pub workspace: String,
     /// A registered agent's name, or a command line (never run through a shell).
     pub agent: String,
+    /// What it may spend (what is left out: the default budget).
+    pub budget: Option<crate::budget::Budget>,
 }
 
 /// Who decides from this process, as the audit log records it: `user:NAME@HOST`, then the face in

@@ -34,6 +34,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/api/runs/{id}/pause", post(runs::pause))
         .route("/api/runs/{id}/resume", post(runs::resume))
         .route("/api/runs/{id}/cancel", post(runs::cancel))
+        .route("/api/runs/{id}/budget/allow", post(runs::allow_more))
+        .route("/api/runs/{id}/budget/stop", post(runs::stop_at_budget))
         .route("/api/memory", get(memory::list))
         .route("/api/memory/settings", get(memory::settings))
         .route("/api/memory/suggestions", get(memory::suggestions))

@@ -9,6 +9,7 @@ import { ContextManifests } from "./Manifests";
 import { ModelTurn, Words } from "./ModelTurn";
 import { agentMessages, interleave, type Said } from "./said";
 import { ChangedUnasked } from "./Unasked";
+import { Spending } from "./Budget";
 
 function firstLine(s: string | null): string {
   return (s ?? "").split("\n")[0].slice(0, 300);
@@ -34,6 +35,8 @@ export function RunDetailView({ id }: { id: string }) {
   const d: RunDetail = detail.data;
   const r = d.run;
   const u = usage.data;
+  // A run paused at its budget is carried on (or stopped) from its budget's card, which says why.
+  const atBudget = d.budget.waiting;
   return (
     <div className="page run-detail" data-testid="run-detail">
       <button className="link" onClick={() => setUi({ runId: null })}>← All runs</button>
@@ -50,13 +53,14 @@ export function RunDetailView({ id }: { id: string }) {
         <div className="row">
           <span className={`state state-${r.state}`} data-testid="run-state">{stateLabel(r.state)}</span>
           {r.pausable && <button onClick={() => control.mutate("pause")}>Pause</button>}
-          {r.resumable && <button onClick={() => control.mutate("resume")}>Resume</button>}
+          {r.resumable && !atBudget && <button onClick={() => control.mutate("resume")}>Resume</button>}
           {r.cancellable && <button className="danger" onClick={() => control.mutate("cancel")}>Cancel run</button>}
         </div>
       </header>
       {error && <div className="error" role="alert">{error}</div>}
-      {r.lastError && <div className="notice">{r.lastError}</div>}
+      {r.lastError && !atBudget && <div className="notice">{r.lastError}</div>}
       <ChangedUnasked d={d} />
+      <Spending runId={id} budget={d.budget} />
       {u && u.modelCalls > 0 && (
         <div className="stats">
           <span>{u.modelCalls} model calls</span>

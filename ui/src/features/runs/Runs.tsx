@@ -3,6 +3,8 @@ import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { useBackend } from "../../lib/ipc/context";
 import { setUi } from "../../lib/store";
 import { ago, stateLabel, shortId } from "../../lib/format";
+import type { BudgetLimits } from "../../lib/ipc/bindings";
+import { BudgetFields, mergeLimits, NO_LIMITS } from "./Budget";
 
 export function Runs() {
   const backend = useBackend();
@@ -74,13 +76,15 @@ function StartRun({ onStarted }: { onStarted: () => void }) {
   const agents = useQuery({ queryKey: ["agents"], queryFn: () => backend.listAgents(), enabled: kind === "acp" });
   const servers = useQuery({ queryKey: ["mcp-servers"], queryFn: () => backend.listMcpServers(), enabled: kind === "llm" });
   const [mcp, setMcp] = useState<string[]>([]);
+  const [budget, setBudget] = useState<BudgetLimits>(NO_LIMITS);
+  const defaults = useQuery({ queryKey: ["default-budget"], queryFn: () => backend.defaultBudget(), enabled: kind !== "plan" });
   const start = useMutation({
     mutationFn: () =>
       kind === "plan"
         ? backend.startPlanRun(plan, workspace)
         : kind === "llm"
-          ? backend.startLlmRun({ goal, workspace, model: null, maxTurns: null, mcp })
-          : backend.startAcpRun({ goal, workspace, agent: agent || agents.data?.[0]?.name || "" }),
+          ? backend.startLlmRun({ goal, workspace, model: null, maxTurns: null, mcp, budget })
+          : backend.startAcpRun({ goal, workspace, agent: agent || agents.data?.[0]?.name || "", budget }),
     onSuccess: (id) => {
       void qc.invalidateQueries();
       onStarted();
@@ -148,6 +152,10 @@ function StartRun({ onStarted }: { onStarted: () => void }) {
             <span>{kind === "llm" ? "Goal — what should the agent do? (model and server: Settings)" : "Goal — what should the agent do?"}</span>
             <textarea name="goal" rows={3} value={goal} onChange={(e) => setGoal(e.target.value)} />
           </label>
+          <fieldset className="field">
+            <legend>Budget — the run pauses and asks when it reaches one (empty: the default from Settings)</legend>
+            <BudgetFields value={budget} onChange={setBudget} placeholder={defaults.data ? mergeLimits(defaults.data.settings, defaults.data.policy) : undefined} />
+          </fieldset>
         </>
       )}
       <div className="row">

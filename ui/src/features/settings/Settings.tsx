@@ -6,6 +6,7 @@ import { AgentsOnThisMachine, ModelServerStatus } from "./Machine";
 import { ClaudeCodeHooks } from "./ClaudeCode";
 import { RemoteApprovals } from "./RemoteApprovals";
 import { TeamDatabase } from "./TeamDatabase";
+import { DefaultBudget } from "./DefaultBudget";
 
 export function SettingsView() {
   const backend = useBackend();
@@ -65,6 +66,7 @@ export function SettingsView() {
           </div>
         )}
       </section>
+      <DefaultBudget />
       <AgentsOnThisMachine />
       <ClaudeCodeHooks />
       <RemoteApprovals />

@@ -29,6 +29,16 @@ export const commands = {
 	cancelRun: (id: string, reason: string | null) => typedError<Control, IpcError>(__TAURI_INVOKE("cancel_run", { id, reason })),
 	/**  Rolls the run's files back to checkpoint `to`; with `dryRun`, only says what would change. */
 	rollbackRun: (id: string, to: number, dryRun: boolean) => typedError<RollbackReport, IpcError>(__TAURI_INVOKE("rollback_run", { id, to, dryRun })),
+	/**
+	 *  "Allow N more" of `measure` (tokens, dollars, seconds or steps); a run paused at its budget
+	 *  goes on.
+	 */
+	allowMore: (id: string, measure: BudgetMeasure, more: number | null) => typedError<BudgetView, IpcError>(__TAURI_INVOKE("allow_more", { id, measure, more })),
+	/**  "Stop here": ends a run paused at its budget. */
+	stopAtBudget: (id: string) => typedError<Control, IpcError>(__TAURI_INVOKE("stop_at_budget", { id })),
+	defaultBudget: () => typedError<DefaultBudget, IpcError>(__TAURI_INVOKE("default_budget")),
+	/**  Sets the Settings' default budget (no limits: none); audited. */
+	setDefaultBudget: (budget: BudgetLimits) => typedError<DefaultBudget, IpcError>(__TAURI_INVOKE("set_default_budget", { budget })),
 	/**  Pending approvals (default) or those with `status`, oldest first. */
 	listApprovals: (status: string | null) => typedError<ApprovalView[], IpcError>(__TAURI_INVOKE("list_approvals", { status })),
 	/**  One approval, re-checked against the disk first (a changed file supersedes it). */
@@ -577,6 +587,12 @@ export type DecidedView = {
 };
 
 export type Decision = "allow" | "ask" | "deny";
+
+/**  The default budget: the Settings' own, and what `[budget]` in policy.toml fills in. */
+export type DefaultBudget = {
+	settings: BudgetLimits,
+	policy: BudgetLimits,
+};
 
 /**  A device as the faces list it. Never its token. */
 export type DeviceView = {
@@ -1203,6 +1219,8 @@ export type StartAcp = {
 	workspace: string,
 	/**  A registered agent's name, or a command line (never run through a shell). */
 	agent: string,
+	/**  What it may spend (what is left out: the default budget). */
+	budget: BudgetLimits | null,
 };
 
 export type StartLlm = {
@@ -1213,6 +1231,8 @@ export type StartLlm = {
 	maxTurns: number | null,
 	/**  Registered MCP servers whose tools the model is offered, by name. */
 	mcp: string[] | null,
+	/**  What it may spend (what is left out: the default budget). */
+	budget: BudgetLimits | null,
 };
 
 export type StepKind = 

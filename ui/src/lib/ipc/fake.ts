@@ -1,7 +1,7 @@
 // An in-memory Backend for component tests: records every call, serves canned data.
 import type { Backend } from "./backend";
 import { BackendError } from "./backend";
-import type { AgentOnPath, ApprovalView, AuditEventView, FactView, IpcError, ModelServerCheck, PolicyCheck, PolicyState, RollbackChange, RunSummary, Verification } from "./bindings";
+import type { AgentOnPath, ApprovalView, BudgetLimits, AuditEventView, FactView, IpcError, ModelServerCheck, PolicyCheck, PolicyState, RollbackChange, RunSummary, Verification } from "./bindings";
 
 export interface Call {
   name: string;
@@ -37,6 +37,8 @@ export interface FakeData {
   teamConnected?: string;
   /** Reading the Team database panel fails with this error from Rust. */
   teamError?: IpcError;
+  /** `[budget]` in the policy file. */
+  policyBudget?: BudgetLimits;
   /** What rolling a run back changes (the diffs are now → then). */
   rollback?: RollbackChange[];
 }
@@ -49,6 +51,8 @@ export function fakeBackend(data: FakeData = {}) {
     facts: [...(data.facts ?? [])],
   };
   const hooks = new Set(data.hooksIn ?? []);
+  const none: BudgetLimits = { tokens: null, costUsd: null, wallSecs: null, steps: null };
+  const budgets = { settings: none, policy: data.policyBudget ?? none };
   const team: { connected: string | null; saved: { url: string; passwordKey: string | null } | null; alerts: "team" | "mine" } = {
     connected: data.teamConnected ?? null,
     saved: data.teamConnected ? { url: data.teamConnected, passwordKey: null } : null,
@@ -102,6 +106,14 @@ export function fakeBackend(data: FakeData = {}) {
     },
     listApprovals: () => [...state.approvals],
     listRuns: () => [...state.runs],
+    defaultBudget: () => ({ settings: budgets.settings, policy: budgets.policy }),
+    setDefaultBudget: (b: BudgetLimits) => {
+      if ((b.tokens ?? 1) <= 0 || (b.costUsd ?? 1) <= 0 || (b.steps ?? 1) <= 0) throw new BackendError({ code: "invalid_input", message: "a budget must be above zero" });
+      budgets.settings = b;
+      return { settings: b, policy: budgets.policy };
+    },
+    allowMore: () => ({}),
+    stopAtBudget: () => ({}),
     approve: (id: string) => {
       if (data.decisionError) {
         state.approvals = data.replacement ? [data.replacement] : state.approvals.filter((a) => a.id !== id);

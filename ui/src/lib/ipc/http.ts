@@ -68,6 +68,8 @@ const ROUTES: { [K in keyof typeof commands]?: (...args: Parameters<(typeof comm
   pauseRun: (id) => ["POST", `/api/runs/${seg(id)}/pause`, {}],
   resumeRun: (id) => ["POST", `/api/runs/${seg(id)}/resume`, {}],
   cancelRun: (id, reason) => ["POST", `/api/runs/${seg(id)}/cancel`, { reason }],
+  allowMore: (id, measure, more) => ["POST", `/api/runs/${seg(id)}/budget/allow`, { measure, more }],
+  stopAtBudget: (id) => ["POST", `/api/runs/${seg(id)}/budget/stop`, {}],
   memoryList: (category, search) => ["GET", `/api/memory${q({ category, search })}`],
   memoryShow: (id) => ["GET", `/api/memory/${seg(id)}`],
   memoryEdit: (id, value) => ["PUT", `/api/memory/${seg(id)}`, { value }],
