@@ -162,10 +162,15 @@ fn tell(said: String) {
     });
 }
 
-/// A desktop notification for a run that stopped and needs a change before it can go on (no model
-/// server, a refused key, a full disk): the reason says what to do.
+/// A desktop notification for a run that stopped for a person: suspended, it needs a change before
+/// it can go on (no model server, a refused key, a full disk); paused at its budget, it needs more
+/// allowed or to be stopped. The reason says what to do.
 pub fn suspended(run: &reins_core::api::RunSummary) {
-    let summary = format!("\u{201c}{}\u{201d} is suspended", run.name);
+    let summary = if run.state == reins_core::api::RunState::Suspended {
+        format!("\u{201c}{}\u{201d} is suspended", run.name)
+    } else {
+        format!("\u{201c}{}\u{201d} paused at its budget", run.name)
+    };
     let body: String = run
         .last_error
         .as_deref()

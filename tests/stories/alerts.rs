@@ -37,7 +37,7 @@ async fn waiting_run(
     Ok(run)
 }
 
-async fn look(
+pub(crate) async fn look(
     alerts: &mut Alerts,
     engine: &Reins,
     scope: AlertScope,

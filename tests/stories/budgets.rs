@@ -236,3 +236,33 @@ async fn a_new_run_takes_its_own_budget_then_the_settings_then_the_policy() -> a
         .is_err());
     Ok(())
 }
+
+#[tokio::test]
+async fn a_run_paused_at_its_budget_is_announced_once_and_a_plain_pause_is_not(
+) -> anyhow::Result<()> {
+    use reins_core::api::{AlertScope, Alerts};
+    let sb = Sandbox::new()?;
+    let reins = sb
+        .reins_with_rules("[[rules]]\ndecision = \"allow\"\ntool = \"fs.*\"\n")
+        .await?;
+    let mut alerts = Alerts::default();
+    crate::alerts::look(&mut alerts, &reins, AlertScope::Team).await?;
+    let plan = reins_tests::plan(THREE_WRITES)?;
+    let one = Budget {
+        steps: Some(1),
+        ..Budget::default()
+    };
+    let at_budget = reins
+        .create_run_within(&plan, &sb.ws(), one, &Silent)
+        .await?;
+    assert!(paused(&reins.drive(at_budget, &Silent).await?));
+    let plain = reins.create_run(&plan, &sb.ws(), &Silent).await?;
+    reins.pause(plain).await?;
+    assert_eq!(reins.run_state(plain).await?, RunState::Paused);
+    let told = crate::alerts::look(&mut alerts, &reins, AlertScope::Team).await?;
+    let ids: Vec<_> = told.suspended.iter().map(|r| r.id).collect();
+    assert_eq!(ids, [at_budget], "only the run that needs a decision");
+    let again = crate::alerts::look(&mut alerts, &reins, AlertScope::Team).await?;
+    assert!(again.suspended.is_empty(), "told once");
+    Ok(())
+}

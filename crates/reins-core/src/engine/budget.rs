@@ -31,10 +31,13 @@ pub struct BudgetView {
     pub waiting: bool,
 }
 
+/// How the reason of a run paused at its budget begins (alerts tell such a run apart by it).
+pub const AT_BUDGET: &str = "budget reached: ";
+
 /// What a paused run's card says and offers.
 pub fn waiting_reason(run: RunId, reached: &Reached) -> String {
     format!(
-        "budget reached: {}; allow more (`reins budget allow {run} {}`) or stop here (`reins budget stop {run}`)",
+        "{AT_BUDGET}{}; allow more (`reins budget allow {run} {}`) or stop here (`reins budget stop {run}`)",
         reached.sentence(),
         suggested(reached)
     )

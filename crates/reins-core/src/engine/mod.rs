@@ -79,7 +79,7 @@ mod timeout;
 
 pub use control::{Control, ResumeMode};
 pub use batch::{Shown, MAX_BATCH};
-pub use budget::{suggested as budget_suggestion, BudgetView};
+pub use budget::{suggested as budget_suggestion, BudgetView, AT_BUDGET};
 pub use decision::{ApproveRequest, Decided, EditedAction};
 pub use doctor::DoctorReport;
 pub use requests::OutsideOutcome;

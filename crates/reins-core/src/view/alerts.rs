@@ -19,7 +19,8 @@ pub struct Alert {
     /// Covered approvals that became pending since the last look, oldest first, with their run's
     /// name.
     pub fresh: Vec<(ApprovalView, String)>,
-    /// Covered runs that became suspended since the last look.
+    /// Covered runs that stopped for a person since the last look: suspended (they need a
+    /// change), or paused at their budget (they need a decision).
     pub suspended: Vec<RunSummary>,
 }
 
@@ -79,7 +80,7 @@ impl Alerts {
         if let (Some(runs), Some(covered)) = (runs, &covered) {
             let now: HashSet<RunId> = runs
                 .iter()
-                .filter(|r| r.state == RunState::Suspended)
+                .filter(|r| stopped_for_a_person(r))
                 .map(|r| r.id)
                 .collect();
             if let Some(before) = &self.seen_suspended {
@@ -94,4 +95,14 @@ impl Alerts {
         }
         alert
     }
+}
+
+/// Suspended, or paused at its budget: the run goes nowhere until a person acts.
+pub fn stopped_for_a_person(r: &RunSummary) -> bool {
+    r.state == RunState::Suspended
+        || (r.state == RunState::Paused
+            && r
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.starts_with(crate::engine::AT_BUDGET)))
 }
