@@ -180,3 +180,91 @@ async fn high_risk_cards_and_unbound_cards_are_never_batched() -> anyhow::Result
     assert_eq!(status(&engine, &high.id).await?, ApprovalStatus::Pending);
     Ok(())
 }
+
+/// Three writes the model asked for in one turn: rejecting the first with its siblings refuses all
+/// three with one decision. No card is shown for the other two, no file is written, and the
+/// model's next request answers each call with the reason.
+#[tokio::test]
+async fn rejecting_a_call_with_its_siblings_refuses_the_whole_turn_at_once() -> anyhow::Result<()> {
+    use reins_tests::llm_setup::{finished, setup};
+    use reins_tests::mock_llm;
+    let s = setup(
+        vec![
+            mock_llm::calls(
+                "Writing three notes.",
+                &[
+                    ("c1", "fs_write", r#"{"path":"notes/a.md","content":"a\n"}"#),
+                    ("c2", "fs_write", r#"{"path":"notes/b.md","content":"b\n"}"#),
+                    ("c3", "fs_write", r#"{"path":"notes/c.md","content":"c\n"}"#),
+                ],
+            ),
+            mock_llm::text("Understood: nothing written.", 50),
+        ],
+        true,
+    )
+    .await?;
+    let run = s.start(&s.spec("write three notes")).await?;
+    assert!(matches!(
+        s.settle(run, &Silent).await?,
+        reins_core::api::DriveOutcome::NeedsHuman { .. }
+    ));
+    let card = pending(&s.reins, run).await?;
+    assert_eq!(card.context.pending, ["fs_write", "fs_write"], "{card:?}");
+    let decided = s
+        .reins
+        .reject_with(&card.id, "no notes in this repository", "user:test", true)
+        .await?;
+    assert_eq!(decided.approval.siblings_rejected, 2);
+    let outcome = s.settle(run, &Silent).await?;
+    assert!(
+        finished(&outcome, reins_core::api::RunState::Succeeded),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        s.reins.approvals(None, Some(run)).await?.len(),
+        1,
+        "no card for the calls rejected with it"
+    );
+    for f in ["a", "b", "c"] {
+        assert!(!s.sb.ws().join(format!("notes/{f}.md")).exists());
+    }
+    let seen = s.mock.seen();
+    assert_eq!(seen.len(), 2);
+    let told = reins_tests::mock_llm::tool_results(&seen[1]);
+    let mut ids: Vec<&str> = told.iter().map(|(id, _)| id.as_str()).collect();
+    ids.sort_unstable();
+    assert_eq!(ids, ["c1", "c2", "c3"], "{told:?}");
+    assert!(
+        told.iter()
+            .all(|(_, said)| said.contains("no notes in this repository")),
+        "{told:?}"
+    );
+    let rejected = kinds(&s.reins, run).await?;
+    assert_eq!(
+        rejected
+            .iter()
+            .filter(|k| *k == "approval.rejected")
+            .count(),
+        1
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_card_with_nothing_queued_after_it_has_no_siblings_to_reject() -> anyhow::Result<()> {
+    let sb = Sandbox::new()?;
+    let engine = sb.with_defaults().await?;
+    let (run, card) = sb.to_review(&engine, WRITE_NOTE).await?;
+    assert!(card.context.pending.is_empty());
+    let refused = engine
+        .reject_with(&card.id, "not now", "user:test", true)
+        .await;
+    assert!(
+        refused
+            .as_ref()
+            .is_err_and(|e| e.to_string().contains("no calls are queued")),
+        "{refused:?}"
+    );
+    assert_eq!(pending(&engine, run).await?.id, card.id, "still pending");
+    Ok(())
+}

@@ -155,7 +155,7 @@ enum Command {
     /// Approve a pending action (optionally edited, optionally with a lasting grant).
     Approve(commands::review::ApproveArgs),
     /// Reject a pending action; the agent is told your reason.
-    Reject(commands::review::RejectArgs),
+    Reject(commands::reject::Args),
     /// List grants (standing approvals) with their origin and use count; `grants revoke ID`.
     Grants(commands::review::GrantsArgs),
     /// Explain policy decisions without running anything.
@@ -323,7 +323,7 @@ async fn dispatch(cli: Cli) -> u8 {
             commands::review::show(&reins, args, json).await
         }
         Command::Approve(args) => commands::review::approve(&reins, args, json).await,
-        Command::Reject(args) => commands::review::reject(&reins, args, json).await,
+        Command::Reject(args) => commands::reject::exec(&reins, args, json).await,
         Command::Grants(args) => commands::review::grants(&reins, args, json).await,
         Command::Policy(cmd) => commands::policy::exec(&reins, cmd, json).await,
         Command::Audit(cmd) => commands::audit::exec(&reins, cmd, json).await,

@@ -52,13 +52,20 @@ pub async fn approve_batch(
     .await
 }
 
+/// Rejects with a reason; with `siblings`, the calls queued after it in the same turn too.
 #[tauri::command]
 #[specta::specta]
-pub async fn reject(state: State<'_, AppState>, id: String, reason: String) -> Result<Decided> {
+pub async fn reject(
+    state: State<'_, AppState>,
+    id: String,
+    reason: String,
+    siblings: Option<bool>,
+) -> Result<Decided> {
     let id = args::id("approval", &id)?;
     let reason = args::reason(&reason)?;
+    let siblings = siblings.unwrap_or(false);
     changing(&state, |r| async move {
-        r.reject(&id, &reason, &reviewer()).await
+        r.reject_with(&id, &reason, &reviewer(), siblings).await
     })
     .await
 }

@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod memory;
 pub mod policy;
 pub mod ps;
+pub mod reject;
 pub mod review;
 pub mod rollback;
 pub mod run;

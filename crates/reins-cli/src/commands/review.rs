@@ -1,4 +1,4 @@
-//! `reins approvals`, `reins approval show ID`, `reins approve ID`, `reins reject ID`, `reins grants`.
+//! `reins approvals`, `reins approval show ID`, `reins approve ID`, `reins grants`.
 
 use std::io::IsTerminal as _;
 use std::path::PathBuf;
@@ -97,18 +97,6 @@ impl From<ScopeArg> for Scope {
             ScopeArg::Always => Scope::Always,
         }
     }
-}
-
-#[derive(clap::Args)]
-pub struct RejectArgs {
-    /// The approval id, or a unique prefix of it.
-    id: String,
-    /// Why: the agent is told this as the step's result, and the audit log keeps it.
-    #[arg(long, value_name = "TEXT")]
-    reason: String,
-    /// Carry the run on here until its next stop, instead of leaving it queued for a worker.
-    #[arg(long)]
-    drive: bool,
 }
 
 #[derive(clap::Args)]
@@ -275,6 +263,12 @@ fn print_card(v: &ApprovalView) {
     };
     for line in described.lines() {
         println!("  {line}");
+    }
+    if !v.context.pending.is_empty() && r.status == Status::Pending {
+        println!(
+            "  (reject them with it: reins reject {} --reason \"…\" --siblings)",
+            r.id
+        );
     }
     let (title, preview) = match &r.edited {
         Some(e) => (
@@ -476,21 +470,7 @@ pub async fn approve(
     after_decision(reins, &decided, args.drive, json).await
 }
 
-pub async fn reject(reins: &Reins, args: RejectArgs, json: bool) -> reins_core::api::Result<u8> {
-    let decided = reins.reject(&args.id, &args.reason, &who()).await?;
-    if !json {
-        println!(
-            "rejected {} (step {}, {}): the agent is told \"{}\"",
-            decided.approval.id,
-            decided.approval.step_seq,
-            decided.approval.tool,
-            args.reason.trim()
-        );
-    }
-    after_decision(reins, &decided, args.drive, json).await
-}
-
-async fn after_decision(
+pub(super) async fn after_decision(
     reins: &Reins,
     decided: &Decided,
     drive: bool,

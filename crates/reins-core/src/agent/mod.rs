@@ -154,6 +154,9 @@ pub trait Conversation: Send {
     /// Told once when a run resumes, before the agent proposes anything: what was done, what was
     /// settled and what changed meanwhile. An LLM agent puts it in its context.
     fn recovered(&mut self, _summary: &crate::resume::RecoverySummary) {}
+    /// The reviewer rejected the call in flight together with the calls queued after it in the
+    /// same turn: each queued call is answered refused with `reason`, and none is proposed.
+    fn reject_queued(&mut self, _reason: &str) {}
     /// The brief the harness assembled for the [`Move::Prompt`] this agent proposed: what to send.
     fn prompted(&mut self, _text: &str) {}
     /// The model's answer to the [`Move::Think`] this agent proposed.

@@ -87,7 +87,20 @@ impl Reins {
     }
 
     pub async fn reject(&self, id: &str, reason: &str, by: &str) -> Result<DecidedView> {
-        let decided = self.engine.reject(id, reason, by).await?;
+        self.reject_with(id, reason, by, false).await
+    }
+
+    /// A rejection; with `siblings`, the calls the agent queued after this one in the same turn
+    /// (the card's context lists them) are refused with it. An agent that queues none (an external
+    /// agent asks one call at a time) has nothing to reject with it: refused.
+    pub async fn reject_with(
+        &self,
+        id: &str,
+        reason: &str,
+        by: &str,
+        siblings: bool,
+    ) -> Result<DecidedView> {
+        let decided = self.engine.reject_with(id, reason, by, siblings).await?;
         self.views().decided(decided).await
     }
 

@@ -67,6 +67,12 @@ impl Drive<'_> {
                 Status::Approved => self.carry_out(&row, why.as_deref()).await,
                 Status::Rejected | Status::Expired => {
                     let (status, result) = refusal(&row);
+                    if row.siblings_rejected > 0 {
+                        // Checkpointed with this step: the queued calls are never proposed.
+                        if let Some(c) = self.agent.conversation() {
+                            c.reject_queued(row.note.as_deref().unwrap_or("(no reason given)"));
+                        }
+                    }
                     let rec = bare(&row, &row.action, &row.action_hash, why.as_deref());
                     self.record(&rec, status, false, &result)
                         .await

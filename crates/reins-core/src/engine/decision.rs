@@ -328,7 +328,15 @@ impl Engine {
         Ok((action, edit))
     }
 
-    pub async fn reject(&self, id: &str, reason: &str, by: &str) -> Result<Decided> {
+    /// A rejection; with `siblings`, the calls the agent queued after this one in the same turn
+    /// (the card's context lists them) are refused with it, never proposed.
+    pub async fn reject_with(
+        &self,
+        id: &str,
+        reason: &str,
+        by: &str,
+        siblings: bool,
+    ) -> Result<Decided> {
         let reason = reason.trim();
         if reason.is_empty() {
             return Err(Error::Invalid(
@@ -337,7 +345,17 @@ impl Engine {
             ));
         }
         let row = self.pending(id).await?;
-        let change = Change::rows(vec![Write::ApprovalDecided {
+        let queued = if siblings {
+            if row.context.pending.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "approval {id}: no calls are queued after it to reject with it"
+                )));
+            }
+            row.context.pending.clone()
+        } else {
+            Vec::new()
+        };
+        let mut change = Change::rows(vec![Write::ApprovalDecided {
             id: row.id.clone(),
             status: Status::Rejected,
             by: by.into(),
@@ -356,8 +374,15 @@ impl Engine {
                 action_hash: row.action_hash.clone(),
                 preview_sha256: row.preview_sha256.clone(),
                 reason: reason.into(),
+                siblings: queued.clone(),
             },
         ));
+        if !queued.is_empty() {
+            change.rows.push(Write::SiblingsRejected {
+                id: row.id.clone(),
+                count: i64::try_from(queued.len()).unwrap_or(i64::MAX),
+            });
+        }
         self.conclude(&row, change, None).await
     }
 

@@ -114,6 +114,7 @@ impl Drive<'_> {
             stale_reason: None,
             on_timeout,
             paused_at: None,
+            siblings_rejected: 0,
         };
         self.cp.current_step = Some(rec.seq);
         let checkpoint = self.checkpoint(

@@ -242,6 +242,9 @@ pub struct Rejected {
     pub action_hash: String,
     pub preview_sha256: String,
     pub reason: String,
+    /// The calls queued after it in the same turn, rejected with it (none before this was kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub siblings: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -55,6 +55,8 @@ pub struct ApprovalRow {
     pub on_timeout: OnTimeout,
     /// When it timed out and paused: still open, with no deadline.
     pub paused_at: Option<i64>,
+    /// A rejection that also refused this many calls queued after it in the same turn.
+    pub siblings_rejected: i64,
 }
 
 impl Stored for ApprovalRow {
@@ -295,4 +297,14 @@ pub async fn close_for_run(tx: &mut Tx, run: RunId, why: &str, now: i64) -> Resu
     .fetch_all(&mut **tx)
     .await?;
     Ok(ids)
+}
+
+/// A rejection refused `count` calls queued after the card's own as well.
+pub async fn siblings_rejected(tx: &mut Tx, id: &str, count: i64) -> Result<()> {
+    sqlx::query("UPDATE approvals SET siblings_rejected = $1 WHERE id = $2 AND status = 'rejected'")
+        .bind(count)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }

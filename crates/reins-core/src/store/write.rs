@@ -148,6 +148,8 @@ pub enum Write {
     },
     /// A pending review timed out and pauses; fails with `Conflict` unless still pending.
     ApprovalPaused(String),
+    /// A rejection refused `count` calls queued after its own as well.
+    SiblingsRejected { id: String, count: i64 },
     ApprovalSuperseded {
         id: String,
         by: String,
@@ -275,6 +277,9 @@ async fn apply_one(
             return approvals::supersede(tx, id, by, why, now).await
         }
         Write::ApprovalPaused(id) => return approvals::pause(tx, id, now).await,
+        Write::SiblingsRejected { id, count } => {
+            return approvals::siblings_rejected(tx, id, *count).await
+        }
         Write::Grant(g) => return grants::insert(tx, g).await,
         Write::GrantUsed(id) => return grants::used(tx, id, now).await,
         Write::GrantRevoked(id) => return grants::revoke(tx, id, now).await,
@@ -462,6 +467,7 @@ async fn apply_one(
         | Write::ApprovalStillPending(_)
         | Write::ApprovalSuperseded { .. }
         | Write::ApprovalPaused(_)
+        | Write::SiblingsRejected { .. }
         | Write::Grant(_)
         | Write::GrantUsed(_)
         | Write::GrantRevoked(_)

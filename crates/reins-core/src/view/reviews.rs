@@ -82,6 +82,8 @@ pub struct ApprovalView {
     pub on_timeout: OnTimeout,
     /// When it timed out and paused; it is still open, with no deadline.
     pub paused_at: Option<i64>,
+    /// A rejection that refused this many calls queued after it as well.
+    pub siblings_rejected: i64,
     pub decided_at: Option<i64>,
     pub decided_by: Option<String>,
     /// The reject reason, or a note with the approval.
@@ -126,6 +128,7 @@ impl ApprovalView {
             stale_reason,
             on_timeout,
             paused_at,
+            siblings_rejected,
         } = row;
         let action = ActionView::from(action);
         let edited = match (edited_action, edited_hash, edited_preview) {
@@ -162,6 +165,7 @@ impl ApprovalView {
             expires_at,
             on_timeout,
             paused_at,
+            siblings_rejected,
             decided_at,
             decided_by,
             note,

@@ -114,6 +114,9 @@ pub async fn approve_batch(
 #[serde(deny_unknown_fields)]
 pub struct Reject {
     reason: String,
+    /// Also the calls queued after it in the same turn.
+    #[serde(default)]
+    siblings: bool,
 }
 
 pub async fn reject(
@@ -124,7 +127,10 @@ pub async fn reject(
 ) -> Result<Json<DecidedView>> {
     let id = face::id("approval", &id)?;
     let reason = face::reason(&body.reason)?;
-    let out = s.reins.reject(&id, &reason, &device.reviewer()).await;
+    let out = s
+        .reins
+        .reject_with(&id, &reason, &device.reviewer(), body.siblings)
+        .await;
     s.wake.notify_one();
     Ok(Json(out?))
 }

@@ -15,7 +15,8 @@ export interface DecisionProps {
   busy: boolean;
   error: string | null;
   onApprove: (scope: Scope, pattern: string | null, edited: Record<string, unknown> | null) => void;
-  onReject: (reason: string) => void;
+  /** `siblings`: the calls queued after it in the same turn are rejected with it. */
+  onReject: (reason: string, siblings: boolean) => void;
 }
 
 const SCOPES: { scope: Scope; label: string; hint: string }[] = [
@@ -39,6 +40,8 @@ export function Decision({ a, mode, setMode, busy, error, onApprove, onReject }:
   const [scope, setScope] = useState<Scope>("once");
   const [pattern, setPattern] = useState("");
   const [reason, setReason] = useState("");
+  const [siblings, setSiblings] = useState(false);
+  const queued = a.context.pending ?? [];
   const original = proposedArgs(a);
   const [edited, setEdited] = useState<Record<string, unknown>>(original);
   const reasonRef = useRef<HTMLTextAreaElement>(null);
@@ -48,6 +51,7 @@ export function Decision({ a, mode, setMode, busy, error, onApprove, onReject }:
     setScope("once");
     setPattern("");
     setReason("");
+    setSiblings(false);
     setEdited(proposedArgs(a));
   }, [a]);
 
@@ -123,14 +127,21 @@ export function Decision({ a, mode, setMode, busy, error, onApprove, onReject }:
               value={reason}
               onChange={(e) => setReason(e.target.value)}
               onKeyDown={(e) => {
-                if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && reason.trim()) onReject(reason.trim());
+                if (e.key === "Enter" && (e.ctrlKey || e.metaKey) && reason.trim()) onReject(reason.trim(), siblings);
                 if (e.key === "Escape") setMode("idle");
               }}
             />
           </label>
+          {queued.length > 0 && (
+            <label className="row small" data-testid="reject-siblings">
+              <input type="checkbox" checked={siblings} onChange={(e) => setSiblings(e.target.checked)} />
+              Also reject the {queued.length === 1 ? "call" : `${queued.length} calls`} queued after it in this turn
+              ({queued.join(", ")}): none of them runs, and the agent is told why
+            </label>
+          )}
           <div className="row">
             <button className="danger" data-testid="confirm-reject" disabled={busy || !reason.trim()}
-              onClick={() => onReject(reason.trim())}>
+              onClick={() => onReject(reason.trim(), siblings)}>
               Reject
             </button>
             <button onClick={() => setMode("idle")}>Cancel</button>

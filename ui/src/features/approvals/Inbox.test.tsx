@@ -44,6 +44,7 @@ function approval(over: Partial<ApprovalView> = {}): ApprovalView {
     expiresAt: Date.now() + 3_600_000,
     onTimeout: "pause",
     pausedAt: null,
+    siblingsRejected: 0,
     decidedAt: null,
     decidedBy: null,
     note: null,
@@ -139,7 +140,21 @@ describe("approvals inbox", () => {
     expect((confirm as HTMLButtonElement).disabled).toBe(true);
     fireEvent.change(document.querySelector('textarea[name="reject-reason"]') as Element, { target: { value: "keep weekly, add maxsize" } });
     fireEvent.click(confirm);
-    await waitFor(() => expect(fake.calls.find((c) => c.name === "reject")?.args).toEqual([approval().id, "keep weekly, add maxsize"]));
+    await waitFor(() => expect(fake.calls.find((c) => c.name === "reject")?.args).toEqual([approval().id, "keep weekly, add maxsize", false]));
+    expect(screen.queryByTestId("reject-siblings")).toBeNull();
+  });
+
+  it("offers to reject the calls queued after a card with it", async () => {
+    const queued = approval({ context: { ...approval().context, pending: ["fs_write", "shell_exec"] } });
+    const fake = mount([queued]);
+    await screen.findByTestId("approval-card");
+    fireEvent.keyDown(window, { key: "r" });
+    const offer = await screen.findByTestId("reject-siblings");
+    expect(offer.textContent).toContain("Also reject the 2 calls queued after it in this turn (fs_write, shell_exec)");
+    fireEvent.click(offer.querySelector("input") as Element);
+    fireEvent.change(document.querySelector('textarea[name="reject-reason"]') as Element, { target: { value: "not this turn" } });
+    fireEvent.click(await screen.findByTestId("confirm-reject"));
+    await waitFor(() => expect(fake.calls.find((c) => c.name === "reject")?.args).toEqual([queued.id, "not this turn", true]));
   });
 
   it("edit-then-approve sends the edited arguments", async () => {

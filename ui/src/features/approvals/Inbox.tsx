@@ -96,7 +96,7 @@ export function Inbox() {
     onError: fail,
   });
   const reject = useMutation({
-    mutationFn: (v: { a: ApprovalView; reason: string }) => backend.reject(v.a.id, v.reason),
+    mutationFn: (v: { a: ApprovalView; reason: string; siblings: boolean }) => backend.reject(v.a.id, v.reason, v.siblings),
     onSuccess: done,
     onError: fail,
   });
@@ -203,7 +203,7 @@ export function Inbox() {
               busy={busy}
               error={error}
               onApprove={(scope, pattern, edited) => approve.mutate({ a: current, scope, pattern, edited })}
-              onReject={(reason) => reject.mutate({ a: current, reason })}
+              onReject={(reason, siblings) => reject.mutate({ a: current, reason, siblings })}
             />
           </Card>
         )}

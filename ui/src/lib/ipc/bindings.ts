@@ -46,7 +46,8 @@ export const commands = {
 	approve: (id: string, approve: Approve) => typedError<DecidedView, IpcError>(__TAURI_INVOKE("approve", { id, approve })),
 	/**  Approves exactly the checked cards, each bound to the hash it showed, or none of them. */
 	approveBatch: (batch: ApproveBatch) => typedError<DecidedView[], IpcError>(__TAURI_INVOKE("approve_batch", { batch })),
-	reject: (id: string, reason: string) => typedError<DecidedView, IpcError>(__TAURI_INVOKE("reject", { id, reason })),
+	/**  Rejects with a reason; with `siblings`, the calls queued after it in the same turn too. */
+	reject: (id: string, reason: string, siblings: boolean | null) => typedError<DecidedView, IpcError>(__TAURI_INVOKE("reject", { id, reason, siblings })),
 	memoryList: (category: string | null, search: string | null) => typedError<FactView[], IpcError>(__TAURI_INVOKE("memory_list", { category, search })),
 	memoryShow: (id: string) => typedError<FactDetailView, IpcError>(__TAURI_INVOKE("memory_show", { id })),
 	memoryEdit: (id: string, value: string) => typedError<RememberedView, IpcError>(__TAURI_INVOKE("memory_edit", { id, value })),
@@ -252,6 +253,8 @@ export type ApprovalView = {
 	onTimeout: OnTimeout,
 	/**  When it timed out and paused; it is still open, with no deadline. */
 	pausedAt: number | null,
+	/**  A rejection that refused this many calls queued after it as well. */
+	siblingsRejected: number,
 	decidedAt: number | null,
 	decidedBy: string | null,
 	/**  The reject reason, or a note with the approval. */

@@ -32,7 +32,7 @@ describe("the HTTP backend", () => {
     const b = httpBackend("reins_dev_abc", () => {});
     await b.listApprovals(null);
     await b.approve("0193a1b2-0000", { scope: "once", pattern: null, editedArgs: null, note: null, expectHash: "ab".repeat(32) });
-    await b.reject("0193a1b2-0000", "not now");
+    await b.reject("0193a1b2-0000", "not now", null);
     await b.memoryList("prefs", null);
     expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual([
       "GET /api/approvals",

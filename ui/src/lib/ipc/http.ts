@@ -58,7 +58,7 @@ const ROUTES: { [K in keyof typeof commands]?: (...args: Parameters<(typeof comm
   approval: (id) => ["GET", `/api/approvals/${seg(id)}`],
   approve: (id, approve) => ["POST", `/api/approvals/${seg(id)}/approve`, approve],
   approveBatch: (batch) => ["POST", "/api/approvals/batch/approve", batch],
-  reject: (id, reason) => ["POST", `/api/approvals/${seg(id)}/reject`, { reason }],
+  reject: (id, reason, siblings) => ["POST", `/api/approvals/${seg(id)}/reject`, { reason, siblings: siblings ?? false }],
   listGrants: () => ["GET", "/api/grants"],
   revokeGrant: (id) => ["POST", `/api/grants/${seg(id)}/revoke`, {}],
   listRuns: () => ["GET", "/api/runs"],

@@ -449,6 +449,14 @@ impl Agent for LlmAgent {
 }
 
 impl Conversation for LlmAgent {
+    fn reject_queued(&mut self, reason: &str) {
+        for p in std::mem::take(&mut self.state.pending) {
+            let said = format!("error: not run: the reviewer rejected it with the call before it: {reason}");
+            self.push_message(Message::tool(&p.id, said));
+        }
+        self.state.working.pending.clear();
+    }
+
     fn replied(&mut self, reply: &Completion) {
         self.state.model_calls += 1;
         self.push_message(Message {

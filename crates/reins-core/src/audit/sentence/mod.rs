@@ -323,8 +323,16 @@ impl Kind {
                 approval(&p.approval)
             ),
             Kind::Rejected(p) => {
+                let with = match p.siblings.len() {
+                    0 => String::new(),
+                    n => format!(
+                        " (and the {} queued after it: {})",
+                        plural(n as u64, "call", "calls"),
+                        p.siblings.join(", ")
+                    ),
+                };
                 format!(
-                    "{who} rejected {}{}: {}",
+                    "{who} rejected {}{}{with}: {}",
                     approval(&p.approval),
                     from(&p.by),
                     p.reason

@@ -52,11 +52,20 @@ fn an_approval_reads_as_who_did_what_to_which_action() {
         action_hash: "h".into(),
         preview_sha256: "p".into(),
         reason: "never delete build outputs".into(),
+        siblings: Vec::new(),
     };
     assert_eq!(
-        stored(Actor::User, rejected, &names),
+        stored(Actor::User, rejected.clone(), &names),
         "You rejected approval a2: never delete build outputs",
         "an approval the reader could not find is named by its id"
+    );
+    let with_siblings = ev::Rejected {
+        siblings: vec!["fs_write".into(), "shell_exec".into()],
+        ..rejected
+    };
+    assert_eq!(
+        stored(Actor::User, with_siblings, &names),
+        "You rejected approval a2 (and the 2 calls queued after it: fs_write, shell_exec): never delete build outputs"
     );
 }
 

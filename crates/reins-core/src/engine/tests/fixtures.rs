@@ -171,6 +171,7 @@ pub fn approval(status: Status, expires_at: i64) -> ApprovalRow {
         stale_reason: None,
         on_timeout: crate::approval::OnTimeout::Deny,
         paused_at: None,
+        siblings_rejected: 0,
     }
 }
 
