@@ -41,7 +41,7 @@ describe("the HTTP backend", () => {
       "GET /api/memory?category=prefs",
     ]);
     expect(seen.every((s) => s.headers.authorization === "Bearer reins_dev_abc")).toBe(true);
-    expect(seen[2].body).toEqual({ reason: "not now" });
+    expect(seen[2].body).toEqual({ reason: "not now", siblings: false });
     expect(b.face).toBe("web");
   });
 
