@@ -1,7 +1,7 @@
 //! `reins budget`: what a run may spend and has spent; at its limit, allow more or stop it there;
 //! and the default budget new runs get.
 
-use reins_core::api::{Budget, BudgetMeasure, BudgetView, Reins, RunId};
+use reins_core::api::{budget_words, Budget, BudgetMeasure, BudgetView, Reins, RunId};
 
 use crate::exit;
 use crate::output::print_json;
@@ -182,17 +182,13 @@ pub async fn exec(reins: &Reins, cmd: BudgetCommand, json: bool) -> reins_core::
                     &serde_json::json!({"settings": now, "policy": policy, "newRuns": now.or(policy)}),
                 );
             } else {
-                println!("new runs may spend: {}", words(&now.or(policy)));
-                println!("  from the Settings: {}", words(&now));
-                println!("  from [budget] in policy.toml: {}", words(&policy));
+                println!("new runs may spend: {}", budget_words(&now.or(policy)));
+                println!("  from the Settings: {}", budget_words(&now));
+                println!("  from [budget] in policy.toml: {}", budget_words(&policy));
             }
         }
     }
     Ok(exit::DONE)
-}
-
-fn words(b: &Budget) -> String {
-    reins_core::api::budget_words(b)
 }
 
 /// The budget as `reins budget show` and `reins show` print it.
@@ -217,7 +213,7 @@ pub fn lines(id: RunId, v: &BudgetView) -> String {
             ));
         }
     }
-    if let Some(r) = v.reached.filter(|_| v.waiting) {
+    if let Some(r) = v.at_limit() {
         out.push_str(&format!(
             "paused at its budget: {}\n  allow more: reins budget allow {id} {}\n  or stop here: reins budget stop {id}\n",
             r.sentence(),

@@ -4,18 +4,17 @@
 //! more or stop it. Nothing is killed and nothing is lost by waiting.
 
 use crate::budget::{Budget, Measure, Reached, Spent};
-use crate::checkpoint::Level;
 use crate::clock::now_ms;
 use crate::error::{Error, Result};
 use crate::event::{self as ev, Actor};
 use crate::ids::RunId;
 use crate::run::RunState;
-use crate::store::write::{Transition, Write};
+use crate::store::write::Write;
 use crate::store::{audit, budgets, runs};
 
 use super::commit::Change;
 use super::control::Control;
-use super::drive::{Drive, Stop};
+use super::drive::Drive;
 use super::{DriveOutcome, Engine, ResumeMode, Silent};
 
 /// A run's budget as its card and its detail show it.
@@ -33,6 +32,13 @@ pub struct BudgetView {
 
 /// How the reason of a run paused at its budget begins (alerts tell such a run apart by it).
 pub const AT_BUDGET: &str = "budget reached: ";
+
+impl BudgetView {
+    /// The limit the run waits at, if it is paused at one.
+    pub fn at_limit(&self) -> Option<Reached> {
+        self.reached.filter(|_| self.waiting)
+    }
+}
 
 /// What a paused run's card says and offers.
 pub fn waiting_reason(run: RunId, reached: &Reached) -> String {
@@ -66,60 +72,44 @@ impl Drive<'_> {
         let Some(reached) = budget.reached(&spent) else {
             return Ok(None);
         };
-        let reason = waiting_reason(self.run, &reached);
-        let seq = self
-            .write_checkpoint(Level::Task, format!("paused: {reason}"))
-            .await?;
-        self.e.verify_checkpoint(self.run, seq).await?;
         let run = self.run;
-        let said = reason.clone();
-        let change = Change::default().announcing(Box::new(move |_| {
-            vec![
-                audit::Event::new(
-                    Actor::Harness,
-                    Some(run),
-                    ev::BudgetReached {
-                        reached,
-                        spent,
-                        checkpoint: seq,
-                    },
-                ),
-                audit::Event::new(
-                    Actor::Harness,
-                    Some(run),
-                    ev::PausedAtSafePoint {
-                        checkpoint: seq,
-                        verified: true,
-                        reason: said,
-                    },
-                ),
-            ]
-        }));
-        let stop = Stop {
-            transition: Transition::SafePoint(reason.clone()),
-            state: RunState::Paused,
-            message: reason.clone(),
-            attempt: format!("paused: {reason}"),
-        };
-        self.stop(change, stop).await.map(Some)
+        let reason = waiting_reason(run, &reached);
+        self.pause_verified(reason, move |checkpoint, _| {
+            vec![audit::Event::new(
+                Actor::Harness,
+                Some(run),
+                ev::BudgetReached {
+                    reached,
+                    spent,
+                    checkpoint,
+                },
+            )]
+        })
+        .await
+        .map(Some)
     }
 }
 
 impl Engine {
     /// A run's budget, what it spent, and whether it waits at a limit.
     pub async fn budget(&self, id: RunId) -> Result<BudgetView> {
-        let row = runs::get(self.store.pool(), id).await?;
+        Ok(self.budget_and_state(id).await?.0)
+    }
+
+    async fn budget_and_state(&self, id: RunId) -> Result<(BudgetView, RunState)> {
+        let state = runs::get(self.store.pool(), id).await?.state;
         let limits = budgets::get(self.store.pool(), id)
             .await?
             .unwrap_or_default();
         let spent = budgets::spent(self.store.pool(), id, now_ms()).await?;
         let reached = limits.reached(&spent);
-        Ok(BudgetView {
+        let view = BudgetView {
             limits,
             spent,
             reached,
-            waiting: reached.is_some() && row.state == RunState::Paused,
-        })
+            waiting: reached.is_some() && state == RunState::Paused,
+        };
+        Ok((view, state))
     }
 
     /// Allows run `id` `more` of `measure` beyond what it spent (or its limit, if higher). A run
@@ -131,8 +121,7 @@ impl Engine {
         more: f64,
         by: &str,
     ) -> Result<(BudgetView, Option<Control>)> {
-        let before = self.budget(id).await?;
-        let state = runs::get(self.store.pool(), id).await?.state;
+        let (before, state) = self.budget_and_state(id).await?;
         if state.is_terminal() {
             return Err(Error::Conflict(format!(
                 "run {id} is {state}; its budget no longer matters"
@@ -160,13 +149,12 @@ impl Engine {
         } else {
             None
         };
-        Ok((self.budget(id).await?, resumed))
+        Ok((after, resumed))
     }
 
     /// Ends a run paused at its budget where it is: cancelled, with what it spent as the reason.
     pub async fn stop_at_budget(&self, id: RunId, by: &str) -> Result<Control> {
-        let view = self.budget(id).await?;
-        let Some(reached) = view.reached.filter(|_| view.waiting) else {
+        let Some(reached) = self.budget(id).await?.at_limit() else {
             return Err(Error::Conflict(format!(
                 "run {id} is not paused at its budget; `reins cancel {id}` ends it anyway"
             )));
@@ -178,9 +166,6 @@ impl Engine {
     /// Why run `id` cannot simply be resumed: it is paused at its budget, which still holds.
     pub async fn held_by_budget(&self, id: RunId) -> Result<Option<String>> {
         let view = self.budget(id).await?;
-        Ok(view
-            .reached
-            .filter(|_| view.waiting)
-            .map(|r| waiting_reason(id, &r)))
+        Ok(view.at_limit().map(|r| waiting_reason(id, &r)))
     }
 }

@@ -440,51 +440,6 @@ impl<'a> Drive<'a> {
         watch.lost() || e.draining() || owner.pause_requested() || watch.pause_requested()
     }
 
-    /// Writes a checkpoint, reads it back and verifies it, and only then marks the run paused.
-    async fn pause_here(&mut self, draining: bool) -> Result<DriveOutcome> {
-        let reason = if draining {
-            "the worker is shutting down (drain); `reins resume` continues the run"
-        } else {
-            "paused on request; `reins resume` continues the run"
-        };
-        let seq = self
-            .write_checkpoint(Level::Task, format!("paused: {reason}"))
-            .await?;
-        self.e.verify_checkpoint(self.run, seq).await?;
-        let (run, worker) = (self.run, self.e.worker.clone());
-        let change = Change::default().announcing(Box::new(move |applied| {
-            let mut events = Vec::new();
-            if applied.moved.is_some_and(|m| m.by_worker) {
-                // Nobody asked: the worker itself pauses the run because it is shutting down.
-                events.push(audit::Event::new(
-                    Actor::System,
-                    Some(run),
-                    ev::Kind::DrainPauseRequested(ev::DrainPause {
-                        by: "worker drain".into(),
-                        worker,
-                    }),
-                ));
-            }
-            events.push(audit::Event::new(
-                Actor::Harness,
-                Some(run),
-                ev::PausedAtSafePoint {
-                    checkpoint: seq,
-                    verified: true,
-                    reason: reason.into(),
-                },
-            ));
-            events
-        }));
-        let stop = Stop {
-            transition: Transition::SafePoint(reason.into()),
-            state: RunState::Paused,
-            message: reason.into(),
-            attempt: format!("paused: {reason}"),
-        };
-        self.stop(change, stop).await
-    }
-
     /// Ends this attempt with the run waiting for a person: `change` commits with the stop's move,
     /// and the observer hears why.
     pub(super) async fn stop(&mut self, change: Change, stop: Stop) -> Result<DriveOutcome> {

@@ -59,6 +59,7 @@ mod requests;
 mod intent;
 mod mcp;
 mod park;
+mod pause;
 mod propose;
 mod question;
 mod record;

@@ -4,9 +4,7 @@
 use super::Settings;
 use crate::budget::Budget;
 use crate::error::{Error, Result};
-use crate::store::change::Change;
-use crate::store::write::Write;
-use crate::store::{audit, audit::Actor, memory as table};
+use crate::store::memory as table;
 
 const DEFAULT: &str = "budget.default";
 
@@ -32,26 +30,7 @@ impl Settings<'_> {
         } else {
             serde_json::to_string(new).map_err(|e| Error::Invalid(e.to_string()))?
         };
-        let change = Change::rows(vec![Write::Setting {
-            key: DEFAULT.into(),
-            value,
-        }])
-        .announcing(Box::new(|applied| {
-            applied
-                .written
-                .settings
-                .iter()
-                .cloned()
-                .map(|(key, old, new)| {
-                    audit::Event::new(
-                        Actor::User,
-                        None,
-                        crate::event::SettingChanged { key, old, new },
-                    )
-                })
-                .collect()
-        }));
-        self.e.store().apply(None, change, None).await?;
+        self.save(vec![(DEFAULT, value)]).await?;
         self.default_budget().await
     }
 

@@ -28,4 +28,28 @@ impl<'a> Settings<'a> {
     pub fn new(e: &'a Engine) -> Self {
         Self { e }
     }
+
+    /// Stores `values` (key, value) in one change, audited: `settings.changed` with the old and
+    /// new value of each that changed.
+    async fn save(&self, values: Vec<(&str, String)>) -> crate::error::Result<()> {
+        use crate::store::{audit, audit::Actor, change::Change, write::Write};
+        let rows = values
+            .into_iter()
+            .map(|(key, value)| Write::Setting {
+                key: key.into(),
+                value,
+            })
+            .collect();
+        let change = Change::rows(rows).announcing(Box::new(|applied| {
+            let changed = applied.written.settings.iter().cloned();
+            changed
+                .map(|(key, old, new)| {
+                    let changed = crate::event::SettingChanged { key, old, new };
+                    audit::Event::new(Actor::User, None, changed)
+                })
+                .collect()
+        }));
+        self.e.store().apply(None, change, None).await?;
+        Ok(())
+    }
 }

@@ -6,9 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::Settings;
 use crate::error::{Error, Result};
 use crate::provider::{Client, Settings as ModelSettings, DEFAULT_BASE_URL, DEFAULT_MODEL};
-use crate::store::change::Change;
-use crate::store::write::Write;
-use crate::store::{audit, audit::Actor, memory as table};
+use crate::store::memory as table;
 
 const BASE_URL: &str = "provider.base_url";
 const MODEL: &str = "provider.model";
@@ -147,28 +145,12 @@ impl Settings<'_> {
     /// Stores new defaults; the change is audited (`settings.changed`, old and new values).
     pub async fn set_provider_defaults(&self, new: &ProviderDefaults) -> Result<ProviderDefaults> {
         new.check()?;
-        let values = [
+        self.save(vec![
             (BASE_URL, new.base_url.trim().to_owned()),
             (MODEL, new.model.trim().to_owned()),
             (KEY, new.key.clone().unwrap_or_default()),
-        ];
-        let rows = values
-            .into_iter()
-            .map(|(key, value)| Write::Setting {
-                key: key.into(),
-                value,
-            })
-            .collect();
-        let change = Change::rows(rows).announcing(Box::new(|applied| {
-            let changed = applied.written.settings.iter().cloned();
-            changed
-                .map(|(key, old, new)| {
-                    let changed = crate::event::SettingChanged { key, old, new };
-                    audit::Event::new(Actor::User, None, changed)
-                })
-                .collect()
-        }));
-        self.e.store().apply(None, change, None).await?;
+        ])
+        .await?;
         self.provider_defaults().await
     }
 }
