@@ -271,7 +271,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "3 domain: rules and nouns, no store",
         &[
-            "action", "context", "policy", "contain", "tools", "compat", "approval",
+            "action", "context", "policy", "contain", "tools", "stage", "compat", "approval",
         ],
     ),
     ("4 record: the audit log's vocabulary", &["event"]),

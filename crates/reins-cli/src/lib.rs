@@ -158,6 +158,9 @@ enum Command {
     Reject(commands::reject::Args),
     /// List grants (standing approvals) with their origin and use count; `grants revoke ID`.
     Grants(commands::review::GrantsArgs),
+    /// Run a command against a copy-on-write view of a workspace, confined and without network,
+    /// and see what it would change (every file, with its diff); nothing is applied.
+    Stage(commands::stage::Args),
     /// Explain policy decisions without running anything.
     #[command(subcommand)]
     Policy(commands::policy::PolicyCommand),
@@ -326,6 +329,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Reject(args) => commands::reject::exec(&reins, args, json).await,
         Command::Grants(args) => commands::review::grants(&reins, args, json).await,
         Command::Policy(cmd) => commands::policy::exec(&reins, cmd, json).await,
+        Command::Stage(args) => commands::stage::exec(&reins, args, json).await,
         Command::Audit(cmd) => commands::audit::exec(&reins, cmd, json).await,
         Command::Memory(cmd) => commands::memory::exec(&reins, cmd, json).await,
         Command::Hooks(cmd) => commands::hook::hooks(&reins, cmd, json).await,

@@ -20,4 +20,5 @@ pub mod rollback;
 pub mod run;
 pub mod serve;
 pub mod show;
+pub mod stage;
 pub mod worker;

@@ -23,6 +23,7 @@ mod policy_view;
 mod review;
 mod runs;
 mod settings;
+mod stage;
 
 /// When this process was started as the confinement helper (`reins __contain …`), runs it and
 /// returns its exit status. Binaries call it first, before anything starts a thread: the kernel's
@@ -50,6 +51,7 @@ pub use crate::settings::{
 };
 pub use crate::settings::{AcpRunRequest, AgentEntry, AgentView, FoundAgent};
 pub use crate::settings::{ModelServerCheck, ProviderDefaults};
+pub use crate::stage::DEFAULT_CAP as STAGE_CAP;
 pub use crate::view::{
     face, ActionView, Alert, Alerts, ApprovalView, AuditEventView, AuditPage, ContextView,
     DecidedView, FactDetailView, FactView, GrantView, IntentView, Recovery, RememberedView,
@@ -67,6 +69,7 @@ pub use mcp::{relay_memory, McpServerView};
 pub use policy_view::{PolicyState, POLICY_POLL};
 pub use review::PolicyCheck;
 pub use runs::RunRequest;
+pub use stage::{StageRequest, StagedChange, StagedCommand};
 
 // The vocabulary the door speaks, from the rooms that own it.
 pub use crate::action::{Action, ToolCall};

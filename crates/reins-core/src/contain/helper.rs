@@ -40,6 +40,9 @@ struct Call {
     profile: Profile,
     report: Option<PathBuf>,
     relay: Option<Plan>,
+    /// Staged: the view to run in, and the arguments the helper is started with again inside it
+    /// (these, without `--stage`).
+    stage: Option<(super::stage::Plan, Vec<OsString>)>,
     argv: Vec<OsString>,
 }
 
@@ -47,6 +50,8 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
     let mut profile = None;
     let mut report = None;
     let mut relay = None;
+    let mut stage = None;
+    let mut inner: Vec<OsString> = Vec::new();
     let mut it = args.into_iter();
     loop {
         let Some(arg) = it.next() else {
@@ -55,6 +60,7 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
         match arg.to_str() {
             Some("--profile") if profile.is_none() => {
                 let text = it.next().ok_or("--profile needs a value")?;
+                inner.extend([arg.clone(), text.clone()]);
                 let text = text.to_str().ok_or("--profile is not UTF-8")?;
                 let p: Profile = serde_json::from_str(text)
                     .map_err(|e| format!("--profile is not a profile: {e}"))?;
@@ -66,6 +72,7 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
                 if !path.is_absolute() {
                     return Err("--report must be an absolute path".into());
                 }
+                inner.extend([arg.clone(), path.clone().into_os_string()]);
                 report = Some(path);
             }
             Some("--relay") if relay.is_none() => {
@@ -73,12 +80,25 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
                 if !path.is_absolute() {
                     return Err("--relay must be an absolute path".into());
                 }
+                inner.extend([arg.clone(), path.clone().into_os_string()]);
                 let text = std::fs::read(&path)
                     .map_err(|e| format!("--relay {}: {e}", path.display()))?;
                 let plan: Plan = serde_json::from_slice(&text)
                     .map_err(|e| format!("--relay is not a relay plan: {e}"))?;
                 plan.check()?;
                 relay = Some(plan);
+            }
+            Some("--stage") if stage.is_none() => {
+                let path = PathBuf::from(it.next().ok_or("--stage needs a value")?);
+                if !path.is_absolute() {
+                    return Err("--stage must be an absolute path".into());
+                }
+                let text = std::fs::read(&path)
+                    .map_err(|e| format!("--stage {}: {e}", path.display()))?;
+                let plan: super::stage::Plan = serde_json::from_slice(&text)
+                    .map_err(|e| format!("--stage is not a staging plan: {e}"))?;
+                plan.check()?;
+                stage = Some(plan);
             }
             Some("--") => break,
             _ => return Err(format!("unexpected argument {}", arg.to_string_lossy())),
@@ -88,10 +108,25 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
     if argv.is_empty() {
         return Err("no program after --".into());
     }
+    let profile = profile.ok_or("--profile is required")?;
+    let stage = match stage {
+        Some(plan) => {
+            // The program may write the view and its own temp dir; the layer's copy lies
+            // beyond both.
+            if profile.write.iter().any(|w| plan.out.starts_with(w)) {
+                return Err("the staging plan's out lies where the program may write".into());
+            }
+            inner.push("--".into());
+            inner.extend(argv.iter().cloned());
+            Some((plan, inner))
+        }
+        None => None,
+    };
     Ok(Call {
-        profile: profile.ok_or("--profile is required")?,
+        profile,
         report,
         relay,
+        stage,
         argv,
     })
 }
@@ -104,6 +139,9 @@ fn main(args: Vec<OsString>) -> ExitCode {
             return ExitCode::from(FAILED);
         }
     };
+    if let Some((plan, inner)) = call.stage {
+        return super::stage::run(&plan, inner);
+    }
     // Opened before the rules apply: the report file lies outside what the program may write.
     let mut report = match call.report.as_ref().map(|p| {
         std::fs::OpenOptions::new()

@@ -62,6 +62,8 @@ pub struct Confined {
     absent: Vec<PathBuf>,
     /// The relay of a network filtered by host: its plan's file, and the task serving it.
     relay: Option<(PathBuf, super::relay::Running)>,
+    /// Staged: the plan's file; the program runs against a copy-on-write view of the workspace.
+    stage: Option<PathBuf>,
 }
 
 static STARTS: AtomicU64 = AtomicU64::new(0);
@@ -109,6 +111,7 @@ impl Setup {
             dir,
             absent,
             relay,
+            stage: None,
         }))
     }
 }
@@ -220,6 +223,9 @@ impl Confined {
         if let Some((plan, _)) = &self.relay {
             out.extend(["--relay".to_owned(), plan.display().to_string()]);
         }
+        if let Some(plan) = &self.stage {
+            out.extend(["--stage".to_owned(), plan.display().to_string()]);
+        }
         out.push("--".to_owned());
         out.extend(argv.iter().cloned());
         out
@@ -237,6 +243,28 @@ impl Confined {
             ),
             None => format!("confinement not reported: {}", self.profile.said(workspace)),
         }
+    }
+
+    /// Runs the program staged: against a copy-on-write view of `workspace`, its file effects
+    /// landing in a layer of at most `cap_bytes` that [`Self::stage_out`] holds afterwards.
+    pub fn stage(&mut self, workspace: &Path, cap_bytes: u64) -> std::io::Result<()> {
+        let out = self.dir.join("stage");
+        std::fs::create_dir(&out)?;
+        let plan = super::stage::Plan {
+            workspace: workspace.to_owned(),
+            out,
+            cap_bytes,
+        };
+        plan.check().map_err(std::io::Error::other)?;
+        let file = self.dir.join("stage.json");
+        std::fs::write(&file, serde_json::to_vec(&plan).map_err(std::io::Error::other)?)?;
+        self.stage = Some(file);
+        Ok(())
+    }
+
+    /// Where a staged program's layer was copied out, once it has ended.
+    pub fn stage_out(&self) -> Option<PathBuf> {
+        self.stage.as_ref().map(|_| self.dir.join("stage"))
     }
 
     /// The program's own temp dir (its `TMPDIR`).

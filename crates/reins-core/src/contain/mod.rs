@@ -12,6 +12,7 @@ pub mod link;
 pub mod netns;
 pub mod profile;
 pub mod reach;
+pub mod stage;
 pub mod relay;
 
 pub use launch::{Confined, Kernel, Setup};

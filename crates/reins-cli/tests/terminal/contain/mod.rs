@@ -16,6 +16,7 @@ use serde_json::json;
 use super::common::{text, Cli};
 
 mod arguments;
+mod stage;
 
 const NOBODY: u32 = 65534;
 
