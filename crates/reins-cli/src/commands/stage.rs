@@ -85,6 +85,9 @@ pub async fn exec(reins: &Reins, args: Args, json: bool) -> reins_core::api::Res
         };
         println!("  {mark} {}  ({})", c.path, c.said);
     }
+    for n in &staged.not_carried {
+        println!("  not carried by applying the result: {n}");
+    }
     for r in &staged.refused {
         println!("  refused: {r}");
     }

@@ -56,6 +56,9 @@ pub struct StagedCommand {
     /// How it ran and its output, as an agent would read it.
     pub report: String,
     pub changes: Vec<StagedChange>,
+    /// What it did that applying the staged result as file changes would not carry (a symlink,
+    /// an empty folder), in words.
+    pub not_carried: Vec<String>,
 }
 
 impl Reins {
@@ -115,14 +118,17 @@ impl Reins {
                     })
                 })
                 .collect::<std::result::Result<Vec<_>, StagedError>>()?;
-            Ok::<_, StagedError>((run, changes))
+            let jail = crate::workspace::Workspace::open(&ws)
+                .map_err(|e| StagedError::Path(e.to_string()))?;
+            let not_carried = run.staged.plan(&jail, &[])?.unexpressed;
+            Ok::<_, StagedError>((run, changes, not_carried))
         })
         .await
         .map_err(|e| Error::Io {
             context: "staging".into(),
             source: std::io::Error::other(e.to_string()),
         })?;
-        let (run, changes) = run.map_err(staged_error)?;
+        let (run, changes, not_carried) = run.map_err(staged_error)?;
         Ok(StagedCommand {
             workspace,
             mode: run.staged.mode.clone(),
@@ -136,6 +142,7 @@ impl Reins {
             refused: run.refused.clone(),
             report: run.outcome.report(),
             changes,
+            not_carried,
         })
     }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::contain::stage::{Entry, Export, BLOBS, EXPORT_FILE};
 use crate::digest::Digest;
 
+pub mod plan;
 pub mod run;
 #[cfg(test)]
 mod tests;
@@ -148,6 +149,9 @@ pub enum StagedError {
     NoHelper,
     #[error("the command was not staged: {0}")]
     NotStaged(String),
+    /// A file is no longer as it was when the command was staged: stage it again.
+    #[error("{0} changed since the command was staged")]
+    Moved(String),
 }
 
 impl StagedError {

@@ -171,3 +171,92 @@ fn a_full_layer_or_a_refusal_says_so_in_the_summary() {
         "changes none, creates 1, deletes none; tried the network, which staging does not give; stopped at the layer's size cap (1 MiB)"
     );
 }
+
+mod plans {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+    use crate::workspace::Workspace;
+
+    fn staged(ws: &Path, out: &Path) -> Staged {
+        let mut exec = file("bin/run.sh", "2");
+        if let Entry::File { mode, .. } = &mut exec {
+            *mode = 0o755;
+        }
+        export(
+            out,
+            vec![
+                file("same.txt", "1"),
+                Entry::Dir {
+                    path: "bin".into(),
+                    mode: 0o755,
+                    opaque: false,
+                },
+                exec,
+                Entry::Whiteout {
+                    path: "lib/a.txt".into(),
+                },
+                Entry::Symlink {
+                    path: "latest".into(),
+                    target: "bin/run.sh".into(),
+                },
+                file("notes.md", "3"),
+            ],
+            &[("1", "same, but new\n"), ("2", "#!/bin/sh\necho run\n"), ("3", "notes\n")],
+        );
+        Staged::read(out, ws).unwrap()
+    }
+
+    #[test]
+    fn applying_a_staged_plan_lands_the_layer_byte_for_byte_with_its_modes() {
+        let ws = workspace();
+        let out = tempfile::tempdir().unwrap();
+        let s = staged(ws.path(), out.path());
+        let jail = Workspace::open(ws.path()).unwrap();
+        let p = s.plan(&jail, &["notes.md".to_owned()]).unwrap();
+        assert_eq!(p.dropped, vec!["notes.md".to_owned()]);
+        assert_eq!(p.unexpressed, vec!["latest: now a symlink to bin/run.sh".to_owned()]);
+        assert_eq!(
+            p.plan.summary,
+            "applied the staged result: 1 changed, 1 created, 1 deleted (notes.md left out by the reviewer)"
+        );
+        assert!(p.plan.preview.contains("+same, but new"));
+        crate::tools::apply(&p.plan, &jail).unwrap();
+        let w = ws.path();
+        assert_eq!(std::fs::read_to_string(w.join("same.txt")).unwrap(), "same, but new\n");
+        assert_eq!(
+            std::fs::read_to_string(w.join("bin/run.sh")).unwrap(),
+            "#!/bin/sh\necho run\n"
+        );
+        let mode = std::fs::metadata(w.join("bin/run.sh")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        assert!(!w.join("lib/a.txt").exists());
+        assert!(!w.join("notes.md").exists(), "dropped, so not applied");
+        assert!(!w.join("latest").exists(), "a symlink is not carried");
+        // Recovery's view: the disk now holds every post-image.
+        let paths: Vec<_> = p
+            .plan
+            .post
+            .iter()
+            .map(|i| crate::workspace::RelPath::parse(&i.path).unwrap())
+            .collect();
+        let now = jail.hashes(paths.iter()).unwrap();
+        assert_eq!(
+            crate::journal::settle_files(&p.plan.pre, &p.plan.post, &now),
+            crate::journal::Settlement::Done
+        );
+    }
+
+    #[test]
+    fn a_file_changed_since_staging_refuses_the_plan() {
+        let ws = workspace();
+        let out = tempfile::tempdir().unwrap();
+        let s = staged(ws.path(), out.path());
+        std::fs::write(ws.path().join("same.txt"), "edited meanwhile\n").unwrap();
+        let jail = Workspace::open(ws.path()).unwrap();
+        match s.plan(&jail, &[]) {
+            Err(StagedError::Moved(path)) => assert_eq!(path, "same.txt"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

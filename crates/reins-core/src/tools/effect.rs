@@ -9,7 +9,13 @@ use crate::workspace::{diff, JailError, RelPath, Workspace};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FileOp {
-    Put { path: RelPath, bytes: Vec<u8> },
+    /// `mode`: the permission bits to set (a staged command's file); None keeps an existing
+    /// file's, and a new file gets the usual ones.
+    Put {
+        path: RelPath,
+        bytes: Vec<u8>,
+        mode: Option<u32>,
+    },
     Remove { path: RelPath },
     Rename { from: RelPath, to: RelPath },
 }
@@ -112,6 +118,7 @@ fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> 
                 ops: vec![FileOp::Put {
                     path: path.clone(),
                     bytes: new.to_vec(),
+                    mode: None,
                 }],
             })
         }
@@ -136,6 +143,7 @@ fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> 
                 ops: vec![FileOp::Put {
                     path: path.clone(),
                     bytes: after,
+                    mode: None,
                 }],
             })
         }
@@ -248,7 +256,7 @@ pub fn apply(plan: &EffectPlan, ws: &Workspace) -> Result<(), ApplyError> {
     };
     for (done, op) in plan.ops.iter().enumerate() {
         let result = match op {
-            FileOp::Put { path, bytes } => ws.write_in(path, bytes, folder(path)),
+            FileOp::Put { path, bytes, mode } => ws.write_mode_in(path, bytes, folder(path), *mode),
             FileOp::Remove { path } => ws.remove_in(path, folder(path)),
             FileOp::Rename { from, to } => ws.rename_in(from, to, (folder(from), folder(to))),
         };
@@ -257,7 +265,7 @@ pub fn apply(plan: &EffectPlan, ws: &Workspace) -> Result<(), ApplyError> {
             return Err(ApplyError { error, untouched });
         }
         crate::fault::record_effect(&match op {
-            FileOp::Put { path, bytes } => format!("Put {path} sha256:{}", Digest::of(bytes)),
+            FileOp::Put { path, bytes, .. } => format!("Put {path} sha256:{}", Digest::of(bytes)),
             FileOp::Remove { path } => format!("Remove {path}"),
             FileOp::Rename { from, to } => format!("Rename {from} -> {to}"),
         });

@@ -8,7 +8,7 @@ pub mod fetch;
 mod pure;
 pub mod shell;
 pub use effect::{
-    apply, mode_line, mode_note, plan, plan_files, post_image, ApplyError, EffectPlan,
+    apply, mode_line, mode_note, plan, plan_files, post_image, ApplyError, EffectPlan, FileOp,
 };
 pub use pure::{describe, run_pure, ReadGuard};
 

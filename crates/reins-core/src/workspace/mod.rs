@@ -363,11 +363,23 @@ impl Workspace {
 
     /// [`Self::write`] in the folder `folder` names (`dev:ino`), when given.
     pub fn write_in(&self, rel: &RelPath, bytes: &[u8], folder: Option<&str>) -> Result<()> {
+        self.write_mode_in(rel, bytes, folder, None)
+    }
+
+    /// [`Self::write_in`] with the file's permission bits set to `mode` (a staged command's
+    /// result says them); None keeps an existing file's.
+    pub fn write_mode_in(
+        &self,
+        rel: &RelPath,
+        bytes: &[u8],
+        folder: Option<&str>,
+        mode: Option<u32>,
+    ) -> Result<()> {
         let parent = self
             .held_parent_bound(rel, true, folder)?
             .ok_or_else(|| JailError::NotFound { path: rel.parent() })?;
         let name = rel.file_name();
-        let keep_mode = if self.kind_allows_write(&parent, rel)? {
+        let existing = if self.kind_allows_write(&parent, rel)? {
             parent
                 .symlink_metadata(name)
                 .ok()
@@ -375,6 +387,8 @@ impl Workspace {
         } else {
             None
         };
+        // No set-id bits from a command's layer: only the permission bits land.
+        let keep_mode = mode.map(|m| m & 0o777).or(existing);
         let tmp = format!(".{name}.reins-tmp-{}", uuid::Uuid::now_v7().simple());
         let result = (|| {
             let mut options = OpenOptions::new();
