@@ -54,6 +54,12 @@ tool = "fs.write"
 args = { path = "after.txt", content = "written after the wait\n" }
 "#;
     let home = Home::new()?;
+    // A command whose point is its own time: shown and approved as a command, not staged.
+    std::fs::create_dir_all(home.config())?;
+    std::fs::write(
+        home.config().join("policy.toml"),
+        "[staging]\nnever = [\"sleep\"]\n",
+    )?;
     let ws = home.workspace("ws", &[("README.md", "x\n")])?;
     let run = home.queue_plan(SLOW, &ws)?;
     let app = App::launch(&home).await?;

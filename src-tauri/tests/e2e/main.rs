@@ -14,6 +14,7 @@ mod one_program;
 mod policy;
 mod remote;
 mod reviews;
+mod staged;
 mod team;
 mod tray;
 mod views;

@@ -165,7 +165,11 @@ pub async fn list(reins: &Reins, args: ListArgs, json: bool) -> reins_core::api:
             r.risk,
             if paused { "paused" } else { r.status.as_str() },
             &r.action_hash[..12.min(r.action_hash.len())],
-            r.reasons.first().map(String::as_str).unwrap_or("")
+            match &r.staged {
+                // What it did, in its own words, before why it needs a person.
+                Some(staged) => staged.as_str(),
+                None => r.reasons.first().map(String::as_str).unwrap_or(""),
+            }
         );
     }
     Ok(exit::DONE)
@@ -275,6 +279,10 @@ fn print_card(v: &ApprovalView) {
             "preview (as you edited it; this is what runs):",
             e.preview.as_str(),
         ),
+        None if r.staged.is_some() => (
+            "what the command did, staged in a copy of the workspace (exactly what approving applies):",
+            r.preview.as_str(),
+        ),
         None => ("preview (exactly what runs):", r.preview.as_str()),
     };
     println!("\n{title}");
@@ -294,7 +302,9 @@ fn print_card(v: &ApprovalView) {
         };
         println!("  {colored}");
     }
-    if let Some(how) = &r.runs {
+    if let Some(staged) = r.staged.as_ref().filter(|_| r.edited.is_none()) {
+        println!("\n{staged}: approving lands these changes; the command does not run again");
+    } else if let Some(how) = &r.runs {
         let shown = format!("how it will run: {how}");
         println!(
             "\n{}",

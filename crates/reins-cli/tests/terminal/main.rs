@@ -28,4 +28,5 @@ mod memory;
 mod model_server;
 mod review;
 mod serve;
+mod stage;
 mod team;

@@ -134,7 +134,16 @@ impl Drive<'_> {
                 resolved: &resolved,
             },
         );
-        let plan = match crate::tools::plan_files(&action, &self.ws) {
+        // A staged command approved as shown: its result lands as files; it does not run.
+        let staged = match (&action, &row.staged, &row.edited_action) {
+            (Action::Shell(_), Some(effect), None) => Some(effect),
+            _ => None,
+        };
+        let planned = match staged {
+            Some(effect) => self.staged_plan(effect, false).await.map(Some),
+            None => crate::tools::plan_files(&action, &self.ws).map_err(Into::into),
+        };
+        let plan = match planned {
             // The agent is told when what ran is a person's edit of what it proposed.
             Ok(p) if row.edited_action.is_some() => p.map(|mut p| {
                 p.summary = format!(
@@ -185,6 +194,17 @@ impl Drive<'_> {
             approval: Some(&row.id),
         };
         match bound {
+            // Files a staged result would land moved since: staged again, on a new card.
+            Bound::Stale(why_stale) if staged.is_some() => match &action {
+                Action::Shell(cmd) => self
+                    .park_command(&rec, cmd, Some((&row.id, &why_stale)))
+                    .await
+                    .map(Some),
+                _ => self
+                    .park(&rec, None, Some((&row.id, &why_stale)))
+                    .await
+                    .map(Some),
+            },
             Bound::Stale(why_stale) => self
                 .park(&rec, plan.as_ref(), Some((&row.id, &why_stale)))
                 .await

@@ -446,7 +446,8 @@ impl Engine {
         ws: &Workspace,
     ) -> Result<Option<String>> {
         let reviewed = &row.pre_images;
-        if reviewed.is_empty() {
+        // A staged card is made again by staging, when the run carries its approval out.
+        if reviewed.is_empty() || row.staged.is_some() {
             return Ok(None);
         }
         let paths: Vec<_> = reviewed

@@ -20,9 +20,9 @@ use super::DriveOutcome;
 
 /// A command as it will run: what `prepare_command` read from it.
 pub(super) struct PreparedCommand {
-    argv: Vec<String>,
+    pub(super) argv: Vec<String>,
     /// Its confinement, or why it runs without one.
-    confined: std::result::Result<crate::contain::Confined, String>,
+    pub(super) confined: std::result::Result<crate::contain::Confined, String>,
 }
 
 impl Drive<'_> {
@@ -58,8 +58,9 @@ impl Drive<'_> {
                 .map(|_| None);
         }
         // A command's argv and profile are fixed before its intent, which records the profile.
+        // A staged command's approved result is applied as files (the plan): it does not run.
         let command = match action {
-            Action::Shell(cmd) => Some(self.prepare_command(cmd)?),
+            Action::Shell(cmd) if plan.is_none() => Some(self.prepare_command(cmd)?),
             _ => None,
         };
         let profile = command
@@ -103,7 +104,12 @@ impl Drive<'_> {
                     post: &plan.post,
                     ..record(&[])
                 };
-                self.settle_effect(done, Ok(&plan.summary)).await?;
+                let result = if plan.failed {
+                    Err(&*plan.summary)
+                } else {
+                    Ok(&*plan.summary)
+                };
+                self.settle_effect(done, result).await?;
             }
             (Action::Shell(cmd), None) => {
                 let outcome = match command {
@@ -204,7 +210,7 @@ impl Drive<'_> {
     /// What a command runs as, read once: its argv, and the profile it runs under (the workspace
     /// writable minus its protected paths, no network unless a program on the card reaches it;
     /// none without a confinement helper).
-    fn prepare_command(&self, cmd: &ShellCommand) -> Result<PreparedCommand> {
+    pub(super) fn prepare_command(&self, cmd: &ShellCommand) -> Result<PreparedCommand> {
         use crate::action::shell::Sandbox;
         let analysis = cmd.analyse(self.place());
         let argv = cmd.argv(&analysis);

@@ -74,6 +74,7 @@ mod take;
 mod watch;
 mod work;
 mod settle;
+mod staging;
 pub mod stored;
 mod think;
 mod timeout;

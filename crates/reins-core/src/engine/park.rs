@@ -70,6 +70,17 @@ impl Drive<'_> {
         plan: Option<&EffectPlan>,
         supersedes: Option<(&str, &str)>,
     ) -> Result<DriveOutcome> {
+        self.park_staged(rec, plan, supersedes, None).await
+    }
+
+    /// [`Self::park`] for a staged command: the card keeps what approving applies.
+    pub(super) async fn park_staged(
+        &mut self,
+        rec: &StepRecord<'_>,
+        plan: Option<&EffectPlan>,
+        supersedes: Option<(&str, &str)>,
+        staged: Option<crate::stage::effect::StagedEffect>,
+    ) -> Result<DriveOutcome> {
         let verdict = rec.verdict;
         // Anything the policy did not judge is high risk.
         let risk = verdict.map_or(Risk::High, |v| v.risk);
@@ -115,6 +126,7 @@ impl Drive<'_> {
             on_timeout,
             paused_at: None,
             siblings_rejected: 0,
+            staged,
         };
         self.cp.current_step = Some(rec.seq);
         let checkpoint = self.checkpoint(
@@ -136,6 +148,7 @@ impl Drive<'_> {
                 policy: row.policy.clone(),
                 expires_at: row.expires_at,
                 on_timeout: Some(row.on_timeout),
+                staged: row.staged.as_ref().map(|s| s.said()),
             },
         );
         let mut change = Change::rows(rec.rows(StepStatus::AwaitingReview, None, now));

@@ -155,11 +155,19 @@ impl Drive<'_> {
                         self.use_grant(grant, seq, action_hash.as_str()).await?;
                         self.execute(&rec, action, plan, &resolved).await
                     }
-                    None => self.park(&rec, plan.as_ref(), None).await.map(Some),
+                    None => match action {
+                        Action::Shell(cmd) => self.park_command(&rec, cmd, None).await.map(Some),
+                        _ => self.park(&rec, plan.as_ref(), None).await.map(Some),
+                    },
                 }
             }
             Ruling::Run { preview, .. } => {
                 rec.preview = Some(preview);
+                if let Action::Shell(cmd) = action {
+                    if self.always_staged(cmd) {
+                        return self.park_command(&rec, cmd, None).await.map(Some);
+                    }
+                }
                 self.execute(&rec, action, plan.ok().flatten(), &resolved)
                     .await
             }

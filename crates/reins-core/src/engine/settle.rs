@@ -76,6 +76,9 @@ impl Drive<'_> {
             self.confirm_recovered(id, intent, &how).await?;
             return Ok((IntentStatus::Confirmed, how));
         }
+        if matches!(action, Action::Shell(_)) && !intent.pre_images.is_empty() {
+            return self.settle_staged(intent).await;
+        }
         if action.effect_class() == EffectClass::Pure || action.touched().is_empty() {
             return unknown("not a file effect; its outcome cannot be read from the disk".into());
         }
@@ -120,6 +123,60 @@ impl Drive<'_> {
                 "the files match neither the state before the effect nor the state after it; something else changed them".into(),
             ),
         }
+    }
+
+    /// A staged command's result, applied file by file when the process died: each file either
+    /// still holds what the journal recorded before or already holds its new bytes (every write is
+    /// atomic). The ones still before are applied, once; anything else is a person's to decide.
+    async fn settle_staged(&mut self, intent: &intents::IntentRow) -> Result<(IntentStatus, String)> {
+        let unknown = |why: String| Ok((IntentStatus::Unknown, why));
+        let id: IntentId = intent
+            .id
+            .parse()
+            .map_err(|_| StoreError::Invalid(format!("intent id {:?}", intent.id)))?;
+        let pool = self.e.store.pool();
+        let card = crate::store::approvals::latest_for_step(pool, self.run, intent.step_seq).await?;
+        let Some(effect) = card.and_then(|c| c.staged) else {
+            return unknown("a staged result whose card is gone; its files cannot be settled".into());
+        };
+        for img in &intent.pre_images {
+            if let Ok(rel) = crate::workspace::RelPath::parse(&img.path) {
+                self.ws.remove_leftover_temps(&rel);
+            }
+        }
+        let plan = match self.staged_plan(&effect, true).await {
+            Ok(p) => p,
+            Err(e) => return unknown(format!("the staged result cannot be planned again: {e}")),
+        };
+        let before: std::collections::BTreeMap<&str, &Option<crate::digest::Digest>> = intent
+            .pre_images
+            .iter()
+            .map(|i| (i.path.as_str(), &i.sha256))
+            .collect();
+        if let Some(moved) = plan
+            .pre
+            .iter()
+            .find(|img| before.get(img.path.as_str()) != Some(&&img.sha256))
+        {
+            return unknown(format!(
+                "{} holds neither what it held before the staged result nor its new bytes; something else changed it",
+                moved.path
+            ));
+        }
+        let how = if plan.ops.is_empty() {
+            "recovered: every file already held the staged result; confirmed without applying it again".to_owned()
+        } else {
+            if let Err(e) = tools::apply(&plan, &self.ws) {
+                return unknown(format!("applying the rest of the staged result failed: {e}"));
+            }
+            format!(
+                "recovered: {} of {} files still held what they held before; applied those once",
+                plan.ops.len(),
+                intent.pre_images.len()
+            )
+        };
+        self.confirm_recovered(id, intent, &how).await?;
+        Ok((IntentStatus::Confirmed, how))
     }
 
     /// Records a settled effect: intent and step. The agent hears of it when it proposes the step

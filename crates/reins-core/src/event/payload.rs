@@ -190,6 +190,9 @@ pub struct ApprovalRequested {
     /// What the review becomes at `expires_at` (absent in reviews opened before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_timeout: Option<crate::approval::OnTimeout>,
+    /// A staged command's card: how it was staged and what it did (absent: not staged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub staged: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

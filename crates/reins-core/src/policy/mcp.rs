@@ -194,3 +194,46 @@ arguments = { path = "/work/ws/notes/**" }
         Ok(())
     }
 }
+
+/// What a rule asks of an MCP call.
+#[derive(Clone, Debug, Default)]
+pub(super) struct McpMatch {
+    pub(super) server: Option<globset::GlobMatcher>,
+    pub(super) tool: Option<globset::GlobMatcher>,
+    pub(super) arguments: Vec<(String, globset::GlobMatcher)>,
+    pub(super) trust_read_only: bool,
+}
+
+impl McpMatch {
+    pub(super) fn is_empty(&self) -> bool {
+        self.server.is_none()
+            && self.tool.is_none()
+            && self.arguments.is_empty()
+            && !self.trust_read_only
+    }
+
+    pub(super) fn matches(&self, call: &crate::action::McpCall) -> bool {
+        if self.server.as_ref().is_some_and(|g| !g.is_match(&call.server))
+            || self.tool.as_ref().is_some_and(|g| !g.is_match(&call.tool))
+        {
+            return false;
+        }
+        if self.trust_read_only && call.hints.read_only != Some(true) {
+            return false;
+        }
+        self.arguments.iter().all(|(name, glob)| {
+            match call.arguments.get(name) {
+                Some(serde_json::Value::String(s)) => glob.is_match(s),
+                Some(serde_json::Value::Array(items)) => {
+                    !items.is_empty()
+                        && items.iter().all(|v| match v {
+                            serde_json::Value::String(s) => glob.is_match(s),
+                            other => glob.is_match(other.to_string()),
+                        })
+                }
+                Some(other) => glob.is_match(other.to_string()),
+                None => false,
+            }
+        })
+    }
+}

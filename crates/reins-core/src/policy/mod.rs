@@ -7,7 +7,6 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::Serialize;
 
 use crate::text;
 use crate::action::Action;
@@ -21,81 +20,15 @@ pub mod programs;
 pub mod protected;
 pub mod rules;
 pub mod shell;
+pub mod staging;
+pub mod verdict;
 
 pub use protected::Protected;
+pub use verdict::{Decision, Risk, Verdict};
 pub use rules::{OnTimeout, PolicyError, RuleSet};
 
 #[cfg(test)]
 mod tests;
-
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub enum Risk {
-    Low,
-    Medium,
-    High,
-}
-
-impl Risk {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Risk::Low => "low",
-            Risk::Medium => "medium",
-            Risk::High => "high",
-        }
-    }
-}
-
-impl std::fmt::Display for Risk {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(feature = "specta", derive(specta::Type))]
-pub enum Decision {
-    Allow,
-    Ask,
-    Deny,
-}
-
-impl Decision {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Allow => "allow",
-            Decision::Ask => "ask",
-            Decision::Deny => "deny",
-        }
-    }
-}
-
-/// A decision and the plain-language reasons for it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct Verdict {
-    pub risk: Risk,
-    pub decision: Decision,
-    pub reasons: Vec<String>,
-    /// For a shell command: each simple command with its own risk.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub segments: Vec<shell::Segment>,
-    /// What its review becomes at the timeout, where a rule says (else the policy's default).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub on_timeout: Option<OnTimeout>,
-}
 
 /// What the policy may look at besides the action itself.
 #[derive(Clone, Copy, Debug)]
@@ -133,6 +66,10 @@ pub trait Policy: Send + Sync {
     /// The programs the person switched confinement off for (their own policy file only).
     fn unconfined_programs(&self) -> Vec<String> {
         Vec::new()
+    }
+    /// Which commands are never, or always, staged (`[staging]`, their own policy file only).
+    fn staging(&self) -> staging::Staging {
+        staging::Staging::default()
     }
 }
 
@@ -519,6 +456,10 @@ impl Policy for RulePolicy {
 
     fn unconfined_programs(&self) -> Vec<String> {
         self.user_rules().unconfined_programs().to_vec()
+    }
+
+    fn staging(&self) -> staging::Staging {
+        self.user_rules().staging().clone()
     }
 
     fn protected(&self) -> &Protected {

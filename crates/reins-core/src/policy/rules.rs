@@ -22,6 +22,11 @@
 //! unconfined_programs = ["docker"] # these run outside the sandbox: high risk, reviewed each
 //!                                # time, never covered by a lasting grant. Yours only, too.
 //!
+//! [staging]                      # commands that need review run first in a copy of the
+//! never = ["git push", "deploy"] # workspace; these are shown and approved as commands instead;
+//! always = ["make"]              # these are staged and reviewed even where a rule allows them.
+//!                                # A program, or a program and its first words. Yours only.
+//!
 //! [[rules]]
 //! decision = "allow"             # allow | ask | deny
 //! tool = "shell.exec"            # a glob over tool names: "fs.*"
@@ -61,6 +66,7 @@
 use globset::{Glob, GlobMatcher};
 use serde::{Deserialize, Serialize};
 
+use super::mcp::McpMatch;
 use super::{Assessment, Decision};
 use crate::digest::Digest;
 use crate::action::Action;
@@ -84,6 +90,8 @@ struct File {
     containment: Option<Containment>,
     #[serde(default)]
     budget: Option<crate::budget::BudgetToml>,
+    #[serde(default)]
+    staging: Option<super::staging::Staging>,
     #[serde(default)]
     rules: Vec<RuleText>,
 }
@@ -151,49 +159,6 @@ struct RuleText {
     trust_read_only: bool,
     on_timeout: Option<OnTimeout>,
     reason: Option<String>,
-}
-
-/// What a rule asks of an MCP call.
-#[derive(Clone, Debug, Default)]
-struct McpMatch {
-    server: Option<GlobMatcher>,
-    tool: Option<GlobMatcher>,
-    arguments: Vec<(String, GlobMatcher)>,
-    trust_read_only: bool,
-}
-
-impl McpMatch {
-    fn is_empty(&self) -> bool {
-        self.server.is_none()
-            && self.tool.is_none()
-            && self.arguments.is_empty()
-            && !self.trust_read_only
-    }
-
-    fn matches(&self, call: &crate::action::McpCall) -> bool {
-        if self.server.as_ref().is_some_and(|g| !g.is_match(&call.server))
-            || self.tool.as_ref().is_some_and(|g| !g.is_match(&call.tool))
-        {
-            return false;
-        }
-        if self.trust_read_only && call.hints.read_only != Some(true) {
-            return false;
-        }
-        self.arguments.iter().all(|(name, glob)| {
-            match call.arguments.get(name) {
-                Some(serde_json::Value::String(s)) => glob.is_match(s),
-                Some(serde_json::Value::Array(items)) => {
-                    !items.is_empty()
-                        && items.iter().all(|v| match v {
-                            serde_json::Value::String(s) => glob.is_match(s),
-                            other => glob.is_match(other.to_string()),
-                        })
-                }
-                Some(other) => glob.is_match(other.to_string()),
-                None => false,
-            }
-        })
-    }
 }
 
 #[derive(Clone, Debug)]
@@ -275,6 +240,7 @@ pub struct RuleSet {
     unconfined_commands: Unconfined,
     unconfined_programs: Vec<String>,
     budget: crate::budget::Budget,
+    staging: super::staging::Staging,
     digest: Option<Digest>,
 }
 
@@ -392,6 +358,7 @@ impl RuleSet {
                 .containment
                 .and_then(|c| c.unconfined_programs)
                 .unwrap_or_default(),
+            staging: file.staging.unwrap_or_default().checked(origin)?,
             digest: Some(Digest::of(text.as_bytes())),
         })
     }
@@ -419,6 +386,7 @@ impl RuleSet {
         self.on_timeout = None;
         self.unconfined_commands = Unconfined::Review;
         self.unconfined_programs.clear();
+        self.staging = super::staging::Staging::default();
         self.budget = crate::budget::Budget::default();
         self
     }
@@ -447,6 +415,10 @@ impl RuleSet {
 
     pub fn unconfined_programs(&self) -> &[String] {
         &self.unconfined_programs
+    }
+
+    pub fn staging(&self) -> &super::staging::Staging {
+        &self.staging
     }
 }
 

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::contain::stage::{Entry, Export, BLOBS, EXPORT_FILE};
 use crate::digest::Digest;
 
+pub mod effect;
 pub mod plan;
 pub mod run;
 #[cfg(test)]

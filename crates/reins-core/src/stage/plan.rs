@@ -34,6 +34,7 @@ impl Staged {
                 pre: Vec::new(),
                 post: Vec::new(),
                 pre_bytes: Vec::new(),
+                failed: false,
                 ops: Vec::new(),
                 preview: String::new(),
                 summary: String::new(),

@@ -52,10 +52,22 @@ pub fn stage(
     cap_bytes: u64,
 ) -> Result<StagedRun, StagedError> {
     let io = |e: std::io::Error| StagedError::io(workspace, e);
-    let mut layer = setup
+    let layer = setup
         .prepare(workspace, |p| Profile::command(p, false))
         .map_err(io)?
         .ok_or(StagedError::NoHelper)?;
+    stage_confined(layer, workspace, argv, timeout, cap_bytes)
+}
+
+/// [`stage`] with the confinement already prepared (a command's, without network).
+pub fn stage_confined(
+    mut layer: Confined,
+    workspace: &Path,
+    argv: &[String],
+    timeout: Duration,
+    cap_bytes: u64,
+) -> Result<StagedRun, StagedError> {
+    let io = |e: std::io::Error| StagedError::io(workspace, e);
     layer.stage(workspace, cap_bytes).map_err(io)?;
     let outcome = shell::run(argv, workspace, timeout, Ok(&layer), |_| {}).map_err(io)?;
     let Some(out) = layer.stage_out() else {

@@ -12,6 +12,7 @@ use crate::ids::RunId;
 use crate::journal::FileImage;
 use crate::policy::{shell::Segment, Risk};
 use crate::action::RecordedCall;
+use crate::stage::effect::StagedEffect;
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct ApprovalRow {
@@ -57,6 +58,9 @@ pub struct ApprovalRow {
     pub paused_at: Option<i64>,
     /// A rejection that also refused this many calls queued after it in the same turn.
     pub siblings_rejected: i64,
+    /// A staged command's card: what approving applies (None: not staged).
+    #[sqlx(try_from = "JsonOpt<StagedEffect>")]
+    pub staged: Option<StagedEffect>,
 }
 
 impl Stored for ApprovalRow {
@@ -90,8 +94,8 @@ pub async fn insert(tx: &mut Tx, a: &ApprovalRow) -> Result<()> {
     sqlx::query(
         "INSERT INTO approvals (id, run_id, step_seq, tool, action, action_hash, risk, reasons, segments,
             preview, preview_sha256, pre_images, context, policy, status, created_at, expires_at,
-            on_timeout, paused_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)",
+            on_timeout, paused_at, staged)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)",
     )
     .bind(&a.id)
     .bind(a.run_id)
@@ -112,6 +116,7 @@ pub async fn insert(tx: &mut Tx, a: &ApprovalRow) -> Result<()> {
     .bind(a.expires_at)
     .bind(a.on_timeout)
     .bind(a.paused_at)
+    .bind(a.staged.as_ref().map(Json))
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -149,6 +149,7 @@ json_fields!(
     crate::context::Manifest,
     crate::compat::Compat,
     crate::resume::RecoverySummary,
+    crate::stage::effect::StagedEffect,
 );
 
 /// A unit enum's stored text: its serde name (snake_case), as it has always been stored.

@@ -31,6 +31,9 @@ pub struct EffectPlan {
     pub preview: String,
     /// The text the agent gets back once the effect is confirmed.
     pub summary: String,
+    /// The effect lands a staged command's result and that command failed: the step reports
+    /// the failure (its output), though its files landed as approved.
+    pub failed: bool,
 }
 
 fn image(path: &RelPath, bytes: Option<&[u8]>) -> FileImage {
@@ -114,6 +117,7 @@ fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> 
                     new.len(),
                     Digest::of(new).short()
                 ),
+                failed: false,
                 pre_bytes: old.into_iter().collect(),
                 ops: vec![FileOp::Put {
                     path: path.clone(),
@@ -139,6 +143,7 @@ fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> 
                 post: vec![image(path, Some(&after))],
                 preview: diff::unified(path.as_str(), Some(&before), Some(&after)),
                 summary: format!("edited {path} (sha256 {})", Digest::of(&after).short()),
+                failed: false,
                 pre_bytes: vec![before],
                 ops: vec![FileOp::Put {
                     path: path.clone(),
@@ -159,6 +164,7 @@ fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> 
                     "deleted {path} ({} bytes; restorable by rollback)",
                     before.len()
                 ),
+                failed: false,
                 pre_bytes: vec![before],
                 ops: vec![FileOp::Remove { path: path.clone() }],
             })
@@ -187,6 +193,7 @@ fn plan_bytes(action: &Action, ws: &Workspace) -> Result<EffectPlan, ToolError> 
                     bytes.len()
                 ),
                 summary: format!("moved {from} to {to}"),
+                failed: false,
                 pre_bytes: vec![bytes],
                 ops: vec![FileOp::Rename {
                     from: from.clone(),
@@ -269,6 +276,10 @@ pub fn apply(plan: &EffectPlan, ws: &Workspace) -> Result<(), ApplyError> {
             FileOp::Remove { path } => format!("Remove {path}"),
             FileOp::Rename { from, to } => format!("Rename {from} -> {to}"),
         });
+        if done == 0 && plan.ops.len() > 1 {
+            // Killed with one file of several written (a staged result applies file by file).
+            crate::fault_point!("between_files");
+        }
     }
     Ok(())
 }

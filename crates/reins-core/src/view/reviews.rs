@@ -84,6 +84,10 @@ pub struct ApprovalView {
     pub paused_at: Option<i64>,
     /// A rejection that refused this many calls queued after it as well.
     pub siblings_rejected: i64,
+    /// A staged command: how it was staged and what it did ("staged (overlay in a user
+    /// namespace): changes 2 files, creates 1, deletes none; no network used"); approving applies
+    /// the diff in the preview and the command does not run again.
+    pub staged: Option<String>,
     pub decided_at: Option<i64>,
     pub decided_by: Option<String>,
     /// The reject reason, or a note with the approval.
@@ -129,6 +133,7 @@ impl ApprovalView {
             on_timeout,
             paused_at,
             siblings_rejected,
+            staged,
         } = row;
         let action = ActionView::from(action);
         let edited = match (edited_action, edited_hash, edited_preview) {
@@ -166,6 +171,7 @@ impl ApprovalView {
             on_timeout,
             paused_at,
             siblings_rejected,
+            staged: staged.map(|s| s.said()),
             decided_at,
             decided_by,
             note,

@@ -2,7 +2,7 @@ import { useState, type ReactNode } from "react";
 import type { ApprovalView } from "../../lib/ipc/bindings";
 import { ago, shortId, time } from "../../lib/format";
 import { setUi } from "../../lib/store";
-import { Preview, RiskBadge } from "./Preview";
+import { isStaged, Preview, RiskBadge } from "./Preview";
 
 /** What the agent wants to do, why, and exactly what will change — readable in seconds. */
 export function Card({ a, runName, children }: { a: ApprovalView; runName: string; children: ReactNode }) {
@@ -53,9 +53,9 @@ export function Card({ a, runName, children }: { a: ApprovalView; runName: strin
       </section>
 
       <section className="preview">
-        <h3>{a.edited ? "As you edited it (this is what runs)" : a.tool.startsWith("fs.") && a.tool !== "fs.read" ? "Exactly what will change" : "Exactly what will run"}</h3>
+        <h3>{a.edited ? "As you edited it (this is what runs)" : isStaged(a) ? "What the command did, staged in a copy of the workspace" : a.tool.startsWith("fs.") && a.tool !== "fs.read" ? "Exactly what will change" : "Exactly what will run"}</h3>
         <Preview a={a} />
-        {a.runs && (
+        {a.runs && !isStaged(a) && (
           <div className={a.runs.startsWith("confined") ? "muted small" : "error small"} data-testid="card-runs">
             How it will run: {a.runs}
           </div>

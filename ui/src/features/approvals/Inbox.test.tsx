@@ -45,6 +45,7 @@ function approval(over: Partial<ApprovalView> = {}): ApprovalView {
     onTimeout: "pause",
     pausedAt: null,
     siblingsRejected: 0,
+    staged: null,
     decidedAt: null,
     decidedBy: null,
     note: null,
@@ -183,6 +184,32 @@ describe("approvals inbox", () => {
     const args = fake.calls.find((c) => c.name === "approve")?.args[1] as { scope: string; editedArgs: Record<string, unknown> };
     expect(args.scope).toBe("once");
     expect(args.editedArgs).toEqual({ argv: ["curl", "https://example.com"], timeout_s: 120, sandbox: "network" });
+  });
+
+  it("a staged command's card shows what it did, and that approving applies that without running it again", async () => {
+    mount([approval({
+      tool: "shell.exec",
+      action: { tool: "shell.exec", args: { command: "make", timeout_s: 120 } },
+      subject: "make",
+      runs: "confined (Landlock ABI 7, seccomp): no network, writes inside the workspace",
+      staged: "staged (overlay in a user namespace): changes 1 file, creates 1, deletes none; no network used",
+      preview:
+        "staged `make` (overlay in a user namespace): changes 1 file, creates 1, deletes none; no network used\n" +
+        "approving applies exactly these changes; the command does not run again\n" +
+        "--- a/VERSION\n+++ b/VERSION\n@@ -1,1 +1,1 @@\n-v1\n+v2\n" +
+        "run.sh: mode 644 → 755\n" +
+        "--- the staged run\nexit code 0 after 0.4 s: built\n",
+    })]);
+    const line = await screen.findByTestId("staged-line");
+    expect(line.textContent).toContain("changes 1 file, creates 1");
+    expect(line.textContent).toContain("the command does not run again");
+    expect(screen.getByTestId("command").textContent).toContain("make");
+    expect(document.querySelector(".staged-notes")?.textContent).toBe("run.sh: mode 644 → 755");
+    const added = document.querySelectorAll(".diff-line.add");
+    expect(Array.from(added).some((l) => l.textContent?.includes("v2"))).toBe(true);
+    expect(screen.getByTestId("staged-output").textContent).toContain("exit code 0");
+    expect(screen.queryByTestId("card-runs")).toBeNull();
+    expect(document.querySelector(".staged-chip")?.textContent).toBe("staged");
   });
 
   it("a file change offers no network choice", async () => {

@@ -180,7 +180,7 @@ export function Inbox() {
                   setChecked(s);
                 }} />
               <div>
-                <div><RiskBadge risk={a.risk} /> <span className="tool">{a.tool}</span></div>
+                <div><RiskBadge risk={a.risk} /> <span className="tool">{a.tool}</span>{a.staged && <span className="chip staged-chip" title={a.staged}>staged</span>}</div>
                 <code className="target">{a.subject}</code>
                 <div className="muted">{names.get(a.runId) ?? shortId(a.runId)} · {a.agent} · {ago(a.createdAt)}</div>
               </div>

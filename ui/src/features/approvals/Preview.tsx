@@ -69,9 +69,43 @@ function HttpView({ a }: { a: ApprovalView }) {
   );
 }
 
+/** Whether approving applies what the command did when staged (it does not run again). */
+export function isStaged(a: ApprovalView): boolean {
+  return a.tool === "shell.exec" && !!a.staged && !a.edited;
+}
+
+/** The lines of a staged diff that are no hunk: mode changes, binaries, folders, links. */
+function notes(diff: string): string[] {
+  return diff.split("\n").filter((l) => l !== "" && !/^(---|\+\+\+|@@|[-+ \\])/.test(l));
+}
+
+/** A staged command: what it did in a copy of the workspace, which approving applies as it is. */
+function StagedView({ a }: { a: ApprovalView }) {
+  const [head, run = ""] = a.preview.split("\n--- the staged run\n");
+  const diff = head.split("\n").slice(2).join("\n");
+  const other = notes(diff);
+  return (
+    <div className="staged" data-testid="staged">
+      <CommandView a={a} />
+      <p className="staged-line" data-testid="staged-line">
+        {a.staged}. Approving applies exactly these changes; the command does not run again.
+      </p>
+      {other.length > 0 && (
+        <ul className="staged-notes">{other.map((n, i) => <li key={i}><Visible text={n} /></li>)}</ul>
+      )}
+      {diff.includes("@@") ? <DiffView preview={diff} /> : other.length === 0 && <p className="muted">It changed no file.</p>}
+      <details className="staged-run">
+        <summary>Its exit status and output</summary>
+        <pre className="command-text" data-testid="staged-output"><Visible text={run} /></pre>
+      </details>
+    </div>
+  );
+}
+
 /** The exact thing that runs on approval: a diff, a parsed command, or an HTTP request. */
 export function Preview({ a }: { a: ApprovalView }) {
   const preview = a.edited?.preview ?? a.preview;
+  if (isStaged(a)) return <StagedView a={a} />;
   if (a.tool === "shell.exec") return <CommandView a={a} />;
   if (a.tool === "http.fetch") return <HttpView a={a} />;
   if (a.tool.startsWith("fs.") && preview.includes("@@")) return <DiffView preview={preview} />;

@@ -255,6 +255,12 @@ export type ApprovalView = {
 	pausedAt: number | null,
 	/**  A rejection that refused this many calls queued after it as well. */
 	siblingsRejected: number,
+	/**
+	 *  A staged command: how it was staged and what it did ("staged (overlay in a user
+	 *  namespace): changes 2 files, creates 1, deletes none; no network used"); approving applies
+	 *  the diff in the preview and the command does not run again.
+	 */
+	staged: string | null,
 	decidedAt: number | null,
 	decidedBy: string | null,
 	/**  The reject reason, or a note with the approval. */

@@ -16,6 +16,7 @@ mod hostile;
 mod lifecycle;
 mod opencode;
 mod qwen;
+mod staged;
 mod watched;
 
 /// Where `scripts/agents` installs the pinned agents.

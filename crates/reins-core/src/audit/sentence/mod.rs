@@ -297,11 +297,12 @@ impl Kind {
                     .unwrap_or_default()
             ),
             Kind::ApprovalRequested(p) => format!(
-                "Step {} waits for review: {} ({} risk){}",
+                "Step {} waits for review: {} ({} risk){}{}",
                 p.step,
                 approval(&p.approval),
                 words(&p.risk),
-                because(&p.reasons)
+                because(&p.reasons),
+                p.staged.as_ref().map(|s| format!("; {s}")).unwrap_or_default()
             ),
             Kind::ApprovalWaiting(p) => format!(
                 "Step {} waits for its review again: {}",

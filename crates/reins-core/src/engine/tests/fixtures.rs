@@ -77,6 +77,7 @@ pub fn image(path: &str, bytes: Option<&[u8]>) -> FileImage {
 /// The plan of writing `new` over `old` at `path`, with a diff as its preview.
 pub fn plan(path: &str, old: Option<&[u8]>, new: &[u8]) -> EffectPlan {
     EffectPlan {
+        failed: false,
         pre: vec![image(path, old)],
         post: vec![image(path, Some(new))],
         pre_bytes: old.map(<[u8]>::to_vec).into_iter().collect(),
@@ -172,6 +173,7 @@ pub fn approval(status: Status, expires_at: i64) -> ApprovalRow {
         on_timeout: crate::approval::OnTimeout::Deny,
         paused_at: None,
         siblings_rejected: 0,
+        staged: None,
     }
 }
 
