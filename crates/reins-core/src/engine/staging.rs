@@ -51,6 +51,15 @@ impl Drive<'_> {
         if confined.profile.network != crate::contain::profile::Network::None {
             return Ok(Staging::Off);
         }
+        // A command's own time passes before its card exists: say why nothing shows yet.
+        self.obs.on(&crate::progress::Progress::Waiting {
+            state: crate::run::RunState::Running,
+            reason: format!(
+                "staging `{}` in a copy of the workspace before its review (up to {} s)",
+                cmd.display(),
+                cmd.timeout_s
+            ),
+        });
         let root = self.ws.root().to_owned();
         let argv = prepared.argv;
         let timeout = std::time::Duration::from_secs(cmd.timeout_s);
