@@ -58,6 +58,7 @@ pub fn approve_once() -> ApproveRequest {
         note: None,
         expect_hash: None,
         by: "user:test".into(),
+        leave_out: Vec::new(),
     }
 }
 

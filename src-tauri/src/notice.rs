@@ -105,6 +105,7 @@ async fn decide(reins: &Reins, id: &str, hash: &str, approve: bool, what: &str) 
             note: None,
             expect_hash: Some(hash.to_owned()),
             by,
+            leave_out: Vec::new(),
         };
         reins
             .approve(id, req)

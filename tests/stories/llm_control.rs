@@ -64,6 +64,7 @@ async fn an_approved_write_lands_and_a_rejection_reaches_the_model() -> anyhow::
         note: None,
         expect_hash: None,
         by: "user:test".into(),
+        leave_out: Vec::new(),
     };
     s.reins.approve(&pending[0].id, approve).await?;
     let outcome = s.settle(run, &Silent).await?;

@@ -77,6 +77,7 @@ async fn approve(s: &Setup, run: RunId) -> anyhow::Result<()> {
                 note: None,
                 expect_hash: None,
                 by: "user:test".into(),
+                leave_out: Vec::new(),
             },
         )
         .await?;

@@ -233,6 +233,7 @@ async fn wake_ups(cluster: &reins_testpg::Cluster, listen: bool, rounds: usize) 
                     note: None,
                     expect_hash: None,
                     by: "user:bench".into(),
+                    leave_out: Vec::new(),
                 },
             )
             .await

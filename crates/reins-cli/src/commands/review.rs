@@ -69,6 +69,10 @@ pub struct ApproveArgs {
     /// lasting grant.
     #[arg(long, conflicts_with_all = ["edit", "pattern"])]
     unconfined: bool,
+    /// A staged command's card: leave this file (or folder) out of what lands; repeat for more.
+    /// The audit log records what was left out.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["edit", "with_network", "unconfined"])]
+    leave_out: Vec<String>,
     /// A note for the record (audit log).
     #[arg(long, value_name = "TEXT")]
     note: Option<String>,
@@ -407,6 +411,11 @@ pub async fn approve(
     json: bool,
 ) -> reins_core::api::Result<u8> {
     if args.ids.len() > 1 {
+        if !args.leave_out.is_empty() {
+            return Err(Error::Invalid(
+                "--leave-out is for one staged card at a time".into(),
+            ));
+        }
         return approve_together(reins, args, json).await;
     }
     let (id, shown) = card_of(args.ids.first().map(String::as_str).unwrap_or_default());
@@ -442,6 +451,7 @@ pub async fn approve(
                 note: args.note,
                 expect_hash: args.hash,
                 by: who(),
+                leave_out: args.leave_out,
             },
         )
         .await?;
@@ -459,6 +469,9 @@ pub async fn approve(
             a.tool,
             a.scope.map_or("once", |s| s.as_str())
         );
+        if let Some(staged) = a.staged.as_ref().filter(|s| s.contains("left out")) {
+            println!("  {staged}");
+        }
         if let Some(e) = &a.edited {
             let risk = e.risk.map_or("unknown".to_owned(), |r| r.to_string());
             println!("  your edit is rated {} risk:", risk.to_uppercase());

@@ -341,3 +341,48 @@ fn the_policy_says_which_commands_are_never_and_always_staged() -> anyhow::Resul
     );
     Ok(())
 }
+
+/// Edit-then-approve for a staged card: the person leaves a folder out of what lands, and the
+/// audit log records it; a path the command did not change is refused.
+#[test]
+fn files_left_out_of_a_staged_result_do_not_land_and_the_audit_log_says_which() -> anyhow::Result<()>
+{
+    let cli = Cli::new()?;
+    let plan = setup(&cli, "make")?;
+    let card = card(&cli, &plan)?;
+    let id = card["id"].as_str().unwrap_or_default();
+    let out = cli
+        .strict_cmd()
+        .args(["approve", id, "--leave-out", "README.md"])
+        .output()?;
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("not among the files"), "{}", text(&out));
+
+    let out = cli
+        .strict_cmd()
+        .args(["approve", id, "--leave-out", "gen/", "--drive"])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("left out by the reviewer: gen"),
+        "{}",
+        text(&out)
+    );
+    let ws = cli.ws();
+    assert!(!ws.join("gen/stamp").exists(), "left out");
+    assert_eq!(std::fs::read_to_string(ws.join("VERSION"))?, "v2\n");
+    assert!(!ws.join("old.txt").exists());
+    let approved = cli.events("approval.approved")?;
+    assert_eq!(
+        approved[0]["leftOut"],
+        serde_json::json!(["gen"]),
+        "{approved:#?}"
+    );
+    let listed = cli.run(&["audit", "list", "--kind", "approval.approved"])?;
+    assert!(
+        text(&listed).contains("leaving out gen"),
+        "{}",
+        text(&listed)
+    );
+    Ok(())
+}

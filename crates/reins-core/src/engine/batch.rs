@@ -93,7 +93,7 @@ impl Engine {
             };
             changes.push((
                 row.run_id,
-                approved(&row, by, Some(said), Scope::Once, None)
+                approved(&row, by, Some(said), Scope::Once, None, Vec::new())
                     .moving(crate::store::write::Transition::Decided),
             ));
             rows.push(row);

@@ -162,10 +162,20 @@ impl Drive<'_> {
             }
         };
         let now_pre = plan.as_ref().map(|p| p.pre.as_slice()).unwrap_or(&[]);
+        // A staged result is bound to the files it still lands (the person may have left some out).
+        let reviewed: Vec<_> = match staged {
+            Some(effect) => row
+                .pre_images
+                .iter()
+                .filter(|i| effect.files.iter().any(|f| f.path == i.path))
+                .cloned()
+                .collect(),
+            None => row.pre_images.clone(),
+        };
         let bound = decide::bind(
             approved_hash,
             &hash,
-            &row.pre_images,
+            &reviewed,
             now_pre,
             row.approved_verdict(),
             &verdict,

@@ -39,6 +39,8 @@ pub struct ApproveRequest {
     /// The action hash the person saw; refused if the approval now holds another.
     pub expect_hash: Option<String>,
     pub by: String,
+    /// A staged command's files (or folders) the person leaves out of what lands.
+    pub leave_out: Vec<String>,
 }
 
 /// A decision as stored (the door turns it into its view).
@@ -100,6 +102,7 @@ pub(super) fn approved(
     note: Option<String>,
     scope: Scope,
     edit: Option<Edit>,
+    left_out: Vec<String>,
 ) -> Change {
     Change::rows(vec![Write::ApprovalDecided {
         id: row.id.clone(),
@@ -122,6 +125,7 @@ pub(super) fn approved(
             risk: row.risk,
             scope,
             note,
+            left_out,
         },
     ))
 }
@@ -226,7 +230,15 @@ impl Engine {
                 })
             }
         };
-        let mut change = approved(&row, &req.by, req.note.clone(), req.scope, edit.clone());
+        let leaving = super::staging::leaving_out(&row, &req)?;
+        let left_out = leaving.as_ref().map(|s| s.left_out.clone()).unwrap_or_default();
+        let mut change = approved(&row, &req.by, req.note.clone(), req.scope, edit.clone(), left_out);
+        if let Some(staged) = leaving {
+            change.rows.push(Write::StagedLeftOut {
+                id: row.id.clone(),
+                staged: Box::new(staged),
+            });
+        }
         if let Some(edit) = &edit {
             change.events.push(audit::Event::new(
                 Actor::User,

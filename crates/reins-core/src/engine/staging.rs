@@ -188,6 +188,23 @@ impl Drive<'_> {
     }
 }
 
+/// The staged result without the files `req` leaves out; None when it leaves none out. Refused
+/// for a card that is not a staged command's, for an edit, and for a path it does not change.
+pub(super) fn leaving_out(
+    row: &crate::store::approvals::ApprovalRow,
+    req: &super::ApproveRequest,
+) -> Result<Option<StagedEffect>> {
+    if req.leave_out.is_empty() {
+        return Ok(None);
+    }
+    let Some(staged) = row.staged.as_ref().filter(|_| req.edited.is_none()) else {
+        return Err(Error::Invalid(
+            "only a staged command's files can be left out, and not together with an edit".into(),
+        ));
+    };
+    staged.leaving_out(&req.leave_out).map(Some).map_err(Error::Invalid)
+}
+
 fn staged_error(e: StagedError) -> Error {
     Error::Io {
         context: "applying a staged result".into(),

@@ -271,6 +271,7 @@ mod tests {
                 risk: Risk::High,
                 scope: Scope::Once,
                 note: None,
+                left_out: Vec::new(),
             },
         );
         assert_eq!(e.kind.name(), "approval.approved");

@@ -224,6 +224,19 @@ pub struct Approved {
     pub risk: Risk,
     pub scope: Scope,
     pub note: Option<String>,
+    /// A staged command's files the person left out: they do not land.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+}
+
+impl Approved {
+    /// ", leaving out a.txt, gen/" for the sentence; empty when nothing was left out.
+    pub fn left_out_said(&self) -> String {
+        match self.left_out.as_slice() {
+            [] => String::new(),
+            paths => format!(", leaving out {}", paths.join(", ")),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

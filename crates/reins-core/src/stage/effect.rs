@@ -46,6 +46,9 @@ pub struct StagedEffect {
     /// What the layer held that is not carried (a symlink, an empty folder), in words.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_carried: Vec<String>,
+    /// The files (or folders) the person left out when approving: they do not land.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 impl StagedEffect {
@@ -82,13 +85,41 @@ impl StagedEffect {
             files,
             ok,
             not_carried: plan.unexpressed.clone(),
+            left_out: Vec::new(),
         }
+    }
+
+    /// This result without the files `paths` name (each a file it changes, or a folder holding
+    /// some): what lands when the person leaves them out. A path that names none is refused.
+    pub fn leaving_out(&self, paths: &[String]) -> Result<Self, String> {
+        let under = |file: &str, p: &str| file == p || file.starts_with(&format!("{p}/"));
+        let mut out = self.clone();
+        for p in paths {
+            let p = p.trim().trim_end_matches('/');
+            if !self.files.iter().any(|f| under(&f.path, p)) {
+                return Err(format!(
+                    "{p:?} is not among the files this staged command changes; leave out one of: {}",
+                    self.files
+                        .iter()
+                        .map(|f| f.path.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            out.files.retain(|f| !under(&f.path, p));
+            out.left_out.push(p.to_owned());
+        }
+        Ok(out)
     }
 
     /// "staged (overlay in a user namespace): changes 2 files, creates 1, deletes none; no
     /// network used": the card's line, in the inbox and the audit log.
     pub fn said(&self) -> String {
-        format!("staged ({}): {}", self.mode, self.summary)
+        let left = match self.left_out.as_slice() {
+            [] => String::new(),
+            paths => format!("; left out by the reviewer: {}", paths.join(", ")),
+        };
+        format!("staged ({}): {}{left}", self.mode, self.summary)
     }
 
     /// The new bytes each file needs, by hash.

@@ -251,6 +251,16 @@ pub async fn decide(tx: &mut Tx, id: &str, d: &DecisionWrite<'_>) -> Result<()> 
     Ok(())
 }
 
+/// Records what an approval lands once the person left files out of a staged result.
+pub async fn leave_out(tx: &mut Tx, id: &str, staged: &StagedEffect) -> Result<()> {
+    sqlx::query("UPDATE approvals SET staged = $1 WHERE id = $2 AND status = 'approved'")
+        .bind(Json(staged))
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 /// Marks an approval superseded by `by` (pending or approved-but-not-yet-run).
 pub async fn supersede(tx: &mut Tx, id: &str, by: &str, why: &str, now: i64) -> Result<()> {
     let done = sqlx::query(

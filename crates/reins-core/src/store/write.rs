@@ -146,6 +146,8 @@ pub enum Write {
         scope: Option<Scope>,
         edited: Option<Box<Edit>>,
     },
+    /// The staged result an approval lands, without the files the person left out.
+    StagedLeftOut { id: String, staged: Box<crate::stage::effect::StagedEffect> },
     /// A pending review timed out and pauses; fails with `Conflict` unless still pending.
     ApprovalPaused(String),
     /// A rejection refused `count` calls queued after its own as well.
@@ -438,6 +440,7 @@ async fn apply_one(
         Write::ProcessEnded { seq, pid, outcome } => {
             processes::end(tx, run, *seq, *pid, outcome, now).await?
         }
+        Write::StagedLeftOut { id, staged } => approvals::leave_out(tx, id, staged).await?,
         Write::ApprovalDecided {
             id,
             status,

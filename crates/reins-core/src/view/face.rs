@@ -75,6 +75,9 @@ pub struct Approve {
     pub note: Option<String>,
     /// The action hash the card showed: refused if the approval now holds another.
     pub expect_hash: String,
+    /// A staged command's files (or folders) to leave out of what lands.
+    #[serde(default)]
+    pub leave_out: Option<Vec<String>>,
 }
 
 impl Approve {
@@ -84,6 +87,9 @@ impl Approve {
         }
         if let Some(n) = &self.note {
             line("note", n)?;
+        }
+        for p in self.leave_out.iter().flatten() {
+            line("path to leave out", p)?;
         }
         if let Some(a) = &self.edited_args {
             if !a.is_object() {
@@ -114,6 +120,7 @@ impl Approve {
             note: self.note.filter(|n| !n.trim().is_empty()),
             expect_hash: Some(self.expect_hash),
             by,
+            leave_out: self.leave_out.unwrap_or_default(),
         })
     }
 }

@@ -91,6 +91,7 @@ export function Inbox() {
         editedArgs: v.edited as never,
         note: null,
         expectHash: v.a.actionHash,
+        leaveOut: null,
       }),
     onSuccess: done,
     onError: fail,

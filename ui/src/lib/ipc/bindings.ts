@@ -280,6 +280,8 @@ export type Approve = {
 	note: string | null,
 	/**  The action hash the card showed: refused if the approval now holds another. */
 	expectHash: string,
+	/**  A staged command's files (or folders) to leave out of what lands. */
+	leaveOut?: string[] | null,
 };
 
 /**

@@ -310,14 +310,12 @@ impl Kind {
                 approval(&p.approval)
             ),
             Kind::Approved(p) => format!(
-                "{who} approved {} ({}){}{}",
+                "{who} approved {} ({}){}{}{}",
                 approval(&p.approval),
                 words(&p.scope),
                 from(&p.by),
-                p.note
-                    .as_deref()
-                    .map(|n| format!(": {n}"))
-                    .unwrap_or_default()
+                p.left_out_said(),
+                p.note.as_deref().map(|n| format!(": {n}")).unwrap_or_default()
             ),
             Kind::Edited(p) => format!(
                 "{who} edited {} before approving it",

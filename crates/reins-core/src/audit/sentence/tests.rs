@@ -31,6 +31,7 @@ fn an_approval_reads_as_who_did_what_to_which_action() {
         risk: crate::policy::Risk::Medium,
         scope: crate::approval::Scope::Once,
         note: None,
+        left_out: Vec::new(),
     };
     let from_notification = ev::Approved {
         by: crate::view::face::person(Some(crate::event::NOTIFICATION_FACE)),
