@@ -54,10 +54,13 @@ impl Drive<'_> {
         // A command's own time passes before its card exists: say why nothing shows yet.
         self.obs.on(&crate::progress::Progress::Waiting {
             state: crate::run::RunState::Running,
-            reason: format!(
-                "staging `{}` in a copy of the workspace before its review (up to {} s)",
-                cmd.display(),
-                cmd.timeout_s
+            reason: masked(
+                &format!(
+                    "staging `{}` in a copy of the workspace before its review (up to {} s)",
+                    cmd.display(),
+                    cmd.timeout_s
+                ),
+                cmd,
             ),
         });
         let root = self.ws.root().to_owned();
@@ -73,11 +76,11 @@ impl Drive<'_> {
         })?;
         let run = match staged {
             Ok(run) => run,
-            Err(e) => return Ok(Staging::Partial(format!("not staged: {e}"))),
+            Err(e) => return Ok(Staging::Partial(masked(&format!("not staged: {e}\n"), cmd))),
         };
         let plan = match run.staged.plan(&self.ws, &[]) {
             Ok(p) => p,
-            Err(e) => return Ok(Staging::Partial(format!("not staged: {e}"))),
+            Err(e) => return Ok(Staging::Partial(masked(&format!("not staged: {e}\n"), cmd))),
         };
         let summary = run.summary();
         if !run.whole() || !plan.unexpressed.is_empty() {
@@ -86,13 +89,16 @@ impl Drive<'_> {
             if run.outcome.timed_out {
                 seen.push("it ran past its time limit".into());
             }
-            return Ok(Staging::Partial(format!(
-                "staged first ({}): {summary}\n{}\nstaging could not capture all it does, so approving runs the command itself, confined\n",
-                run.staged.mode,
-                seen.iter()
-                    .map(|s| format!("  {s}"))
-                    .collect::<Vec<_>>()
-                    .join("\n")
+            return Ok(Staging::Partial(masked(
+                &format!(
+                    "staged first ({}): {summary}\n{}\nstaging could not capture all it does, so approving runs the command itself, confined\n",
+                    run.staged.mode,
+                    seen.iter()
+                        .map(|s| format!("  {s}"))
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                ),
+                cmd,
             )));
         }
         // The new bytes are durable before the card exists: an approval given after a restart
@@ -102,7 +108,9 @@ impl Drive<'_> {
                 self.e.blobs().put(bytes).await?;
             }
         }
-        let report = run.outcome.report();
+        // Kept, shown and told to the agent: a secret the command carried, or its output or a
+        // file printed, is masked as in any preview.
+        let report = masked(&run.outcome.report(), cmd);
         let effect = StagedEffect::of(
             &plan,
             &run.staged.mode,
@@ -110,12 +118,14 @@ impl Drive<'_> {
             &report,
             run.outcome.ok(),
         );
-        let preview = format!(
-            "staged `{}` ({}): {}\napproving applies exactly these changes; the command does not run again\n{}--- the staged run\n{report}",
-            cmd.display(),
-            run.staged.mode,
-            summary,
-            plan.plan.preview
+        let preview = masked(
+            &format!(
+                "staged ({}): {}\napproving applies exactly these changes; the command does not run again\n{}--- the staged run\n{report}",
+                run.staged.mode,
+                summary,
+                plan.plan.preview
+            ),
+            cmd,
         );
         Ok(Staging::Staged {
             effect: Box::new(effect),
@@ -203,6 +213,12 @@ pub(super) fn leaving_out(
         ));
     };
     staged.leaving_out(&req.leave_out).map(Some).map_err(Error::Invalid)
+}
+
+/// `text` with every secret masked: those `cmd` carries wherever they occur, and any other.
+fn masked(text: &str, cmd: &ShellCommand) -> String {
+    let all = crate::secrets::redact(text);
+    crate::secrets::redact_found_in(&all, &cmd.display()).into_owned()
 }
 
 fn staged_error(e: StagedError) -> Error {

@@ -194,7 +194,7 @@ describe("approvals inbox", () => {
       runs: "confined (Landlock ABI 7, seccomp): no network, writes inside the workspace",
       staged: "staged (overlay in a user namespace): changes 1 file, creates 1, deletes none; no network used",
       preview:
-        "staged `make` (overlay in a user namespace): changes 1 file, creates 1, deletes none; no network used\n" +
+        "staged (overlay in a user namespace): changes 1 file, creates 1, deletes none; no network used\n" +
         "approving applies exactly these changes; the command does not run again\n" +
         "--- a/VERSION\n+++ b/VERSION\n@@ -1,1 +1,1 @@\n-v1\n+v2\n" +
         "run.sh: mode 644 → 755\n" +
