@@ -51,7 +51,6 @@ pub use crate::settings::{
 };
 pub use crate::settings::{AcpRunRequest, AgentEntry, AgentView, FoundAgent};
 pub use crate::settings::{ModelServerCheck, ProviderDefaults};
-pub use crate::stage::DEFAULT_CAP as STAGE_CAP;
 pub use crate::view::{
     face, ActionView, Alert, Alerts, ApprovalView, AuditEventView, AuditPage, ContextView,
     DecidedView, FactDetailView, FactView, GrantView, IntentView, Recovery, RememberedView,

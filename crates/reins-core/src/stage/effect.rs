@@ -140,13 +140,8 @@ impl StagedEffect {
         remaining: bool,
     ) -> Result<EffectPlan, StagedError> {
         let mut plan = EffectPlan {
-            pre: Vec::new(),
-            post: Vec::new(),
-            pre_bytes: Vec::new(),
-            failed: false,
-            ops: Vec::new(),
-            preview: String::new(),
             summary: format!("ran staged ({}): {}", self.mode, self.summary),
+            ..EffectPlan::default()
         };
         for f in &self.files {
             let rel = RelPath::parse(&f.path).map_err(|_| StagedError::Path(f.path.clone()))?;
@@ -183,13 +178,5 @@ impl StagedEffect {
             });
         }
         Ok(plan)
-    }
-
-    /// The images the card was made from: the files as staged.
-    pub fn staged_pre(&self) -> Vec<(String, Option<Digest>)> {
-        self.files
-            .iter()
-            .map(|f| (f.path.clone(), f.before.clone()))
-            .collect()
     }
 }

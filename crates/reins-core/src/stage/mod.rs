@@ -270,15 +270,7 @@ impl Staged {
 
     /// Files (and symlinks) changed, created and deleted; directories are counted with neither.
     pub fn counts(&self) -> (usize, usize, usize) {
-        let mut n = (0, 0, 0);
-        for c in self.changes.iter().filter(|c| !c.is_dir()) {
-            match c.kind() {
-                Kind::Changed | Kind::ModeChanged => n.0 += 1,
-                Kind::Created => n.1 += 1,
-                Kind::Deleted => n.2 += 1,
-            }
-        }
-        n
+        tally(self.changes.iter().filter(|c| !c.is_dir()))
     }
 
     /// "changes 3 files, creates 1, deletes none; no network used", with what the kernel refused
@@ -328,6 +320,19 @@ impl Staged {
     pub fn whole(&self, refused: &[String]) -> bool {
         refused.is_empty() && !self.full && self.skipped.is_empty() && self.protected.is_empty()
     }
+}
+
+/// Changes counted as changed (a mode among them), created and deleted.
+fn tally<'a>(changes: impl Iterator<Item = &'a Change>) -> (usize, usize, usize) {
+    let mut n = (0, 0, 0);
+    for c in changes {
+        match c.kind() {
+            Kind::Changed | Kind::ModeChanged => n.0 += 1,
+            Kind::Created => n.1 += 1,
+            Kind::Deleted => n.2 += 1,
+        }
+    }
+    n
 }
 
 /// The deepest paths only: `.vscode/tasks.json` says `.vscode` was made too.

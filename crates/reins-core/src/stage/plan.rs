@@ -30,15 +30,7 @@ impl Staged {
                 .cloned()
         };
         let mut out = StagedPlan {
-            plan: EffectPlan {
-                pre: Vec::new(),
-                post: Vec::new(),
-                pre_bytes: Vec::new(),
-                failed: false,
-                ops: Vec::new(),
-                preview: String::new(),
-                summary: String::new(),
-            },
+            plan: EffectPlan::default(),
             dropped: Vec::new(),
             unexpressed: Vec::new(),
         };
@@ -129,11 +121,7 @@ impl Staged {
         for change in &kept {
             out.plan.preview.push_str(&change.diff(ws.root())?);
         }
-        let (changed, created, deleted) = kept.iter().fold((0, 0, 0), |n, c| match c.kind() {
-            Kind::Created => (n.0, n.1 + 1, n.2),
-            Kind::Deleted => (n.0, n.1, n.2 + 1),
-            Kind::Changed | Kind::ModeChanged => (n.0 + 1, n.1, n.2),
-        });
+        let (changed, created, deleted) = super::tally(kept.iter().copied());
         out.plan.summary = format!(
             "applied the staged result: {changed} changed, {created} created, {deleted} deleted{}",
             if out.dropped.is_empty() {

@@ -20,7 +20,7 @@ pub enum FileOp {
     Rename { from: RelPath, to: RelPath },
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct EffectPlan {
     pub pre: Vec<FileImage>,
     pub post: Vec<FileImage>,
