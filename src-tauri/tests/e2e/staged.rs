@@ -1,5 +1,6 @@
 //! A staged command's card in the real window: the command, the line that says what it did in a
-//! copy of the workspace, the diff of every file, its output; `a` applies exactly that.
+//! copy of the workspace, the diff of every file, its output; `a` applies exactly that, without
+//! the files the person unticked.
 
 use super::*;
 
@@ -50,6 +51,15 @@ async fn p_a_staged_command_shows_its_real_diff_and_approving_lands_it() -> Resu
         "1.4.0\n",
         "staging changed nothing"
     );
+    // Leave the deletion out: old.txt stays, the rest lands.
+    app.click("[data-testid='staged-file'][data-path='old.txt']")
+        .await?;
+    let files = app
+        .find(By::Css("[data-testid='staged-files']"))
+        .await?
+        .text()
+        .await?;
+    assert!(files.contains("What lands (2 of 3)"), "{files}");
     app.screenshot("staged").await?;
     app.key("a").await?;
     app.until("the staged result lands", || async {
@@ -63,6 +73,8 @@ async fn p_a_staged_command_shows_its_real_diff_and_approving_lands_it() -> Resu
         read(&ws.join("gen/version.rs")),
         "pub const VERSION: &str = \"1.5.0\";\n"
     );
-    assert!(!ws.join("old.txt").exists());
+    assert_eq!(read(&ws.join("old.txt")), "stale\n", "left out, so kept");
+    let log = home.reins(&["audit", "list", "--kind", "approval.approved"], &[])?;
+    assert!(log.contains("leaving out old.txt"), "{log}");
     app.quit().await
 }

@@ -88,6 +88,8 @@ pub struct ApprovalView {
     /// namespace): changes 2 files, creates 1, deletes none; no network used"); approving applies
     /// the diff in the preview and the command does not run again.
     pub staged: Option<String>,
+    /// A staged command's files, as the person may leave some of them out when approving.
+    pub staged_files: Vec<String>,
     pub decided_at: Option<i64>,
     pub decided_by: Option<String>,
     /// The reject reason, or a note with the approval.
@@ -171,6 +173,10 @@ impl ApprovalView {
             on_timeout,
             paused_at,
             siblings_rejected,
+            staged_files: staged
+                .as_ref()
+                .map(|s| s.files.iter().map(|f| f.path.clone()).collect())
+                .unwrap_or_default(),
             staged: staged.map(|s| s.said()),
             decided_at,
             decided_by,

@@ -5,7 +5,14 @@ import { setUi } from "../../lib/store";
 import { isStaged, Preview, RiskBadge } from "./Preview";
 
 /** What the agent wants to do, why, and exactly what will change — readable in seconds. */
-export function Card({ a, runName, children }: { a: ApprovalView; runName: string; children: ReactNode }) {
+export function Card({ a, runName, children, leaveOut, onLeaveOut }: {
+  a: ApprovalView;
+  runName: string;
+  children: ReactNode;
+  /** A staged card's files the person unticked, and how to change that (none: no choice). */
+  leaveOut?: string[];
+  onLeaveOut?: (paths: string[]) => void;
+}) {
   const c = a.context;
   // When this approval first reached the screen (wall clock, ms): the e2e suite measures latency.
   const [shownAt] = useState(() => performance.timeOrigin + performance.now());
@@ -54,7 +61,7 @@ export function Card({ a, runName, children }: { a: ApprovalView; runName: strin
 
       <section className="preview">
         <h3>{a.edited ? "As you edited it (this is what runs)" : isStaged(a) ? "What the command did, staged in a copy of the workspace" : a.tool.startsWith("fs.") && a.tool !== "fs.read" ? "Exactly what will change" : "Exactly what will run"}</h3>
-        <Preview a={a} />
+        <Preview a={a} leaveOut={leaveOut} onLeaveOut={onLeaveOut} />
         {a.runs && !isStaged(a) && (
           <div className={a.runs.startsWith("confined") ? "muted small" : "error small"} data-testid="card-runs">
             How it will run: {a.runs}

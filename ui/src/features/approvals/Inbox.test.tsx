@@ -46,6 +46,7 @@ function approval(over: Partial<ApprovalView> = {}): ApprovalView {
     pausedAt: null,
     siblingsRejected: 0,
     staged: null,
+    stagedFiles: [],
     decidedAt: null,
     decidedBy: null,
     note: null,
@@ -210,6 +211,33 @@ describe("approvals inbox", () => {
     expect(screen.getByTestId("staged-output").textContent).toContain("exit code 0");
     expect(screen.queryByTestId("card-runs")).toBeNull();
     expect(document.querySelector(".staged-chip")?.textContent).toBe("staged");
+  });
+
+  it("a staged card's files can be left out: unticked ones are sent as leaveOut, and only those", async () => {
+    const fake = mount([approval({
+      tool: "shell.exec",
+      action: { tool: "shell.exec", args: { command: "make", timeout_s: 120 } },
+      subject: "make",
+      staged: "staged (overlay as root): changes 1 file, creates 1, deletes 1; no network used",
+      stagedFiles: ["VERSION", "gen/version.rs", "old.txt"],
+      preview:
+        "staged (overlay as root): changes 1 file, creates 1, deletes 1; no network used\n" +
+        "approving applies exactly these changes; the command does not run again\n" +
+        "--- a/VERSION\n+++ b/VERSION\n@@ -1,1 +1,1 @@\n-v1\n+v2\n" +
+        "--- the staged run\nexit code 0 after 0.4 s: built\n",
+    })]);
+    const boxes = await screen.findAllByTestId("staged-file");
+    expect(boxes.map((b) => b.getAttribute("data-path"))).toEqual(["VERSION", "gen/version.rs", "old.txt"]);
+    expect(boxes.every((b) => (b as HTMLInputElement).checked)).toBe(true);
+    fireEvent.click(boxes[2]);
+    fireEvent.click(boxes[1]);
+    fireEvent.click(boxes[1]);
+    expect(screen.getByTestId("staged-files").textContent).toContain("What lands (2 of 3)");
+    // The key pressed with the tick box still focused approves.
+    fireEvent.keyDown(boxes[1], { key: "a" });
+    await waitFor(() => expect(fake.calls.some((c) => c.name === "approve")).toBe(true));
+    const args = fake.calls.find((c) => c.name === "approve")?.args[1] as { leaveOut: string[] | null };
+    expect(args.leaveOut).toEqual(["old.txt"]);
   });
 
   it("a file change offers no network choice", async () => {

@@ -8,7 +8,7 @@ import { setUi, useUi } from "../../lib/store";
 import { ago, shortId } from "../../lib/format";
 import { Card } from "./Card";
 import { Decision, type Mode } from "./Decision";
-import { RiskBadge } from "./Preview";
+import { isStaged, RiskBadge } from "./Preview";
 import { batchable, nextIndex } from "./triage";
 
 type BatchConflict = { total: number; moved: { id: string; tool: string; subject: string; why: string }[]; message: string };
@@ -41,6 +41,8 @@ export function Inbox() {
   const [notice, setNotice] = useState<string | null>(null);
   // A batch that approved nothing because a card moved since it was shown: which ones, and why.
   const [conflict, setConflict] = useState<BatchConflict | null>(null);
+  // The staged files the person unticked on the open card: they do not land.
+  const [leaveOut, setLeaveOut] = useState<string[]>([]);
 
   const opened = list.findIndex((a) => a.id === ui.approvalId);
   const index = Math.max(0, opened);
@@ -49,6 +51,7 @@ export function Inbox() {
   useEffect(() => {
     setMode("idle");
     setError(null);
+    setLeaveOut([]);
   }, [current?.id]);
 
   const done = () => {
@@ -91,7 +94,7 @@ export function Inbox() {
         editedArgs: v.edited as never,
         note: null,
         expectHash: v.a.actionHash,
-        leaveOut: null,
+        leaveOut: isStaged(v.a) && !v.edited && leaveOut.length > 0 ? leaveOut : null,
       }),
     onSuccess: done,
     onError: fail,
@@ -196,7 +199,8 @@ export function Inbox() {
         </button>
         {notice && <div className="notice inbox-notice" role="alert">{notice}</div>}
         {current && (
-          <Card key={current.id} a={current} runName={names.get(current.runId) ?? shortId(current.runId)}>
+          <Card key={current.id} a={current} runName={names.get(current.runId) ?? shortId(current.runId)}
+            leaveOut={leaveOut} onLeaveOut={setLeaveOut}>
             <Decision
               a={current}
               mode={mode}

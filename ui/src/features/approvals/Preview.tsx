@@ -80,16 +80,31 @@ function notes(diff: string): string[] {
 }
 
 /** A staged command: what it did in a copy of the workspace, which approving applies as it is. */
-function StagedView({ a }: { a: ApprovalView }) {
+function StagedView({ a, leaveOut, onLeaveOut }: LeaveOut & { a: ApprovalView }) {
   const [head, run = ""] = a.preview.split("\n--- the staged run\n");
   const diff = head.split("\n").slice(2).join("\n");
   const other = notes(diff);
+  const out = new Set(leaveOut ?? []);
+  const files = a.stagedFiles ?? [];
   return (
     <div className="staged" data-testid="staged">
       <CommandView a={a} />
       <p className="staged-line" data-testid="staged-line">
         {a.staged}. Approving applies exactly these changes; the command does not run again.
       </p>
+      {onLeaveOut && files.length > 1 && (
+        <fieldset className="staged-files" data-testid="staged-files">
+          <legend>What lands ({files.length - out.size} of {files.length}): untick a file to leave it out</legend>
+          {files.map((p) => (
+            <label key={p} className="staged-file">
+              <input type="checkbox" data-testid="staged-file" data-path={p} checked={!out.has(p)}
+                onChange={(e) => onLeaveOut(e.target.checked ? [...out].filter((o) => o !== p) : [...out, p])} />
+              <code>{p}</code>
+            </label>
+          ))}
+          {out.size === files.length && <p className="error small">Nothing would land: reject instead.</p>}
+        </fieldset>
+      )}
       {other.length > 0 && (
         <ul className="staged-notes">{other.map((n, i) => <li key={i}><Visible text={n} /></li>)}</ul>
       )}
@@ -102,10 +117,13 @@ function StagedView({ a }: { a: ApprovalView }) {
   );
 }
 
+/** A staged card's files the person unticked, and how to change that (none: no choice). */
+type LeaveOut = { leaveOut?: string[]; onLeaveOut?: (paths: string[]) => void };
+
 /** The exact thing that runs on approval: a diff, a parsed command, or an HTTP request. */
-export function Preview({ a }: { a: ApprovalView }) {
+export function Preview({ a, leaveOut, onLeaveOut }: LeaveOut & { a: ApprovalView }) {
   const preview = a.edited?.preview ?? a.preview;
-  if (isStaged(a)) return <StagedView a={a} />;
+  if (isStaged(a)) return <StagedView a={a} leaveOut={leaveOut} onLeaveOut={onLeaveOut} />;
   if (a.tool === "shell.exec") return <CommandView a={a} />;
   if (a.tool === "http.fetch") return <HttpView a={a} />;
   if (a.tool.startsWith("fs.") && preview.includes("@@")) return <DiffView preview={preview} />;

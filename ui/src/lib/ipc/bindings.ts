@@ -261,6 +261,8 @@ export type ApprovalView = {
 	 *  the diff in the preview and the command does not run again.
 	 */
 	staged: string | null,
+	/**  A staged command's files, as the person may leave some of them out when approving. */
+	stagedFiles: string[],
 	decidedAt: number | null,
 	decidedBy: string | null,
 	/**  The reject reason, or a note with the approval. */
