@@ -386,3 +386,78 @@ fn files_left_out_of_a_staged_result_do_not_land_and_the_audit_log_says_which() 
     );
     Ok(())
 }
+
+/// The pid of a process whose arguments are exactly `argv`, if one runs.
+fn running(argv: &[&str]) -> Option<u32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        (std::fs::read(e.path().join("cmdline")).ok()? == want).then_some(pid)
+    })
+}
+
+/// A run cancelled while its command is staged ends that command at once: no card is made,
+/// nothing it started is left running, and the workspace is as it was.
+#[test]
+fn cancelling_a_run_while_its_command_is_staged_ends_the_command() -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    let ws = cli.ws();
+    std::fs::write(ws.join("Makefile"), "all:\n\ttouch made\n\tsleep 97.25\n")?;
+    let plan = cli.tmp.path().join("slow.toml");
+    std::fs::write(
+        &plan,
+        "name = \"slow\"\ngoal = \"build slowly\"\n[[steps]]\ntool = \"shell.exec\"\nargs = { command = \"make\", timeout_s = 300 }\n",
+    )?;
+    let mut run = cli
+        .strict_cmd()
+        .env("REINS_LEASE_SECS", "3")
+        .args(["run", "--plan"])
+        .arg(&plan)
+        .arg("--workspace")
+        .arg(&ws)
+        .arg("--no-wait")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let sleep = ["sleep", "97.25"];
+    let begun = std::time::Instant::now();
+    while running(&sleep).is_none() {
+        anyhow::ensure!(run.try_wait()?.is_none(), "the run ended before staging");
+        anyhow::ensure!(
+            begun.elapsed().as_secs() < 60,
+            "the staged command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let id = cli.only_run()?;
+    let out = cli.run(&["cancel", &id])?;
+    assert!(out.status.success(), "{}", text(&out));
+    let cancelled = std::time::Instant::now();
+    let ended = loop {
+        if let Some(status) = run.try_wait()? {
+            break status;
+        }
+        if cancelled.elapsed().as_secs() > 40 {
+            let _ = run.kill();
+            anyhow::bail!("the run still staged its command 40 s after the cancel");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(
+        running(&sleep).is_none(),
+        "the staged command was left running ({ended})"
+    );
+    let cards = strict_json(&cli, &["approvals"])?;
+    assert_eq!(
+        cards.as_array().map(Vec::len),
+        Some(0),
+        "no card: {cards:#}"
+    );
+    let show = cli.json(&["show", &id])?;
+    assert_eq!(show["run"]["state"], "cancelled", "{show:#}");
+    assert!(!ws.join("made").exists(), "staging changed the workspace");
+    Ok(())
+}

@@ -413,6 +413,16 @@ impl<'a> Drive<'a> {
         self.heartbeat.watch().lost()
     }
 
+    /// Reads the run's own row now: a run cancelled (or ended) by another process is lost to this
+    /// worker at once, not at the next heartbeat. Unreadable now: the heartbeat still tells.
+    pub(super) async fn read_own_row(&self) {
+        if let Ok(row) = runs::get(self.e.store.pool(), self.run).await {
+            if !matches!(row.state, RunState::Running | RunState::PauseRequested) {
+                self.heartbeat.watch().mark_lost();
+            }
+        }
+    }
+
     /// Whether this worker may still start an effect: it has not lost the run, and enough of its
     /// lease is left that nobody can take the run over before the effect has begun. A worker frozen
     /// past this point (stopped, swapped out) finds it false when it wakes, and runs nothing.

@@ -257,28 +257,45 @@ impl Drive<'_> {
         let root = self.ws.root().to_owned();
         let timeout = std::time::Duration::from_secs(cmd.timeout_s);
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let mut handle = tokio::task::spawn_blocking(move || {
+        let handle = tokio::task::spawn_blocking(move || {
             tools::shell::run(&argv, &root, timeout, confined.as_ref().map_err(String::as_str), move |pid| {
                 let _ = tx.send(pid);
             })
         });
-        let pid = rx.await.ok();
+        match self.watch_group(seq, &cmd.display(), rx, handle).await {
+            Ok(Ok(outcome)) => Ok(outcome),
+            Ok(Err(e)) => Err(format!("could not start the command: {e}")),
+            Err(e) => Err(format!("the command's runner failed: {e}")),
+        }
+    }
+
+    /// Waits for `handle`, a blocking runner that says on `started` which process group it
+    /// started: the group is recorded against step `seq` so a later attempt can end it, and it is
+    /// ended at once if the run is lost meanwhile (cancelled, taken over); the run's own row is
+    /// read once a second, so a cancel from another process ends the group in a second.
+    pub(super) async fn watch_group<T>(
+        &mut self,
+        seq: i64,
+        what: &str,
+        started: tokio::sync::oneshot::Receiver<u32>,
+        mut handle: tokio::task::JoinHandle<T>,
+    ) -> std::result::Result<T, tokio::task::JoinError> {
+        let pid = started.await.ok();
         if let Some(pid) = pid {
-            if let Err(e) = self.e.track_pid(self.run, seq, pid, &cmd.display()).await {
+            if let Err(e) = self.e.track_pid(self.run, seq, pid, what).await {
                 tracing::warn!("could not record process {pid} of step {seq}: {e}");
             }
         }
         let leader_start = pid.and_then(crate::process::start_time).unwrap_or(0);
+        let mut ticks = 0u32;
         loop {
             tokio::select! {
-                joined = &mut handle => {
-                    return match joined {
-                        Ok(Ok(outcome)) => Ok(outcome),
-                        Ok(Err(e)) => Err(format!("could not start the command: {e}")),
-                        Err(e) => Err(format!("the command's runner failed: {e}")),
-                    };
-                }
+                joined = &mut handle => return joined,
                 _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {
+                    ticks += 1;
+                    if ticks.is_multiple_of(5) {
+                        self.read_own_row().await;
+                    }
                     if self.heartbeat_lost() {
                         if let Some(pid) = pid {
                             crate::process::end_group(pid, leader_start, std::time::Duration::from_secs(2));

@@ -34,7 +34,12 @@ pub(super) enum Staging {
 impl Drive<'_> {
     /// Stages `cmd` for its card, when it runs confined without network on a kernel that holds
     /// its profile in full.
-    pub(super) async fn stage_for_review(&mut self, cmd: &ShellCommand) -> Result<Staging> {
+    /// Its process group is ended at once if the run is lost meanwhile (cancelled, taken over).
+    pub(super) async fn stage_for_review(
+        &mut self,
+        seq: i64,
+        cmd: &ShellCommand,
+    ) -> Result<Staging> {
         if !matches!(self.e.contain.kernel(), crate::contain::Kernel::Full(_)) {
             return Ok(Staging::Off);
         }
@@ -66,11 +71,17 @@ impl Drive<'_> {
         let root = self.ws.root().to_owned();
         let argv = prepared.argv;
         let timeout = std::time::Duration::from_secs(cmd.timeout_s);
-        let staged = tokio::task::spawn_blocking(move || {
-            crate::stage::run::stage_confined(confined, &root, &argv, timeout, DEFAULT_CAP)
-        })
-        .await
-        .map_err(|e| Error::Io {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let handle = tokio::task::spawn_blocking(move || {
+            crate::stage::run::stage_confined(confined, &root, &argv, timeout, DEFAULT_CAP, |pid| {
+                let _ = tx.send(pid);
+            })
+        });
+        let what = format!("{} (staged)", cmd.display());
+        let staged = self
+            .watch_group(seq, &what, rx, handle)
+            .await
+            .map_err(|e| Error::Io {
             context: "staging the command".into(),
             source: std::io::Error::other(e.to_string()),
         })?;
@@ -148,7 +159,17 @@ impl Drive<'_> {
         cmd: &ShellCommand,
         supersedes: Option<(&str, &str)>,
     ) -> Result<DriveOutcome> {
-        match self.stage_for_review(cmd).await? {
+        let staging = self.stage_for_review(rec.seq, cmd).await?;
+        // Cancelled or taken over while it was staged: the group was ended, and no card is made.
+        if self.heartbeat_lost() {
+            return Ok(DriveOutcome::Lost {
+                reason: format!(
+                    "step {}: the run was cancelled or taken over while its command was staged; no review was made",
+                    rec.seq
+                ),
+            });
+        }
+        match staging {
             Staging::Staged {
                 effect,
                 plan,

@@ -56,20 +56,22 @@ pub fn stage(
         .prepare(workspace, |p| Profile::command(p, false))
         .map_err(io)?
         .ok_or(StagedError::NoHelper)?;
-    stage_confined(layer, workspace, argv, timeout, cap_bytes)
+    stage_confined(layer, workspace, argv, timeout, cap_bytes, |_| {})
 }
 
-/// [`stage`] with the confinement already prepared (a command's, without network).
+/// [`stage`] with the confinement already prepared (a command's, without network); `started` is
+/// told the pid of the process group it runs in, so a caller can end it early.
 pub fn stage_confined(
     mut layer: Confined,
     workspace: &Path,
     argv: &[String],
     timeout: Duration,
     cap_bytes: u64,
+    started: impl FnOnce(u32),
 ) -> Result<StagedRun, StagedError> {
     let io = |e: std::io::Error| StagedError::io(workspace, e);
     layer.stage(workspace, cap_bytes).map_err(io)?;
-    let outcome = shell::run(argv, workspace, timeout, Ok(&layer), |_| {}).map_err(io)?;
+    let outcome = shell::run(argv, workspace, timeout, Ok(&layer), started).map_err(io)?;
     let Some(out) = layer.stage_out() else {
         return Err(StagedError::NoHelper);
     };
