@@ -2,7 +2,9 @@
 //! each with SIGKILL after a random while, restarts it, and checks the invariants after every kill:
 //! no effect ran twice, every step a worker acknowledged is in the database, checkpoint and step
 //! seqs have no gaps, `PRAGMA quick_check` is ok, the audit chain verifies. At the end every run
-//! has finished with exactly the files its plan describes.
+//! has finished with exactly the files its plan describes. Every fourth run has a staged command:
+//! the supervisor approves its card between kills, and a worker killed while applying the staged
+//! result (file by file) is settled by the next one, each file written once.
 //!
 //! `REINS_CHAOS_KILLS` (default 50) and `REINS_CHAOS_SEED` (default 1) set the size and the seed;
 //! `scripts/chaos` runs the 1000-kill version. Needs `--features fault-injection` (the effect log).
@@ -18,7 +20,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Cli;
-use reins_core::api::{DataDir, Reins, RunId, RunState, Silent};
+use reins_core::api::{
+    ApprovalStatus as Status, ApproveRequest, DataDir, Reins, RunId, RunState, Scope, Silent,
+};
 
 /// xorshift64*: small, seeded, good enough to pick kill times.
 struct Rng(u64);
@@ -36,9 +40,48 @@ impl Rng {
     }
 }
 
-/// The plan for run number `r` and the files it must leave under `chaos/r{r}/`.
-fn plan(r: usize) -> (String, BTreeMap<String, String>) {
+/// What run number `r` must do: its plan, the files it must leave under `chaos/r{r}/`, and how
+/// many effects (files written, moved or deleted) it makes.
+struct Planned {
+    text: String,
+    expected: BTreeMap<String, String>,
+    effects: usize,
+}
+
+/// Run `r`'s plan: every fourth one has a command that needs review, staged before its card (two
+/// files created, one edited) between two file writes; the others twelve file steps.
+fn plan(r: usize) -> Planned {
     let d = format!("chaos/r{r}");
+    if r % 4 == 3 {
+        let text = format!(
+            r#"name = "chaos {r} (staged)"
+goal = "survive a staged command"
+[[steps]]
+tool = "fs.write"
+args = {{ path = "{d}/a.txt", content = "r{r} a1" }}
+[[steps]]
+tool = "shell.exec"
+args = {{ command = "printf 'r{r} s1' > {d}/s1.txt && printf 'r{r} s2' > {d}/s2.txt && sed -i s/a1/a2/ {d}/a.txt" }}
+[[steps]]
+tool = "fs.write"
+args = {{ path = "{d}/f.txt", content = "r{r} f1" }}
+"#
+        );
+        let expected = [
+            ("a.txt", "a2"),
+            ("s1.txt", "s1"),
+            ("s2.txt", "s2"),
+            ("f.txt", "f1"),
+        ]
+        .into_iter()
+        .map(|(f, c)| (format!("{d}/{f}"), format!("r{r} {c}")))
+        .collect();
+        return Planned {
+            text,
+            expected,
+            effects: 5,
+        };
+    }
     let steps = [
         format!(
             r#"tool = "fs.write"
@@ -90,7 +133,7 @@ args = {{ path = "{d}/f.txt", content = "r{r} f1" }}"#
         ),
     ];
     let mut text = format!("name = \"chaos {r}\"\ngoal = \"survive\"\n");
-    for s in steps {
+    for s in &steps {
         text.push_str(&format!("[[steps]]\n{s}\n"));
     }
     let expected = [
@@ -102,7 +145,38 @@ args = {{ path = "{d}/f.txt", content = "r{r} f1" }}"#
     .into_iter()
     .map(|(f, c)| (format!("{d}/{f}"), c))
     .collect();
-    (text, expected)
+    Planned {
+        text,
+        expected,
+        effects: 10,
+    }
+}
+
+/// Approves every card waiting, as a person would between kills: each bound to the hash it shows.
+/// A card replaced or decided meanwhile is left to the next round. Returns how many it approved.
+async fn approve_waiting(reins: &Reins) -> anyhow::Result<usize> {
+    let mut approved = 0;
+    for card in reins.approvals(Some(Status::Pending), None).await? {
+        anyhow::ensure!(
+            card.staged.is_some(),
+            "only staged commands wait here, not {}: {}",
+            card.subject,
+            card.preview
+        );
+        let req = ApproveRequest {
+            scope: Scope::Once,
+            pattern: None,
+            edited: None,
+            note: None,
+            expect_hash: Some(card.action_hash.clone()),
+            by: "user:chaos".into(),
+            leave_out: Vec::new(),
+        };
+        if reins.approve(&card.id, req).await.is_ok() {
+            approved += 1;
+        }
+    }
+    Ok(approved)
 }
 
 /// What one worker life printed, as it printed it.
@@ -236,8 +310,9 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
     let cli = Cli::new()?;
     let effects = cli.tmp.path().join("effects.log");
     let reins = Reins::open(DataDir::at(&cli.data()), cli.options()).await?;
-    let mut runs: Vec<(RunId, BTreeMap<String, String>)> = Vec::new();
-    let (mut kills, mut recoveries, mut duplicates) = (0usize, 0usize, 0usize);
+    let mut runs: Vec<(RunId, Planned)> = Vec::new();
+    let (mut kills, mut recoveries, mut duplicates, mut approved) =
+        (0usize, 0usize, 0usize, 0usize);
     let mut recovery_times = Vec::new();
     let started = Instant::now();
 
@@ -250,12 +325,13 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
             .filter(|r| !r.state.is_terminal())
             .count();
         for _ in open..4 {
-            let (text, expected) = plan(runs.len());
+            let planned = plan(runs.len());
             let file = cli.tmp.path().join(format!("plan-{}.toml", runs.len()));
-            std::fs::write(&file, text)?;
+            std::fs::write(&file, &planned.text)?;
             let id = reins.create_run(&file, &cli.ws(), &Silent).await?;
-            runs.push((id, expected));
+            runs.push((id, planned));
         }
+        approved += approve_waiting(&reins).await?;
         let (mut child, life) = spawn_worker(&cli, &effects)?;
         std::thread::sleep(Duration::from_millis(rng.between(30, 300)));
         child.kill()?;
@@ -277,14 +353,25 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
         }
     }
 
-    // Let a last worker finish everything, then check every run's files.
-    let out = cli
-        .cmd()
-        .args(["worker", "--once"])
-        .env("REINS_EFFECT_LOG", &effects)
-        .env("REINS_RETRY_MAX", "1000000")
-        .output()?;
-    anyhow::ensure!(out.status.success(), "{}", common::text(&out));
+    // Let a last worker finish everything (approving the staged cards it stops at), then check
+    // every run's files.
+    for _ in 0..4 {
+        approved += approve_waiting(&reins).await?;
+        let out = cli
+            .cmd()
+            .args(["worker", "--once"])
+            .env("REINS_EFFECT_LOG", &effects)
+            .env("REINS_RETRY_MAX", "1000000")
+            .output()?;
+        anyhow::ensure!(out.status.success(), "{}", common::text(&out));
+        if reins
+            .approvals(Some(Status::Pending), None)
+            .await?
+            .is_empty()
+        {
+            break;
+        }
+    }
     duplicates = duplicates.max(check_invariants(&reins, &effects, &Life::default()).await?);
     let verified = reins.audit_verify().await?;
     anyhow::ensure!(
@@ -293,7 +380,7 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
         verified.damage
     );
     let mut steps_total = 0;
-    for (id, expected) in &runs {
+    for (id, Planned { expected, .. }) in &runs {
         let detail = reins.run_detail(*id).await?;
         anyhow::ensure!(
             detail.run.state == RunState::Succeeded,
@@ -318,18 +405,20 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
         }
     }
     let effects_run = std::fs::read_to_string(&effects)?.lines().count();
+    let effects_planned: usize = runs.iter().map(|(_, p)| p.effects).sum();
     // Each effect appends its log line right after it happened, so a kill between the two can cut
     // a line (the files above prove the effect itself); more lines than effects would be a repeat.
     anyhow::ensure!(
-        effects_run <= runs.len() * 10 && effects_run + kills >= runs.len() * 10,
-        "{effects_run} effects logged for {} runs",
+        effects_run <= effects_planned && effects_run + kills >= effects_planned,
+        "{effects_run} effects logged for {} runs, which make {effects_planned}",
         runs.len()
     );
+    let staged = runs.iter().filter(|(_, p)| p.effects == 5).count();
     recovery_times.sort();
     let elapsed = started.elapsed();
     println!(
         "chaos: {kills} kills, {recoveries} recoveries (abandoned runs taken over), {duplicates} duplicate effects, \
-         {} runs finished, {steps_total} steps, {effects_run} effects, recovery to next step p50 {:?} p99 {:?} \
+         {} runs finished ({staged} with a staged command, {approved} cards approved), {steps_total} steps, {effects_run} effects, recovery to next step p50 {:?} p99 {:?} \
          (n={}), {:.1} steps/s over {:.1} s",
         runs.len(),
         percentile(&recovery_times, 0.5),
@@ -340,5 +429,9 @@ async fn random_kills_never_repeat_an_effect_or_lose_a_step() -> anyhow::Result<
     );
     anyhow::ensure!(duplicates == 0, "duplicates");
     anyhow::ensure!(steps_total > 0 && recoveries > 0, "no progress");
+    anyhow::ensure!(
+        staged > 0 && approved >= staged,
+        "no staged command was carried out"
+    );
     Ok(())
 }
