@@ -107,6 +107,14 @@ fn a_headless_session_stops_for_review_and_finishes_once_approved() -> anyhow::R
         words.iter().any(|w| w["text"] == "I will write hello.txt."),
         "{words:?}"
     );
+    // What its result said it spent counts toward the run's budget.
+    let budget = cli.json(&["budget", "show", &run])?;
+    let tokens = |k: &str| usage[0]["usage"][k].as_i64().unwrap_or(0);
+    assert_eq!(
+        budget["spent"]["tokens"].as_i64(),
+        Some(tokens("input_tokens") + tokens("output_tokens")),
+        "{budget:#} against {usage:?}"
+    );
     Ok(())
 }
 
