@@ -182,7 +182,7 @@ fn a_command_that_needs_the_network_is_approved_as_a_command() -> anyhow::Result
     assert!(card["staged"].is_null(), "{card:#}");
     let preview = card["preview"].as_str().unwrap_or_default();
     assert!(
-        preview.contains("tried the network, which staging does not give")
+        preview.contains("tried to reach registry.npmjs.org, which staging does not give")
             && preview.contains("approving runs the command itself, confined"),
         "{preview}"
     );

@@ -1,5 +1,5 @@
 //! The confinement helper: the Reins binary started again as `reins __contain --profile JSON
-//! [--report FILE] [--relay FILE] -- PROGRAM ARGS…`. Before any thread starts, it applies the profile to itself,
+//! [--report FILE] [--relay FILE | --stage FILE | --staged-net] -- PROGRAM ARGS…`. Before any thread starts, it applies the profile to itself,
 //! makes itself the subreaper, writes what the kernel enforced to the report file, starts the
 //! program, and when the program ends, ends every descendant it left behind. Its arguments are
 //! read strictly: anything it does not expect stops it before the program starts.
@@ -43,6 +43,9 @@ struct Call {
     /// Staged: the view to run in, and the arguments the helper is started with again inside it
     /// (these, without `--stage`).
     stage: Option<(super::stage::Plan, Vec<OsString>)>,
+    /// Started by a staging helper inside the view's own network namespace (checked before it
+    /// counts): Internet sockets reach the view's name server.
+    staged_net: bool,
     argv: Vec<OsString>,
 }
 
@@ -51,6 +54,7 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
     let mut report = None;
     let mut relay = None;
     let mut stage = None;
+    let mut staged_net = false;
     let mut inner: Vec<OsString> = Vec::new();
     let mut it = args.into_iter();
     loop {
@@ -100,6 +104,7 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
                 plan.check()?;
                 stage = Some(plan);
             }
+            Some("--staged-net") if !staged_net => staged_net = true,
             Some("--") => break,
             _ => return Err(format!("unexpected argument {}", arg.to_string_lossy())),
         }
@@ -109,6 +114,9 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
         return Err("no program after --".into());
     }
     let profile = profile.ok_or("--profile is required")?;
+    if staged_net && (stage.is_some() || relay.is_some()) {
+        return Err("--staged-net is given to the helper a staging helper starts, alone".into());
+    }
     let stage = match stage {
         Some(plan) => {
             // The program may write the view and its own temp dir; the layer's copy lies
@@ -127,6 +135,7 @@ fn parse(args: Vec<OsString>) -> Result<Call, String> {
         report,
         relay,
         stage,
+        staged_net,
         argv,
     })
 }
@@ -157,7 +166,12 @@ fn main(args: Vec<OsString>) -> ExitCode {
         }
         None => None,
     };
-    let enforced = match super::kernel::apply(&call.profile, call.relay.as_ref()) {
+    if call.staged_net && !super::netns::isolated() {
+        eprintln!("reins: confinement helper: --staged-net outside a network namespace of its own");
+        return ExitCode::from(FAILED);
+    }
+    let enforced = match super::kernel::apply(&call.profile, call.relay.as_ref(), call.staged_net)
+    {
         Ok(e) => e,
         Err(e) => {
             eprintln!("reins: confinement helper: not confined, so not started: {e}");

@@ -76,7 +76,13 @@ pub enum KernelError {
 
 /// Applies `profile` to this process (and so to everything it starts). Call it single-threaded.
 /// `relay` is the plan for a profile whose network is some endpoints: their host filter.
-pub fn apply(profile: &Profile, relay: Option<&Plan>) -> Result<Enforced, KernelError> {
+/// `staged_net`: a staged command in the staging view's own network namespace (checked by the
+/// caller), where it may open Internet sockets to reach the view's name server and nothing else.
+pub fn apply(
+    profile: &Profile,
+    relay: Option<&Plan>,
+    staged_net: bool,
+) -> Result<Enforced, KernelError> {
     let mut enforced = Enforced::default();
     let relay = relay.filter(|_| matches!(profile.network, Network::To { .. }));
     let made = namespaces(profile, relay, &mut enforced);
@@ -95,7 +101,7 @@ pub fn apply(profile: &Profile, relay: Option<&Plan>) -> Result<Enforced, Kernel
         Vec::new()
     };
     enforced.landlock = landlock(profile, &mounted)?;
-    seccomp(&profile.network)?;
+    seccomp(&profile.network, staged_net)?;
     enforced.seccomp = true;
     Ok(enforced)
 }
@@ -331,7 +337,7 @@ fn abi_number(status: &landlock::LandlockStatus) -> u32 {
 
 /// Two filters: one refusing with EPERM, and `clone3` answered "not implemented" so the C library
 /// falls back to `clone`, whose namespace flags the first filter can see.
-fn seccomp(network: &Network) -> Result<(), KernelError> {
+fn seccomp(network: &Network, staged_net: bool) -> Result<(), KernelError> {
     let err = |e: seccompiler::BackendError| KernelError::Seccomp(e.to_string());
     let arch: seccompiler::TargetArch = std::env::consts::ARCH
         .try_into()
@@ -374,9 +380,16 @@ fn seccomp(network: &Network) -> Result<(), KernelError> {
         arg(0, SeccompCmpOp::Eq, libc::AF_PACKET as u64)?,
         arg(1, SeccompCmpOp::MaskedEq(0xf), libc::SOCK_RAW as u64)?,
     ];
+    // Staged, in a namespace whose only device is loopback: Internet sockets reach the view's
+    // name server there (the lookups it notes), and Landlock refuses every TCP connection.
     if matches!(network, Network::None) {
-        for family in [libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK] {
-            socket.push(arg(0, SeccompCmpOp::Eq, family as u64)?);
+        let families: &[i32] = if staged_net {
+            &[libc::AF_NETLINK]
+        } else {
+            &[libc::AF_INET, libc::AF_INET6, libc::AF_NETLINK]
+        };
+        for family in families {
+            socket.push(arg(0, SeccompCmpOp::Eq, *family as u64)?);
         }
     }
     refused.insert(libc::SYS_socket, socket);

@@ -9,6 +9,7 @@ pub mod helper;
 pub mod kernel;
 pub mod launch;
 pub mod link;
+pub mod lookup;
 pub mod netns;
 pub mod profile;
 pub mod reach;

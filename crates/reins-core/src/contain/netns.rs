@@ -51,6 +51,15 @@ pub fn loopback_up(addrs: impl Iterator<Item = IpAddr>) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Whether this process's network namespace has no device but loopback: one made for it, with no
+/// route out. A staged command is given Internet sockets only there.
+pub fn isolated() -> bool {
+    std::fs::read_to_string("/proc/self/net/dev").is_ok_and(|t| {
+        let mut devices = t.lines().skip(2).map(|l| l.trim_start().split(':').next());
+        devices.all(|d| d == Some("lo"))
+    })
+}
+
 /// Sends one request and waits for the kernel's answer: an acknowledgement, or its error.
 fn ask(socket: &Socket, request: RouteNetlinkMessage, flags: u16) -> std::io::Result<()> {
     let mut header = NetlinkHeader::default();

@@ -115,6 +115,10 @@ pub struct Export {
     pub entries: Vec<Entry>,
     /// Names in the layer that are not UTF-8 or could not be read: the export is not whole.
     pub unreadable: Vec<String>,
+    /// The host names the program looked up (the view's name server answered that none exists);
+    /// empty where the view had no network namespace of its own.
+    #[serde(default)]
+    pub looked_up: Vec<String>,
 }
 
 /// Why a view could not be made: the program never started.
@@ -132,8 +136,8 @@ pub enum StageError {
 /// `--stage`), then the export. Called single-threaded, first thing in the helper.
 pub fn run(plan: &Plan, inner: Vec<OsString>) -> ExitCode {
     let started = Instant::now();
-    let mode = match enter(plan) {
-        Ok(mode) => mode,
+    let (mode, lookups) = match enter(plan) {
+        Ok(entered) => entered,
         Err(e) => {
             eprintln!("reins: staging: not staged, so not started: {e}");
             return ExitCode::from(super::helper::FAILED);
@@ -142,6 +146,7 @@ pub fn run(plan: &Plan, inner: Vec<OsString>) -> ExitCode {
     let setup_micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
     let child = std::process::Command::new("/proc/self/exe")
         .arg(super::helper::SUBCOMMAND)
+        .args(lookups.is_some().then_some("--staged-net"))
         .args(inner)
         .spawn();
     let mut child = match child {
@@ -174,7 +179,18 @@ pub fn run(plan: &Plan, inner: Vec<OsString>) -> ExitCode {
     let full = nix::sys::statvfs::statvfs(&mounted)
         .map(|s| s.blocks_available().saturating_mul(s.fragment_size()) <= 64 * 1024)
         .unwrap_or(false);
-    let export = export(&mounted.join("upper"), &plan.out, full, plan.cap_bytes, mode, setup_micros);
+    let looked_up = lookups.map(|l| l.names()).unwrap_or_default();
+    let export = export(
+        &mounted.join("upper"),
+        &plan.out,
+        Layer {
+            full,
+            cap_bytes: plan.cap_bytes,
+            mode,
+            setup_micros,
+            looked_up,
+        },
+    );
     if let Err(e) = export {
         eprintln!("reins: staging: {e}");
         return ExitCode::from(super::helper::FAILED);
@@ -187,19 +203,29 @@ pub fn run(plan: &Plan, inner: Vec<OsString>) -> ExitCode {
     }
 }
 
-/// The namespace, the capped tmpfs and the overlay over the workspace. Returns the mode in words.
-fn enter(plan: &Plan) -> Result<String, StageError> {
+/// The namespaces (mounts, and a network of its own where the kernel gives one), the capped tmpfs,
+/// the overlay over the workspace, and the name server. Returns the mode in words, and what the
+/// name server hears (None without a network namespace of its own).
+fn enter(plan: &Plan) -> Result<(String, Option<super::lookup::Lookups>), StageError> {
     use nix::mount::{mount, MsFlags};
     use nix::sched::{unshare, CloneFlags};
     let mounted = plan.out.join(MOUNT);
     std::fs::create_dir(&mounted).map_err(|e| StageError::Mount(format!("{}: {e}", mounted.display())))?;
     let uid = nix::unistd::getuid();
     let gid = nix::unistd::getgid();
-    let as_user = if uid.is_root() && unshare(CloneFlags::CLONE_NEWNS).is_ok() {
+    let (ns, net) = (CloneFlags::CLONE_NEWNS, CloneFlags::CLONE_NEWNET);
+    let mut own_net = true;
+    let as_user = if uid.is_root() && unshare(ns | net).is_ok() {
+        false
+    } else if uid.is_root() && unshare(ns).is_ok() {
+        own_net = false;
         false
     } else {
-        unshare(CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWUSER)
-            .map_err(|e| StageError::Namespace(e.to_string()))?;
+        let user = CloneFlags::CLONE_NEWUSER;
+        if unshare(ns | net | user).is_err() {
+            own_net = false;
+            unshare(ns | user).map_err(|e| StageError::Namespace(e.to_string()))?;
+        }
         std::fs::write("/proc/self/setgroups", "deny")
             .and_then(|()| std::fs::write("/proc/self/uid_map", format!("{uid} {uid} 1")))
             .and_then(|()| std::fs::write("/proc/self/gid_map", format!("{gid} {gid} 1")))
@@ -244,11 +270,26 @@ fn enter(plan: &Plan) -> Result<String, StageError> {
     // program would start in the workspace itself, under the view.
     let cwd = std::env::current_dir().map_err(|e| StageError::Mount(format!("cwd: {e}")))?;
     std::env::set_current_dir(&cwd).map_err(|e| StageError::Mount(format!("cwd: {e}")))?;
-    Ok(if as_user {
-        "overlay in a user namespace".into()
+    // Without its name server the namespace still has no route out: the program is refused its
+    // sockets as any command without network is, and names nothing.
+    let lookups = own_net
+        .then(|| super::lookup::serve(&plan.out.join("resolv.conf")).ok())
+        .flatten();
+    let mode = if as_user {
+        "overlay in a user namespace"
     } else {
-        "overlay (root)".into()
-    })
+        "overlay (root)"
+    };
+    Ok((mode.into(), lookups))
+}
+
+/// What the export says of the layer besides its entries.
+struct Layer {
+    full: bool,
+    cap_bytes: u64,
+    mode: String,
+    setup_micros: u64,
+    looked_up: Vec<String>,
 }
 
 fn failed(what: &'static str) -> impl Fn(nix::Error) -> StageError {
@@ -256,23 +297,17 @@ fn failed(what: &'static str) -> impl Fn(nix::Error) -> StageError {
 }
 
 /// Copies the upper layer at `upper` into `out`: each file's bytes as a blob, then the export.
-fn export(
-    upper: &Path,
-    out: &Path,
-    full: bool,
-    cap_bytes: u64,
-    mode: String,
-    setup_micros: u64,
-) -> Result<(), StageError> {
+fn export(upper: &Path, out: &Path, layer: Layer) -> Result<(), StageError> {
     let blobs = out.join(BLOBS);
     std::fs::create_dir(&blobs)?;
     let mut export = Export {
-        mode,
-        setup_micros,
-        full,
-        cap_bytes,
+        mode: layer.mode,
+        setup_micros: layer.setup_micros,
+        full: layer.full,
+        cap_bytes: layer.cap_bytes,
         entries: Vec::new(),
         unreadable: Vec::new(),
+        looked_up: layer.looked_up,
     };
     walk(upper, "", &blobs, &mut export)?;
     let text = serde_json::to_vec(&export).map_err(std::io::Error::other)?;

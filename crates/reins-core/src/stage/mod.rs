@@ -182,6 +182,9 @@ pub struct Staged {
     /// Protected paths (`.git/hooks`, `.vscode`, …) the command wrote in the layer: never
     /// applied, and each one a refused attempt.
     pub protected: Vec<String>,
+    /// The host names it looked up, each an attempt to reach that host (the view's name server
+    /// answered that none exists).
+    pub looked_up: Vec<String>,
 }
 
 impl Staged {
@@ -265,6 +268,7 @@ impl Staged {
             changes,
             skipped,
             protected: deepest(protected.into_iter().map(|c| c.path).collect()),
+            looked_up: export.looked_up,
         })
     }
 
@@ -297,10 +301,10 @@ impl Staged {
             )
         };
         let network = refused.iter().any(|l| network_line(l));
-        out.push_str(if network {
-            "; tried the network, which staging does not give"
-        } else {
-            "; no network used"
+        out.push_str(&match self.looked_up.as_slice() {
+            [] if network => "; tried the network, which staging does not give".to_owned(),
+            [] => "; no network used".to_owned(),
+            names => format!("; tried to reach {}, which staging does not give", hosts(names)),
         });
         let other = refused.iter().filter(|l| !network_line(l)).count();
         if other > 0 {
@@ -351,8 +355,34 @@ fn is_protected(path: &str) -> bool {
         .any(|p| path == *p || path.starts_with(&format!("{p}/")))
 }
 
+/// "a.org", "a.org and b.org", "a.org, b.org and 3 more".
+fn hosts(names: &[String]) -> String {
+    match names {
+        [one] => one.clone(),
+        [a, b] => format!("{a} and {b}"),
+        [a, b, rest @ ..] => format!("{a}, {b} and {} more", rest.len()),
+        [] => String::new(),
+    }
+}
+
+/// A line of a program's output that says a host name did not resolve: said better by the name
+/// it looked up, when the view's name server heard it.
+pub(crate) fn lookup_line(line: &str) -> bool {
+    const LOOKUP: &[&str] = &[
+        "resolve",
+        "name resolution",
+        "Name or service not known",
+        "getaddrinfo",
+        "ENOTFOUND",
+        "EAI_AGAIN",
+        "gaierror",
+    ];
+    LOOKUP.iter().any(|n| line.contains(n))
+}
+
 pub(crate) fn network_line(line: &str) -> bool {
     const NET: &[&str] = &[
+        "tried to reach",
         "Network is unreachable",
         "Could not resolve",
         "Temporary failure in name resolution",

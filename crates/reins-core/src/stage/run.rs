@@ -92,13 +92,22 @@ pub fn stage_confined(
     }
     let staged = Staged::read(&out, workspace)?;
     let mut refused = outcome.blocked.clone();
+    // Each name it looked up is a host it tried to reach; the view's name server heard it.
+    refused.extend(staged.looked_up.iter().map(|name| {
+        format!(
+            "{} tried to reach {name} (it looked the name up; staging gives no network)",
+            outcome.program
+        )
+    }));
     // A command without network says so in its own words ("Could not resolve host"): each such
-    // line is an attempt the profile stopped, unless it was listed already.
+    // line is an attempt the profile stopped, unless it was listed already, or is a lookup the
+    // names above say better.
     for captured in [&outcome.stdout, &outcome.stderr] {
         let text = captured.text();
         let tried = text
             .lines()
             .filter(|l| super::network_line(l))
+            .filter(|l| staged.looked_up.is_empty() || !super::lookup_line(l))
             .filter(|l| !refused.iter().any(|r| r.contains(l.trim())))
             .take(4)
             .map(|l| {

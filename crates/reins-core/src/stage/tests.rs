@@ -18,6 +18,7 @@ fn export(out: &Path, entries: Vec<Entry>, blobs: &[(&str, &str)]) {
         cap_bytes: 1 << 20,
         entries,
         unreadable: Vec::new(),
+        looked_up: Vec::new(),
     };
     std::fs::write(out.join(EXPORT_FILE), serde_json::to_vec(&e).unwrap()).unwrap();
 }
@@ -170,6 +171,51 @@ fn a_full_layer_or_a_refusal_says_so_in_the_summary() {
         s.summary(&refused),
         "changes none, creates 1, deletes none; tried the network, which staging does not give; stopped at the layer's size cap (1 MiB)"
     );
+}
+
+#[test]
+fn the_hosts_it_looked_up_are_named_in_the_summary() {
+    let ws = workspace();
+    let out = tempfile::tempdir().unwrap();
+    export(out.path(), vec![], &[]);
+    let mut s = Staged::read(out.path(), ws.path()).unwrap();
+    s.looked_up = vec!["registry.npmjs.org".into()];
+    assert_eq!(
+        s.summary(&[]),
+        "changes nothing in the workspace; tried to reach registry.npmjs.org, which staging does not give"
+    );
+    s.looked_up = ["a.org", "b.org", "c.org", "d.org"].map(String::from).to_vec();
+    assert!(s
+        .summary(&[])
+        .ends_with("tried to reach a.org, b.org and 2 more, which staging does not give"));
+}
+
+#[test]
+fn the_name_server_answers_no_such_name_and_notes_each_name_once() {
+    use simple_dns::{Name, Packet, PacketFlag, Question, CLASS, QCLASS, QTYPE, RCODE, TYPE};
+    let heard = crate::contain::lookup::Lookups::default();
+    let mut query = Packet::new_query(7);
+    query.set_flags(PacketFlag::RECURSION_DESIRED);
+    for qtype in [TYPE::A, TYPE::AAAA] {
+        query.questions.push(Question::new(
+            Name::new_unchecked("Registry.npmjs.org"),
+            QTYPE::TYPE(qtype),
+            QCLASS::CLASS(CLASS::IN),
+            false,
+        ));
+    }
+    let bytes = query.build_bytes_vec().unwrap();
+    let reply = crate::contain::lookup::reply_to(&bytes, &heard).unwrap();
+    let reply = Packet::parse(&reply).unwrap();
+    assert_eq!(reply.id(), 7);
+    assert!(reply.has_flags(PacketFlag::RESPONSE));
+    assert_eq!(reply.rcode(), RCODE::NameError);
+    assert!(reply.answers.is_empty());
+    assert_eq!(heard.names(), ["registry.npmjs.org"]);
+    // Not a query: dropped, nothing noted.
+    assert!(crate::contain::lookup::reply_to(&reply.build_bytes_vec().unwrap(), &heard).is_none());
+    assert!(crate::contain::lookup::reply_to(b"\x00\x01garbage", &heard).is_none());
+    assert_eq!(heard.names().len(), 1);
 }
 
 mod plans {

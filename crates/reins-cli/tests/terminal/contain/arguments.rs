@@ -69,6 +69,21 @@ fn the_helper_refuses_arguments_an_attacker_would_craft() -> anyhow::Result<()> 
             "--".into(),
         ],
         vec!["--profile".into(), odd_host.to_string(), "--".into()],
+        // Internet sockets for a staged command, asked for where no staging helper made a
+        // namespace of its own: this machine's network is here.
+        vec![
+            "--profile".into(),
+            good.to_string(),
+            "--staged-net".into(),
+            "--".into(),
+        ],
+        vec![
+            "--profile".into(),
+            good.to_string(),
+            "--staged-net".into(),
+            "--staged-net".into(),
+            "--".into(),
+        ],
     ];
     for relay in [
         relative_socket,

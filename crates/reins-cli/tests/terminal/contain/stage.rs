@@ -225,33 +225,49 @@ fn sed_in_place_across_files_shows_only_the_files_whose_bytes_changed() -> anyho
     Ok(())
 }
 
+/// The network a staged command tries is refused, and named: the view's own name server hears
+/// the hosts it looks up. Its own Internet sockets reach nothing outside its namespace: not a TCP
+/// listener on this machine's loopback, not a UDP one on loopback or on the machine's address.
 #[test]
 fn a_command_that_needs_the_network_is_shown_as_refused_it() -> anyhow::Result<()> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     listener.set_nonblocking(true)?;
     let port = listener.local_addr()?.port();
+    let udp = std::net::UdpSocket::bind("0.0.0.0:0")?;
+    udp.set_nonblocking(true)?;
+    let uport = udp.local_addr()?.port();
+    // The address this machine goes out from, where it has one.
+    let outward = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").and_then(|()| s.local_addr()))
+        .map_or_else(|_| "127.0.0.1".to_owned(), |a| a.ip().to_string());
     for user in User::all() {
         let case = Stage::new(user, &[("package.json", "{}\n")])?;
         let v = case.stage(
             &[],
             &[&format!(
                 "echo fetched > out.txt; curl -sS http://127.0.0.1:{port}/ > dep.tgz; \
-                 curl -sS https://registry.npmjs.org/left-pad >> dep.tgz; true"
+                 curl -sS https://registry.npmjs.org/left-pad >> dep.tgz; \
+                 bash -c 'echo u > /dev/udp/127.0.0.1/{uport}; echo u > /dev/udp/{outward}/{uport}'; true"
             )],
         )?;
         assert!(
             listener.accept().is_err(),
             "{user:?}: the listener was reached"
         );
+        let mut buf = [0u8; 16];
+        assert!(
+            udp.recv_from(&mut buf).is_err(),
+            "{user:?}: a datagram left the staged namespace"
+        );
         let summary = v["summary"].as_str().unwrap_or_default();
         assert!(
-            summary.contains("tried the network, which staging does not give"),
+            summary.contains("tried to reach registry.npmjs.org, which staging does not give"),
             "{user:?}: {summary}"
         );
         assert_eq!(v["whole"], false, "{user:?}");
         let refused = v["refused"].to_string();
         assert!(
-            refused.contains("registry.npmjs.org"),
+            refused.contains("tried to reach registry.npmjs.org (it looked the name up"),
             "{user:?}: {refused}"
         );
         assert_eq!(
