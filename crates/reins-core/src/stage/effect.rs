@@ -147,7 +147,15 @@ impl StagedEffect {
             let rel = RelPath::parse(&f.path).map_err(|_| StagedError::Path(f.path.clone()))?;
             let current = ws.image(&rel).map_err(|e| StagedError::Path(e.to_string()))?;
             let now = current.as_deref().map(Digest::of);
-            if remaining && now == f.after.as_ref().map(|a| a.sha256.clone()) {
+            // At its new state: its new bytes, and its new mode (a chmod changes no byte).
+            let landed = match &f.after {
+                Some(a) => {
+                    now.as_ref() == Some(&a.sha256)
+                        && ws.mode(&rel).map(|m| m & 0o777) == Some(a.mode & 0o777)
+                }
+                None => now.is_none(),
+            };
+            if remaining && landed {
                 continue;
             }
             plan.pre.push(FileImage {

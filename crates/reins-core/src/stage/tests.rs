@@ -293,6 +293,34 @@ mod plans {
         );
     }
 
+    /// Recovery of a half-applied result: a file whose only change is its mode is still to do
+    /// until its mode is the staged one, though its bytes already match.
+    #[test]
+    fn a_mode_only_change_is_still_to_do_until_the_mode_lands() {
+        let ws = workspace();
+        let out = tempfile::tempdir().unwrap();
+        let mut exec = file("same.txt", "1");
+        if let Entry::File { mode, .. } = &mut exec {
+            *mode = 0o755;
+        }
+        export(out.path(), vec![exec], &[("1", "same\n")]);
+        let s = Staged::read(out.path(), ws.path()).unwrap();
+        assert_eq!(kinds(&s), vec![("same.txt".to_owned(), Kind::ModeChanged)]);
+        let jail = Workspace::open(ws.path()).unwrap();
+        let planned = s.plan(&jail, &[]).unwrap();
+        let effect = super::super::effect::StagedEffect::of(&planned, "overlay (root)", "", "", true);
+        let bytes: std::collections::BTreeMap<_, _> = effect
+            .blobs()
+            .map(|d| (d.clone(), b"same\n".to_vec()))
+            .collect();
+        let remaining = effect.plan(&jail, &bytes, true).unwrap();
+        assert_eq!(remaining.ops.len(), 1, "the mode has not landed yet");
+        crate::tools::apply(&remaining, &jail).unwrap();
+        let mode = std::fs::metadata(ws.path().join("same.txt")).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+        assert!(effect.plan(&jail, &bytes, true).unwrap().ops.is_empty(), "landed");
+    }
+
     #[test]
     fn a_file_changed_since_staging_refuses_the_plan() {
         let ws = workspace();
