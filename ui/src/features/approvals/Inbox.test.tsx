@@ -240,6 +240,25 @@ describe("approvals inbox", () => {
     expect(args.leaveOut).toEqual(["old.txt"]);
   });
 
+  it("a command staging could not capture shows what staging saw above it", async () => {
+    mount([approval({
+      tool: "shell.exec",
+      action: { tool: "shell.exec", args: { command: "make", timeout_s: 120 } },
+      subject: "make",
+      runs: "confined (Landlock ABI 7, seccomp): no network, writes inside the workspace",
+      preview:
+        "staged first (overlay (root)): changes 1 file, creates 1, deletes 1; tried to reach crates.io, which staging does not give\n" +
+        "  make tried to reach crates.io (it looked the name up; staging gives no network)\n" +
+        "staging could not capture all it does, so approving runs the command itself, confined\n" +
+        "$ make\n\nruns directly as this argv\n",
+    })]);
+    const note = await screen.findByTestId("staging-note");
+    expect(note.textContent).toContain("tried to reach crates.io, which staging does not give");
+    expect(note.querySelectorAll("li").length).toBe(2);
+    expect(note.textContent).toContain("approving runs the command itself, confined");
+    expect(note.textContent).not.toContain("$ make");
+  });
+
   it("a file change offers no network choice", async () => {
     mount([approval()]);
     await screen.findByTestId("approval-card");

@@ -29,11 +29,27 @@ export function commandText(args: Record<string, unknown>): string {
   return "";
 }
 
+/** What staging saw of a command it could not capture whole (or why it was not staged): the lines
+ * of the harness's preview above the command itself ("$ make"). */
+export function stagingNote(preview: string): string[] {
+  if (!/^(staged first|not staged)/.test(preview)) return [];
+  const lines = preview.split("\n");
+  const end = lines.findIndex((l) => l.startsWith("$ "));
+  return lines.slice(0, end < 0 ? lines.length : end).map((l) => l.trim()).filter((l) => l !== "");
+}
+
 function CommandView({ a }: { a: ApprovalView }) {
   const args = argsOf(a);
   const segs: Segment[] = a.segments;
+  const [first, ...seen] = a.edited || a.staged ? [] : stagingNote(a.preview);
   return (
     <div className="command" data-testid="command">
+      {first && (
+        <div className="staging-note" data-testid="staging-note">
+          <p><Visible text={first} /></p>
+          {seen.length > 0 && <ul>{seen.map((l, i) => <li key={i}><Visible text={l} /></li>)}</ul>}
+        </div>
+      )}
       <pre className="command-text"><Visible text={shownSealed(commandText(args))} /></pre>
       {segs.length > 0 && (
         <table className="segments">
