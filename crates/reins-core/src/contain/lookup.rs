@@ -8,47 +8,28 @@
 //! The server runs in the staging helper, outside the command's confinement, so what it reads is
 //! parsed by a DNS library, bounded in size, and only ever answered, never followed.
 
-use std::collections::BTreeSet;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// At most this many names are kept: a command looking up thousands is said to have tried more.
+/// At most this many names are kept: a command looking up thousands holds no more memory here.
 const MAX_NAMES: usize = 64;
 
-/// The names the command looked up, in order of their first lookup.
+/// The names the command looked up, each once, in order of their first lookup.
 #[derive(Clone, Default)]
-pub struct Lookups(Arc<Mutex<Names>>);
-
-#[derive(Default)]
-struct Names {
-    seen: BTreeSet<String>,
-    order: Vec<String>,
-    more: bool,
-}
+pub struct Lookups(Arc<Mutex<Vec<String>>>);
 
 impl Lookups {
-    /// The names looked up so far; a last entry "…" when there were more than were kept.
+    /// The names looked up so far.
     pub fn names(&self) -> Vec<String> {
-        let names = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out = names.order.clone();
-        if names.more {
-            out.push("…".into());
-        }
-        out
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     fn note(&self, name: String) {
         let mut names = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if names.seen.contains(&name) {
-            return;
+        if names.len() < MAX_NAMES && !names.contains(&name) {
+            names.push(name);
         }
-        if names.order.len() >= MAX_NAMES {
-            names.more = true;
-            return;
-        }
-        names.seen.insert(name.clone());
-        names.order.push(name);
     }
 }
 

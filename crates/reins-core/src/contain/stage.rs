@@ -179,18 +179,16 @@ pub fn run(plan: &Plan, inner: Vec<OsString>) -> ExitCode {
     let full = nix::sys::statvfs::statvfs(&mounted)
         .map(|s| s.blocks_available().saturating_mul(s.fragment_size()) <= 64 * 1024)
         .unwrap_or(false);
-    let looked_up = lookups.map(|l| l.names()).unwrap_or_default();
-    let export = export(
-        &mounted.join("upper"),
-        &plan.out,
-        Layer {
-            full,
-            cap_bytes: plan.cap_bytes,
-            mode,
-            setup_micros,
-            looked_up,
-        },
-    );
+    let layer = Export {
+        mode,
+        setup_micros,
+        full,
+        cap_bytes: plan.cap_bytes,
+        entries: Vec::new(),
+        unreadable: Vec::new(),
+        looked_up: lookups.map(|l| l.names()).unwrap_or_default(),
+    };
+    let export = export(&mounted.join("upper"), &plan.out, layer);
     if let Err(e) = export {
         eprintln!("reins: staging: {e}");
         return ExitCode::from(super::helper::FAILED);
@@ -283,32 +281,15 @@ fn enter(plan: &Plan) -> Result<(String, Option<super::lookup::Lookups>), StageE
     Ok((mode.into(), lookups))
 }
 
-/// What the export says of the layer besides its entries.
-struct Layer {
-    full: bool,
-    cap_bytes: u64,
-    mode: String,
-    setup_micros: u64,
-    looked_up: Vec<String>,
-}
-
 fn failed(what: &'static str) -> impl Fn(nix::Error) -> StageError {
     move |e| StageError::Mount(format!("{what}: {e}"))
 }
 
-/// Copies the upper layer at `upper` into `out`: each file's bytes as a blob, then the export.
-fn export(upper: &Path, out: &Path, layer: Layer) -> Result<(), StageError> {
+/// Copies the upper layer at `upper` into `out`: each file's bytes as a blob, then `export` (what
+/// it says of the layer besides its entries) with the entries.
+fn export(upper: &Path, out: &Path, mut export: Export) -> Result<(), StageError> {
     let blobs = out.join(BLOBS);
     std::fs::create_dir(&blobs)?;
-    let mut export = Export {
-        mode: layer.mode,
-        setup_micros: layer.setup_micros,
-        full: layer.full,
-        cap_bytes: layer.cap_bytes,
-        entries: Vec::new(),
-        unreadable: Vec::new(),
-        looked_up: layer.looked_up,
-    };
     walk(upper, "", &blobs, &mut export)?;
     let text = serde_json::to_vec(&export).map_err(std::io::Error::other)?;
     let tmp = out.join(format!("{EXPORT_FILE}.tmp"));

@@ -54,15 +54,26 @@ async fn must_stop(
     while !Drive::stopping(e, watch, owner) {
         tokio::time::sleep(std::time::Duration::from_millis(250)).await;
         ticks += 1;
-        if ticks.is_multiple_of(4) {
-            match runs::get(e.store.pool(), run).await {
-                Ok(row) if row.state == RunState::PauseRequested => owner.saw_pause(true),
-                Ok(row) if row.state != RunState::Running => watch.mark_lost(),
-                // Not readable now: the heartbeat still tells.
-                Ok(_) | Err(_) => {}
-            }
+        if ticks.is_multiple_of(4) && read_row(e, run, watch).await == Some(RunState::PauseRequested)
+        {
+            owner.saw_pause(true);
         }
     }
+}
+
+/// Reads the run's own row now: a run cancelled (or ended) by another process is lost to this
+/// worker at once, not at the next heartbeat. Returns its state; None when it cannot be read now
+/// (the heartbeat still tells).
+async fn read_row(
+    e: &Engine,
+    run: RunId,
+    watch: &super::heartbeat::LeaseWatch,
+) -> Option<RunState> {
+    let state = runs::get(e.store.pool(), run).await.ok()?.state;
+    if !matches!(state, RunState::Running | RunState::PauseRequested) {
+        watch.mark_lost();
+    }
+    Some(state)
 }
 
 /// How a drive stops for a person: the move, the state it leaves the run in, what the person is
@@ -413,14 +424,9 @@ impl<'a> Drive<'a> {
         self.heartbeat.watch().lost()
     }
 
-    /// Reads the run's own row now: a run cancelled (or ended) by another process is lost to this
-    /// worker at once, not at the next heartbeat. Unreadable now: the heartbeat still tells.
+    /// Reads the run's own row now (see [`read_row`]).
     pub(super) async fn read_own_row(&self) {
-        if let Ok(row) = runs::get(self.e.store.pool(), self.run).await {
-            if !matches!(row.state, RunState::Running | RunState::PauseRequested) {
-                self.heartbeat.watch().mark_lost();
-            }
-        }
+        read_row(self.e, self.run, self.heartbeat.watch()).await;
     }
 
     /// Whether this worker may still start an effect: it has not lost the run, and enough of its
