@@ -226,3 +226,68 @@ async fn a_resume_verifies_only_what_came_after_the_last_verified_checkpoint() -
     assert!(verified().await? > through);
     Ok(())
 }
+
+#[tokio::test]
+async fn each_model_calls_context_is_kept_as_a_change_to_the_one_before_and_read_back_whole(
+) -> anyhow::Result<()> {
+    let (s, run) = reading_run().await?;
+    approve(&s, run).await?;
+    let outcome = s.settle(run, &Silent).await?;
+    assert!(finished(&outcome, RunState::Succeeded), "{outcome:?}");
+    let db = raw_db(&s.reins).await?;
+    let rows: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT step_seq, manifest FROM context_manifests WHERE run_id = $1 ORDER BY step_seq",
+    )
+    .bind(run.to_string())
+    .fetch_all(&db)
+    .await?;
+    assert_eq!(rows.len(), TURNS + 2, "one per model call");
+    // Each record names the call before it, except the first and the first after the resume.
+    let mut wholes = Vec::new();
+    for (k, (seq, json)) in rows.iter().enumerate() {
+        let record: serde_json::Value = serde_json::from_str(json)?;
+        let base = &record["delta"]["base"];
+        if base.is_null() {
+            wholes.push(*seq);
+        } else {
+            assert_eq!(base["step"], rows[k - 1].0, "step {seq}: {json}");
+            assert!(
+                record["delta"]["added"].as_array().map_or(0, Vec::len) <= 1,
+                "step {seq} adds one turn at most: {json}"
+            );
+        }
+    }
+    assert_eq!(wholes, [rows[0].0, rows[TURNS + 1].0], "{rows:?}");
+    let (early, late) = (rows[2].1.len(), rows[TURNS].1.len());
+    assert!(
+        late < early + early / 4,
+        "records grow with the run: {early} bytes at call 3, {late} at call {}",
+        TURNS + 1
+    );
+
+    // Read back, each is the manifest the call was made with: the tokens its audit event names,
+    // every earlier turn in it (the first call has none).
+    let called: Vec<(String,)> = sqlx::query_as(
+        "SELECT payload FROM audit_events WHERE run_id = $1 AND kind = 'model.called' ORDER BY seq",
+    )
+    .bind(run.to_string())
+    .fetch_all(&db)
+    .await?;
+    let ctx = s.reins.context(run).await?;
+    assert_eq!(ctx.len(), rows.len());
+    assert_eq!(called.len(), rows.len());
+    for (k, (c, (payload,))) in ctx.iter().zip(&called).enumerate() {
+        let event: serde_json::Value = serde_json::from_str(payload)?;
+        assert_eq!(event["step"], c.step);
+        assert_eq!(event["contextTokens"], c.manifest.used, "call {}", k + 1);
+        let turns: Vec<&str> = c
+            .manifest
+            .entries
+            .iter()
+            .filter(|e| e.id.starts_with("turn-"))
+            .map(|e| e.id.as_str())
+            .collect();
+        assert_eq!(turns.len(), k, "call {}: {turns:?}", k + 1);
+    }
+    Ok(())
+}

@@ -23,6 +23,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod chain;
 mod record;
 pub mod tokens;
 pub mod working;

@@ -107,7 +107,7 @@ impl Drive<'_> {
                 step_seq: seq,
                 model: "external agent".into(),
                 facts_used: manifest.facts_used.clone(),
-                manifest: manifest.clone(),
+                manifest: context::chain::Record::Whole(manifest.clone()),
                 created_at: now,
             })),
         ];

@@ -118,6 +118,8 @@ pub(super) struct Served {
     pub(super) api_key: Option<crate::keys::Secret>,
     /// Token counts of context parts already counted in this attempt (see `think.rs`).
     pub(super) token_counts: super::think::TokenCounts,
+    /// The last model call's candidates, which the next call's manifest is kept as a change to.
+    pub(super) context: Option<crate::context::chain::Link>,
     /// The run's MCP servers, started for this attempt (see `mcp.rs`).
     pub(super) mcp: Option<crate::mcp::Hub>,
     /// The outside request handed to the agent and not yet tied to a move (`take.rs`).

@@ -12,6 +12,7 @@ use crate::agent::{ModelInput, Part};
 use crate::event as ev;
 use crate::checkpoint::Level;
 use crate::clock::now_ms;
+use crate::context::chain::{Base, Candidate, Delta, Link, Record};
 use crate::context::{self, tokens::TokenCounter as _, Budget};
 use crate::digest::Digest;
 use crate::error::{Error, Result};
@@ -118,6 +119,7 @@ impl Drive<'_> {
             tool_schemas: schema_tokens,
             margin: (settings.context_window / 50).max(64),
         };
+        let candidates: Vec<Candidate> = items.iter().map(Candidate::of).collect();
         let assembly = match context::assemble(budget, items, counter.name()) {
             Ok(a) => a,
             Err(e) => {
@@ -196,7 +198,7 @@ impl Drive<'_> {
             &action,
             body_hash.as_str(),
             &call,
-            Some(&assembly.manifest),
+            Some((&assembly.manifest, candidates)),
         )
         .await?;
         crate::fault_point!("after_model_step");
@@ -273,8 +275,9 @@ impl Drive<'_> {
         action: &RecordedCall,
         action_hash: &str,
         call: &ModelCall,
-        manifest: Option<&context::Manifest>,
+        context: Option<(&context::Manifest, Vec<Candidate>)>,
     ) -> Result<()> {
+        let manifest = context.as_ref().map(|(m, _)| *m);
         if let Some(c) = self.agent.conversation() {
             c.replied(&call.reply);
         }
@@ -308,11 +311,22 @@ impl Drive<'_> {
             },
         ];
         let facts_used = manifest.map(|m| m.facts_used.clone()).unwrap_or_default();
-        if let Some(m) = manifest {
+        if let Some((m, candidates)) = &context {
+            // Kept as a change to the previous call's: a long run's records grow with the run,
+            // not with its square (`context/chain.rs`).
+            let delta = Delta::between(
+                self.served.context.as_ref(),
+                m.budget,
+                &m.counter,
+                candidates,
+                m,
+            );
             rows.push(Write::Manifest(Box::new(manifests::ManifestRow {
                 step_seq: seq,
                 model: call.model.clone(),
-                manifest: m.for_the_record(),
+                manifest: Record::Chained {
+                    delta: Box::new(delta),
+                },
                 facts_used: m.facts_used.clone(),
                 created_at: now,
             })));
@@ -348,6 +362,13 @@ impl Drive<'_> {
                 reused: false,
             });
         self.commit(change).await?;
+        self.served.context = context.map(|(_, candidates)| Link {
+            base: Base {
+                step: seq,
+                written_at: now,
+            },
+            candidates,
+        });
         Ok(())
     }
 }

@@ -147,6 +147,7 @@ json_fields!(
     Vec<crate::journal::FileImage>,
     crate::approval::ContextSummary,
     crate::context::Manifest,
+    crate::context::chain::Record,
     crate::compat::Compat,
     crate::resume::RecoverySummary,
     crate::stage::effect::StagedEffect,

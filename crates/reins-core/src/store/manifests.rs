@@ -5,15 +5,16 @@ use super::Pool;
 
 use super::decode::{self, Stored};
 use super::{Result, Tx};
-use crate::context::Manifest;
+use crate::context::chain::Record;
 use crate::ids::RunId;
 
 #[derive(Clone, Debug, PartialEq, sqlx::FromRow)]
 pub struct ManifestRow {
     pub step_seq: i64,
     pub model: String,
-    #[sqlx(try_from = "Json<Manifest>")]
-    pub manifest: Manifest,
+    /// Whole, or a change to the previous call's (`context/chain.rs` rebuilds it).
+    #[sqlx(try_from = "Json<Record>")]
+    pub manifest: Record,
     /// Profile fact ids (ids only: a deleted fact leaves no trace here).
     #[sqlx(try_from = "Json<Vec<String>>")]
     pub facts_used: Vec<String>,
