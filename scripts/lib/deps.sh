@@ -59,6 +59,8 @@ deps_test() {
   [ -x /usr/bin/python3 ] || missing+=(python3)
   command -v setpriv >/dev/null || missing+=(util-linux)
   command -v unshare >/dev/null || missing+=(util-linux)
+  # One durable commit per file step is counted in the log syncs `reins` makes.
+  command -v strace >/dev/null || missing+=(strace)
   apt_install "${missing[@]}"
   command -v tauri-driver >/dev/null || cargo install tauri-driver --locked --version ^2
 }

@@ -19,6 +19,7 @@ mod contain;
 mod control;
 mod crash;
 mod drain;
+mod durability;
 mod escape_hatch;
 mod inputs;
 mod keyring;

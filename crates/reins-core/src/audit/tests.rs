@@ -557,3 +557,26 @@ async fn an_event_added_behind_the_anchors_back_is_damage() -> TestResult {
 }
 
 mod vouch;
+
+#[tokio::test]
+async fn a_commit_that_rides_reaches_the_anchor_only_with_the_next_durable_one() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let store = store_with(dir.path(), 3).await?;
+    let head = || store.anchor().read().map(|h| h.map(|h| h.head.seq));
+    let mut tx = store.begin_riding().await?;
+    table::append_raw(&mut tx, Actor::Harness, "run.state_changed", None, &serde_json::json!({}), 2_000).await?;
+    tx.commit().await?;
+    store.anchor().flush();
+    assert_eq!(head()?, Some(3), "not durable yet: the anchor stays behind it");
+    append(&store, 1).await?;
+    assert_eq!(head()?, Some(5), "the durable commit after it carried it");
+    let v = verify::verify_split(&store, i64::MAX).await?;
+    assert!(v.intact && v.anchor.status == "agrees", "{v:?}");
+    // One that rode last is handed over when the store closes, once the log is folded in.
+    let mut tx = store.begin_riding().await?;
+    table::append_raw(&mut tx, Actor::Harness, "run.state_changed", None, &serde_json::json!({}), 3_000).await?;
+    tx.commit().await?;
+    store.close().await;
+    assert_eq!(head()?, Some(6));
+    Ok(())
+}

@@ -36,6 +36,8 @@ pub(super) struct Change {
     /// Ends the run's open attempt with this outcome.
     pub end_attempt: Option<String>,
     pub report: Vec<Report>,
+    /// The disk can settle what it records: it need not be durable on its own.
+    pub rides: bool,
 }
 
 /// Something to tell the observer once the change is committed.
@@ -94,6 +96,13 @@ impl Change {
         self.report.push(report);
         self
     }
+
+    /// Rides with the next durable commit (`Store::begin_riding`): only for what recovery can
+    /// settle from the disk if it is lost, a file effect's confirmation.
+    pub fn riding(mut self) -> Self {
+        self.rides = true;
+        self
+    }
 }
 
 impl Engine {
@@ -148,6 +157,7 @@ impl Engine {
                     transition: c.transition,
                     announce: c.announce,
                     end_attempt: c.end_attempt,
+                    rides: false,
                 },
             ));
         }
@@ -170,6 +180,7 @@ impl Engine {
             announce,
             end_attempt,
             report,
+            rides,
         } = change;
         if let Some((from, entries)) = checkpoint.as_mut().and_then(|p| p.history.take()) {
             rows.push(Write::History { from, entries });
@@ -186,6 +197,7 @@ impl Engine {
             transition,
             announce,
             end_attempt,
+            rides,
         };
         let applied = self.store.apply(run, change, owner).await?;
         for r in report {

@@ -30,6 +30,10 @@ pub(super) struct EffectRecord<'s> {
     pub(super) ran: Option<&'s serde_json::Value>,
     /// How its process ran confined, for the audit log.
     pub(super) contained: Option<ev::Contained>,
+    /// Reins wrote its files itself (`post` is what they hold now): if its confirmation were
+    /// lost, recovery would settle the intent from the disk, so the confirmation need not be
+    /// durable on its own and rides with the next durable commit.
+    pub(super) from_disk: bool,
 }
 
 impl Drive<'_> {
@@ -76,7 +80,13 @@ impl Drive<'_> {
             result: text.into(),
             settled_by: None,
             ends_processes: true,
-        }])
+        }]);
+        let change = if ok && e.from_disk {
+            change.riding()
+        } else {
+            change
+        };
+        let change = change
         .checkpoint(checkpoint)
         .events(
             e.contained

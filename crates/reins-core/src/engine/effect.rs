@@ -88,6 +88,7 @@ impl Drive<'_> {
             post,
             ran: Some(&rec.action.call().args),
             contained: None,
+            from_disk: false,
         };
         // 9. Confirm (confirm.rs): what happened, or what the disk proves did not.
         match (action, &plan) {
@@ -102,6 +103,7 @@ impl Drive<'_> {
                 fault_point!("after_effect");
                 let done = EffectRecord {
                     post: &plan.post,
+                    from_disk: true,
                     ..record(&[])
                 };
                 let result = if plan.failed {
@@ -202,6 +204,7 @@ impl Drive<'_> {
             post: &plan.post,
             ran: Some(&rec.action.call().args),
             contained: None,
+            from_disk: false,
         };
         self.settle_effect(done, Ok("allowed: the agent makes this change itself"))
             .await

@@ -56,6 +56,9 @@ pub struct Anchor {
     queue: Arc<Queue>,
     /// How long to wait for another process's anchor write (`LOCK_WAIT`; shorter in tests).
     lock_wait: std::time::Duration,
+    /// Marks of commits that are not durable yet (they ride with the next durable commit,
+    /// `Store::begin_riding`): handed over only once one is, so the anchor never runs ahead.
+    held: Mutex<Vec<Mark>>,
 }
 
 /// Heads waiting for the writer thread.
@@ -90,7 +93,24 @@ impl Anchor {
             path: path.to_owned(),
             queue: Arc::default(),
             lock_wait: LOCK_WAIT,
+            held: Mutex::default(),
         }
+    }
+
+    /// Keeps the marks of a commit that is not durable yet, until a durable one follows it.
+    pub(super) fn hold(&self, marks: Vec<Mark>) {
+        if let Ok(mut held) = self.held.lock() {
+            held.extend(marks);
+        }
+    }
+
+    /// The marks held so far: taken by a durable commit before it commits (every commit they
+    /// belong to is then before it in the log, and made durable with it).
+    pub(super) fn release(&self) -> Vec<Mark> {
+        self.held
+            .lock()
+            .map(|mut held| std::mem::take(&mut *held))
+            .unwrap_or_default()
     }
 
     /// Hands committed marks to the writer thread (started on first use).
@@ -106,6 +126,7 @@ impl Anchor {
                 path: self.path.clone(),
                 queue: Arc::default(),
                 lock_wait: self.lock_wait,
+                held: Mutex::default(),
             };
             let spawned = std::thread::Builder::new()
                 .name("reins-audit-anchor".into())

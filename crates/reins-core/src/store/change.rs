@@ -40,6 +40,9 @@ pub struct Change {
     pub announce: Option<Announce>,
     /// Ends the run's open attempt with this outcome.
     pub end_attempt: Option<String>,
+    /// A step's own change the disk can settle: it rides with the next durable commit
+    /// (`Store::begin_riding`).
+    pub rides: bool,
 }
 
 /// What a committed change did.
@@ -87,6 +90,7 @@ impl Store {
             transition,
             announce,
             end_attempt,
+            rides,
         } = change;
         let now = crate::clock::now_ms();
         // Only a step's own doing in a run its worker holds: no change of state, announcement or
@@ -157,7 +161,9 @@ impl Store {
         let (mut tx, (written_rows, carried)) = match done {
             Some(done) => done,
             None => {
-                let mut tx = if quiet {
+                let mut tx = if quiet && rides {
+                    self.begin_riding().await?
+                } else if quiet {
                     self.begin_quiet().await?
                 } else {
                     self.begin().await?
@@ -261,6 +267,7 @@ impl Store {
                 transition,
                 announce,
                 end_attempt,
+                ..
             } = change;
             if checkpoint.is_some() || announce.is_some() || end_attempt.is_some() {
                 return Err(StoreError::Invalid(

@@ -157,6 +157,7 @@ impl Store {
             } else {
                 wake::Wake::local(None)
             },
+            riding: None,
         };
         store.ensure_anchor().await?;
         Ok(store)

@@ -26,6 +26,9 @@ pub struct Tx {
     key: Option<Arc<AuditKey>>,
     /// The first event this transaction appended with a MAC.
     first_keyed: Option<i64>,
+    /// Its commit is not made durable on its own: the next durable commit carries it
+    /// (`Store::begin_riding`).
+    rides: bool,
 }
 
 /// What a `Tx` writes through.
@@ -53,6 +56,7 @@ impl Tx {
             vouch: keyed.0,
             key: keyed.1,
             first_keyed: None,
+            rides: false,
         }
     }
 
@@ -73,6 +77,7 @@ impl Tx {
             vouch: keyed.0,
             key: keyed.1,
             first_keyed: None,
+            rides: false,
         }
     }
 
@@ -84,6 +89,12 @@ impl Tx {
 
     pub fn dialect(&self) -> super::Dialect {
         self.dialect
+    }
+
+    /// Marks this transaction as one whose commit rides with the next durable one.
+    pub(super) fn riding(mut self) -> Self {
+        self.rides = true;
+        self
     }
 
     /// Records events this transaction appended: the last becomes the head once committed.
@@ -122,18 +133,33 @@ impl Tx {
             inner,
             anchor,
             wake,
-            marks,
+            mut marks,
             vouch,
+            rides,
             ..
         } = self;
-        if let Inner::Transaction(tx) = inner {
-            tx.commit().await?;
+        // A durable commit carries the commits that rode before it: their heads go with its own.
+        let carried = if rides { Vec::new() } else { anchor.release() };
+        let committed = match inner {
+            Inner::Transaction(tx) => tx.commit().await,
+            Inner::Single(_) => Ok(()),
+        };
+        if let Err(e) = committed {
+            // Whether it landed is not known: the heads it carried wait for the next one.
+            anchor.hold(carried);
+            return Err(e);
         }
         if let Some((seq, first)) = to_mark {
             vouch.mark(seq, first).await;
         }
-        if !marks.is_empty() {
-            anchor.submit(marks);
+        if rides {
+            anchor.hold(marks);
+        } else {
+            let mut all = carried;
+            all.append(&mut marks);
+            if !all.is_empty() {
+                anchor.submit(all);
+            }
         }
         wake.bump();
         Ok(())
