@@ -28,6 +28,10 @@ pub struct Compat {
     /// the servers first start; compared by every later attempt (a change suspends the run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_tools: Option<std::collections::BTreeMap<String, String>>,
+    /// How the checks after each turn of a watched agent find changes: by watching the workspace,
+    /// or by a full rescan and why. A record, not compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes_found_by: Option<String>,
 }
 
 /// An external agent, as it described itself at `initialize`.
@@ -82,6 +86,7 @@ impl Compat {
             model_config_hash: None,
             external_agent: None,
             mcp_tools: None,
+            changes_found_by: None,
         }
     }
 

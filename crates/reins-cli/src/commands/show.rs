@@ -192,6 +192,9 @@ fn render(d: &RunDetail) -> String {
             let _ = writeln!(s, "  agent       {}", r.agent_kind);
         }
     }
+    if let Some(how) = &r.compat.changes_found_by {
+        let _ = writeln!(s, "  changes     found by {how}");
+    }
     let _ = writeln!(
         s,
         "  created     {}   updated {}",

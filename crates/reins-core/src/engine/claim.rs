@@ -231,6 +231,9 @@ impl Engine {
         drive.served.carried = request;
         let outcome = drive.run().await;
         *taken = drive.served.carried_taken;
+        if let Ok(DriveOutcome::NeedsHuman { state, .. }) = &outcome {
+            drive.park_watch(*state);
+        }
         match outcome {
             Ok(outcome) => Ok(outcome),
             Err(e) => {

@@ -95,6 +95,7 @@ impl Engine {
             // Paused where it waited for a person: an external agent kept alive for the answer
             // ends now (its request refused); the run's next attempt starts it again.
             self.sessions.end(id, "the run was paused").await;
+            self.watches.forget(id);
         }
         let message = if to == RunState::Paused {
             format!("run {id} is paused")
@@ -290,6 +291,7 @@ impl Engine {
         let (from, to) = moved(&applied)?;
         // An external agent kept alive for a review's answer hears "no", and ends.
         self.sessions.end(id, "the run was cancelled").await;
+        self.watches.forget(id);
         Ok(Control {
             run: id,
             from,

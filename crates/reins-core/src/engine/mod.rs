@@ -106,6 +106,8 @@ pub struct Engine {
     sealer: Arc<crate::seal::Sealer>,
     /// External agents kept alive while their runs wait for a person here.
     sessions: Arc<crate::agent::Sessions>,
+    /// Their workspaces' watches, kept with them (`watch.rs`).
+    watches: Arc<watch::Parked>,
     /// Where external agents' stderr logs go (`<run>.log`); none: kept in memory only.
     agent_logs: Option<std::path::PathBuf>,
     /// How external agents reach the profile memory over MCP; none: they do not.
@@ -134,6 +136,7 @@ impl Engine {
             secrets: Arc::clone(&keyring),
             sealer: Arc::new(crate::seal::Sealer::new(keyring)),
             sessions: Arc::new(crate::agent::Sessions::new()),
+            watches: Arc::default(),
             agent_logs: None,
             reins_program: None,
             reach: Arc::default(),

@@ -20,8 +20,11 @@ use crate::error::{Error, Result};
 use crate::event::{self as ev, Actor, WorkspaceChange};
 use crate::policy::Risk;
 use crate::step::StepStatus;
-use crate::store::{audit, steps};
+use crate::store::write::Write;
+use crate::store::{audit, runs, steps};
 use crate::workspace::fingerprint::{self, ChangeKind, Fingerprint};
+use crate::workspace::refresh;
+use crate::workspace::watcher::{Touched, Watcher};
 
 use super::commit::Change;
 use super::drive::Drive;
@@ -43,6 +46,65 @@ pub(super) struct Watch {
     checked: i64,
     /// The last step since the last look that let a command run.
     command: Option<i64>,
+    /// The paths touched since the last look (None: the watch could not start).
+    watcher: Option<Watcher>,
+    /// Why the next look rescans the whole tree even though the watch holds.
+    rescan: Option<String>,
+    /// How looks find changes, as the run's record last says (`Compat::changes_found_by`).
+    told: Option<String>,
+}
+
+/// How many watches are kept for runs waiting for a person here; the oldest goes first.
+const PARKED: usize = 8;
+
+/// Watches kept while their runs wait for a person in this process.
+#[derive(Default)]
+pub(crate) struct Parked(std::sync::Mutex<Vec<(crate::ids::RunId, Watcher)>>);
+
+impl Parked {
+    fn park(&self, run: crate::ids::RunId, watcher: Watcher) {
+        if let Ok(mut kept) = self.0.lock() {
+            kept.retain(|(r, _)| *r != run);
+            kept.push((run, watcher));
+            if kept.len() > PARKED {
+                kept.remove(0);
+            }
+        }
+    }
+
+    fn take(&self, run: crate::ids::RunId) -> Option<Watcher> {
+        let mut kept = self.0.lock().ok()?;
+        let at = kept.iter().position(|(r, _)| *r == run)?;
+        Some(kept.remove(at).1)
+    }
+
+    /// The run will not go on here without a new start: its watch ends.
+    pub(crate) fn forget(&self, run: crate::ids::RunId) {
+        drop(self.take(run));
+    }
+}
+
+/// Why an attempt's first look rescans: the scan it starts from was taken before the watch.
+const BEGAN: &str = "the watch began after the last scan";
+
+/// What the record says of looks that watch.
+const WATCHING: &str = "watching the workspace: after each turn only the paths touched are looked at";
+
+/// The workspace as a look found it: the touched paths looked at again, or the whole tree.
+pub(super) enum Looked {
+    Refreshed(refresh::Refresh),
+    Whole(Fingerprint),
+}
+
+impl Looked {
+    fn land(self, seen: &mut Fingerprint) {
+        match self {
+            Looked::Refreshed(r) => {
+                r.apply(seen);
+            }
+            Looked::Whole(now) => *seen = now,
+        }
+    }
 }
 
 /// What a look found.
@@ -71,6 +133,20 @@ impl Drive<'_> {
         // Keeping a whole workspace takes a while (a file created per content): it goes on while
         // the agent starts, and the first look that needs it waits for it. A file the agent
         // changes before it was read is not kept (its content no longer has the scan's hash).
+        // Watched from now on. A watch kept from the attempt before (the run waited for a person
+        // here) has watched since before this attempt's scan; a new one began after it, so the
+        // first look rescans.
+        let (watcher, rescan) = match self.e.watches.take(self.run) {
+            Some(w) => (Some(w), None),
+            None => match Watcher::start(self.ws.root()) {
+                Ok(w) => (Some(w), Some(BEGAN.to_owned())),
+                Err(e) => (None, Some(format!("the workspace cannot be watched: {e}"))),
+            },
+        };
+        let told = runs::get(self.e.store.pool(), self.run)
+            .await?
+            .compat
+            .changes_found_by;
         let wanted = self.wanted(&seen, &all, &HashSet::new());
         let keeping = tokio::task::spawn_blocking(keeper(
             self.ws.root().to_path_buf(),
@@ -83,6 +159,9 @@ impl Drive<'_> {
             keeping: Some(keeping),
             checked: self.cp.next_step,
             command: None,
+            watcher,
+            rescan,
+            told,
         });
         Ok(())
     }
@@ -111,21 +190,26 @@ impl Drive<'_> {
         if let Some(keeping) = w.keeping.take() {
             w.kept.extend(joined(keeping.await)?);
         }
-        let now = self.rescan(w.seen.clone()).await?;
+        let (all, now) = self.changes_since(&mut w).await?;
         let known = self.known_files().await?;
-        let found: Vec<fingerprint::Change> = fingerprint::diff(&w.seen, &now)
+        let found: Vec<fingerprint::Change> = all
             .into_iter()
             .filter(|c| !explained(c, &known))
             .collect();
         let changed: Vec<String> = found.iter().map(|c| c.path.clone()).collect();
-        let wanted = self.wanted(&now, &changed, &w.kept);
+        let before: Vec<Option<Digest>> = found
+            .iter()
+            .map(|c| w.seen.entries.get(&c.path).and_then(|s| s.sha256.clone()))
+            .collect();
+        now.land(&mut w.seen);
+        let wanted = self.wanted(&w.seen, &changed, &w.kept);
         let keeper = keeper(self.ws.root().to_path_buf(), self.e.blobs.clone(), wanted);
         w.kept.extend(joined(tokio::task::spawn_blocking(keeper).await)?);
         let command = w.command.take();
         let list: Vec<WorkspaceChange> = found
             .into_iter()
-            .map(|c| {
-                let before = w.seen.entries.get(&c.path).and_then(|s| s.sha256.clone());
+            .zip(before)
+            .map(|(c, before)| {
                 let undoable = match (&before, c.kind) {
                     (None, ChangeKind::Added) => true,
                     (Some(d), _) => w.kept.contains(d) && !self.e.blobs.missing(d),
@@ -140,7 +224,6 @@ impl Drive<'_> {
                 }
             })
             .collect();
-        w.seen = now;
         self.watch = Some(w);
         if list.is_empty() {
             return Ok(Seen::Nothing);
@@ -192,6 +275,76 @@ impl Drive<'_> {
             change: Box::new(change),
             reason,
         })
+    }
+
+    /// Keeps this attempt's watch for the next, when the run waits for a person here (its agent
+    /// kept alive with it).
+    pub(super) fn park_watch(&mut self, state: crate::run::RunState) {
+        use crate::run::RunState;
+        if !matches!(state, RunState::AwaitingApproval | RunState::AwaitingInput) {
+            return;
+        }
+        if let Some(watcher) = self.watch.take().and_then(|w| w.watcher) {
+            self.e.watches.park(self.run, watcher);
+        }
+    }
+
+    /// What changed since the last look: the paths the watch saw touched, looked at again, or a
+    /// rescan of the whole tree where the watch cannot say (it overflowed, the ignore rules
+    /// changed, it could not start). The run's record says which one the looks take.
+    async fn changes_since(&mut self, w: &mut Watch) -> Result<(Vec<fingerprint::Change>, Looked)> {
+        let touched = match (&mut w.watcher, w.rescan.take()) {
+            (Some(x), None) => x.take(),
+            (Some(x), Some(why)) => {
+                x.take();
+                Touched::Lost(why)
+            }
+            (None, why) => {
+                w.rescan = why.clone();
+                Touched::Lost(why.unwrap_or_default())
+            }
+        };
+        let (out, how) = match touched {
+            Touched::Paths(paths) => {
+                let root = self.ws.root().to_path_buf();
+                let seen = std::mem::take(&mut w.seen);
+                let (seen, refreshed) = tokio::task::spawn_blocking(move || {
+                    let r = refresh::refresh(&root, &seen, &paths);
+                    (seen, r)
+                })
+                .await
+                .map_err(|e| Error::Io {
+                    context: "looking at the paths the watch saw".into(),
+                    source: std::io::Error::other(e.to_string()),
+                })?;
+                w.seen = seen;
+                let refreshed = refreshed.map_err(|source| Error::Io {
+                    context: format!("looking at {}", self.ws.root().display()),
+                    source,
+                })?;
+                (
+                    (refreshed.changes.clone(), Looked::Refreshed(refreshed)),
+                    Some(WATCHING.to_owned()),
+                )
+            }
+            Touched::Lost(why) => {
+                let now = self.rescan(w.seen.clone()).await?;
+                // The first look of an attempt rescans by design: the next says how looks go.
+                let how = (why != BEGAN).then(|| format!("a full rescan after each turn ({why})"));
+                ((fingerprint::diff(&w.seen, &now), Looked::Whole(now)), how)
+            }
+        };
+        let Some(how) = how else {
+            return Ok(out);
+        };
+        if w.told.as_deref() != Some(how.as_str()) {
+            let mut compat = runs::get(self.e.store.pool(), self.run).await?.compat;
+            compat.changes_found_by = Some(how.clone());
+            self.commit(Change::rows(vec![Write::RunCompat(Box::new(compat))]))
+                .await?;
+            w.told = Some(how);
+        }
+        Ok(out)
     }
 
     /// The run knows the files as they are now (so a later look or resume does not report them

@@ -77,6 +77,23 @@ impl Fingerprint {
     }
 }
 
+/// A walk of the tree under `root` as a fingerprint sees it: `.gitignore` files where they stand
+/// and `.git/info/exclude`, nothing from outside the tree, hidden files included, links not
+/// followed (the caller skips `.git/`).
+pub(super) fn walker(root: &Path) -> ignore::WalkBuilder {
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(false)
+        .ignore(false)
+        .parents(false)
+        .require_git(false)
+        .follow_links(false);
+    builder
+}
+
 /// Fingerprints the tree under `root`, reusing `previous` hashes where size and time are unchanged.
 pub fn scan(root: &Path, previous: &Fingerprint) -> std::io::Result<(Fingerprint, ScanStats)> {
     let taken_at = i64::try_from(
@@ -87,16 +104,8 @@ pub fn scan(root: &Path, previous: &Fingerprint) -> std::io::Result<(Fingerprint
     .unwrap_or(i64::MAX);
     let found: Mutex<Vec<Found>> = Mutex::new(Vec::new());
     let failure: Mutex<Option<std::io::Error>> = Mutex::new(None);
-    let mut builder = ignore::WalkBuilder::new(root);
+    let mut builder = walker(root);
     builder
-        .hidden(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(false)
-        .ignore(false)
-        .parents(false)
-        .require_git(false)
-        .follow_links(false)
         .threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(8)))
         .filter_entry(|e| e.file_name() != ".git");
     // A hash index over the previous entries: one lookup per file, without string comparisons.
@@ -239,7 +248,7 @@ impl ignore::ParallelVisitor for Collector<'_> {
     }
 }
 
-fn stat_of(meta: &std::fs::Metadata) -> Stat {
+pub(super) fn stat_of(meta: &std::fs::Metadata) -> Stat {
     use std::os::unix::fs::MetadataExt as _;
     Stat {
         size: meta.len(),
@@ -251,7 +260,7 @@ fn stat_of(meta: &std::fs::Metadata) -> Stat {
     }
 }
 
-fn hash_file(path: &Path) -> std::io::Result<Digest> {
+pub(super) fn hash_file(path: &Path) -> std::io::Result<Digest> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = crate::digest::Hasher::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -267,34 +276,35 @@ fn hash_file(path: &Path) -> std::io::Result<Digest> {
 /// What differs from `old` to `new`. A file whose stat moved but whose hash is the same in both
 /// (touched, not changed) is not a change; one whose old hash is unknown counts as modified.
 pub fn diff(old: &Fingerprint, new: &Fingerprint) -> Vec<Change> {
-    let mut changes = Vec::new();
-    for (path, n) in &new.entries {
-        match old.entries.get(path) {
-            None => changes.push(Change {
-                path: path.clone(),
-                kind: ChangeKind::Added,
-                sha256: n.sha256.clone(),
-            }),
-            Some(o) if o == n => {}
-            Some(o) if o.sha256.is_some() && o.sha256 == n.sha256 => {}
-            Some(_) => changes.push(Change {
-                path: path.clone(),
-                kind: ChangeKind::Modified,
-                sha256: n.sha256.clone(),
-            }),
-        }
-    }
-    for path in old.entries.keys() {
+    let mut changes: Vec<Change> = new
+        .entries
+        .iter()
+        .filter_map(|(path, n)| change_of(path, old.entries.get(path), Some(n)))
+        .collect();
+    for (path, o) in &old.entries {
         if !new.entries.contains_key(path) {
-            changes.push(Change {
-                path: path.clone(),
-                kind: ChangeKind::Removed,
-                sha256: None,
-            });
+            changes.extend(change_of(path, Some(o), None));
         }
     }
     changes.sort_by(|a, b| a.path.cmp(&b.path));
     changes
+}
+
+/// How one path changed from `old` to `new` (None: absent), if it did.
+pub(super) fn change_of(path: &str, old: Option<&Stat>, new: Option<&Stat>) -> Option<Change> {
+    let kind = match (old, new) {
+        (None, None) => return None,
+        (None, Some(_)) => ChangeKind::Added,
+        (Some(_), None) => ChangeKind::Removed,
+        (Some(o), Some(n)) if o == n => return None,
+        (Some(o), Some(n)) if o.sha256.is_some() && o.sha256 == n.sha256 => return None,
+        (Some(_), Some(_)) => ChangeKind::Modified,
+    };
+    Some(Change {
+        path: path.to_owned(),
+        kind,
+        sha256: new.and_then(|n| n.sha256.clone()),
+    })
 }
 
 #[cfg(test)]

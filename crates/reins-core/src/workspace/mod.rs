@@ -20,6 +20,8 @@ pub mod diff;
 pub mod fingerprint;
 mod held;
 mod path;
+pub mod refresh;
+pub mod watcher;
 pub use path::RelPath;
 
 #[cfg(test)]

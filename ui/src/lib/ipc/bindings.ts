@@ -534,6 +534,11 @@ export type Compat = {
 	 *  the servers first start; compared by every later attempt (a change suspends the run).
 	 */
 	mcpTools?: { [key in string]: string } | null,
+	/**
+	 *  How the checks after each turn of a watched agent find changes: by watching the workspace,
+	 *  or by a full rescan and why. A record, not compared.
+	 */
+	changesFoundBy?: string | null,
 };
 
 export type ContextKind = "system" | "policy" | "goal" | "working_memory" | "fact" | "summary" | "history" | "recent_turn" | "tool_evidence" | "request";

@@ -98,3 +98,51 @@ fn the_change_that_was_approved_with_the_content_reported_goes_through() -> anyh
     assert_eq!(show["run"]["state"], "succeeded", "{show}");
     Ok(())
 }
+
+#[test]
+fn after_the_first_look_only_the_paths_the_watch_saw_are_looked_at_and_show_says_so(
+) -> anyhow::Result<()> {
+    let cli = Cli::new()?;
+    std::fs::write(cli.ws().join("NOTES.md"), "old notes\n")?;
+    std::fs::write(cli.ws().join("Makefile"), "all:\n\t@echo made-it\n")?;
+    // Looks: before the command (the attempt's first, on a new watch: a rescan); before the
+    // write, after the command ran (the watch kept while the card waited); at the turn's end,
+    // after the unasked change (the same watch, kept again).
+    let agent = Scripted::new(
+        &cli,
+        json!({"turns": [[
+            {"terminal": "make"},
+            {"write": {"path": "b.txt", "content": "b\n"}},
+            {"itself": {"path": "NOTES.md", "content": "rewritten unasked\n"}},
+            {"say": "Done."}
+        ]]}),
+    )?;
+    let mut child = run(&cli, &agent)?;
+    for tool in ["shell.exec", "fs.write"] {
+        let card = card(&cli, &mut child)?;
+        assert_eq!(card["tool"], tool, "{card}");
+        let out = cli
+            .strict_cmd()
+            .args(["approve", card["id"].as_str().unwrap_or_default()])
+            .output()?;
+        assert!(out.status.success(), "{}", text(&out));
+    }
+    let (code, said) = finish(child)?;
+    assert_eq!(code, Some(3), "{said}");
+    assert_eq!(cli.read("b.txt")?, "b\n");
+    let found = cli.events("workspace.changed_unasked")?;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0]["changes"][0]["path"], "NOTES.md", "{found:?}");
+    let id = cli.only_run()?;
+    let show = cli.json(&["show", &id])?;
+    let how = show["run"]["compat"]["changesFoundBy"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(how.starts_with("watching the workspace"), "{show}");
+    let shown = text(&cli.run(&["show", &id])?);
+    assert!(
+        shown.contains("changes     found by watching the workspace"),
+        "{shown}"
+    );
+    Ok(())
+}
