@@ -9,7 +9,9 @@
 //!    before it); the median is of the later ones' kind.
 //! 2. Workspace fingerprint on 20,000 and 100,000 files beside `git status --porcelain` on the same
 //!    tree (a committed git repository): first scan (hashes everything), then a rescan of the
-//!    unchanged tree (stat only) — the figure comparable with `git status`.
+//!    unchanged tree (stat only) — the figure comparable with `git status`; then, with the
+//!    workspace watched, the check after ten files were edited (the touched paths looked at
+//!    again) beside `git status` of the same tree.
 //!
 //! `cargo bench -p reins-core --bench recovery [-- STEPS REPS]` (defaults 10000 steps, 5 repetitions).
 //! `RECOVERY_BENCH_FILES=20000,100000` sets the tree sizes (empty: skip part 2).
@@ -27,6 +29,7 @@ use reins_core::engine::ResumeMode;
 use reins_core::ids::RunId;
 use reins_core::progress::{Observer, Progress};
 use reins_core::workspace::fingerprint::{self, Fingerprint};
+use reins_core::workspace::{refresh, watcher};
 
 /// Records when the first step event arrives, and asks the engine to drain right then, so the run
 /// pauses again after exactly one step.
@@ -273,6 +276,36 @@ fn fingerprint_vs_git(files: usize, reps: usize) {
         ms(rescan),
         ms(g),
         rescan.as_secs_f64() / g.as_secs_f64()
+    );
+    // Watched: ten files edited, then the check a look makes (take the touched paths, look at
+    // them, land them), against `git status --porcelain` of the same tree right after.
+    let mut watcher = watcher::Watcher::start(root).unwrap();
+    let mut seen = previous;
+    assert!(matches!(watcher.take(), watcher::Touched::Paths(_)));
+    let (mut checks, mut gits) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        for k in 0..10 {
+            let i = (rep * 7919 + k * 104_729) % files;
+            let path = root.join(format!("d{:03}/f{i}.txt", i / 100));
+            std::fs::write(path, format!("edit {rep} {k}\n")).unwrap();
+        }
+        let t = Instant::now();
+        let watcher::Touched::Paths(paths) = watcher.take() else {
+            panic!("the watch lost track");
+        };
+        let changes = refresh::refresh(root, &seen, &paths)
+            .unwrap()
+            .apply(&mut seen);
+        checks.push(t.elapsed());
+        assert_eq!(changes.len(), 10, "{changes:?}");
+        gits.push(git(root, &["status", "--porcelain"]));
+    }
+    let (check, g) = (median(checks), median(gits));
+    println!(
+        "watched check, {files} files, 10 edited: {} vs git status --porcelain {} → {:.3}× git (goal: ≤ 0.10×)",
+        ms(check),
+        ms(g),
+        check.as_secs_f64() / g.as_secs_f64()
     );
 }
 
