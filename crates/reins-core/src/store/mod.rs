@@ -43,6 +43,7 @@ mod schema;
 pub mod sealed;
 pub mod steps;
 mod postgres;
+mod riding;
 mod tx;
 pub mod vouch;
 pub mod wake;
@@ -82,10 +83,6 @@ const SQLITE_SETTINGS: &str = "PRAGMA busy_timeout = 10000; \
      PRAGMA journal_mode = WAL; \
      PRAGMA synchronous = FULL;";
 
-/// The one connection whose commits ride with the next durable commit: the same settings, but its
-/// commits are not synced on their own (in WAL mode the next `FULL` commit's sync of the log
-/// carries them).
-const SQLITE_RIDING: &str = "PRAGMA synchronous = NORMAL;";
 
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
@@ -205,18 +202,7 @@ impl Store {
             .connect(&url)
             .await
             .map_err(|source| classify_open_error(path, source))?;
-        let riding = AnyPoolOptions::new()
-            .max_connections(1)
-            .test_before_acquire(false)
-            .after_connect(|conn, _| {
-                Box::pin(async move {
-                    sqlx::Executor::execute(&mut *conn, SQLITE_SETTINGS).await?;
-                    sqlx::Executor::execute(&mut *conn, SQLITE_RIDING).await?;
-                    Ok(())
-                })
-            })
-            .connect_lazy(&url)
-            .map_err(|source| classify_open_error(path, source))?;
+        let riding = riding::pool(&url).map_err(|source| classify_open_error(path, source))?;
         MIGRATOR
             .run(&pool)
             .await
@@ -350,28 +336,6 @@ impl Store {
         self.begin_with(self.dialect.begin_quiet_write()).await
     }
 
-    /// A step's own write whose commit need not be durable on its own: the disk can settle what
-    /// it records (a file effect's confirmation, whose post-images recovery reads back), so it
-    /// rides with the next durable commit instead of syncing the log itself. If the machine
-    /// loses power first, the intent is found pending and settled from the disk, as after a
-    /// crash between the effect and its confirmation. Its audit head reaches the anchor only with
-    /// that durable commit. A shared database commits it durably, as any other.
-    pub async fn begin_riding(&self) -> Result<Tx> {
-        let Some(riding) = &self.riding else {
-            return self.begin_quiet().await;
-        };
-        let key = self.vouch.key().await;
-        let inner = riding.begin_with(self.dialect.begin_quiet_write()).await?;
-        Ok(Tx::new(
-            inner,
-            self.dialect,
-            Arc::clone(&self.anchor),
-            Arc::clone(&self.wake),
-            (Arc::clone(&self.vouch), key),
-        )
-        .riding())
-    }
-
     /// One statement that commits on its own, with no transaction around it (PostgreSQL only):
     /// a step's own rows when they all travel in one statement that lands whole or not at all
     /// (`fused::Whole`). It saves the round trips of `BEGIN` and `COMMIT`.
@@ -446,17 +410,7 @@ impl Store {
 
     /// Waits for the audit anchor to catch up with every commit, then closes the pool.
     pub async fn close(&self) {
-        if let Some(riding) = &self.riding {
-            riding.close().await;
-            // Commits that rode and no durable one followed: synced by folding the log in.
-            let held = self.anchor.release();
-            if !held.is_empty() {
-                match sqlx::query("PRAGMA wal_checkpoint(PASSIVE)").execute(&self.pool).await {
-                    Ok(_) => self.anchor.submit(held),
-                    Err(e) => tracing::warn!(error = %e, "the log was not folded in at close; the audit anchor stays behind its last commits"),
-                }
-            }
-        }
+        self.close_riding().await;
         self.anchor.flush();
         self.pool.close().await;
     }

@@ -14,8 +14,6 @@ pub struct Refresh {
     pub changes: Vec<Change>,
     /// Each path looked at: its stat now (None: gone or ignored).
     now: Vec<(String, Option<Stat>)>,
-    /// Files looked at (stat and hash).
-    pub looked_at: usize,
 }
 
 impl Refresh {
@@ -110,11 +108,7 @@ pub fn refresh(root: &Path, fp: &Fingerprint, touched: &[String]) -> std::io::Re
         }
     }
     changes.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(Refresh {
-        changes,
-        now,
-        looked_at: found.len(),
-    })
+    Ok(Refresh { changes, now })
 }
 
 #[cfg(test)]
