@@ -395,10 +395,11 @@ fn item_of(
     let tokens = counts.count(&part.id, part.kind, &part.messages, counter);
     let (digest, digest_messages) = match part.digest {
         Some((messages, artifact)) => {
-            let text: String = messages.iter().map(Message::countable).collect();
             (
                 Some(context::Digest {
-                    text,
+                    // Rendered from the messages too: a copy of every digest's text per call
+                    // would cost a long run its length again each turn.
+                    text: String::new(),
                     tokens: counts.count(
                         &format!("{}#digest", part.id),
                         part.kind,
