@@ -127,16 +127,20 @@ impl Watcher {
         self.next_mark += 1;
         let n = self.next_mark;
         let mark = self.marks.join(n.to_string());
-        if let Err(e) = std::fs::write(&mark, b"") {
+        let marked = std::fs::write(&mark, b"");
+        if let Err(e) = &marked {
             self.lose(format!("the watch could not mark the moment: {e}"));
         }
         let Ok(s) = self.shared.state.lock() else {
             return Touched::Lost("the watch's state was poisoned".into());
         };
+        // Every event from before the mark is handled once the mark's is, even after something
+        // was lost: stopping early would leave them to the next take.
+        let wait = if marked.is_ok() { CATCH_UP } else { Duration::ZERO };
         let waited = self
             .shared
             .marked
-            .wait_timeout_while(s, CATCH_UP, |s| s.mark < n && s.lost.is_none());
+            .wait_timeout_while(s, wait, |s| s.mark < n);
         let _ = std::fs::remove_file(&mark);
         let Ok((mut s, timeout)) = waited else {
             return Touched::Lost("the watch's state was poisoned".into());
