@@ -327,13 +327,13 @@ impl Store {
 
     /// A write transaction that takes the database's write lock up front.
     pub async fn begin(&self) -> Result<Tx> {
-        self.begin_with(self.dialect.begin_write()).await
+        self.begin_on(&self.pool, self.dialect.begin_write()).await
     }
 
     /// A write transaction that wakes no other process when it commits
     /// (`Dialect::begin_quiet_write`); this process's own waiters still wake.
     pub async fn begin_quiet(&self) -> Result<Tx> {
-        self.begin_with(self.dialect.begin_quiet_write()).await
+        self.begin_on(&self.pool, self.dialect.begin_quiet_write()).await
     }
 
     /// One statement that commits on its own, with no transaction around it (PostgreSQL only):
@@ -354,10 +354,11 @@ impl Store {
         ))
     }
 
-    async fn begin_with(&self, statement: &'static str) -> Result<Tx> {
+    /// A write transaction on `pool` (the store's, or the riding connection's).
+    async fn begin_on(&self, pool: &Pool, statement: &'static str) -> Result<Tx> {
         // Loaded before the write lock is taken: the first load waits on the keyring.
         let key = self.vouch.key().await;
-        let inner = self.pool.begin_with(statement).await?;
+        let inner = pool.begin_with(statement).await?;
         Ok(Tx::new(
             inner,
             self.dialect,

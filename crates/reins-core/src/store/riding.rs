@@ -3,8 +3,6 @@
 //! `synchronous = NORMAL`: in WAL mode its commit is not synced, and the next `FULL` commit's sync
 //! of the log carries it. Its audit head reaches the anchor only with that commit (`Anchor::hold`).
 
-use std::sync::Arc;
-
 use sqlx::any::AnyPoolOptions;
 
 use super::{Pool, Result, Store, Tx, SQLITE_SETTINGS};
@@ -38,16 +36,10 @@ impl Store {
         let Some(riding) = &self.riding else {
             return self.begin_quiet().await;
         };
-        let key = self.vouch.key().await;
-        let inner = riding.begin_with(self.dialect.begin_quiet_write()).await?;
-        Ok(Tx::new(
-            inner,
-            self.dialect,
-            Arc::clone(&self.anchor),
-            Arc::clone(&self.wake),
-            (Arc::clone(&self.vouch), key),
-        )
-        .riding())
+        Ok(self
+            .begin_on(riding, self.dialect.begin_quiet_write())
+            .await?
+            .riding())
     }
 
     /// Closes the riding connection. Commits that rode with no durable one after them are synced
