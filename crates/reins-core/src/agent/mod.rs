@@ -16,8 +16,10 @@ pub mod claude;
 pub mod llm;
 pub mod script;
 pub mod registry;
+mod outputs;
 mod sessions;
 
+pub use outputs::{has_artifact, StepOutputs};
 pub use sessions::{Kept, Sessions};
 
 #[derive(Debug, thiserror::Error)]
@@ -100,7 +102,8 @@ pub struct Part {
     pub digest: Option<(std::sync::Arc<[crate::provider::Message]>, String)>,
 }
 
-/// The result of one step, as the agent sees it.
+/// The result of one step, as the agent sees it. `output` is the step's result as the journal
+/// keeps it: an agent's history may refer to it by `seq` (see [`StepOutputs`]).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Observation {
     pub seq: i64,
@@ -177,8 +180,13 @@ pub trait Conversation: Send {
         Vec::new()
     }
     /// The history a checkpoint stands on, read back from the journal (after
-    /// [`Agent::restore`] with that checkpoint's state).
-    fn restore_history(&mut self, entries: Vec<serde_json::Value>) -> Result<(), AgentError> {
+    /// [`Agent::restore`] with that checkpoint's state), with the outputs of the run's steps its
+    /// entries may refer to.
+    fn restore_history(
+        &mut self,
+        entries: Vec<serde_json::Value>,
+        _outputs: &StepOutputs,
+    ) -> Result<(), AgentError> {
         if entries.is_empty() {
             Ok(())
         } else {

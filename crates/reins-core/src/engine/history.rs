@@ -2,11 +2,11 @@
 //! them, and read back (checked against that checkpoint's chained digest) when a run resumes. A
 //! checkpoint holds a [`HistoryRef`], so its size does not grow with the run.
 
-use crate::agent::Agent;
+use crate::agent::{Agent, StepOutputs};
 use crate::checkpoint::HistoryRef;
 use crate::error::Result;
 use crate::ids::RunId;
-use crate::store::history;
+use crate::store::{history, steps};
 
 use super::drive::Drive;
 use super::Engine;
@@ -73,13 +73,32 @@ impl Engine {
                     .into(),
             ));
         }
+        let outputs = if entries.is_empty() {
+            StepOutputs::default()
+        } else {
+            self.step_outputs(run).await?
+        };
         match agent.conversation() {
-            Some(c) => Ok(c.restore_history(entries).map_err(|e| e.to_string())),
+            Some(c) => Ok(c
+                .restore_history(entries, &outputs)
+                .map_err(|e| e.to_string())),
             None if entries.is_empty() => Ok(Ok(())),
             None => Ok(Err(format!(
                 "{} history entries for an agent that keeps none",
                 entries.len()
             ))),
         }
+    }
+
+    /// What the run's agent observed of its steps, as the journal keeps it (opened when sealed).
+    async fn step_outputs(&self, run: RunId) -> Result<StepOutputs> {
+        let mut by_seq = std::collections::BTreeMap::new();
+        for (seq, result) in steps::outputs(self.store.pool(), run).await? {
+            let text = self
+                .opened_text(&result, &format!("step {seq}'s result"))
+                .await?;
+            by_seq.insert(seq, text);
+        }
+        Ok(StepOutputs::new(by_seq))
     }
 }

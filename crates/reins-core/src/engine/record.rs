@@ -160,9 +160,7 @@ impl Drive<'_> {
         output: &str,
         ran: Option<&serde_json::Value>,
     ) -> Result<()> {
-        let artifact = if output.len() > crate::agent::ARTIFACT_BYTES
-            && !crate::secrets::contains(output)
-        {
+        let artifact = if crate::agent::has_artifact(output) {
             Some(self.e.blobs.put(output.as_bytes()).await?)
         } else {
             None

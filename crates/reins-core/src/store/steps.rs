@@ -217,6 +217,18 @@ pub async fn reads_before(
     .await?)
 }
 
+/// The results of a run's tool calls and questions, by seq: what its agent observed (an agent's
+/// history refers to them instead of keeping copies).
+pub async fn outputs(pool: &Pool, run: RunId) -> Result<Vec<(i64, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT seq, result FROM steps
+         WHERE run_id = $1 AND kind IN ('tool_call', 'question') AND result IS NOT NULL",
+    )
+    .bind(run.to_string())
+    .fetch_all(pool)
+    .await?)
+}
+
 /// Results longer than `over` bytes (kept as artifacts in the blob store too).
 pub async fn large_results(pool: &Pool, run: RunId, over: usize) -> Result<Vec<String>> {
     Ok(sqlx::query_scalar(

@@ -12,12 +12,18 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Agent, AgentError, Conversation, ModelInput, Move, Observation, OffersTools};
+use super::{
+    Agent, AgentError, Conversation, ModelInput, Move, Observation, OffersTools, StepOutputs,
+};
+use crate::digest::Digest;
 use crate::progress::Observer;
 use crate::provider::{self, Completion, Message};
 use crate::action::ToolCall;
 
+mod excerpt;
 mod prompt;
+pub use excerpt::excerpt;
+use excerpt::told;
 pub use crate::context::working::{DoneStep, WorkingMemory};
 
 #[cfg(test)]
@@ -121,6 +127,22 @@ enum Entry {
     Message(Message),
     /// A step it saw done, for its working memory.
     Done(DoneStep),
+    /// The tool message telling the model what a step returned: the output is the step's result
+    /// in the journal, so only the step and the output's digest are written here.
+    Result(Seen),
+}
+
+/// A tool message made from a step's output (see [`Entry::Result`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Seen {
+    /// The model's call it answers.
+    id: String,
+    step: i64,
+    tool: String,
+    ok: bool,
+    /// The output's, checked when the history is read back.
+    sha256: Digest,
 }
 
 pub struct LlmAgent {
@@ -132,6 +154,8 @@ pub struct LlmAgent {
     done: Vec<DoneStep>,
     /// Whether each history entry, in order, was a message (else a done step).
     order: Vec<bool>,
+    /// The messages made from a step's output, by their index in `messages`.
+    seen: std::collections::BTreeMap<usize, Seen>,
     /// The digests of earlier turns made so far (not checkpointed: made again after a restore).
     digests: prompt::Digests,
     /// The tools the run's MCP servers offer in this attempt (not checkpointed: the harness offers
@@ -154,6 +178,7 @@ impl LlmAgent {
             messages: Vec::new(),
             done: Vec::new(),
             order: Vec::new(),
+            seen: Default::default(),
             digests: Vec::new(),
             mcp: crate::mcp::Catalog::default(),
         }
@@ -283,41 +308,6 @@ fn kind_of(v: &Value) -> &'static str {
     }
 }
 
-/// Head and tail of a long result, with where the whole is.
-pub fn excerpt(text: &str, seq: i64, artifact: Option<&str>) -> String {
-    if text.len() <= RESULT_EXCERPT_BYTES {
-        return text.to_owned();
-    }
-    let whole = match artifact {
-        Some(a) => {
-            format!("artifact {a} in the blob store; `reins show RUN --step {seq}` prints it")
-        }
-        None => format!("`reins show RUN --step {seq}` prints it"),
-    };
-    let head = floor(text, RESULT_EXCERPT_BYTES * 3 / 4);
-    let tail_start = ceil(text, text.len() - RESULT_EXCERPT_BYTES / 4);
-    format!(
-        "{}\n[… {} bytes omitted; the whole output is kept: {whole} …]\n{}",
-        &text[..head],
-        tail_start - head,
-        &text[tail_start..]
-    )
-}
-
-fn floor(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil(s: &str, mut i: usize) -> usize {
-    while !s.is_char_boundary(i) {
-        i += 1;
-    }
-    i
-}
-
 #[async_trait]
 impl Agent for LlmAgent {
     fn kind(&self) -> &'static str {
@@ -393,11 +383,19 @@ impl Agent for LlmAgent {
         let Some(p) = self.state.in_flight.take() else {
             return;
         };
+        self.seen.insert(
+            self.messages.len(),
+            Seen {
+                id: p.id.clone(),
+                step: obs.seq,
+                tool: obs.tool.clone(),
+                ok: obs.ok,
+                sha256: Digest::of(obs.output.as_bytes()),
+            },
+        );
+        self.push_message(Message::tool(&p.id, told(obs)));
         let status = if obs.ok { "ok" } else { "error" };
         let artifact = obs.artifact.as_ref().map(|d| d.to_string());
-        let cut = excerpt(&obs.output, obs.seq, artifact.as_deref());
-        let content = if obs.ok { cut } else { format!("error: {cut}") };
-        self.push_message(Message::tool(&p.id, content));
         self.push_done(DoneStep {
             step: obs.seq,
             tool: obs.tool.clone(),
@@ -494,7 +492,10 @@ impl Conversation for LlmAgent {
         for &is_message in rest {
             let entry = if is_message {
                 m += 1;
-                self.messages.get(m - 1).cloned().map(Entry::Message)
+                match self.seen.get(&(m - 1)) {
+                    Some(seen) => Some(Entry::Result(seen.clone())),
+                    None => self.messages.get(m - 1).cloned().map(Entry::Message),
+                }
             } else {
                 d += 1;
                 self.done.get(d - 1).cloned().map(Entry::Done)
@@ -504,11 +505,29 @@ impl Conversation for LlmAgent {
         out
     }
 
-    fn restore_history(&mut self, entries: Vec<Value>) -> Result<(), AgentError> {
+    fn restore_history(
+        &mut self,
+        entries: Vec<Value>,
+        outputs: &StepOutputs,
+    ) -> Result<(), AgentError> {
         for (i, v) in entries.into_iter().enumerate() {
             match serde_json::from_value(v) {
                 Ok(Entry::Message(m)) => self.push_message(m),
                 Ok(Entry::Done(d)) => self.push_done(d),
+                Ok(Entry::Result(seen)) => {
+                    let obs = outputs
+                        .observation(seen.step, &seen.tool, seen.ok)
+                        .filter(|o| Digest::of(o.output.as_bytes()) == seen.sha256)
+                        .ok_or_else(|| {
+                            AgentError::State(format!(
+                                "history entry {i}: the journal does not hold the output of step {} it saw",
+                                seen.step
+                            ))
+                        })?;
+                    let message = Message::tool(&seen.id, told(&obs));
+                    self.seen.insert(self.messages.len(), seen);
+                    self.push_message(message);
+                }
                 Err(e) => return Err(AgentError::State(format!("history entry {i}: {e}"))),
             }
         }

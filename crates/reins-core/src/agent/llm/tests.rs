@@ -161,7 +161,7 @@ async fn state_survives_a_restore_mid_turn() -> anyhow::Result<()> {
     assert!(saved.get("messages").is_none(), "the conversation is history: {saved}");
     let mut b = LlmAgent::new(spec());
     b.restore(&saved)?;
-    b.restore_history(a.history_since(0))?;
+    b.restore_history(a.history_since(0), &StepOutputs::default())?;
     assert_eq!((b.messages.len(), b.history_len()), (1, 1), "the reply");
     b.observe(&Observation {
         seq: 2,
@@ -222,15 +222,33 @@ async fn history_is_written_once_and_rebuilds_the_same_conversation() -> anyhow:
         sizes[19] < sizes[1] + 200,
         "the state does not grow with the run: {sizes:?}"
     );
-    let mut b = LlmAgent::new(long);
+    // Each read's output is the step's result in the journal: the history names it, no copy.
+    let bytes: usize = saved.iter().map(|e| e.to_string().len()).sum();
+    assert!(bytes < 20 * 1000, "{bytes} bytes of history for 40 KB of outputs");
+    let outputs = StepOutputs::new((1..=20).map(|t| (2 * t, "x".repeat(2000))).collect());
+    let mut b = LlmAgent::new(long.clone());
     b.restore(&a.state())?;
-    b.restore_history(saved)?;
+    b.restore_history(saved.clone(), &outputs)?;
     assert_eq!(b.messages, a.messages);
     assert_eq!(b.working_memory(), a.working_memory());
     let (Move::Think(x), Move::Think(y)) = (a.next(&crate::progress::Silent).await?, b.next(&crate::progress::Silent).await?) else {
         anyhow::bail!("both ask the model")
     };
     assert_eq!(x, y, "the same model input");
+    // A result that is not the one the agent saw is refused, and so is a missing one.
+    for (seq, output) in [(40, "y".repeat(2000)), (41, "x".repeat(2000))] {
+        let mut outputs: std::collections::BTreeMap<i64, String> =
+            (1..20).map(|t| (2 * t, "x".repeat(2000))).collect();
+        outputs.insert(seq, output);
+        let mut c = LlmAgent::new(long.clone());
+        c.restore(&a.state())?;
+        let err = c
+            .restore_history(saved.clone(), &StepOutputs::new(outputs))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("output of step 40"), "{err}");
+    }
     Ok(())
 }
 
