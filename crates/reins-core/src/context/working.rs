@@ -41,15 +41,21 @@ pub const LISTED_STEPS: usize = 30;
 impl WorkingMemory {
     /// The text the model sees.
     pub fn render(&self) -> String {
+        self.render_with(&self.done)
+    }
+
+    /// As [`WorkingMemory::render`], with `done` for the steps done (an agent that keeps them
+    /// apart need not copy them all for each call).
+    pub fn render_with(&self, done: &[DoneStep]) -> String {
         let mut s = String::from("Working memory (kept by the harness):\n");
         for c in &self.constraints {
             s.push_str(&format!("- constraint: {c}\n"));
         }
-        let skipped = self.done.len().saturating_sub(LISTED_STEPS);
+        let skipped = done.len().saturating_sub(LISTED_STEPS);
         if skipped > 0 {
             s.push_str(&format!("- {skipped} earlier step(s) done\n"));
         }
-        for d in self.done.iter().skip(skipped) {
+        for d in done.iter().skip(skipped) {
             s.push_str(&format!(
                 "- step {} {} {}: {}{}\n",
                 d.step,
@@ -62,7 +68,7 @@ impl WorkingMemory {
                     .unwrap_or_default()
             ));
         }
-        if self.done.is_empty() {
+        if done.is_empty() {
             s.push_str("- nothing done yet\n");
         }
         if !self.pending.is_empty() {

@@ -30,21 +30,21 @@ use crate::step::one_line;
 pub(super) const TOOL: &str = "model";
 
 /// Token counts of the conversation's earlier turns, counted once per attempt. A turn older than
-/// the latest never changes (the agent only adds to the latest), so a long run's history costs no
-/// counting per call; everything else is counted every time. Keyed by part id, number of messages
-/// and bytes besides.
+/// the latest never changes (the agent only adds to the latest) and is handed over shared, the same
+/// allocation every call; so it is known by that allocation, which the cache holds on to (it cannot
+/// be freed and reused for other messages meanwhile). A long run's history then costs one lookup
+/// per turn and no counting; everything else is counted every time.
 #[derive(Default)]
 pub(super) struct TokenCounts {
     counter: String,
-    known: HashMap<(String, usize, usize), usize>,
+    known: HashMap<usize, (Shared, usize)>,
 }
 
 impl TokenCounts {
     fn count(
         &mut self,
-        id: &str,
         kind: context::Kind,
-        messages: &[Message],
+        messages: &Shared,
         counter: &dyn context::tokens::TokenCounter,
     ) -> usize {
         let count = || -> usize { messages.iter().map(|m| counter.count(&m.countable()) + 4).sum() };
@@ -55,20 +55,15 @@ impl TokenCounts {
             self.known.clear();
             self.counter = counter.name().to_owned();
         }
-        let bytes = messages
-            .iter()
-            .map(|m| {
-                m.content.len()
-                    + m.tool_calls
-                        .iter()
-                        .map(|c| c.name.len() + c.arguments.len())
-                        .sum::<usize>()
-            })
-            .sum();
-        *self
-            .known
-            .entry((id.to_owned(), messages.len(), bytes))
-            .or_insert_with(count)
+        let at = Arc::as_ptr(messages).cast::<Message>() as usize;
+        match self.known.get(&at) {
+            Some((held, n)) if Arc::ptr_eq(held, messages) => *n,
+            _ => {
+                let n = count();
+                self.known.insert(at, (Arc::clone(messages), n));
+                n
+            }
+        }
     }
 }
 
@@ -392,7 +387,7 @@ fn item_of(
     counter: &dyn context::tokens::TokenCounter,
     counts: &mut TokenCounts,
 ) -> (context::Item, Shared, Option<Shared>) {
-    let tokens = counts.count(&part.id, part.kind, &part.messages, counter);
+    let tokens = counts.count(part.kind, &part.messages, counter);
     let (digest, digest_messages) = match part.digest {
         Some((messages, artifact)) => {
             (
@@ -400,12 +395,7 @@ fn item_of(
                     // Rendered from the messages too: a copy of every digest's text per call
                     // would cost a long run its length again each turn.
                     text: String::new(),
-                    tokens: counts.count(
-                        &format!("{}#digest", part.id),
-                        part.kind,
-                        &messages,
-                        counter,
-                    ),
+                    tokens: counts.count(part.kind, &messages, counter),
                     artifact,
                 }),
                 Some(messages),
@@ -489,6 +479,39 @@ fn no_server(settings: &Settings, e: &ProviderError, run: crate::ids::RunId) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counts bytes, and how many texts it was asked about.
+    struct Tally(std::sync::atomic::AtomicUsize);
+
+    impl context::tokens::TokenCounter for Tally {
+        fn count(&self, text: &str) -> usize {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            text.len()
+        }
+        fn name(&self) -> &str {
+            "tally"
+        }
+    }
+
+    #[test]
+    fn an_earlier_turn_handed_over_again_is_not_counted_again_and_a_new_one_is() {
+        let tally = Tally(Default::default());
+        let asked = || tally.0.load(std::sync::atomic::Ordering::Relaxed);
+        let mut counts = TokenCounts::default();
+        let turn: Shared = Arc::from(vec![Message::user("hello there")]);
+        let n = counts.count(context::Kind::History, &turn, &tally);
+        assert_eq!(asked(), 1);
+        assert_eq!(counts.count(context::Kind::History, &Arc::clone(&turn), &tally), n);
+        assert_eq!(asked(), 1, "the same turn, shared: known");
+        // Other messages of the same length and count: another allocation, counted.
+        let other: Shared = Arc::from(vec![Message::user("hello world")]);
+        counts.count(context::Kind::History, &other, &tally);
+        assert_eq!(asked(), 2);
+        // The latest turn grows: counted every time.
+        counts.count(context::Kind::Request, &turn, &tally);
+        counts.count(context::Kind::Request, &turn, &tally);
+        assert_eq!(asked(), 4);
+    }
 
     #[test]
     fn no_server_names_ollama_only_at_its_address() {

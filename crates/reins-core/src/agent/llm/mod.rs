@@ -217,7 +217,7 @@ impl LlmAgent {
                 &self.spec,
                 &self.messages,
                 &turns,
-                &self.working(),
+                self.state.working.render_with(&self.done),
                 &mut self.digests,
             ),
             tools: {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::context::working::WorkingMemory;
 use super::{Spec, ASK_USER};
 use crate::agent::Part;
 use crate::context::Kind;
@@ -67,7 +66,7 @@ pub(super) fn parts(
     spec: &Spec,
     messages: &[Message],
     turns: &[usize],
-    working: &WorkingMemory,
+    working: String,
     digests: &mut Digests,
 ) -> Vec<Part> {
     let hard = |id: &str, kind: Kind, messages: Vec<Message>| Part {
@@ -91,7 +90,7 @@ pub(super) fn parts(
         hard(
             "working-memory",
             Kind::WorkingMemory,
-            vec![Message::system(working.render())],
+            vec![Message::system(working)],
         ),
     ];
     // Turn i spans messages[turns[i]..turns[i+1]]; anything before the first turn belongs to none.
