@@ -125,6 +125,14 @@ async fn checkpoints_stay_small_and_a_resume_rebuilds_the_conversation_from_the_
         .count();
     assert_eq!(copies, 0, "a step done keeps the first line only");
     let before_review = s.mock.seen().last().map(mock_llm::tool_results);
+    // Each earlier turn's token count is kept, so a resume in a new process need not count the
+    // whole conversation again.
+    let counted: Vec<i64> = sqlx::query_scalar("SELECT tokens FROM token_counts WHERE run_id = $1")
+        .bind(run.to_string())
+        .fetch_all(&db)
+        .await?;
+    assert!(counted.len() >= TURNS - 1, "{counted:?}");
+    assert!(counted.iter().all(|n| *n > 0), "{counted:?}");
 
     approve(&s, run).await?;
     let outcome = s.settle(run, &Silent).await?;

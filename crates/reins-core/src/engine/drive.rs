@@ -117,7 +117,7 @@ pub(super) struct Served {
     /// The API key, once looked up in this attempt.
     pub(super) api_key: Option<crate::keys::Secret>,
     /// Token counts of context parts already counted in this attempt (see `think.rs`).
-    pub(super) token_counts: super::think::TokenCounts,
+    pub(super) token_counts: super::tokens::TokenCounts,
     /// The last model call's candidates, which the next call's manifest is kept as a change to.
     pub(super) context: Option<crate::context::chain::Link>,
     /// The run's MCP servers, started for this attempt (see `mcp.rs`).

@@ -78,6 +78,7 @@ mod staging;
 pub mod stored;
 mod think;
 mod timeout;
+mod tokens;
 
 pub use control::{Control, ResumeMode};
 pub use batch::{Shown, MAX_BATCH};

@@ -20,7 +20,8 @@ use crate::provider::{Client, Completion, Message, ProviderError, Role, Settings
 use crate::step::{StepKind, StepStatus};
 use crate::action::{RecordedCall, ToolCall};
 use crate::store::write::Write;
-use crate::store::{audit, audit::Actor, manifests, steps};
+use super::tokens::{Shared, TokenCounts};
+use crate::store::{audit, audit::Actor, manifests, steps, token_counts};
 
 use super::commit::{Change, Report};
 use super::drive::Drive;
@@ -28,44 +29,6 @@ use super::{DriveOutcome, Progress};
 use crate::step::one_line;
 
 pub(super) const TOOL: &str = "model";
-
-/// Token counts of the conversation's earlier turns, counted once per attempt. A turn older than
-/// the latest never changes (the agent only adds to the latest) and is handed over shared, the same
-/// allocation every call; so it is known by that allocation, which the cache holds on to (it cannot
-/// be freed and reused for other messages meanwhile). A long run's history then costs one lookup
-/// per turn and no counting; everything else is counted every time.
-#[derive(Default)]
-pub(super) struct TokenCounts {
-    counter: String,
-    known: HashMap<usize, (Shared, usize)>,
-}
-
-impl TokenCounts {
-    fn count(
-        &mut self,
-        kind: context::Kind,
-        messages: &Shared,
-        counter: &dyn context::tokens::TokenCounter,
-    ) -> usize {
-        let count = || -> usize { messages.iter().map(|m| counter.count(&m.countable()) + 4).sum() };
-        if !matches!(kind, context::Kind::History | context::Kind::RecentTurn) {
-            return count();
-        }
-        if self.counter != counter.name() {
-            self.known.clear();
-            self.counter = counter.name().to_owned();
-        }
-        let at = Arc::as_ptr(messages).cast::<Message>() as usize;
-        match self.known.get(&at) {
-            Some((held, n)) if Arc::ptr_eq(held, messages) => *n,
-            _ => {
-                let n = count();
-                self.known.insert(at, (Arc::clone(messages), n));
-                n
-            }
-        }
-    }
-}
 
 /// What the journal keeps of a model call (the step's `result`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -86,6 +49,10 @@ impl Drive<'_> {
             }
         }
         let counter = context::tokens::for_model(&input.settings.model);
+        if self.served.token_counts.wants_journal(counter.name()) {
+            let rows = token_counts::of_run(self.e.store.pool(), self.run, counter.name()).await?;
+            self.served.token_counts.remember(counter.name(), rows);
+        }
         let mut items = Vec::new();
         let mut messages_of: HashMap<String, Arc<[Message]>> = HashMap::new();
         for part in input.parts {
@@ -326,6 +293,9 @@ impl Drive<'_> {
                 created_at: now,
             })));
         }
+        if let Some((counter, counts)) = self.served.token_counts.take_fresh() {
+            rows.push(Write::TokenCounts { counter, counts });
+        }
         let change = Change::rows(rows)
             .checkpoint(checkpoint)
             .event(audit::Event::new(
@@ -378,8 +348,6 @@ fn said(reply: &Completion) -> String {
     }
 }
 
-/// Messages shared between the agent's cache and one call's prompt, never copied per call.
-type Shared = Arc<[Message]>;
 
 /// A part as an assembler item (tokens counted), its messages and its digest's.
 fn item_of(
@@ -479,39 +447,6 @@ fn no_server(settings: &Settings, e: &ProviderError, run: crate::ids::RunId) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Counts bytes, and how many texts it was asked about.
-    struct Tally(std::sync::atomic::AtomicUsize);
-
-    impl context::tokens::TokenCounter for Tally {
-        fn count(&self, text: &str) -> usize {
-            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            text.len()
-        }
-        fn name(&self) -> &str {
-            "tally"
-        }
-    }
-
-    #[test]
-    fn an_earlier_turn_handed_over_again_is_not_counted_again_and_a_new_one_is() {
-        let tally = Tally(Default::default());
-        let asked = || tally.0.load(std::sync::atomic::Ordering::Relaxed);
-        let mut counts = TokenCounts::default();
-        let turn: Shared = Arc::from(vec![Message::user("hello there")]);
-        let n = counts.count(context::Kind::History, &turn, &tally);
-        assert_eq!(asked(), 1);
-        assert_eq!(counts.count(context::Kind::History, &Arc::clone(&turn), &tally), n);
-        assert_eq!(asked(), 1, "the same turn, shared: known");
-        // Other messages of the same length and count: another allocation, counted.
-        let other: Shared = Arc::from(vec![Message::user("hello world")]);
-        counts.count(context::Kind::History, &other, &tally);
-        assert_eq!(asked(), 2);
-        // The latest turn grows: counted every time.
-        counts.count(context::Kind::Request, &turn, &tally);
-        counts.count(context::Kind::Request, &turn, &tally);
-        assert_eq!(asked(), 4);
-    }
 
     #[test]
     fn no_server_names_ollama_only_at_its_address() {

@@ -42,6 +42,8 @@ pub mod scan;
 mod schema;
 pub mod sealed;
 pub mod steps;
+pub mod token_counts;
+pub mod transition;
 mod postgres;
 mod riding;
 mod tx;
