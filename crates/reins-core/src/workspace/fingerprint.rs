@@ -4,16 +4,16 @@
 //! outside the run (an editor, a colleague, another tool) — the agent and the person must know.
 //!
 //! `.gitignore` and `.git/info/exclude` are respected, `.git/` is skipped, symbolic links are not
-//! followed. Walking is parallel; hashing happens only where the size or time moved, so a second
+//! followed (`walk.rs`). Hashing happens only where the size or time moved, so a second
 //! fingerprint of an unchanged tree costs about what `git status` does.
 
 use std::collections::BTreeMap;
-use std::io::Read as _;
+use std::ops::Bound;
 use std::path::Path;
-use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use super::walk;
 use crate::digest::Digest;
 
 /// How close to a scan a modification time must be to count as racy (filesystem time granularity).
@@ -77,23 +77,6 @@ impl Fingerprint {
     }
 }
 
-/// A walk of the tree under `root` as a fingerprint sees it: `.gitignore` files where they stand
-/// and `.git/info/exclude`, nothing from outside the tree, hidden files included, links not
-/// followed (the caller skips `.git/`).
-pub(super) fn walker(root: &Path) -> ignore::WalkBuilder {
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .hidden(false)
-        .git_ignore(true)
-        .git_exclude(true)
-        .git_global(false)
-        .ignore(false)
-        .parents(false)
-        .require_git(false)
-        .follow_links(false);
-    builder
-}
-
 /// Fingerprints the tree under `root`, reusing `previous` hashes where size and time are unchanged.
 pub fn scan(root: &Path, previous: &Fingerprint) -> std::io::Result<(Fingerprint, ScanStats)> {
     let taken_at = i64::try_from(
@@ -102,31 +85,52 @@ pub fn scan(root: &Path, previous: &Fingerprint) -> std::io::Result<(Fingerprint
             .map_or(0, |d| d.as_nanos()),
     )
     .unwrap_or(i64::MAX);
-    let found: Mutex<Vec<Found>> = Mutex::new(Vec::new());
-    let failure: Mutex<Option<std::io::Error>> = Mutex::new(None);
-    let mut builder = walker(root);
-    builder
-        .threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(8)))
-        .filter_entry(|e| e.file_name() != ".git");
-    // A hash index over the previous entries: one lookup per file, without string comparisons.
-    let previous_index: std::collections::HashMap<&str, &Stat> = previous
-        .entries
-        .iter()
-        .map(|(k, v)| (k.as_str(), v))
-        .collect();
-    let mut collectors = Collectors {
-        root,
-        previous: &previous_index,
-        // Stat times are trusted only when older than the previous scan by a margin.
-        trusted_before: previous.taken_at.saturating_sub(RACY_NS),
-        found: &found,
-        failure: &failure,
+    // Stat times are trusted only when older than the previous scan by a margin.
+    let trusted_before = previous.taken_at.saturating_sub(RACY_NS);
+    let visit = |found: &mut Vec<Found>, folder: &str, files: &[walk::File<'_>]| {
+        // The folder's files as the previous fingerprint has them, in the same (name) order.
+        let mut before = InFolder::new(&previous.entries, folder).peekable();
+        for file in files {
+            let name = file.name();
+            while before.next_if(|(n, _)| *n < name).is_some() {}
+            let before = before.next_if(|(n, _)| *n == name).map(|(_, s)| s);
+            if file.rel.contains(".reins-tmp-") {
+                continue;
+            }
+            let Ok(stat) = file.stat() else {
+                continue; // gone since listed
+            };
+            let reusable = before.filter(|p| {
+                p.size == stat.size && p.mtime == stat.mtime && p.mtime < trusted_before
+            });
+            let (stat, hashed) = match reusable {
+                Some(prev) => (prev.clone(), false),
+                None if file.is_file() && stat.size <= MAX_HASHED_BYTES => match file.hash() {
+                    Ok(d) => (
+                        Stat {
+                            sha256: Some(d),
+                            ..stat
+                        },
+                        true,
+                    ),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                },
+                None => (stat, false),
+            };
+            found.push(Found {
+                path: file.rel.to_owned(),
+                stat,
+                hashed,
+            });
+        }
+        Ok(())
     };
-    builder.build_parallel().visit(&mut collectors);
-    if let Some(e) = failure.into_inner().ok().flatten() {
-        return Err(e);
-    }
-    let found = found.into_inner().unwrap_or_default();
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+    // Each thread sorts what it found; the runs are then merged.
+    let by_path = |found: &mut Vec<Found>| found.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    let mut found = walk::walk(root, threads, &|_, _| true, &visit, &by_path)?;
+    found.sort_by(|a, b| a.path.cmp(&b.path));
     let stats = ScanStats {
         files: found.len(),
         hashed: found.iter().filter(|f| f.hashed).count(),
@@ -141,135 +145,48 @@ struct Found {
     hashed: bool,
 }
 
-/// Builds one collector per walker thread.
-struct Collectors<'s> {
-    root: &'s Path,
-    previous: &'s std::collections::HashMap<&'s str, &'s Stat>,
-    trusted_before: i64,
-    found: &'s Mutex<Vec<Found>>,
-    failure: &'s Mutex<Option<std::io::Error>>,
+/// The entries of a fingerprint directly in one folder, by name, in order: one pass over the
+/// folder's stretch of the map, stepping over each subfolder's stretch with one seek.
+struct InFolder<'a> {
+    entries: &'a BTreeMap<String, Stat>,
+    prefix: String,
+    range: std::collections::btree_map::Range<'a, String, Stat>,
 }
 
-impl<'s> ignore::ParallelVisitorBuilder<'s> for Collectors<'s> {
-    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
-        Box::new(Collector {
-            root: self.root,
-            previous: self.previous,
-            trusted_before: self.trusted_before,
-            found: self.found,
-            failure: self.failure,
-            local: Vec::new(),
-        })
-    }
-}
-
-/// One walker thread's findings, kept locally and handed over once when the thread is done.
-struct Collector<'s> {
-    root: &'s Path,
-    previous: &'s std::collections::HashMap<&'s str, &'s Stat>,
-    trusted_before: i64,
-    found: &'s Mutex<Vec<Found>>,
-    failure: &'s Mutex<Option<std::io::Error>>,
-    local: Vec<Found>,
-}
-
-impl Drop for Collector<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut all) = self.found.lock() {
-            all.append(&mut self.local);
+impl<'a> InFolder<'a> {
+    fn new(entries: &'a BTreeMap<String, Stat>, folder: &str) -> Self {
+        let prefix = if folder.is_empty() {
+            String::new()
+        } else {
+            format!("{folder}/")
+        };
+        let range = entries.range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded));
+        Self {
+            entries,
+            prefix,
+            range,
         }
     }
 }
 
-impl ignore::ParallelVisitor for Collector<'_> {
-    fn visit(&mut self, entry: Result<ignore::DirEntry, ignore::Error>) -> ignore::WalkState {
-        use ignore::WalkState::{Continue, Quit};
-        let entry = match entry {
-            Ok(e) => e,
-            // An unreadable directory below the root: note it and go on.
-            Err(e) => {
-                tracing::debug!("fingerprint: {e}");
-                return Continue;
-            }
-        };
-        let Some(kind) = entry.file_type() else {
-            return Continue;
-        };
-        if kind.is_dir() {
-            return Continue;
-        }
-        let Some(rel) = entry
-            .path()
-            .strip_prefix(self.root)
-            .ok()
-            .and_then(Path::to_str)
-        else {
-            return Continue;
-        };
-        if rel.contains(".reins-tmp-") {
-            return Continue;
-        }
-        let meta = match entry.path().symlink_metadata() {
-            Ok(m) => m,
-            Err(_) => return Continue, // gone since listed
-        };
-        let stat = stat_of(&meta);
-        let reusable = self.previous.get(rel).copied().filter(|p| {
-            p.size == stat.size && p.mtime == stat.mtime && p.mtime < self.trusted_before
-        });
-        let (stat, hashed) = match reusable {
-            Some(prev) => (prev.clone(), false),
-            None if kind.is_file() && stat.size <= MAX_HASHED_BYTES => {
-                match hash_file(entry.path()) {
-                    Ok(d) => (
-                        Stat {
-                            sha256: Some(d),
-                            ..stat
-                        },
-                        true,
-                    ),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Continue,
-                    Err(e) => {
-                        if let Ok(mut f) = self.failure.lock() {
-                            f.get_or_insert(e);
-                        }
-                        return Quit;
-                    }
+impl<'a> Iterator for InFolder<'a> {
+    type Item = (&'a str, &'a Stat);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (path, stat) = self.range.next()?;
+            let rest = path.strip_prefix(self.prefix.as_str())?;
+            match rest.find('/') {
+                None => return Some((rest, stat)),
+                Some(i) => {
+                    // Past everything under this subfolder: '0' is the byte after '/'.
+                    let past = format!("{}{}0", self.prefix, &rest[..i]);
+                    self.range = self
+                        .entries
+                        .range::<str, _>((Bound::Included(past.as_str()), Bound::Unbounded));
                 }
             }
-            None => (stat, false),
-        };
-        self.local.push(Found {
-            path: rel.to_owned(),
-            stat,
-            hashed,
-        });
-        Continue
-    }
-}
-
-pub(super) fn stat_of(meta: &std::fs::Metadata) -> Stat {
-    use std::os::unix::fs::MetadataExt as _;
-    Stat {
-        size: meta.len(),
-        mtime: meta
-            .mtime()
-            .saturating_mul(1_000_000_000)
-            .saturating_add(meta.mtime_nsec()),
-        sha256: None,
-    }
-}
-
-pub(super) fn hash_file(path: &Path) -> std::io::Result<Digest> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = crate::digest::Hasher::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            return Ok(hasher.finish());
         }
-        hasher.update(&buf[..n]);
     }
 }
 
@@ -411,6 +328,53 @@ mod tests {
         let (second, _) = scan(dir.path(), &first)?;
         let changed: Vec<_> = diff(&first, &second).into_iter().map(|c| c.path).collect();
         assert_eq!(changed, ["a.txt"], "a racy entry is hashed again");
+        Ok(())
+    }
+
+    #[test]
+    fn a_folders_entries_are_read_in_order_stepping_over_subfolders() {
+        let stat = |size| Stat {
+            size,
+            mtime: 0,
+            sha256: None,
+        };
+        let entries: BTreeMap<String, Stat> = [
+            "a.txt", "a/x", "a/y/z", "a0", "b", "b/c/d", "b/e", "b.txt", "c", "d/x",
+        ]
+        .iter()
+        .zip(0u64..)
+        .map(|(p, i)| ((*p).to_owned(), stat(i)))
+        .collect();
+        let names = |folder: &str| -> Vec<(String, u64)> {
+            InFolder::new(&entries, folder)
+                .map(|(n, s)| (n.to_owned(), s.size))
+                .collect()
+        };
+        let own = |v: &[(&str, u64)]| -> Vec<(String, u64)> {
+            v.iter().map(|(n, s)| ((*n).to_owned(), *s)).collect()
+        };
+        assert_eq!(names(""), own(&[("a.txt", 0), ("a0", 3), ("b", 4), ("b.txt", 7), ("c", 8)]));
+        assert_eq!(names("a"), own(&[("x", 1)]));
+        assert_eq!(names("b"), own(&[("e", 6)]));
+        assert_eq!(names("b/c"), own(&[("d", 5)]));
+        assert!(names("e").is_empty());
+    }
+
+    #[test]
+    fn a_rescan_of_an_unchanged_nested_tree_hashes_nothing() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        for rel in ["a.txt", "a/x", "a/y/z", "a0", "b.txt", "b/c/d", "b/e", "c-d/e", "c/d"] {
+            write(dir.path(), rel, rel)?;
+        }
+        let (first, stats) = scan(dir.path(), &Fingerprint::default())?;
+        assert_eq!((stats.files, stats.hashed), (9, 9));
+        let trusted = Fingerprint {
+            taken_at: i64::MAX,
+            ..first.clone()
+        };
+        let (second, stats) = scan(dir.path(), &trusted)?;
+        assert_eq!((stats.files, stats.hashed), (9, 0), "every file found in the previous");
+        assert_eq!(second.entries, first.entries);
         Ok(())
     }
 }

@@ -21,6 +21,7 @@ pub mod fingerprint;
 mod held;
 mod path;
 pub mod refresh;
+mod walk;
 pub mod watcher;
 pub use path::RelPath;
 

@@ -6,7 +6,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use super::fingerprint::{change_of, hash_file, stat_of, walker, Change, Fingerprint, Stat, MAX_HASHED_BYTES};
+use super::fingerprint::{change_of, Change, Fingerprint, Stat, MAX_HASHED_BYTES};
+use super::walk;
 
 /// What the touched paths hold now, and how that differs from the fingerprint.
 #[derive(Debug)]
@@ -50,41 +51,30 @@ pub fn refresh(root: &Path, fp: &Fingerprint, touched: &[String]) -> std::io::Re
         .iter()
         .flat_map(|t| t.match_indices('/').map(|(i, _)| t[..i].to_owned()))
         .collect();
-    let base = root.to_path_buf();
-    let mut builder = walker(root);
-    builder.filter_entry(move |e| {
-        let Some(rel) = e.path().strip_prefix(&base).ok().and_then(Path::to_str) else {
-            return false;
-        };
-        let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-        e.file_name() != ".git"
-            && ((is_dir && leads.contains(rel)) || top_set.contains(rel) || covered(&top_set, rel))
-    });
-    let mut found: BTreeMap<String, Stat> = BTreeMap::new();
-    for entry in builder.build() {
-        let Ok(entry) = entry else { continue };
-        if entry.depth() == 0 || entry.file_type().is_none_or(|t| t.is_dir()) {
-            continue;
-        }
-        let Some(rel) = entry.path().strip_prefix(root).ok().and_then(Path::to_str) else {
-            continue;
-        };
-        if rel.contains(".reins-tmp-") {
-            continue;
-        }
-        let Ok(meta) = entry.path().symlink_metadata() else {
-            continue; // gone since listed
-        };
-        let mut stat = stat_of(&meta);
-        if meta.is_file() && stat.size <= MAX_HASHED_BYTES {
-            match hash_file(entry.path()) {
-                Ok(d) => stat.sha256 = Some(d),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(e),
+    let enter = |rel: &str, is_dir: bool| {
+        (is_dir && leads.contains(rel)) || top_set.contains(rel) || covered(&top_set, rel)
+    };
+    let visit = |found: &mut Vec<(String, Stat)>, _: &str, files: &[walk::File<'_>]| {
+        for file in files {
+            if file.rel.contains(".reins-tmp-") {
+                continue;
             }
+            let Ok(mut stat) = file.stat() else {
+                continue; // gone since listed
+            };
+            if file.is_file() && stat.size <= MAX_HASHED_BYTES {
+                match file.hash() {
+                    Ok(d) => stat.sha256 = Some(d),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            found.push((file.rel.to_owned(), stat));
         }
-        found.insert(rel.to_owned(), stat);
-    }
+        Ok(())
+    };
+    // A few folders: one thread.
+    let found: BTreeMap<String, Stat> = walk::walk(root, 1, &enter, &visit, &|_| {})?.into_iter().collect();
     let mut now = Vec::new();
     let mut changes = Vec::new();
     for t in &tops {
