@@ -63,6 +63,22 @@ async fn reading_run_then(before: &[&str]) -> anyhow::Result<(Setup, RunId)> {
     Ok((s, run))
 }
 
+/// Approves the waiting write and drives on: the run must stop for a person because of `why`,
+/// before the model is asked again or anything runs.
+async fn refused_to_resume(s: &Setup, run: RunId, why: &str) -> anyhow::Result<()> {
+    approve(s, run).await?;
+    let asked = s.mock.count();
+    let outcome = s.settle(run, &Silent).await?;
+    let DriveOutcome::NeedsHuman { state, reason } = &outcome else {
+        anyhow::bail!("the run must stop for a person: {outcome:?}")
+    };
+    assert_eq!(*state, RunState::Suspended);
+    assert!(reason.contains(why), "{reason}");
+    assert_eq!(s.mock.count(), asked, "the model was not asked again");
+    assert!(!s.sb.ws().join("SUMMARY.md").exists(), "nothing ran");
+    Ok(())
+}
+
 async fn approve(s: &Setup, run: RunId) -> anyhow::Result<()> {
     let pending = s
         .reins
@@ -178,20 +194,7 @@ async fn a_changed_entry_of_the_conversation_is_not_resumed_from() -> anyhow::Re
         .bind(run.to_string())
         .execute(&db)
         .await?;
-    approve(&s, run).await?;
-    let asked = s.mock.count();
-    let outcome = s.settle(run, &Silent).await?;
-    let DriveOutcome::NeedsHuman { state, reason } = &outcome else {
-        anyhow::bail!("the run must stop for a person: {outcome:?}")
-    };
-    assert_eq!(*state, RunState::Suspended);
-    assert!(
-        reason.contains("not the one the checkpoint stands on"),
-        "{reason}"
-    );
-    assert_eq!(s.mock.count(), asked, "the model was not asked again");
-    assert!(!s.sb.ws().join("SUMMARY.md").exists(), "nothing ran");
-    Ok(())
+    refused_to_resume(&s, run, "not the one the checkpoint stands on").await
 }
 
 #[tokio::test]
@@ -326,18 +329,5 @@ async fn a_changed_result_of_a_step_the_conversation_saw_is_not_resumed_from() -
     .execute(&db)
     .await?;
     assert_eq!(changed.rows_affected(), 1);
-    approve(&s, run).await?;
-    let asked = s.mock.count();
-    let outcome = s.settle(run, &Silent).await?;
-    let DriveOutcome::NeedsHuman { state, reason } = &outcome else {
-        anyhow::bail!("the run must stop for a person: {outcome:?}")
-    };
-    assert_eq!(*state, RunState::Suspended);
-    assert!(
-        reason.contains("does not hold the output of step 2"),
-        "{reason}"
-    );
-    assert_eq!(s.mock.count(), asked, "the model was not asked again");
-    assert!(!s.sb.ws().join("SUMMARY.md").exists(), "nothing ran");
-    Ok(())
+    refused_to_resume(&s, run, "does not hold the output of step 2").await
 }

@@ -94,29 +94,13 @@ pub fn scan(root: &Path, previous: &Fingerprint) -> std::io::Result<(Fingerprint
             let name = file.name();
             while before.next_if(|(n, _)| *n < name).is_some() {}
             let before = before.next_if(|(n, _)| *n == name).map(|(_, s)| s);
-            if file.rel.contains(".reins-tmp-") {
-                continue;
-            }
-            let Ok(stat) = file.stat() else {
-                continue; // gone since listed
+            let reusable = |now: &Stat| {
+                before.filter(|p| {
+                    p.size == now.size && p.mtime == now.mtime && p.mtime < trusted_before
+                })
             };
-            let reusable = before.filter(|p| {
-                p.size == stat.size && p.mtime == stat.mtime && p.mtime < trusted_before
-            });
-            let (stat, hashed) = match reusable {
-                Some(prev) => (prev.clone(), false),
-                None if file.is_file() && stat.size <= MAX_HASHED_BYTES => match file.hash() {
-                    Ok(d) => (
-                        Stat {
-                            sha256: Some(d),
-                            ..stat
-                        },
-                        true,
-                    ),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(e),
-                },
-                None => (stat, false),
+            let Some((stat, hashed)) = look(file, reusable)? else {
+                continue;
             };
             found.push(Found {
                 path: file.rel.to_owned(),
@@ -137,6 +121,38 @@ pub fn scan(root: &Path, previous: &Fingerprint) -> std::io::Result<(Fingerprint
     };
     let entries = found.into_iter().map(|f| (f.path, f.stat)).collect();
     Ok((Fingerprint { taken_at, entries }, stats))
+}
+
+/// What `file` holds now, and whether it was hashed: the stat `reusable` gives for its stat now
+/// (a previous one whose hash still holds), else its stat now, hashed if it is a file small enough.
+/// None: one of Reins' temporary files, or gone since its folder was listed.
+pub(super) fn look<'p>(
+    file: &walk::File<'_>,
+    reusable: impl FnOnce(&Stat) -> Option<&'p Stat>,
+) -> std::io::Result<Option<(Stat, bool)>> {
+    if file.rel.contains(".reins-tmp-") {
+        return Ok(None);
+    }
+    let Ok(stat) = file.stat() else {
+        return Ok(None);
+    };
+    if let Some(previous) = reusable(&stat) {
+        return Ok(Some((previous.clone(), false)));
+    }
+    if !file.is_file() || stat.size > MAX_HASHED_BYTES {
+        return Ok(Some((stat, false)));
+    }
+    match file.hash() {
+        Ok(d) => Ok(Some((
+            Stat {
+                sha256: Some(d),
+                ..stat
+            },
+            true,
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 struct Found {

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use super::fingerprint::{change_of, Change, Fingerprint, Stat, MAX_HASHED_BYTES};
+use super::fingerprint::{change_of, look, Change, Fingerprint, Stat};
 use super::walk;
 
 /// What the touched paths hold now, and how that differs from the fingerprint.
@@ -56,20 +56,10 @@ pub fn refresh(root: &Path, fp: &Fingerprint, touched: &[String]) -> std::io::Re
     };
     let visit = |found: &mut Vec<(String, Stat)>, _: &str, files: &[walk::File<'_>]| {
         for file in files {
-            if file.rel.contains(".reins-tmp-") {
-                continue;
+            // Every touched file is hashed again, whatever its stat says.
+            if let Some((stat, _)) = look(file, |_| None)? {
+                found.push((file.rel.to_owned(), stat));
             }
-            let Ok(mut stat) = file.stat() else {
-                continue; // gone since listed
-            };
-            if file.is_file() && stat.size <= MAX_HASHED_BYTES {
-                match file.hash() {
-                    Ok(d) => stat.sha256 = Some(d),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(e) => return Err(e),
-                }
-            }
-            found.push((file.rel.to_owned(), stat));
         }
         Ok(())
     };

@@ -71,7 +71,7 @@ impl File<'_> {
     }
 }
 
-pub(super) fn hash_reader(mut from: impl std::io::Read) -> std::io::Result<Digest> {
+fn hash_reader(mut from: impl std::io::Read) -> std::io::Result<Digest> {
     let mut hasher = crate::digest::Hasher::new();
     let mut buf = vec![0u8; 64 * 1024];
     loop {
