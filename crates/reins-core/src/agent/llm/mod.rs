@@ -22,7 +22,7 @@ use crate::action::ToolCall;
 
 mod excerpt;
 mod prompt;
-pub use excerpt::excerpt;
+
 use excerpt::told;
 pub use crate::context::working::{DoneStep, WorkingMemory};
 

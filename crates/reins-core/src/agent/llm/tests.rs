@@ -1,5 +1,6 @@
 use super::*;
 use crate::provider::ToolCall as WireCall;
+use super::excerpt::excerpt;
 
 fn spec() -> Spec {
     Spec {
