@@ -90,9 +90,10 @@ async fn run_and_approve(
     let notes = ws.join("NOTES.md");
     assert!(!notes.exists(), "nothing is written before the decision");
     app.key("a").await?;
-    app.until("the write lands", || async { Ok(notes.exists()) })
+    // The file can exist before its bytes are in it: wait for the bytes.
+    let want = format!("{text}\n");
+    app.until("the write lands", || async { Ok(read(&notes) == want) })
         .await?;
-    assert_eq!(read(&notes), format!("{text}\n"));
     app.until("the run finishes", || async {
         let out = home.reins(&["ps", "--json"], &[0])?;
         let runs: serde_json::Value = serde_json::from_str(&out)?;
@@ -373,9 +374,11 @@ async fn n_an_llm_run_with_an_mcp_server_shows_the_calls_arguments_and_lands_it(
     app.screenshot("mcp-card").await?;
     assert!(!notes.exists(), "nothing is written before the decision");
     app.key("a").await?;
-    app.until("the write lands", || async { Ok(notes.exists()) })
-        .await?;
-    assert_eq!(read(&notes), "from mcp\n");
+    // The server creates the file, then writes it: wait for the bytes, not the name.
+    app.until("the write lands", || async {
+        Ok(read(&notes) == "from mcp\n")
+    })
+    .await?;
 
     // The run reads as the model's words, its call as a chip linked to its step: no JSON.
     app.view("runs").await?;
