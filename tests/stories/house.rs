@@ -257,6 +257,7 @@ const FLOORS: &[(&str, &[&str])] = &[
             "secrets",
             "keys",
             "seal",
+            "scratch",
             "workspace",
             "checkpoint",
             "progress",

@@ -24,8 +24,8 @@ macro_rules! rooms {
 rooms!(
     action, agent, approval, audit, blob, budget, checkpoint, clock, compat, contain, context,
     data_dir, device, digest, engine, error, event, failure, ids, input_file, journal, keys, mcp,
-    memory, policy, process, progress, provider, resume, run, seal, secrets, settings, stage,
-    stderr, step, store, text, tools, view, worker, workspace,
+    memory, policy, process, progress, provider, resume, run, scratch, seal, secrets, settings,
+    stage, stderr, step, store, text, tools, view, worker, workspace,
 );
 
 // Declared by hand: it defines `fault_point!`, which a macro-expanded module could not export.

@@ -196,6 +196,9 @@ pub struct Reins {
 impl Reins {
     pub async fn open(data_dir: DataDir, options: Options) -> Result<Self> {
         data_dir.ensure()?;
+        // The temp folders a killed Reins left (a confined process's private /tmp and staging
+        // layer, a watch's marks) go, beside whatever this one does.
+        tokio::task::spawn_blocking(crate::scratch::sweep);
         let store = match &options.database {
             None => Store::open_with(&data_dir.database(), options.connections).await?,
             Some(url) => {

@@ -82,18 +82,8 @@ impl Setup {
         let n = STARTS.fetch_add(1, Ordering::Relaxed);
         // Unique even when this pid was a killed Reins' before, whose dir (and relay socket) may
         // still be there: a new dir, never one found.
-        let unique = uuid::Uuid::now_v7().simple().to_string();
-        let dir = std::env::temp_dir().join(format!(
-            "reins-{}-{n}-{}",
-            std::process::id(),
-            &unique[unique.len() - 8..]
-        ));
-        std::fs::create_dir(&dir)?;
+        let dir = crate::scratch::create(crate::scratch::Kind::Process { n })?;
         std::fs::create_dir(dir.join("tmp"))?;
-        {
-            use std::os::unix::fs::PermissionsExt as _;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
-        }
         let places = Places {
             workspace: workspace.to_owned(),
             home: std::env::var_os("HOME")

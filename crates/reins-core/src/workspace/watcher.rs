@@ -58,12 +58,8 @@ impl Watcher {
     /// Watches the tree under `root` (every folder, new ones as they appear).
     pub fn start(root: &Path) -> Result<Self, String> {
         let shared = Arc::new(Shared::default());
-        let marks = std::env::temp_dir().join(format!(
-            "reins-watch-{}-{}",
-            std::process::id(),
-            uuid::Uuid::now_v7().simple()
-        ));
-        std::fs::create_dir(&marks).map_err(|e| format!("{}: {e}", marks.display()))?;
+        let marks = crate::scratch::create(crate::scratch::Kind::Watch)
+            .map_err(|e| format!("a folder for the watch's marks: {e}"))?;
         let (base, mark_dir, inner) = (root.to_path_buf(), marks.clone(), Arc::clone(&shared));
         let handler = move |event: notify::Result<notify::Event>| {
             let Ok(mut s) = inner.state.lock() else {
