@@ -152,12 +152,40 @@ fn a_staged_make_is_approved_by_its_real_diff_and_lands_without_running_again() 
 }
 
 #[test]
-fn rejecting_a_staged_command_leaves_the_workspace_as_it_was() -> anyhow::Result<()> {
+fn a_staged_command_is_not_run_again_out_of_its_sandbox_and_rejecting_it_leaves_the_workspace(
+) -> anyhow::Result<()> {
     let cli = Cli::new()?;
     let plan = setup(&cli, "make")?;
     let before = tree(&cli.ws());
     let card = card(&cli, &plan)?;
     let id = card["id"].as_str().unwrap_or_default();
+    // The card shows all it did, confined and offline: running it again with the network or
+    // unconfined (effects no card showed) is refused, and the card still waits.
+    for (flag, said) in [
+        (
+            "--with-network",
+            "running it with the network instead is not offered",
+        ),
+        (
+            "--unconfined",
+            "running it unconfined instead is not offered",
+        ),
+    ] {
+        let out = cli
+            .strict_cmd()
+            .args(["approve", id, flag, "--drive"])
+            .output()?;
+        assert_eq!(out.status.code(), Some(2), "{flag}: {}", text(&out));
+        assert!(
+            text(&out).contains("this command was staged") && text(&out).contains(said),
+            "{flag}: {}",
+            text(&out)
+        );
+        assert_eq!(tree(&cli.ws()), before, "{flag}");
+    }
+    let pending = strict_json(&cli, &["approvals"])?;
+    assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending:#}");
+    assert_eq!(pending[0]["id"], card["id"]);
     let out = cli
         .strict_cmd()
         .args(["reject", id, "--reason", "not now", "--drive"])

@@ -192,6 +192,7 @@ impl Engine {
         let (effective, edit) = match &req.edited {
             Some(edit) => {
                 let (action, edit) = self.edit(&row, edit, &ws).await?;
+                super::edit::refuse_leaving_a_stage(&row, &action)?;
                 (action, Some(edit))
             }
             None => {

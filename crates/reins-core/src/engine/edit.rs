@@ -1,6 +1,8 @@
 //! A person's edit of a proposed action: new arguments for the same tool, and the escape hatch
 //! for a command (with the network, or unconfined), which is an edit too.
 
+use crate::action::shell::Sandbox;
+use crate::action::Action;
 use crate::error::{Error, Result};
 use crate::store::approvals::ApprovalRow;
 use crate::action::ToolCall;
@@ -49,3 +51,21 @@ pub(crate) fn edited_call(row: &ApprovalRow, edit: &EditedAction) -> Result<Tool
     })
 }
 
+/// A staged command's card shows all the command did, confined and without the network (one that
+/// reached for either is not staged whole), and approving it applies exactly that. Running it
+/// instead with the network or unconfined would run it again, for effects no card showed: refused.
+pub(super) fn refuse_leaving_a_stage(row: &ApprovalRow, action: &Action) -> Result<()> {
+    match action {
+        Action::Shell(cmd) if row.staged.is_some() && cmd.sandbox != Sandbox::Confined => {
+            Err(Error::Invalid(format!(
+                "approval {}: this command was staged, and it did all it does confined and without the network; approving applies the changes on its card and does not run it again. Approve it as it is, or reject it; running it {} instead is not offered for a staged card",
+                row.id,
+                match cmd.sandbox {
+                    Sandbox::Network => "with the network",
+                    _ => "unconfined",
+                }
+            )))
+        }
+        _ => Ok(()),
+    }
+}

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from "react";
 import type { ApprovalView, Scope } from "../../lib/ipc/bindings";
 import { isTyping } from "../../lib/keys";
 import { hasSealed } from "../../lib/format";
+import { isStaged } from "./Preview";
 
 /** Fields a person may change before approving; long text gets a text area. */
 const LONG = new Set(["content", "new", "old", "command", "body", "value"]);
@@ -176,8 +177,10 @@ export function Decision({ a, mode, setMode, busy, error, onApprove, onReject }:
               Edit, then approve… <kbd>e</kbd>
             </button>
           </div>
-          {a.tool === "shell.exec" && (original.sandbox ?? "confined") === "confined" && (
+          {a.tool === "shell.exec" && (original.sandbox ?? "confined") === "confined" && !isStaged(a) && (
             // The escape hatch: its own choice, high risk, this once (no lasting grant covers it).
+            // Not on a staged card: its command did all it does confined and without the network,
+            // and approving applies that without running it again.
             <div className="row actions escape" data-testid="escape">
               <button className="danger" disabled={busy} data-testid="approve-network"
                 title="The command runs with the network this once: the kernel then lets it reach any host."

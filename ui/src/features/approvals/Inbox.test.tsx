@@ -211,6 +211,11 @@ describe("approvals inbox", () => {
     expect(screen.getByTestId("staged-output").textContent).toContain("exit code 0");
     expect(screen.queryByTestId("card-runs")).toBeNull();
     expect(document.querySelector(".staged-chip")?.textContent).toBe("staged");
+    // It did all it does confined and offline: running it again out of the sandbox is not offered.
+    expect(screen.getByTestId("approve")).not.toBeNull();
+    expect(screen.queryByTestId("escape")).toBeNull();
+    expect(screen.queryByTestId("approve-network")).toBeNull();
+    expect(screen.queryByTestId("approve-unconfined")).toBeNull();
   });
 
   it("a staged card's files can be left out: unticked ones are sent as leaveOut, and only those", async () => {
