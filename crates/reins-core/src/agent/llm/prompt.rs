@@ -57,10 +57,20 @@ pub(super) fn tools() -> Vec<Value> {
     tools
 }
 
-/// The conversation's earlier turns as parts take them, with their digests, made once each: a turn
-/// older than the latest never changes, and a long run would otherwise copy and digest its whole
+/// The conversation's earlier turns as parts take them, made once each: a turn older than the
+/// latest never changes, and a long run would otherwise copy, digest, name and scan its whole
 /// history for every call.
-pub(super) type Digests = Vec<(Arc<[Message]>, Option<(Arc<[Message]>, String)>)>;
+pub(super) type Digests = Vec<Earlier>;
+
+/// One earlier turn, ready to be a part: only its age (and so its kind) changes from call to call.
+#[derive(Clone)]
+pub(super) struct Earlier {
+    id: String,
+    messages: Arc<[Message]>,
+    digest: Option<(Arc<[Message]>, String)>,
+    /// A tool in it failed: worth keeping longer.
+    troubled: bool,
+}
 
 pub(super) fn parts(
     spec: &Spec,
@@ -101,37 +111,40 @@ pub(super) fn parts(
             continue;
         };
         let age = n - 1 - i;
-        let id = format!("turn-{}", i + 1);
         if age == 0 {
-            parts.push(hard(&id, Kind::Request, turn.to_vec()));
+            parts.push(hard(&format!("turn-{}", i + 1), Kind::Request, turn.to_vec()));
             continue;
         }
-        let troubled = turn
-            .iter()
-            .any(|m| m.role == Role::Tool && m.content.starts_with("error:"));
-        let (shared, digest) = match digests.get(i) {
-            Some(d) => d.clone(),
+        let earlier = match digests.get(i) {
+            Some(e) => e.clone(),
             None => {
-                let d: (Arc<[Message]>, _) = (turn.into(), digest(turn));
+                let e = Earlier {
+                    id: format!("turn-{}", i + 1),
+                    messages: turn.into(),
+                    digest: digest(turn),
+                    troubled: turn
+                        .iter()
+                        .any(|m| m.role == Role::Tool && m.content.starts_with("error:")),
+                };
                 if digests.len() == i {
-                    digests.push(d.clone());
+                    digests.push(e.clone());
                 }
-                d
+                e
             }
         };
         parts.push(Part {
-            id,
+            id: earlier.id,
             kind: if age < RECENT_TURNS {
                 Kind::RecentTurn
             } else {
                 Kind::History
             },
-            messages: shared,
+            messages: earlier.messages,
             relevance: 0.5,
-            importance: if troubled { 0.8 } else { 0.4 },
+            importance: if earlier.troubled { 0.8 } else { 0.4 },
             age: u32::try_from(age).unwrap_or(u32::MAX),
             continuity: true,
-            digest,
+            digest: earlier.digest,
         });
     }
     parts
