@@ -237,6 +237,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     (
         "1 words: vocabulary, no IO",
         &[
+            "test_rng",
             "ids",
             "clock",
             "digest",

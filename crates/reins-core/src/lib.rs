@@ -28,6 +28,9 @@ rooms!(
     stage, stderr, step, store, text, tools, view, worker, workspace,
 );
 
+#[cfg(test)]
+mod test_rng;
+
 // Declared by hand: it defines `fault_point!`, which a macro-expanded module could not export.
 #[cfg(feature = "internals")]
 pub mod fault;

@@ -1,17 +1,7 @@
 use super::*;
 use crate::context::Item;
 
-/// xorshift64*: deterministic, so a failing case can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-    }
-}
+use crate::test_rng::Rng;
 
 fn hard(id: &str, kind: Kind, tokens: usize) -> Item {
     Item {

@@ -25,25 +25,7 @@ fn budget(window: usize) -> Budget {
     }
 }
 
-/// xorshift64*: deterministic, so a failing case can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn unit(&mut self) -> f32 {
-        (self.below(1001) as f32) / 1000.0
-    }
-}
+use crate::test_rng::Rng;
 
 const KINDS: [Kind; 10] = [
     Kind::System,

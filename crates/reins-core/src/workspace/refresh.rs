@@ -105,17 +105,7 @@ mod tests {
         std::fs::write(p, text)
     }
 
-    /// xorshift64*: deterministic, so a failing case can be replayed.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
-        }
-    }
+    use crate::test_rng::Rng;
 
     #[test]
     fn a_watched_refresh_finds_what_a_full_rescan_finds() -> anyhow::Result<()> {

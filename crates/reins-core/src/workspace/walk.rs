@@ -397,20 +397,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    /// xorshift64*: deterministic, so a failing case can be replayed.
-    struct Rng(u64);
-
-    impl Rng {
-        fn below(&mut self, n: usize) -> usize {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1) as u64) as usize
-        }
-        fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
-            from[self.below(from.len())]
-        }
-    }
+    use crate::test_rng::Rng;
 
     const DIRS: &[&str] = &["a", "b", "build", "src", ".hidden", "node_modules"];
     const FILES: &[&str] = &["x.rs", "y.log", "z.txt", ".env", "keep.log", "build"];
