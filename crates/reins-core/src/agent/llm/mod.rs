@@ -22,7 +22,6 @@ use crate::action::ToolCall;
 
 mod excerpt;
 mod prompt;
-
 use excerpt::told;
 pub use crate::context::working::{DoneStep, WorkingMemory};
 
@@ -156,8 +155,8 @@ pub struct LlmAgent {
     order: Vec<bool>,
     /// The messages made from a step's output, by their index in `messages`.
     seen: std::collections::BTreeMap<usize, Seen>,
-    /// The digests of earlier turns made so far (not checkpointed: made again after a restore).
-    digests: prompt::Digests,
+    /// The earlier turns made into parts so far (not checkpointed: made again after a restore).
+    earlier_turns: Vec<prompt::Earlier>,
     /// The tools the run's MCP servers offer in this attempt (not checkpointed: the harness offers
     /// them again, checked against the run's compatibility record).
     mcp: crate::mcp::Catalog,
@@ -179,7 +178,7 @@ impl LlmAgent {
             done: Vec::new(),
             order: Vec::new(),
             seen: Default::default(),
-            digests: Vec::new(),
+            earlier_turns: Vec::new(),
             mcp: crate::mcp::Catalog::default(),
         }
     }
@@ -218,7 +217,7 @@ impl LlmAgent {
                 &self.messages,
                 &turns,
                 self.state.working.render_with(&self.done),
-                &mut self.digests,
+                &mut self.earlier_turns,
             ),
             tools: {
                 let mut tools = prompt::tools();

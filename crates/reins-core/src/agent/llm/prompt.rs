@@ -57,12 +57,9 @@ pub(super) fn tools() -> Vec<Value> {
     tools
 }
 
-/// The conversation's earlier turns as parts take them, made once each: a turn older than the
-/// latest never changes, and a long run would otherwise copy, digest, name and scan its whole
-/// history for every call.
-pub(super) type Digests = Vec<Earlier>;
-
 /// One earlier turn, ready to be a part: only its age (and so its kind) changes from call to call.
+/// Each is made once: a turn older than the latest never changes, and a long run would otherwise
+/// copy, digest, name and scan its whole history for every call.
 #[derive(Clone)]
 pub(super) struct Earlier {
     id: String,
@@ -77,7 +74,7 @@ pub(super) fn parts(
     messages: &[Message],
     turns: &[usize],
     working: String,
-    digests: &mut Digests,
+    earlier_turns: &mut Vec<Earlier>,
 ) -> Vec<Part> {
     let hard = |id: &str, kind: Kind, messages: Vec<Message>| Part {
         id: id.into(),
@@ -115,7 +112,7 @@ pub(super) fn parts(
             parts.push(hard(&format!("turn-{}", i + 1), Kind::Request, turn.to_vec()));
             continue;
         }
-        let earlier = match digests.get(i) {
+        let earlier = match earlier_turns.get(i) {
             Some(e) => e.clone(),
             None => {
                 let e = Earlier {
@@ -126,8 +123,8 @@ pub(super) fn parts(
                         .iter()
                         .any(|m| m.role == Role::Tool && m.content.starts_with("error:")),
                 };
-                if digests.len() == i {
-                    digests.push(e.clone());
+                if earlier_turns.len() == i {
+                    earlier_turns.push(e.clone());
                 }
                 e
             }
