@@ -42,6 +42,7 @@ pub mod scan;
 mod schema;
 pub mod sealed;
 pub mod steps;
+pub mod telemetry;
 pub mod token_counts;
 pub mod transition;
 mod postgres;
