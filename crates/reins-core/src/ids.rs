@@ -46,6 +46,13 @@ uuid_id!(
     /// One user intent, start to end.
     RunId
 );
+impl RunId {
+    /// The id's 16 bytes (a run's trace id in exported telemetry).
+    pub fn as_bytes(&self) -> &[u8; 16] {
+        self.0.as_bytes()
+    }
+}
+
 uuid_id!(
     /// One entry of the effect journal.
     IntentId

@@ -111,6 +111,8 @@ impl Drive<'_> {
             budget: assembly.manifest.input_budget,
         });
         let obs = self.obs;
+        // The model step's span starts when it was asked, not when its reply was recorded.
+        let asked_at = now_ms();
         let reply = client
             .complete(&messages, &input.tools, |text| {
                 obs.on(&Progress::Text { text: text.into() })
@@ -161,6 +163,7 @@ impl Drive<'_> {
             body_hash.as_str(),
             &call,
             Some((&assembly.manifest, candidates)),
+            asked_at,
         )
         .await?;
         crate::fault_point!("after_model_step");
@@ -238,6 +241,7 @@ impl Drive<'_> {
         action_hash: &str,
         call: &ModelCall,
         context: Option<(&context::Manifest, Vec<Candidate>)>,
+        asked_at: i64,
     ) -> Result<()> {
         let manifest = context.as_ref().map(|(m, _)| *m);
         if let Some(c) = self.agent.conversation() {
@@ -262,7 +266,7 @@ impl Drive<'_> {
                 reasons: None,
                 preview: None,
                 result: Some(result),
-                started_at: now,
+                started_at: asked_at.min(now),
                 ended_at: Some(now),
             })),
             Write::StepUsage {
