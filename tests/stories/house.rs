@@ -284,7 +284,7 @@ const FLOORS: &[(&str, &[&str])] = &[
     ),
     (
         "7 driver: the drive, and the settings kept between runs",
-        &["error", "audit", "engine", "settings"],
+        &["error", "audit", "telemetry", "engine", "settings"],
     ),
     (
         "8 door: what people can do, and what they are shown",

@@ -25,7 +25,7 @@ rooms!(
     action, agent, approval, audit, blob, budget, checkpoint, clock, compat, contain, context,
     data_dir, device, digest, engine, error, event, failure, ids, input_file, journal, keys, mcp,
     memory, policy, process, progress, provider, resume, run, scratch, seal, secrets, settings,
-    stage, stderr, step, store, text, tools, view, worker, workspace,
+    stage, stderr, step, store, telemetry, text, tools, view, worker, workspace,
 );
 
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod review;
 mod runs;
 mod settings;
 mod stage;
+mod telemetry;
 
 /// When this process was started as the confinement helper (`reins __contain …`), runs it and
 /// returns its exit status. Binaries call it first, before anything starts a thread: the kernel's
@@ -51,6 +52,10 @@ pub use crate::settings::{
 };
 pub use crate::settings::{AcpRunRequest, AgentEntry, AgentView, FoundAgent};
 pub use crate::settings::{ModelServerCheck, ProviderDefaults};
+pub use crate::telemetry::{
+    Cursor as TelemetryCursor, Export as TelemetryExport, Pass as TelemetryPass,
+    Status as TelemetryStatus, TELEMETRY_FILE,
+};
 pub use crate::view::{
     face, ActionView, Alert, Alerts, ApprovalView, AuditEventView, AuditPage, ContextView,
     DecidedView, FactDetailView, FactView, GrantView, IntentView, Recovery, RememberedView,
@@ -69,6 +74,7 @@ pub use policy_view::{PolicyState, POLICY_POLL};
 pub use review::PolicyCheck;
 pub use runs::RunRequest;
 pub use stage::{StageRequest, StagedChange, StagedCommand};
+pub use telemetry::TelemetryFollower;
 
 // The vocabulary the door speaks, from the rooms that own it.
 pub use crate::action::{Action, ToolCall};

@@ -1,0 +1,323 @@
+//! Where spans go, if anywhere: off unless the standard OpenTelemetry environment names an
+//! endpoint, or `telemetry.toml` in the config dir does. A header that carries a key names a key
+//! in the OS keyring; its value is never written to a file.
+//!
+//! ```toml
+//! endpoint = "http://localhost:6006"   # the collector; /v1/traces is added
+//! content = false                      # prompts, arguments and reasons: off unless true
+//! service_name = "reins"
+//! [headers]
+//! authorization = { key = "langfuse", prefix = "Basic " }   # `reins keys set langfuse`
+//! x-langfuse-ingestion-version = "4"                         # not a credential: plain
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// The file, in the config dir, that turns export on.
+pub const TELEMETRY_FILE: &str = "telemetry.toml";
+
+const TRACES_PATH: &str = "/v1/traces";
+
+/// Export turned on: where, as whom, and with what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Export {
+    /// The OTLP/HTTP traces endpoint.
+    pub endpoint: url::Url,
+    pub service: String,
+    /// Whether prompts, arguments and people's reasons go out (redacted). Off by default.
+    pub content: bool,
+    pub headers: Vec<(String, HeaderValue)>,
+    /// `OTEL_RESOURCE_ATTRIBUTES`, beside `service.name`.
+    pub resource: Vec<(String, String)>,
+    /// What turned it on, in words.
+    pub source: String,
+}
+
+/// A header's value: given in the environment, or a key in the OS keyring.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HeaderValue {
+    Plain(String),
+    Keyring { key: String, prefix: String },
+}
+
+impl Export {
+    /// The endpoint without credentials or query: the name of this export's cursor.
+    pub fn destination(&self) -> String {
+        let mut url = self.endpoint.clone();
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        url.set_query(None);
+        url.to_string()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    endpoint: String,
+    #[serde(default)]
+    content: bool,
+    service_name: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, FileHeader>,
+}
+
+/// A header in the file: a plain value (an experiment id, a version), or a key in the keyring.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum FileHeader {
+    Plain(String),
+    Keyed(KeyedHeader),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyedHeader {
+    key: String,
+    #[serde(default)]
+    prefix: String,
+}
+
+/// Whether a header's name says it carries a credential.
+fn carries_a_key(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    ["auth", "key", "token", "secret", "password", "cookie"]
+        .iter()
+        .any(|w| name.contains(w))
+}
+
+/// This machine's export: the process environment over `telemetry.toml` in the config dir. None:
+/// off. A file or variable that does not read is an error naming it, never taken for "off".
+pub fn load() -> Result<Option<Export>> {
+    let path = crate::data_dir::config_dir()?.join(TELEMETRY_FILE);
+    let file = match std::fs::read_to_string(&path) {
+        Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::Invalid(format!("cannot read {}: {e}", path.display()))),
+    };
+    resolve(&|name| std::env::var(name).ok(), file.as_deref(), &path)
+}
+
+/// The export `env` and the file's text (read from `path`) turn on. Pure.
+pub fn resolve(
+    env: &dyn Fn(&str) -> Option<String>,
+    file: Option<&str>,
+    path: &Path,
+) -> Result<Option<Export>> {
+    let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
+    if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
+        return Ok(None);
+    }
+    let file: Option<File> = file
+        .map(|text| {
+            toml::from_str(text)
+                .map_err(|e| Error::Invalid(format!("{} does not read: {e}", path.display())))
+        })
+        .transpose()?;
+    let (endpoint, source) = if let Some(url) = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+        (
+            parse("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &url, false)?,
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT".to_owned(),
+        )
+    } else if let Some(url) = env("OTEL_EXPORTER_OTLP_ENDPOINT") {
+        (
+            parse("OTEL_EXPORTER_OTLP_ENDPOINT", &url, true)?,
+            "OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(),
+        )
+    } else if let Some(f) = &file {
+        let what = format!("endpoint in {}", path.display());
+        (parse(&what, &f.endpoint, true)?, path.display().to_string())
+    } else {
+        return Ok(None);
+    };
+    let mut headers = Vec::new();
+    if let Some(f) = &file {
+        for (name, h) in &f.headers {
+            let bad = |why: String| Error::Invalid(format!("header {name} in {}: {why}", path.display()));
+            let value = match h {
+                FileHeader::Keyed(h) => {
+                    crate::keys::check_name(&h.key).map_err(bad)?;
+                    HeaderValue::Keyring {
+                        key: h.key.clone(),
+                        prefix: h.prefix.clone(),
+                    }
+                }
+                // A key is never written in a file: name one in the keyring instead.
+                FileHeader::Plain(v) => {
+                    if carries_a_key(name) || crate::secrets::redact(v) != v.as_str() {
+                        return Err(bad(format!(
+                            "a credential is not kept in a file; store it with `reins keys set NAME` and write {name} = {{ key = \"NAME\" }}"
+                        )));
+                    }
+                    HeaderValue::Plain(v.clone())
+                }
+            };
+            headers.push((name.clone(), value));
+        }
+    }
+    for var in ["OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"] {
+        for (name, value) in pairs(var, env(var).as_deref())? {
+            headers.retain(|(n, _)| !n.eq_ignore_ascii_case(&name));
+            headers.push((name, HeaderValue::Plain(value)));
+        }
+    }
+    let content = env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+        .map(|v| v.trim().eq_ignore_ascii_case("true"))
+        .unwrap_or_else(|| file.as_ref().is_some_and(|f| f.content));
+    let service = env("OTEL_SERVICE_NAME")
+        .or_else(|| file.as_ref().and_then(|f| f.service_name.clone()))
+        .unwrap_or_else(|| "reins".to_owned());
+    Ok(Some(Export {
+        endpoint,
+        service,
+        content,
+        headers,
+        resource: pairs(
+            "OTEL_RESOURCE_ATTRIBUTES",
+            env("OTEL_RESOURCE_ATTRIBUTES").as_deref(),
+        )?,
+        source,
+    }))
+}
+
+/// An http(s) URL; with `base`, the traces path is added unless it is there.
+fn parse(what: &str, text: &str, base: bool) -> Result<url::Url> {
+    let mut url = url::Url::parse(text.trim())
+        .map_err(|e| Error::Invalid(format!("{what}: {text:?} is not a URL ({e})")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(Error::Invalid(format!(
+            "{what}: {text:?} is not an http or https URL (Reins sends OTLP over HTTP/protobuf)"
+        )));
+    }
+    if base && !url.path().ends_with(TRACES_PATH) {
+        let path = format!("{}{TRACES_PATH}", url.path().trim_end_matches('/'));
+        url.set_path(&path);
+    }
+    Ok(url)
+}
+
+/// `k=v,k2=v2` with percent-encoded values, as the OpenTelemetry environment writes them.
+fn pairs(var: &str, text: Option<&str>) -> Result<Vec<(String, String)>> {
+    let Some(text) = text else {
+        return Ok(Vec::new());
+    };
+    text.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').ok_or_else(|| {
+                Error::Invalid(format!("{var}: {:?} is not name=value", p.trim()))
+            })?;
+            let v = url::form_urlencoded::parse(format!("v={}", v.trim()).as_bytes())
+                .next()
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_default();
+            Ok((k.trim().to_owned(), v))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(vars: &[(&str, &str)], file: Option<&str>) -> Result<Option<Export>> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        resolve(
+            &|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
+            file,
+            Path::new("/c/telemetry.toml"),
+        )
+    }
+
+    #[test]
+    fn off_unless_something_names_an_endpoint() {
+        assert_eq!(with(&[], None).ok().flatten(), None);
+        assert_eq!(with(&[("OTEL_SERVICE_NAME", "x")], None).ok().flatten(), None);
+        let on = with(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318")], None)
+            .ok()
+            .flatten();
+        let on = on.as_ref().map(|e| (e.endpoint.as_str(), e.content, e.service.as_str()));
+        assert_eq!(on, Some(("http://h:4318/v1/traces", false, "reins")));
+        let off = with(
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),
+                ("OTEL_SDK_DISABLED", "true"),
+            ],
+            None,
+        );
+        assert_eq!(off.ok().flatten(), None);
+    }
+
+    #[test]
+    fn the_environment_wins_over_the_file_and_a_traces_endpoint_is_kept_as_is() {
+        let file = "endpoint = \"https://file/otel/\"\ncontent = true\n[headers]\napi_key = { key = \"phoenix\" }\nx-mlflow-experiment-id = \"123\"\n";
+        let e = with(&[], Some(file)).ok().flatten();
+        let e = e.as_ref();
+        assert_eq!(e.map(|e| e.endpoint.as_str()), Some("https://file/otel/v1/traces"));
+        assert_eq!(e.map(|e| e.content), Some(true));
+        assert_eq!(
+            e.map(|e| e.headers.clone()),
+            Some(vec![
+                (
+                    "api_key".to_owned(),
+                    HeaderValue::Keyring { key: "phoenix".into(), prefix: String::new() }
+                ),
+                ("x-mlflow-experiment-id".to_owned(), HeaderValue::Plain("123".into())),
+            ])
+        );
+        let e = with(
+            &[
+                ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://env:1/custom"),
+                ("OTEL_EXPORTER_OTLP_HEADERS", "api_key=a%20b,x=1"),
+                ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "false"),
+            ],
+            Some(file),
+        )
+        .ok()
+        .flatten();
+        let e = e.as_ref();
+        assert_eq!(e.map(|e| e.endpoint.as_str()), Some("http://env:1/custom"));
+        assert_eq!(e.map(|e| e.content), Some(false));
+        assert_eq!(
+            e.map(|e| e.headers.clone()),
+            Some(vec![
+                ("x-mlflow-experiment-id".to_owned(), HeaderValue::Plain("123".into())),
+                ("api_key".to_owned(), HeaderValue::Plain("a b".into())),
+                ("x".to_owned(), HeaderValue::Plain("1".into())),
+            ])
+        );
+    }
+
+    #[test]
+    fn what_does_not_read_is_an_error_never_off() {
+        for (vars, file) in [
+            (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")], None),
+            (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "grpc://h:4317")], None),
+            (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h"), ("OTEL_RESOURCE_ATTRIBUTES", "novalue")], None),
+            (vec![], Some("endpoint = 3")),
+            (vec![], Some("endpoint = \"http://h\"\ncolour = 1")),
+            (vec![], Some("endpoint = \"http://h\"\n[headers]\na = { key = \"../x\" }")),
+            (vec![], Some("endpoint = \"http://h\"\n[headers]\nAuthorization = \"Basic abc\"")),
+            (vec![], Some("endpoint = \"http://h\"\n[headers]\nx-team = \"sk-ant-api03-0123456789abcdefghijklmnopqrstuvwxyzABCDEF\"")),
+        ] {
+            let err = with(&vars, file).err().map(|e| e.to_string());
+            assert!(err.is_some(), "{vars:?} {file:?}");
+        }
+    }
+
+    #[test]
+    fn the_destination_has_no_credentials() {
+        let e = with(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "https://u:p@h/x?k=1")], None)
+            .ok()
+            .flatten();
+        assert_eq!(e.map(|e| e.destination()), Some("https://h/x/v1/traces".to_owned()));
+    }
+}
