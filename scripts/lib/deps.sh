@@ -58,6 +58,8 @@ deps_test() {
   # The containment escape suite: probes for sockets and ptrace, run as root and as `nobody`.
   [ -x /usr/bin/python3 ] || missing+=(python3)
   command -v setpriv >/dev/null || missing+=(util-linux)
+  # The OpenTelemetry tests' trace receiver (Arize Phoenix) lives in a virtualenv.
+  python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
   command -v unshare >/dev/null || missing+=(util-linux)
   # One durable commit per file step is counted in the log syncs `reins` makes.
   command -v strace >/dev/null || missing+=(strace)

@@ -292,7 +292,18 @@ pub fn run() {
             let worker = reins.clone();
             let worker_wake = wake.clone();
             tauri::async_runtime::spawn(async move {
+                // Spans follow the audit log while the app drives runs, when export is on.
+                let telemetry = match worker.follow_telemetry().await {
+                    Ok(f) => f,
+                    Err(e) => {
+                        tracing::warn!("OpenTelemetry export is not running: {e}");
+                        None
+                    }
+                };
                 watcher::work(worker, worker_wake).await;
+                if let Some(f) = telemetry {
+                    f.stop().await;
+                }
                 DRAINED.store(true, Ordering::SeqCst);
             });
             tauri::async_runtime::spawn(watcher::watch(

@@ -178,6 +178,10 @@ enum Command {
     /// the hook's JSON on stdin, Reins' decision on stdout; any error exits 2, blocking the call.
     #[command(subcommand)]
     Hook(commands::hook::HookCommand),
+    /// OpenTelemetry export of runs, model and tool calls, and reviews (off by default): status,
+    /// flush. See docs/observability.md.
+    #[command(subcommand)]
+    Otel(commands::otel::OtelCommand),
     /// Approve from a browser or a phone: the inbox over HTTP (127.0.0.1 by default) for paired
     /// devices; `serve pair`, `serve devices`, `serve revoke`.
     Serve(commands::serve::Args),
@@ -295,9 +299,24 @@ async fn dispatch(cli: Cli) -> u8 {
         Ok(r) => r,
         Err(e) => return output::fail(&e, json),
     };
+    // Long-lived faces follow the audit log and send spans, when export is on.
+    let follower = if matches!(
+        cli.command,
+        Command::Run(_) | Command::Worker(_) | Command::Serve(_)
+    ) {
+        match reins.follow_telemetry().await {
+            Ok(f) => f,
+            Err(e) => return output::fail(&e, json),
+        }
+    } else {
+        None
+    };
     if let Command::Serve(args) = cli.command {
         let reins = std::sync::Arc::new(reins);
         let result = commands::serve::exec(std::sync::Arc::clone(&reins), args, json).await;
+        if let Some(f) = follower {
+            f.stop().await;
+        }
         reins.close().await;
         return match result {
             Ok(code) => code,
@@ -333,8 +352,12 @@ async fn dispatch(cli: Cli) -> u8 {
         Command::Audit(cmd) => commands::audit::exec(&reins, cmd, json).await,
         Command::Memory(cmd) => commands::memory::exec(&reins, cmd, json).await,
         Command::Hooks(cmd) => commands::hook::hooks(&reins, cmd, json).await,
+        Command::Otel(cmd) => commands::otel::exec(&reins, cmd, json).await,
         Command::Hook(_) | Command::Serve(_) => Ok(exit::USAGE),
     };
+    if let Some(f) = follower {
+        f.stop().await;
+    }
     reins.close().await;
     match result {
         Ok(code) => code,

@@ -12,6 +12,7 @@ pub mod hook;
 pub mod keys;
 pub mod mcp;
 pub mod memory;
+pub mod otel;
 pub mod policy;
 pub mod ps;
 pub mod reject;

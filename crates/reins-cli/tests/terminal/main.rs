@@ -27,6 +27,7 @@ mod llm;
 mod mcp;
 mod memory;
 mod model_server;
+mod otel;
 mod review;
 mod serve;
 mod stage;
