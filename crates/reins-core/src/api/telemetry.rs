@@ -1,14 +1,9 @@
 //! OpenTelemetry export through the door: where it stands, one pass on demand, and the follower a
 //! long-lived face (the worker, the app, `reins run`) keeps while it lives.
 
-use std::time::Duration;
-
 use super::Reins;
 use crate::error::Result;
 use crate::telemetry::{self, Follower, Pass, Status};
-
-/// How often a follower looks for new events.
-const EVERY: Duration = Duration::from_millis(1000);
 
 /// A follower running beside the face that started it; `stop` lets go of the export.
 pub struct TelemetryFollower {
@@ -52,9 +47,10 @@ impl Reins {
         let Some(export) = self.telemetry_export()? else {
             return Ok(None);
         };
+        let every = export.every;
         let follower = self.follower(export).await?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let task = tokio::spawn(async move { follower.follow(EVERY, stopped).await });
+        let task = tokio::spawn(async move { follower.follow(every, stopped).await });
         Ok(Some(TelemetryFollower { stop, task }))
     }
 

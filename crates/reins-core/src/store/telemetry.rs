@@ -2,7 +2,12 @@
 //! which process is exporting to it now. Its writes go straight through the pool: bookkeeping of a
 //! follower, not a change to a run, so not audited.
 
+use sqlx::Row as _;
+
+use super::decode;
+use super::steps::StepRow;
 use super::{Pool, Result};
+use crate::ids::RunId;
 
 /// One destination's cursor.
 #[derive(Clone, Debug, sqlx::FromRow)]
@@ -132,4 +137,23 @@ pub async fn all(pool: &Pool) -> Result<Vec<CursorRow>> {
     )
     .fetch_all(pool)
     .await?)
+}
+
+/// A step and when its first review card opened (None: it had none), in one read: a reviewed
+/// step's row is written again when it is carried out, so its own start is the card's.
+pub async fn step_with_card(pool: &Pool, run: RunId, seq: i64) -> Result<Option<(StepRow, Option<i64>)>> {
+    let row = sqlx::query(
+        "SELECT s.*, (SELECT MIN(a.created_at) FROM approvals a
+                      WHERE a.run_id = s.run_id AND a.step_seq = s.seq) AS first_card_at
+         FROM steps s WHERE s.run_id = $1 AND s.seq = $2",
+    )
+    .bind(run)
+    .bind(seq)
+    .fetch_optional(pool)
+    .await?;
+    let Some(row) = row else {
+        return Ok(None);
+    };
+    let card: Option<i64> = row.try_get("first_card_at")?;
+    Ok(Some((decode::one(&row)?, card)))
 }

@@ -4,12 +4,14 @@
 //! `model.called`, a review's at its decision (or a grant's use). Its start and detail come from the committed rows it names, so
 //! the same event always gives the same spans, with the same ids.
 
+use std::collections::HashMap;
+
 use crate::event::Kind as Event;
 use crate::ids::RunId;
 use crate::secrets::redact;
 use crate::step::{StepKind, StepStatus};
 use crate::store::audit::AuditRow;
-use crate::store::{approvals, attempts, audit_read, runs, steps, Store};
+use crate::store::{approvals, attempts, audit_read, runs, steps, telemetry, Store};
 
 use super::ids::{self, Part};
 use super::span::{Attr, Happening, Kind, Span};
@@ -34,9 +36,29 @@ const CLOSING: &[&str] = &[
     "grant.used",
 ];
 
+/// What a pass keeps between the events of its page.
+#[derive(Default)]
+pub struct Page<'r> {
+    /// The rows of the page before the one being read, in order.
+    pub earlier: &'r [AuditRow],
+    /// Each run's attempts, read once per page (dropped when an attempt starts).
+    attempts: HashMap<RunId, Vec<attempts::AttemptRow>>,
+}
+
+impl<'r> Page<'r> {
+    pub fn at(&mut self, earlier: &'r [AuditRow]) {
+        self.earlier = earlier;
+    }
+}
+
 /// The spans `row` closes (none for most events). `content`: prompts, arguments and reasons go
 /// out too, redacted.
-pub async fn spans_of(store: &Store, row: &AuditRow, content: bool) -> Result<Vec<Span>> {
+pub async fn spans_of(
+    store: &Store,
+    row: &AuditRow,
+    page: &mut Page<'_>,
+    content: bool,
+) -> Result<Vec<Span>> {
     if !CLOSING.contains(&row.kind.as_str()) {
         return Ok(Vec::new());
     }
@@ -47,7 +69,10 @@ pub async fn spans_of(store: &Store, row: &AuditRow, content: bool) -> Result<Ve
     let run: RunId = run.parse().map_err(|_| unreadable())?;
     let payload: serde_json::Value = serde_json::from_str(&row.payload).map_err(|_| unreadable())?;
     let event = Event::decode(&row.kind, &payload).ok_or_else(unreadable)?;
-    let b = Builder { store, run, row, content };
+    if matches!(event, Event::AttemptStarted(_) | Event::AttemptAdopted(_)) {
+        page.attempts.remove(&run);
+    }
+    let mut b = Builder { store, run, row, content, page };
     match event {
         Event::AttemptStarted(a) | Event::AttemptAdopted(a) if a.attempt > 1 => {
             Ok(b.attempt(a.attempt - 1).await?.into_iter().collect())
@@ -74,14 +99,15 @@ pub async fn spans_of(store: &Store, row: &AuditRow, content: bool) -> Result<Ve
     }
 }
 
-struct Builder<'a> {
+struct Builder<'a, 'p> {
     store: &'a Store,
     run: RunId,
     row: &'a AuditRow,
     content: bool,
+    page: &'a mut Page<'p>,
 }
 
-impl Builder<'_> {
+impl Builder<'_, '_> {
     fn span(&self, part: Part<'_>, parent: Option<Part<'_>>, name: String, start_ms: i64) -> Span {
         Span {
             trace: ids::trace(self.run),
@@ -98,7 +124,7 @@ impl Builder<'_> {
     }
 
     /// The run's own span and its last attempt's.
-    async fn run_end(&self, state: &str, summary: Option<&str>) -> Result<Vec<Span>> {
+    async fn run_end(&mut self, state: &str, summary: Option<&str>) -> Result<Vec<Span>> {
         let run = runs::get(self.store.pool(), self.run).await?;
         // A run's name is often its goal (an LLM run's is): content, not a label.
         let agent = format!("reins {}", run.agent_kind);
@@ -132,16 +158,24 @@ impl Builder<'_> {
             span.error = Some(summary.map(|s| redact(s).into_owned()).unwrap_or_default());
         }
         let mut spans = vec![span];
-        let last = attempts::list(self.store.pool(), self.run).await?.last().map(|a| a.n);
+        let last = self.attempts().await?.last().map(|a| a.n);
         if let Some(n) = last {
             spans.extend(self.attempt(n).await?);
         }
         Ok(spans)
     }
 
-    async fn attempt(&self, n: i64) -> Result<Option<Span>> {
-        let all = attempts::list(self.store.pool(), self.run).await?;
-        let Some(a) = all.into_iter().find(|a| a.n == n) else {
+    /// The run's attempts, read once per page.
+    async fn attempts(&mut self) -> Result<&[attempts::AttemptRow]> {
+        if !self.page.attempts.contains_key(&self.run) {
+            let all = attempts::list(self.store.pool(), self.run).await?;
+            self.page.attempts.insert(self.run, all);
+        }
+        Ok(self.page.attempts.get(&self.run).map(Vec::as_slice).unwrap_or_default())
+    }
+
+    async fn attempt(&mut self, n: i64) -> Result<Option<Span>> {
+        let Some(a) = self.attempts().await?.iter().find(|a| a.n == n).cloned() else {
             return Ok(None);
         };
         let mut span = self.span(Part::Attempt(n), Some(Part::Run), format!("attempt {n}"), a.started_at);
@@ -157,9 +191,10 @@ impl Builder<'_> {
     }
 
     /// The attempt a step started in: the last one to start before it.
-    async fn attempt_of(&self, started_at: i64) -> Result<i64> {
-        let all = attempts::list(self.store.pool(), self.run).await?;
-        Ok(all
+    async fn attempt_of(&mut self, started_at: i64) -> Result<i64> {
+        Ok(self
+            .attempts()
+            .await?
             .iter()
             .filter(|a| a.started_at <= started_at)
             .map(|a| a.n)
@@ -168,26 +203,34 @@ impl Builder<'_> {
     }
 
     async fn step(&self, seq: i64) -> Result<steps::StepRow> {
-        steps::get(self.store.pool(), self.run, seq).await?.ok_or_else(|| {
-            Error::Invalid(format!(
-                "audit event {} names step {seq} of run {}, which is not stored",
-                self.row.seq, self.run
-            ))
-        })
+        steps::get(self.store.pool(), self.run, seq)
+            .await?
+            .ok_or_else(|| self.missing_step(seq))
     }
 
-    async fn tool_call(&self, seq: i64) -> Result<Option<Span>> {
-        let step = self.step(seq).await?;
+    fn missing_step(&self, seq: i64) -> Error {
+        Error::Invalid(format!(
+            "audit event {} names step {seq} of run {}, which is not stored",
+            self.row.seq, self.run
+        ))
+    }
+
+    async fn tool_call(&mut self, seq: i64) -> Result<Option<Span>> {
+        let Some((step, card)) = telemetry::step_with_card(self.store.pool(), self.run, seq).await? else {
+            return Err(self.missing_step(seq));
+        };
         if step.kind == StepKind::ModelCall {
             return Ok(None);
         }
-        let attempt = self.attempt_of(step.started_at).await?;
+        // A reviewed step's row is written again when it is carried out: it began with its card.
+        let started_at = card.map_or(step.started_at, |at| at.min(step.started_at));
+        let attempt = self.attempt_of(started_at).await?;
         let name = match step.kind {
             StepKind::ToolCall => format!("execute_tool {}", step.tool),
             StepKind::Question => format!("ask_user {}", step.tool),
             _ => format!("step {}", step.tool),
         };
-        let mut span = self.span(Part::Step(seq), Some(Part::Attempt(attempt)), name, step.started_at);
+        let mut span = self.span(Part::Step(seq), Some(Part::Attempt(attempt)), name, started_at);
         span.end_ms = step.ended_at.unwrap_or(self.row.at);
         if step.kind == StepKind::ToolCall {
             span.attributes.extend([
@@ -215,22 +258,34 @@ impl Builder<'_> {
         Ok(Some(span))
     }
 
-    /// What confined the step's process, and each thing it blocked, as events on its span.
+    /// What confined the step's process, and each thing it blocked, as events on its span. The
+    /// engine writes a step's `step.contained` in the same commit as the event that settles it,
+    /// just before it: it is among the page's earlier rows, unless the settling event opens the
+    /// page, and then it is read from the log.
     async fn contained(
         &self,
         seq: i64,
         since: i64,
         attrs: &mut Vec<(&'static str, Attr)>,
     ) -> Result<Vec<Happening>> {
-        let filter = crate::event::Filter {
-            run: Some(self.run),
-            kind: Some("step.contained".into()),
-            since: Some(since),
-            ..Default::default()
+        let read;
+        let rows: &[AuditRow] = if self.page.earlier.is_empty() {
+            let filter = crate::event::Filter {
+                run: Some(self.run),
+                kind: Some("step.contained".into()),
+                since: Some(since),
+                ..Default::default()
+            };
+            read = audit_read::page(self.store.pool(), &filter, Some(0), true, 1000).await?;
+            &read
+        } else {
+            self.page.earlier
         };
-        let rows = audit_read::page(self.store.pool(), &filter, Some(0), true, 1000).await?;
+        let run = self.run.to_string();
         let mut out = Vec::new();
-        for row in rows.iter().filter(|r| r.seq < self.row.seq) {
+        for row in rows.iter().filter(|r| {
+            r.seq < self.row.seq && r.kind == "step.contained" && r.run_id.as_deref() == Some(&run)
+        }) {
             let payload: serde_json::Value = serde_json::from_str(&row.payload)
                 .map_err(|_| Error::Invalid(format!("audit event {} does not read", row.seq)))?;
             let Some(Event::Contained(c)) = Event::decode(&row.kind, &payload) else {
@@ -252,7 +307,7 @@ impl Builder<'_> {
         Ok(out)
     }
 
-    async fn model_call(&self, m: &crate::event::ModelCalled) -> Result<Span> {
+    async fn model_call(&mut self, m: &crate::event::ModelCalled) -> Result<Span> {
         let step = self.step(m.step).await?;
         let attempt = self.attempt_of(step.started_at).await?;
         let mut span = self.span(

@@ -36,6 +36,8 @@ pub struct Export {
     pub resource: Vec<(String, String)>,
     /// What turned it on, in words.
     pub source: String,
+    /// How often a follower looks for new events (`OTEL_BSP_SCHEDULE_DELAY`, default 1 s).
+    pub every: std::time::Duration,
 }
 
 /// A header's value: given in the environment, or a key in the OS keyring.
@@ -182,6 +184,20 @@ pub fn resolve(
             env("OTEL_RESOURCE_ATTRIBUTES").as_deref(),
         )?,
         source,
+        every: match env("OTEL_BSP_SCHEDULE_DELAY") {
+            None => std::time::Duration::from_millis(1000),
+            Some(ms) => ms
+                .trim()
+                .parse::<u64>()
+                .ok()
+                .filter(|ms| (10..=3_600_000).contains(ms))
+                .map(std::time::Duration::from_millis)
+                .ok_or_else(|| {
+                    Error::Invalid(format!(
+                        "OTEL_BSP_SCHEDULE_DELAY: {ms:?} is not a number of milliseconds between 10 and 3600000"
+                    ))
+                })?,
+        },
     }))
 }
 
@@ -302,6 +318,7 @@ mod tests {
             (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")], None),
             (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "grpc://h:4317")], None),
             (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h"), ("OTEL_RESOURCE_ATTRIBUTES", "novalue")], None),
+            (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h"), ("OTEL_BSP_SCHEDULE_DELAY", "soon")], None),
             (vec![], Some("endpoint = 3")),
             (vec![], Some("endpoint = \"http://h\"\ncolour = 1")),
             (vec![], Some("endpoint = \"http://h\"\n[headers]\na = { key = \"../x\" }")),

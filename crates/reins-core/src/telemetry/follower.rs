@@ -107,8 +107,10 @@ impl Follower {
                 return Ok(pass);
             };
             let mut spans = Vec::new();
-            for row in &rows {
-                spans.extend(super::build::spans_of(&self.store, row, self.export.content).await?);
+            let mut page = super::build::Page::default();
+            for (i, row) in rows.iter().enumerate() {
+                page.at(&rows[..i]);
+                spans.extend(super::build::spans_of(&self.store, row, &mut page, self.export.content).await?);
             }
             let count = spans.len() as i64;
             if !spans.is_empty() {
