@@ -157,3 +157,17 @@ pub async fn step_with_card(pool: &Pool, run: RunId, seq: i64) -> Result<Option<
     let card: Option<i64> = row.try_get("first_card_at")?;
     Ok(Some((decode::one(&row)?, card)))
 }
+
+/// How many runs are in each state, for the metrics' gauge.
+pub async fn runs_by_state(pool: &Pool) -> Result<Vec<(String, i64)>> {
+    Ok(sqlx::query_as("SELECT state, COUNT(*) FROM runs GROUP BY state ORDER BY state")
+        .fetch_all(pool)
+        .await?)
+}
+
+/// How many reviews wait for a person.
+pub async fn reviews_waiting(pool: &Pool) -> Result<i64> {
+    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM approvals WHERE status = 'pending'")
+        .fetch_one(pool)
+        .await?)
+}

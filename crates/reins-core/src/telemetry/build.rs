@@ -43,6 +43,8 @@ pub struct Page<'r> {
     pub earlier: &'r [AuditRow],
     /// Each run's attempts, read once per page (dropped when an attempt starts).
     attempts: HashMap<RunId, Vec<attempts::AttemptRow>>,
+    /// Each run's agent, as spans name it (`reins llm`).
+    agents: HashMap<RunId, String>,
 }
 
 impl<'r> Page<'r> {
@@ -163,6 +165,17 @@ impl Builder<'_, '_> {
             spans.extend(self.attempt(n).await?);
         }
         Ok(spans)
+    }
+
+    /// The run's agent, as spans name it, read once per page.
+    async fn agent(&mut self) -> Result<String> {
+        if let Some(a) = self.page.agents.get(&self.run) {
+            return Ok(a.clone());
+        }
+        let run = runs::get(self.store.pool(), self.run).await?;
+        let agent = format!("reins {}", run.agent_kind);
+        self.page.agents.insert(self.run, agent.clone());
+        Ok(agent)
     }
 
     /// The run's attempts, read once per page.
@@ -318,8 +331,10 @@ impl Builder<'_, '_> {
         );
         span.kind = Kind::Client;
         span.end_ms = step.ended_at.unwrap_or(self.row.at);
+        let agent = self.agent().await?;
         span.attributes.extend([
             ("gen_ai.operation.name", "chat".into()),
+            ("gen_ai.agent.name", agent.into()),
             ("gen_ai.provider.name", "openai".into()),
             ("gen_ai.request.model", m.model.clone().into()),
             ("reins.step", m.step.into()),

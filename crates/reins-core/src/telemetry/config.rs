@@ -38,6 +38,10 @@ pub struct Export {
     pub source: String,
     /// How often a follower looks for new events (`OTEL_BSP_SCHEDULE_DELAY`, default 1 s).
     pub every: std::time::Duration,
+    /// The OTLP/HTTP metrics endpoint (None: metrics off, `OTEL_METRICS_EXPORTER=none`).
+    pub metrics: Option<url::Url>,
+    /// How often metrics are sent (`OTEL_METRIC_EXPORT_INTERVAL`, default 60 s).
+    pub metrics_every: std::time::Duration,
 }
 
 /// A header's value: given in the environment, or a key in the OS keyring.
@@ -64,6 +68,8 @@ struct File {
     endpoint: String,
     #[serde(default)]
     content: bool,
+    #[serde(default = "on")]
+    metrics: bool,
     service_name: Option<String>,
     #[serde(default)]
     headers: BTreeMap<String, FileHeader>,
@@ -83,6 +89,10 @@ struct KeyedHeader {
     key: String,
     #[serde(default)]
     prefix: String,
+}
+
+fn on() -> bool {
+    true
 }
 
 /// Whether a header's name says it carries a credential.
@@ -168,6 +178,21 @@ pub fn resolve(
             headers.push((name, HeaderValue::Plain(value)));
         }
     }
+    // Metrics go beside the traces (`/v1/metrics`), unless turned off or the traces endpoint
+    // was given whole and the metrics one was not.
+    let metrics_off = env("OTEL_METRICS_EXPORTER").is_some_and(|v| v.trim().eq_ignore_ascii_case("none"))
+        || file.as_ref().is_some_and(|f| !f.metrics);
+    let metrics = if metrics_off {
+        None
+    } else if let Some(url) = env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
+        Some(parse("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", &url, false)?)
+    } else {
+        endpoint.path().strip_suffix(TRACES_PATH).map(|base| {
+            let mut url = endpoint.clone();
+            url.set_path(&format!("{base}/v1/metrics"));
+            url
+        })
+    };
     let content = env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
         .map(|v| v.trim().eq_ignore_ascii_case("true"))
         .unwrap_or_else(|| file.as_ref().is_some_and(|f| f.content));
@@ -184,21 +209,32 @@ pub fn resolve(
             env("OTEL_RESOURCE_ATTRIBUTES").as_deref(),
         )?,
         source,
-        every: match env("OTEL_BSP_SCHEDULE_DELAY") {
-            None => std::time::Duration::from_millis(1000),
-            Some(ms) => ms
-                .trim()
-                .parse::<u64>()
-                .ok()
-                .filter(|ms| (10..=3_600_000).contains(ms))
-                .map(std::time::Duration::from_millis)
-                .ok_or_else(|| {
-                    Error::Invalid(format!(
-                        "OTEL_BSP_SCHEDULE_DELAY: {ms:?} is not a number of milliseconds between 10 and 3600000"
-                    ))
-                })?,
-        },
+        every: millis("OTEL_BSP_SCHEDULE_DELAY", env("OTEL_BSP_SCHEDULE_DELAY"), 1000)?,
+        metrics,
+        metrics_every: millis(
+            "OTEL_METRIC_EXPORT_INTERVAL",
+            env("OTEL_METRIC_EXPORT_INTERVAL"),
+            60_000,
+        )?,
     }))
+}
+
+/// A period in milliseconds from the environment (10 ms to an hour), or the default.
+fn millis(var: &str, value: Option<String>, default: u64) -> Result<std::time::Duration> {
+    let ms = match value {
+        None => default,
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .filter(|ms| (10..=3_600_000).contains(ms))
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "{var}: {v:?} is not a number of milliseconds between 10 and 3600000"
+                ))
+            })?,
+    };
+    Ok(std::time::Duration::from_millis(ms))
 }
 
 /// An http(s) URL; with `base`, the traces path is added unless it is there.
@@ -260,8 +296,22 @@ mod tests {
         let on = with(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318")], None)
             .ok()
             .flatten();
+        assert_eq!(
+            on.as_ref().and_then(|e| e.metrics.as_ref()).map(url::Url::as_str),
+            Some("http://h:4318/v1/metrics")
+        );
         let on = on.as_ref().map(|e| (e.endpoint.as_str(), e.content, e.service.as_str()));
         assert_eq!(on, Some(("http://h:4318/v1/traces", false, "reins")));
+        let no_metrics = with(
+            &[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),
+                ("OTEL_METRICS_EXPORTER", "none"),
+            ],
+            None,
+        );
+        assert_eq!(no_metrics.ok().flatten().map(|e| e.metrics), Some(None));
+        let custom = with(&[("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://h/in")], None);
+        assert_eq!(custom.ok().flatten().map(|e| e.metrics), Some(None));
         let off = with(
             &[
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4318"),

@@ -6,12 +6,14 @@
 //! apps share the database.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::trace::SpanExporter as _;
 
 use super::config::{Export, HeaderValue};
+use super::metrics::{Metrics, Tally};
 use crate::error::{Error, Result};
 use crate::event::Filter;
 use crate::keys::SecretStore;
@@ -41,6 +43,13 @@ pub struct Follower {
     export: Export,
     holder: String,
     exporter: opentelemetry_otlp::SpanExporter,
+    metrics: Option<Metrics>,
+    /// Until when this process holds the export (ms): only the holder sends metrics.
+    held_until: AtomicI64,
+    /// When it last sent them (ms).
+    metrics_sent_at: AtomicI64,
+    /// Why the last send of metrics failed, if it did.
+    metrics_error: std::sync::Mutex<Option<String>>,
 }
 
 impl Follower {
@@ -62,8 +71,11 @@ impl Follower {
             };
             headers.insert(name.clone(), value);
         }
+        let holder = format!("{}:{}", crate::worker::host_name(), std::process::id());
+        // Each process's counts are a series of their own, summed by the backend.
         let mut resource = opentelemetry_sdk::Resource::builder_empty()
-            .with_service_name(export.service.clone());
+            .with_service_name(export.service.clone())
+            .with_attribute(opentelemetry::KeyValue::new("service.instance.id", holder.clone()));
         for (k, v) in &export.resource {
             resource = resource.with_attribute(opentelemetry::KeyValue::new(k.clone(), v.clone()));
         }
@@ -72,21 +84,84 @@ impl Follower {
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(export.endpoint.as_str())
             .with_timeout(TIMEOUT)
-            .with_headers(headers)
+            .with_headers(headers.clone())
             .build()
             .map_err(|e| Error::Invalid(format!("telemetry export to {}: {e}", export.destination())))?;
-        exporter.set_resource(&resource.build());
+        let resource = resource.build();
+        exporter.set_resource(&resource);
+        let metrics = match &export.metrics {
+            None => None,
+            Some(url) => {
+                let exporter = opentelemetry_otlp::MetricExporter::builder()
+                    .with_http()
+                    .with_protocol(Protocol::HttpBinary)
+                    .with_endpoint(url.as_str())
+                    .with_timeout(TIMEOUT)
+                    .with_headers(headers)
+                    .build()
+                    .map_err(|e| Error::Invalid(format!("metrics export to {url}: {e}")))?;
+                Some(Metrics::new(exporter, resource))
+            }
+        };
         Ok(Self {
             store,
             export,
-            holder: format!("{}:{}", crate::worker::host_name(), std::process::id()),
+            holder,
             exporter,
+            metrics,
+            held_until: AtomicI64::new(0),
+            metrics_sent_at: AtomicI64::new(0),
+            metrics_error: std::sync::Mutex::new(None),
         })
     }
 
-    /// Sends what follows the cursor, a page at a time, until the head or a failure. A failure is
-    /// recorded on the cursor (for `reins otel status`) and returned.
+    /// Sends the metrics when this process holds the export and they are due (or `now`). A
+    /// collector that does not take them is logged; spans are not held up for it.
+    async fn metrics_if_due(&self, now: bool) {
+        let Some(m) = &self.metrics else {
+            return;
+        };
+        let at = crate::clock::now_ms();
+        let due = i64::try_from(self.export.metrics_every.as_millis()).unwrap_or(i64::MAX);
+        if !now && at - self.metrics_sent_at.load(Ordering::SeqCst) < due {
+            return;
+        }
+        // One process sends them: the export's holder (an idle one takes the lease for it).
+        if at > self.held_until.load(Ordering::SeqCst) {
+            let destination = self.export.destination();
+            match telemetry::claim(self.store.pool(), &destination, &self.holder, at, LEASE_MS).await {
+                Ok(Some(_)) => self.held_until.store(at + LEASE_MS, Ordering::SeqCst),
+                Ok(None) => return,
+                Err(e) => {
+                    tracing::warn!(error = %e, "metrics were not sent");
+                    return;
+                }
+            }
+        }
+        self.metrics_sent_at.store(at, Ordering::SeqCst);
+        // A collector that takes only traces refuses every send: said once, not every minute.
+        let failed = m.send(&self.store).await.err().map(|e| e.to_string());
+        let Ok(mut last) = self.metrics_error.lock() else {
+            return;
+        };
+        if let Some(e) = &failed {
+            if last.as_ref() != Some(e) {
+                tracing::warn!(error = %e, "metrics were not sent (a collector that takes only traces refuses them: OTEL_METRICS_EXPORTER=none turns them off)");
+            }
+        }
+        *last = failed;
+    }
+
+    /// Sends what follows the cursor, a page at a time, until the head or a failure, then the
+    /// metrics if they are due. A failure is recorded on the cursor (for `reins otel status`) and
+    /// returned.
     pub async fn pass(&self) -> Result<Pass> {
+        let pass = self.pages().await;
+        self.metrics_if_due(false).await;
+        pass
+    }
+
+    async fn pages(&self) -> Result<Pass> {
         let destination = self.export.destination();
         let pool = self.store.pool();
         let mut pass = Pass::default();
@@ -101,6 +176,7 @@ impl Follower {
                 pass.held_elsewhere = true;
                 return Ok(pass);
             };
+            self.held_until.store(now + LEASE_MS, Ordering::SeqCst);
             let rows = audit_read::page(pool, &Filter::default(), Some(cursor.seq), true, PAGE).await?;
             let Some(last) = rows.last().map(|r| r.seq) else {
                 pass.caught_up = true;
@@ -130,6 +206,10 @@ impl Follower {
                 pass.held_elsewhere = true;
                 return Ok(pass);
             }
+            self.held_until.store(now + LEASE_MS, Ordering::SeqCst);
+            if let Some(m) = &self.metrics {
+                m.add(&Tally::of(&rows, &spans));
+            }
             pass.events += rows.len() as i64;
             pass.spans += count;
         }
@@ -137,7 +217,8 @@ impl Follower {
 
     /// One pass, then lets go of the export (for a process that exports once and exits).
     pub async fn pass_once(&self) -> Result<Pass> {
-        let pass = self.pass().await;
+        let pass = self.pages().await;
+        self.metrics_if_due(true).await;
         telemetry::release(self.store.pool(), &self.export.destination(), &self.holder).await?;
         pass
     }
@@ -164,7 +245,11 @@ impl Follower {
                 break;
             }
         }
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.pass()).await;
+        let _ = tokio::time::timeout(Duration::from_secs(2), async {
+            let _ = self.pages().await;
+            self.metrics_if_due(true).await;
+        })
+        .await;
         let _ = telemetry::release(self.store.pool(), &self.export.destination(), &self.holder).await;
     }
 }

@@ -68,6 +68,10 @@ pub enum Kind {
 }
 
 impl Span {
+    pub fn attr(&self, key: &str) -> Option<&Attr> {
+        self.attributes.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
     /// The span as the OpenTelemetry SDK's exporters take it.
     pub fn to_data(&self) -> SpanData {
         let context = SpanContext::new(

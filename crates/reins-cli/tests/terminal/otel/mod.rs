@@ -4,148 +4,24 @@
 //! attributes; a collector that is down for a whole run gets every span once when it is back; no
 //! prompt or reason goes out unless content export is on, and never a secret.
 
+mod receivers;
+
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use serde_json::Value;
 
 use crate::common;
 use crate::llm::llm_run;
+use receivers::{free_port, Phoenix, Sink};
 
 use common::{text, Cli};
 use reins_tests::mock_llm::{self, MockLlm};
 
-/// A port nothing listens on (bound, then let go).
-fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
-    Ok(l.local_addr()?.port())
-}
-
-/// Phoenix, serving on `port` from a private working dir; stopped when dropped.
-struct Phoenix {
-    child: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Phoenix {
-    fn program() -> anyhow::Result<PathBuf> {
-        let path = match std::env::var_os("REINS_PHOENIX") {
-            Some(p) => PathBuf::from(p),
-            None => {
-                let base = match std::env::var_os("REINS_OTEL_DIR") {
-                    Some(d) => PathBuf::from(d),
-                    None => PathBuf::from(std::env::var("HOME")?).join(".cache/reins-otel"),
-                };
-                base.join("phoenix/bin/phoenix")
-            }
-        };
-        anyhow::ensure!(
-            path.is_file(),
-            "Phoenix is not at {} (install it with scripts/phoenix)",
-            path.display()
-        );
-        Ok(path)
-    }
-
-    fn start(port: u16) -> anyhow::Result<Self> {
-        let dir = tempfile::tempdir()?;
-        let log = std::fs::File::create(dir.path().join("phoenix.log"))?;
-        let child = Command::new(Self::program()?)
-            .arg("serve")
-            .env("PHOENIX_WORKING_DIR", dir.path())
-            .env("PHOENIX_HOST", "127.0.0.1")
-            .env("PHOENIX_PORT", port.to_string())
-            .env("PHOENIX_GRPC_PORT", free_port()?.to_string())
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .stdout(Stdio::from(log.try_clone()?))
-            .stderr(Stdio::from(log))
-            .spawn()?;
-        let phoenix = Self {
-            child,
-            port,
-            _dir: dir,
-        };
-        let started = Instant::now();
-        while get(&format!("{}/healthz", phoenix.url())).is_err() {
-            anyhow::ensure!(
-                started.elapsed() < Duration::from_secs(120),
-                "Phoenix did not answer on port {port} within 120 s: {}",
-                std::fs::read_to_string(phoenix._dir.path().join("phoenix.log"))
-                    .unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(300));
-        }
-        Ok(phoenix)
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// The spans Phoenix holds once it has stored `sent` of them (it stores what it receives a
-    /// moment after answering), read again a second later: none more may arrive.
-    fn spans_once(&self, sent: i64) -> anyhow::Result<Vec<Value>> {
-        let started = Instant::now();
-        while (self.spans()?.len() as i64) < sent {
-            anyhow::ensure!(
-                started.elapsed() < Duration::from_secs(60),
-                "Phoenix holds {} spans of the {sent} sent",
-                self.spans()?.len()
-            );
-            std::thread::sleep(Duration::from_millis(250));
-        }
-        std::thread::sleep(Duration::from_secs(1));
-        let spans = self.spans()?;
-        anyhow::ensure!(
-            spans.len() as i64 == sent,
-            "{sent} sent, {} stored",
-            spans.len()
-        );
-        Ok(spans)
-    }
-
-    /// Every span Phoenix holds, through its REST API.
-    fn spans(&self) -> anyhow::Result<Vec<Value>> {
-        let mut all = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let mut url = format!("{}/v1/projects/default/spans?limit=500", self.url());
-            if let Some(c) = &cursor {
-                url.push_str(&format!("&cursor={c}"));
-            }
-            let page: Value = serde_json::from_str(&get(&url)?)?;
-            all.extend(page["data"].as_array().cloned().unwrap_or_default());
-            match page["next_cursor"].as_str() {
-                Some(c) => cursor = Some(c.to_owned()),
-                None => return Ok(all),
-            }
-        }
-    }
-}
-
-impl Drop for Phoenix {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn get(url: &str) -> anyhow::Result<String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let res = reqwest::get(url).await?.error_for_status()?;
-        Ok(res.text().await?)
-    })
-}
-
 /// `reins` sending to `endpoint`, with content export on or off.
 fn exporting(mut c: Command, endpoint: &str, content: bool) -> Command {
     c.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env_remove("OTEL_METRICS_EXPORTER")
         .env(
             "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
             content.to_string(),
@@ -270,6 +146,12 @@ fn a_run_arrives_in_phoenix_as_one_trace_of_attempts_model_calls_tool_calls_and_
         .args(["otel", "flush"])
         .output()?;
     assert!(out.status.success(), "{}", text(&out));
+    // Phoenix takes traces only: the metrics it refused are said once, and spans are not held up.
+    assert!(
+        text(&out).contains("OTEL_METRICS_EXPORTER=none"),
+        "{}",
+        text(&out)
+    );
     let status = cli.json(&["otel", "status"])?;
     let cursor = &status["cursors"][0];
     assert_eq!(cursor["behind"], 0, "{status}");
@@ -476,5 +358,131 @@ fn a_collector_down_for_the_whole_run_gets_every_span_once_when_it_is_back() -> 
     assert!(sent.contains("second note"), "the arguments");
     assert!(sent.contains("not this one, it would leak"), "the reason");
     assert!(!sent.contains(secret), "a secret was exported");
+    Ok(())
+}
+
+#[test]
+fn metrics_count_runs_reviews_decisions_and_tokens_beside_the_spans() -> anyhow::Result<()> {
+    let sink = Sink::start()?;
+    let endpoint = format!("http://127.0.0.1:{}", sink.port);
+    let cli = Cli::new()?;
+    let mock = MockLlm::start(vec![
+        mock_llm::calls(
+            "Writing the note.",
+            &[(
+                "w1",
+                "fs_write",
+                r#"{"path":"docs/NOTE.md","content":"rotate daily\n"}"#,
+            )],
+        ),
+        mock_llm::calls(
+            "Now clearing the old logs.",
+            &[("s1", "shell_exec", r#"{"command":"rm -rf logs"}"#)],
+        ),
+        mock_llm::text("Left the logs alone.", 3),
+    ])?;
+    // Driven with export off: the one `flush` below counts the whole run.
+    let out = llm_run(&cli, &mock, "leave a note", true)
+        .arg("--no-wait")
+        .output()?;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let first = cli.json(&["approvals"])?[0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(cli
+        .strict_cmd()
+        .args(["approve", &first])
+        .output()?
+        .status
+        .success());
+    assert!(cli
+        .strict_cmd()
+        .args(["worker", "--once"])
+        .output()?
+        .status
+        .success());
+    let second = cli.json(&["approvals"])?[0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(cli
+        .strict_cmd()
+        .args(["reject", &second, "--reason", "no"])
+        .output()?
+        .status
+        .success());
+    assert!(cli
+        .strict_cmd()
+        .args(["worker", "--once"])
+        .output()?
+        .status
+        .success());
+
+    let out = exporting(cli.strict_cmd(), &endpoint, false)
+        .args(["otel", "flush"])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let m = sink.last_metrics()?;
+    let value = |name: &str, attrs: &[&str]| -> f64 {
+        m.get(name)
+            .into_iter()
+            .flatten()
+            .filter(|(a, _)| attrs.iter().all(|want| a.iter().any(|have| have == want)))
+            .map(|(_, v)| *v)
+            .sum()
+    };
+    assert_eq!(
+        value("reins.runs", &["reins.run.state=succeeded"]),
+        1.0,
+        "{m:?}"
+    );
+    assert_eq!(value("reins.reviews.waiting", &[]), 0.0, "{m:?}");
+    assert_eq!(
+        value(
+            "reins.decisions",
+            &["reins.decision.source=review", "reins.decision=approved"]
+        ),
+        1.0,
+        "{m:?}"
+    );
+    assert_eq!(
+        value(
+            "reins.decisions",
+            &["reins.decision.source=review", "reins.decision=rejected"]
+        ),
+        1.0,
+        "{m:?}"
+    );
+    assert!(
+        value(
+            "reins.decisions",
+            &["reins.decision.source=policy", "reins.decision=ask"]
+        ) >= 2.0,
+        "{m:?}"
+    );
+    assert_eq!(
+        value("reins.review.wait", &[]),
+        2.0,
+        "two reviews waited: {m:?}"
+    );
+    let input = value(
+        "reins.tokens",
+        &["gen_ai.agent.name=reins llm", "gen_ai.token.type=input"],
+    );
+    let output = value(
+        "reins.tokens",
+        &["gen_ai.agent.name=reins llm", "gen_ai.token.type=output"],
+    );
+    assert!(input > 0.0 && output > 0.0, "{m:?}");
+    // The spans went to the same collector, beside them.
+    let traces = sink
+        .taken
+        .lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .iter()
+        .filter(|(p, _)| p == "/v1/traces")
+        .count();
+    assert!(traces >= 1);
     Ok(())
 }
