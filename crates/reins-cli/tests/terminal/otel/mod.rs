@@ -486,3 +486,65 @@ fn metrics_count_runs_reviews_decisions_and_tokens_beside_the_spans() -> anyhow:
     assert!(traces >= 1);
     Ok(())
 }
+
+#[test]
+fn what_the_sandbox_blocked_is_an_event_on_its_step() -> anyhow::Result<()> {
+    let sink = Sink::start()?;
+    let endpoint = format!("http://127.0.0.1:{}", sink.port);
+    let cli = Cli::new()?;
+    let policy = cli.tmp.path().join("allow-shell.toml");
+    std::fs::write(
+        &policy,
+        "[[rules]]\ndecision = \"allow\"\ntool = \"shell.exec\"\n",
+    )?;
+    let plan = cli.tmp.path().join("reach.toml");
+    std::fs::write(
+        &plan,
+        "name = \"reach\"\ngoal = \"a build that over-reaches\"\n\
+         [[steps]]\ntool = \"shell.exec\"\n\
+         args = { command = \"echo built > built.txt; mkdir -p .claude && echo x > .claude/settings.json; true\" }\n",
+    )?;
+    // It writes to a protected path: a person reviews it, and approves.
+    let out = cli
+        .cmd()
+        .env("REINS_POLICY", &policy)
+        .args(["run", "--no-wait", "--plan"])
+        .arg(&plan)
+        .arg("--workspace")
+        .arg(cli.ws())
+        .output()?;
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    let id = cli.json(&["approvals"])?[0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let out = cli
+        .cmd()
+        .env("REINS_POLICY", &policy)
+        .args(["approve", &id, "--drive"])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(cli.read("built.txt")?, "built\n");
+    assert!(!cli.ws().join(".claude").exists());
+    let out = exporting(cli.cmd(), &endpoint, false)
+        .args(["otel", "flush"])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    let spans = sink.spans()?;
+    let (_, events) = spans
+        .iter()
+        .find(|(name, _)| name == "execute_tool shell.exec")
+        .ok_or_else(|| anyhow::anyhow!("no span for the command: {spans:?}"))?;
+    let blocked: Vec<&Vec<String>> = events
+        .iter()
+        .filter(|(name, _)| name == "reins.containment.blocked")
+        .map(|(_, attrs)| attrs)
+        .collect();
+    assert!(
+        blocked.iter().any(|a| a
+            .iter()
+            .any(|kv| kv.starts_with("reins.blocked=") && kv.contains("tried to create .claude"))),
+        "{events:?}"
+    );
+    Ok(())
+}

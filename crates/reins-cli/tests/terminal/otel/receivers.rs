@@ -12,6 +12,9 @@ use serde_json::Value;
 /// Each request a sink took: its path and body.
 pub type Taken = std::sync::Arc<std::sync::Mutex<Vec<(String, Vec<u8>)>>>;
 
+/// A span as a sink took it: its name, and its events' names with their attributes (`k=v`).
+pub type SentSpan = (String, Vec<(String, Vec<String>)>);
+
 /// Metrics by name: each data point's attributes (`k=v`) and value.
 pub type Metrics = HashMap<String, Vec<(Vec<String>, f64)>>;
 
@@ -260,6 +263,44 @@ impl Sink {
                     };
                     out.entry(m.name.clone()).or_default().extend(points);
                 }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every span sent to `/v1/traces`: (name, its events' names with their attributes as `k=v`).
+    pub fn spans(&self) -> anyhow::Result<Vec<SentSpan>> {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+        use prost::Message as _;
+        let taken = self.taken.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        let mut out = Vec::new();
+        for (_, body) in taken.iter().filter(|(path, _)| path == "/v1/traces") {
+            let req = ExportTraceServiceRequest::decode(body.as_slice())?;
+            for span in req
+                .resource_spans
+                .iter()
+                .flat_map(|r| &r.scope_spans)
+                .flat_map(|s| &s.spans)
+            {
+                let events = span
+                    .events
+                    .iter()
+                    .map(|e| {
+                        let attrs = e
+                            .attributes
+                            .iter()
+                            .map(
+                                |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                                    Some(Any::StringValue(v)) => format!("{}={v}", kv.key),
+                                    other => format!("{}={other:?}", kv.key),
+                                },
+                            )
+                            .collect();
+                        (e.name.clone(), attrs)
+                    })
+                    .collect();
+                out.push((span.name.clone(), events));
             }
         }
         Ok(out)
