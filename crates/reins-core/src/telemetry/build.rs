@@ -40,7 +40,7 @@ const CLOSING: &[&str] = &[
 #[derive(Default)]
 pub struct Page<'r> {
     /// The rows of the page before the one being read, in order.
-    pub earlier: &'r [AuditRow],
+    earlier: &'r [AuditRow],
     /// Each run's attempts, read once per page (dropped when an attempt starts).
     attempts: HashMap<RunId, Vec<attempts::AttemptRow>>,
     /// Each run's agent, as spans name it (`reins llm`).
@@ -48,6 +48,7 @@ pub struct Page<'r> {
 }
 
 impl<'r> Page<'r> {
+    /// The page's rows before the one about to be read.
     pub fn at(&mut self, earlier: &'r [AuditRow]) {
         self.earlier = earlier;
     }
@@ -67,10 +68,8 @@ pub async fn spans_of(
     let Some(run) = row.run_id.as_deref() else {
         return Ok(Vec::new());
     };
-    let unreadable = || Error::Invalid(format!("audit event {} ({}) does not read", row.seq, row.kind));
-    let run: RunId = run.parse().map_err(|_| unreadable())?;
-    let payload: serde_json::Value = serde_json::from_str(&row.payload).map_err(|_| unreadable())?;
-    let event = Event::decode(&row.kind, &payload).ok_or_else(unreadable)?;
+    let run: RunId = run.parse().map_err(|_| unreadable(row))?;
+    let event = event_of(row)?;
     if matches!(event, Event::AttemptStarted(_) | Event::AttemptAdopted(_)) {
         page.attempts.remove(&run);
     }
@@ -99,6 +98,18 @@ pub async fn spans_of(
         Event::GrantUsed(g) => Ok(vec![b.grant(&g.grant, g.step).await?]),
         _ => Ok(Vec::new()),
     }
+}
+
+/// A stored event, typed. One that does not read is an error naming it, never skipped.
+pub fn event_of(row: &AuditRow) -> Result<Event> {
+    serde_json::from_str::<serde_json::Value>(&row.payload)
+        .ok()
+        .and_then(|payload| Event::decode(&row.kind, &payload))
+        .ok_or_else(|| unreadable(row))
+}
+
+fn unreadable(row: &AuditRow) -> Error {
+    Error::Invalid(format!("audit event {} ({}) does not read", row.seq, row.kind))
 }
 
 struct Builder<'a, 'p> {
@@ -299,10 +310,8 @@ impl Builder<'_, '_> {
         for row in rows.iter().filter(|r| {
             r.seq < self.row.seq && r.kind == "step.contained" && r.run_id.as_deref() == Some(&run)
         }) {
-            let payload: serde_json::Value = serde_json::from_str(&row.payload)
-                .map_err(|_| Error::Invalid(format!("audit event {} does not read", row.seq)))?;
-            let Some(Event::Contained(c)) = Event::decode(&row.kind, &payload) else {
-                return Err(Error::Invalid(format!("audit event {} does not read", row.seq)));
+            let Event::Contained(c) = event_of(row)? else {
+                return Err(unreadable(row));
             };
             if c.step != seq {
                 continue;

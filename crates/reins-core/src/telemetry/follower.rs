@@ -201,6 +201,7 @@ impl Follower {
                     });
                 }
             }
+            let tally = Tally::of(&rows, &spans)?;
             let now = crate::clock::now_ms();
             if !telemetry::advance(pool, &destination, &self.holder, cursor.seq, last, count, now, LEASE_MS).await? {
                 pass.held_elsewhere = true;
@@ -208,7 +209,7 @@ impl Follower {
             }
             self.held_until.store(now + LEASE_MS, Ordering::SeqCst);
             if let Some(m) = &self.metrics {
-                m.add(&Tally::of(&rows, &spans));
+                m.add(&tally);
             }
             pass.events += rows.len() as i64;
             pass.spans += count;

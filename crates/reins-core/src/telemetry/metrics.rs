@@ -19,6 +19,7 @@ use opentelemetry_sdk::metrics::{
 
 use super::span::{Attr, Span};
 use crate::error::Result;
+use crate::event::Kind as Event;
 use crate::store::audit::AuditRow;
 use crate::store::{telemetry, Store};
 
@@ -43,14 +44,13 @@ pub struct Tally {
 impl Tally {
     /// The counts in a page: its policy decisions, and the reviews and model calls among the
     /// spans it closed.
-    pub fn of(rows: &[AuditRow], spans: &[Span]) -> Self {
+    pub fn of(rows: &[AuditRow], spans: &[Span]) -> Result<Self> {
         let mut t = Tally::default();
         for row in rows.iter().filter(|r| r.kind == "policy.decided") {
-            let decision = serde_json::from_str::<serde_json::Value>(&row.payload)
-                .ok()
-                .and_then(|p| p["decision"].as_str().map(str::to_owned))
-                .unwrap_or_else(|| "unknown".into());
-            t.decisions.push(("policy", decision));
+            let Event::PolicyDecided(p) = super::build::event_of(row)? else {
+                continue;
+            };
+            t.decisions.push(("policy", p.decision.as_str().to_owned()));
         }
         let text = |s: &Span, k: &str| match s.attr(k) {
             Some(Attr::Str(v)) => v.clone(),
@@ -87,7 +87,7 @@ impl Tally {
                 _ => {}
             }
         }
-        t
+        Ok(t)
     }
 }
 

@@ -31,6 +31,14 @@ fn exporting(mut c: Command, endpoint: &str, content: bool) -> Command {
     c
 }
 
+/// The id of the card waiting first.
+fn first_card(cli: &Cli) -> anyhow::Result<String> {
+    Ok(cli.json(&["approvals"])?[0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned())
+}
+
 fn attr<'a>(span: &'a Value, key: &str) -> &'a Value {
     &span["attributes"][key]
 }
@@ -111,20 +119,14 @@ fn a_run_arrives_in_phoenix_as_one_trace_of_attempts_model_calls_tool_calls_and_
         text(&out)
     );
     let id = cli.only_run()?;
-    let first = cli.json(&["approvals"])?[0]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let first = first_card(&cli)?;
     let out = cli.strict_cmd().args(["approve", &first]).output()?;
     assert!(out.status.success(), "{}", text(&out));
     let out = exporting(cli.strict_cmd(), &endpoint, false)
         .args(["worker", "--once"])
         .output()?;
     assert!(out.status.success(), "{}", text(&out));
-    let second = cli.json(&["approvals"])?[0]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let second = first_card(&cli)?;
     assert_ne!(second, first, "the command waits for its own review");
     let out = cli
         .strict_cmd()
@@ -272,10 +274,7 @@ fn a_collector_down_for_the_whole_run_gets_every_span_once_when_it_is_back() -> 
         .arg(cli.ws())
         .output()?;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    let first = cli.json(&["approvals"])?[0]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let first = first_card(&cli)?;
     assert!(cli
         .strict_cmd()
         .args(["approve", &first])
@@ -290,10 +289,7 @@ fn a_collector_down_for_the_whole_run_gets_every_span_once_when_it_is_back() -> 
         "the run does not wait for the collector: {}",
         text(&out)
     );
-    let second = cli.json(&["approvals"])?[0]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let second = first_card(&cli)?;
     let reason = format!("not this one, it would leak {secret}");
     let out = cli
         .strict_cmd()
@@ -386,10 +382,7 @@ fn metrics_count_runs_reviews_decisions_and_tokens_beside_the_spans() -> anyhow:
         .arg("--no-wait")
         .output()?;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    let first = cli.json(&["approvals"])?[0]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let first = first_card(&cli)?;
     assert!(cli
         .strict_cmd()
         .args(["approve", &first])
@@ -402,10 +395,7 @@ fn metrics_count_runs_reviews_decisions_and_tokens_beside_the_spans() -> anyhow:
         .output()?
         .status
         .success());
-    let second = cli.json(&["approvals"])?[0]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let second = first_card(&cli)?;
     assert!(cli
         .strict_cmd()
         .args(["reject", &second, "--reason", "no"])
@@ -514,10 +504,7 @@ fn what_the_sandbox_blocked_is_an_event_on_its_step() -> anyhow::Result<()> {
         .arg(cli.ws())
         .output()?;
     assert_eq!(out.status.code(), Some(3), "{}", text(&out));
-    let id = cli.json(&["approvals"])?[0]["id"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let id = first_card(&cli)?;
     let out = cli
         .cmd()
         .env("REINS_POLICY", &policy)
