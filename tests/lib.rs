@@ -215,6 +215,7 @@ pub mod llm_setup;
 pub mod mock_anthropic;
 pub mod mock_llm;
 pub mod os;
+pub mod otlp_sink;
 pub mod review;
 
 /// Step `seq` of a run, as the facade shows it.

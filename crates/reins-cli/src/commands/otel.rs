@@ -1,5 +1,6 @@
 //! `reins otel status|flush`: the OpenTelemetry export. It is off until the standard environment
-//! (`OTEL_EXPORTER_OTLP_ENDPOINT`, …) or `telemetry.toml` in the config dir names a collector; then
+//! (`OTEL_EXPORTER_OTLP_ENDPOINT`, …), `telemetry.toml` in the config dir (the app's Settings write
+//! it) or `[telemetry]` in the person's `policy.toml` names a collector; then
 //! `reins worker`, `reins run`, `reins serve` and the app follow the audit log and send spans.
 
 use clap::Subcommand;
@@ -32,17 +33,12 @@ pub async fn exec(reins: &Reins, cmd: OtelCommand, json: bool) -> reins_core::ap
         OtelCommand::Flush => {
             let Some(pass) = reins.telemetry_pass().await? else {
                 return Err(reins_core::api::Error::Invalid(format!(
-                    "export is off: set OTEL_EXPORTER_OTLP_ENDPOINT, or write {} in the config dir (see docs/observability.md)",
+                    "export is off: set OTEL_EXPORTER_OTLP_ENDPOINT, write {} in the config dir (the app's Settings → Traces does), or add [telemetry] to your policy.toml (see docs/observability.md)",
                     reins_core::api::TELEMETRY_FILE
                 )));
             };
             if json {
-                print_json(&serde_json::json!({
-                    "events": pass.events,
-                    "spans": pass.spans,
-                    "caughtUp": pass.caught_up,
-                    "heldElsewhere": pass.held_elsewhere,
-                }));
+                print_json(&pass);
             } else if pass.held_elsewhere {
                 println!(
                     "another process is exporting to this collector now (sent {} spans from {} events before it took over)",
@@ -65,7 +61,7 @@ fn print_status(s: &TelemetryStatus) {
             "export: on, to {d} (from {source}); content {}",
             if s.content { "on (redacted)" } else { "off" }
         ),
-        _ => println!("export: off on this machine (set OTEL_EXPORTER_OTLP_ENDPOINT, or write telemetry.toml in the config dir)"),
+        _ => println!("export: off on this machine (set OTEL_EXPORTER_OTLP_ENDPOINT, write telemetry.toml in the config dir, or add [telemetry] to your policy.toml)"),
     }
     println!("audit log head: event {}", s.head);
     for c in &s.cursors {

@@ -52,6 +52,7 @@ pub use crate::settings::{
 };
 pub use crate::settings::{AcpRunRequest, AgentEntry, AgentView, FoundAgent};
 pub use crate::settings::{ModelServerCheck, ProviderDefaults};
+pub use crate::settings::{TelemetryHeader, TelemetrySettings};
 pub use crate::telemetry::{
     Cursor as TelemetryCursor, Export as TelemetryExport, Pass as TelemetryPass,
     Status as TelemetryStatus, TELEMETRY_FILE,
@@ -74,7 +75,7 @@ pub use policy_view::{PolicyState, POLICY_POLL};
 pub use review::PolicyCheck;
 pub use runs::RunRequest;
 pub use stage::{StageRequest, StagedChange, StagedCommand};
-pub use telemetry::TelemetryFollower;
+pub use telemetry::{TelemetryFollower, TelemetryFollowing, TelemetryInForce, TelemetryView};
 
 // The vocabulary the door speaks, from the rooms that own it.
 pub use crate::action::{Action, ToolCall};

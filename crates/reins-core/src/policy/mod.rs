@@ -55,6 +55,10 @@ pub trait Policy: Send + Sync {
     fn on_timeout(&self) -> OnTimeout {
         OnTimeout::default()
     }
+    /// `[telemetry]` in the person's own policy file, and that file (the export's last source).
+    fn telemetry(&self) -> Option<(toml::Table, std::path::PathBuf)> {
+        None
+    }
     /// The paths this policy protects (for previews and grants).
     fn protected(&self) -> &Protected {
         &NO_PROTECTED
@@ -448,6 +452,11 @@ impl Policy for RulePolicy {
     }
     fn budget(&self) -> crate::budget::Budget {
         self.user_rules().budget()
+    }
+
+    fn telemetry(&self) -> Option<(toml::Table, std::path::PathBuf)> {
+        let table = self.user_rules().telemetry()?.clone();
+        Some((table, self.file.clone()?))
     }
 
     fn unconfined_commands(&self) -> rules::Unconfined {

@@ -27,6 +27,9 @@
 //! always = ["make"]              # these are staged and reviewed even where a rule allows them.
 //!                                # A program, or a program and its first words. Yours only.
 //!
+//! [telemetry]                    # OpenTelemetry export (see docs/observability.md), where neither
+//! endpoint = "http://localhost:6006" # the OTEL_* environment nor the Settings say. Yours only.
+//!
 //! [[rules]]
 //! decision = "allow"             # allow | ask | deny
 //! tool = "shell.exec"            # a glob over tool names: "fs.*"
@@ -92,6 +95,9 @@ struct File {
     budget: Option<crate::budget::BudgetToml>,
     #[serde(default)]
     staging: Option<super::staging::Staging>,
+    /// Read by the telemetry export, which knows its shape; kept whole here.
+    #[serde(default)]
+    telemetry: Option<toml::Table>,
     #[serde(default)]
     rules: Vec<RuleText>,
 }
@@ -241,6 +247,7 @@ pub struct RuleSet {
     unconfined_programs: Vec<String>,
     budget: crate::budget::Budget,
     staging: super::staging::Staging,
+    telemetry: Option<toml::Table>,
     digest: Option<Digest>,
 }
 
@@ -359,6 +366,7 @@ impl RuleSet {
                 .and_then(|c| c.unconfined_programs)
                 .unwrap_or_default(),
             staging: file.staging.unwrap_or_default().checked(origin)?,
+            telemetry: file.telemetry,
             digest: Some(Digest::of(text.as_bytes())),
         })
     }
@@ -388,7 +396,14 @@ impl RuleSet {
         self.unconfined_programs.clear();
         self.staging = super::staging::Staging::default();
         self.budget = crate::budget::Budget::default();
+        // A workspace's file cannot send the person's runs anywhere.
+        self.telemetry = None;
         self
+    }
+
+    /// `[telemetry]` as written (the export reads it; None: the file has none).
+    pub fn telemetry(&self) -> Option<&toml::Table> {
+        self.telemetry.as_ref()
     }
 
     /// The budget every new run gets where neither it nor the Settings say (`[budget]`).

@@ -8,10 +8,12 @@ pub mod budget;
 pub mod provider;
 pub mod runs;
 pub mod team;
+pub mod telemetry;
 
 pub use agents::{AcpRunRequest, AgentEntry, AgentView, FoundAgent};
 pub use alerts::{save_alert_scope, saved_alert_scope, AlertScope};
 pub use runs::LlmRunRequest;
+pub use telemetry::{save_telemetry, saved_telemetry, TelemetryHeader, TelemetrySettings};
 pub use provider::{ModelServerCheck, ProviderDefaults};
 pub use team::{
     save_team_database, saved_team_database, TeamCheck, TeamDatabase, TeamView,

@@ -108,8 +108,13 @@ pub fn event_of(row: &AuditRow) -> Result<Event> {
         .ok_or_else(|| unreadable(row))
 }
 
+/// The harness's own record that does not decode: damage, never skipped.
 fn unreadable(row: &AuditRow) -> Error {
-    Error::Invalid(format!("audit event {} ({}) does not read", row.seq, row.kind))
+    Error::Store(crate::store::StoreError::Damaged {
+        table: "audit_events",
+        row: format!("seq {}", row.seq),
+        detail: format!("its payload is not a {} event", row.kind),
+    })
 }
 
 struct Builder<'a, 'p> {

@@ -1,6 +1,8 @@
 //! Where spans go, if anywhere: off unless the standard OpenTelemetry environment names an
-//! endpoint, or `telemetry.toml` in the config dir does. A header that carries a key names a key
-//! in the OS keyring; its value is never written to a file.
+//! endpoint, or `telemetry.toml` in the config dir does (the app's Settings write it), or
+//! `[telemetry]` in the person's own `policy.toml` does. The first of these that names an
+//! endpoint is the export; they are never merged. A header that carries a key names a key in the
+//! OS keyring; its value is never written to a file.
 //!
 //! ```toml
 //! endpoint = "http://localhost:6006"   # the collector; /v1/traces is added
@@ -14,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
@@ -62,33 +64,62 @@ impl Export {
     }
 }
 
-#[derive(Debug, Deserialize)]
+/// `telemetry.toml`, or `[telemetry]` in `policy.toml`, as written.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct File {
-    endpoint: String,
+pub struct File {
+    pub endpoint: String,
     #[serde(default)]
-    content: bool,
+    pub content: bool,
     #[serde(default = "on")]
-    metrics: bool,
-    service_name: Option<String>,
-    #[serde(default)]
-    headers: BTreeMap<String, FileHeader>,
+    pub metrics: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, FileHeader>,
 }
 
 /// A header in the file: a plain value (an experiment id, a version), or a key in the keyring.
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-enum FileHeader {
+pub enum FileHeader {
     Plain(String),
     Keyed(KeyedHeader),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct KeyedHeader {
-    key: String,
-    #[serde(default)]
-    prefix: String,
+pub struct KeyedHeader {
+    pub key: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub prefix: String,
+}
+
+/// Where a configuration was read from: its text, and the name its errors give it.
+#[derive(Clone, Copy, Debug)]
+pub enum Source<'a> {
+    /// `telemetry.toml`: the whole file.
+    File(&'a str, &'a Path),
+    /// `[telemetry]` in the person's policy file (never a workspace's: it could send their runs
+    /// anywhere).
+    Policy(&'a toml::Table, &'a Path),
+}
+
+impl Source<'_> {
+    fn origin(&self) -> String {
+        match self {
+            Self::File(_, p) => p.display().to_string(),
+            Self::Policy(_, p) => format!("[telemetry] in {}", p.display()),
+        }
+    }
+
+    fn read(&self) -> Result<File> {
+        let bad = |e: &dyn std::fmt::Display| Error::Invalid(format!("{} does not read: {e}", self.origin()));
+        match self {
+            Self::File(text, _) => toml::from_str(text).map_err(|e| bad(&e)),
+            Self::Policy(table, _) => toml::Value::Table((*table).clone()).try_into().map_err(|e| bad(&e)),
+        }
+    }
 }
 
 fn on() -> bool {
@@ -103,34 +134,43 @@ fn carries_a_key(name: &str) -> bool {
         .any(|w| name.contains(w))
 }
 
-/// This machine's export: the process environment over `telemetry.toml` in the config dir. None:
-/// off. A file or variable that does not read is an error naming it, never taken for "off".
-pub fn load() -> Result<Option<Export>> {
-    let path = crate::data_dir::config_dir()?.join(TELEMETRY_FILE);
-    let file = match std::fs::read_to_string(&path) {
-        Ok(text) => Some(text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::Invalid(format!("cannot read {}: {e}", path.display()))),
-    };
-    resolve(&|name| std::env::var(name).ok(), file.as_deref(), &path)
+/// Where the app's Settings keep the export: `telemetry.toml` in the config dir.
+pub fn file_path() -> Result<std::path::PathBuf> {
+    Ok(crate::data_dir::config_dir()?.join(TELEMETRY_FILE))
 }
 
-/// The export `env` and the file's text (read from `path`) turn on. Pure.
-pub fn resolve(
-    env: &dyn Fn(&str) -> Option<String>,
-    file: Option<&str>,
-    path: &Path,
-) -> Result<Option<Export>> {
+/// `telemetry.toml`'s text; None when there is none.
+pub fn file_text() -> Result<Option<String>> {
+    let path = file_path()?;
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Ok(Some(text)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::Invalid(format!("cannot read {}: {e}", path.display()))),
+    }
+}
+
+/// This machine's export: the process environment, then `telemetry.toml` in the config dir, then
+/// `policy`'s `[telemetry]` (the person's policy file, and its path). None: off. A file or variable
+/// that does not read is an error naming it, never taken for "off".
+pub fn load(policy: Option<(&toml::Table, &Path)>) -> Result<Option<Export>> {
+    let path = file_path()?;
+    let text = file_text()?;
+    let source = match (&text, policy) {
+        (Some(text), _) => Some(Source::File(text, &path)),
+        (None, Some((table, path))) => Some(Source::Policy(table, path)),
+        (None, None) => None,
+    };
+    resolve(&|name| std::env::var(name).ok(), source)
+}
+
+/// The export `env` and the configuration `source` turn on. Pure.
+pub fn resolve(env: &dyn Fn(&str) -> Option<String>, source: Option<Source<'_>>) -> Result<Option<Export>> {
     let env = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     if env("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
         return Ok(None);
     }
-    let file: Option<File> = file
-        .map(|text| {
-            toml::from_str(text)
-                .map_err(|e| Error::Invalid(format!("{} does not read: {e}", path.display())))
-        })
-        .transpose()?;
+    let origin = source.as_ref().map(Source::origin).unwrap_or_default();
+    let file: Option<File> = source.as_ref().map(Source::read).transpose()?;
     let (endpoint, source) = if let Some(url) = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
         (
             parse("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &url, false)?,
@@ -142,15 +182,22 @@ pub fn resolve(
             "OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(),
         )
     } else if let Some(f) = &file {
-        let what = format!("endpoint in {}", path.display());
-        (parse(&what, &f.endpoint, true)?, path.display().to_string())
+        let what = format!("endpoint in {origin}");
+        let url = parse(&what, &f.endpoint, true)?;
+        let text = f.endpoint.as_str();
+        if !url.username().is_empty() || url.password().is_some() || crate::secrets::redact(text) != text {
+            return Err(Error::Invalid(format!(
+                "{what}: a credential is not kept in a file; store it with `reins keys set NAME` and name it in [headers]"
+            )));
+        }
+        (url, origin.clone())
     } else {
         return Ok(None);
     };
     let mut headers = Vec::new();
     if let Some(f) = &file {
         for (name, h) in &f.headers {
-            let bad = |why: String| Error::Invalid(format!("header {name} in {}: {why}", path.display()));
+            let bad = |why: String| Error::Invalid(format!("header {name} in {origin}: {why}"));
             let value = match h {
                 FileHeader::Keyed(h) => {
                     crate::keys::check_name(&h.key).map_err(bad)?;
@@ -284,8 +331,7 @@ mod tests {
             .collect();
         resolve(
             &|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
-            file,
-            Path::new("/c/telemetry.toml"),
+            file.map(|text| Source::File(text, Path::new("/c/telemetry.toml"))),
         )
     }
 
@@ -370,6 +416,8 @@ mod tests {
             (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h"), ("OTEL_RESOURCE_ATTRIBUTES", "novalue")], None),
             (vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h"), ("OTEL_BSP_SCHEDULE_DELAY", "soon")], None),
             (vec![], Some("endpoint = 3")),
+            (vec![], Some("endpoint = \"https://u:p@h\"")),
+            (vec![], Some("endpoint = \"https://h/?api_key=sk-ant-api03-0123456789abcdefghijklmnopqrstuvwxyzABCDEF\"")),
             (vec![], Some("endpoint = \"http://h\"\ncolour = 1")),
             (vec![], Some("endpoint = \"http://h\"\n[headers]\na = { key = \"../x\" }")),
             (vec![], Some("endpoint = \"http://h\"\n[headers]\nAuthorization = \"Basic abc\"")),
@@ -378,6 +426,23 @@ mod tests {
             let err = with(&vars, file).err().map(|e| e.to_string());
             assert!(err.is_some(), "{vars:?} {file:?}");
         }
+    }
+
+    #[test]
+    fn the_settings_file_wins_over_the_policy_file_and_errors_name_their_source() {
+        let table: toml::Table = toml::from_str("endpoint = \"http://policy:4318\"\ncontent = true").unwrap_or_default();
+        let policy = Source::Policy(&table, Path::new("/c/policy.toml"));
+        let e = resolve(&|_| None, Some(policy)).ok().flatten();
+        assert_eq!(
+            e.as_ref().map(|e| (e.endpoint.as_str(), e.content, e.source.as_str())),
+            Some(("http://policy:4318/v1/traces", true, "[telemetry] in /c/policy.toml"))
+        );
+        let bad: toml::Table = toml::from_str("endpoint = \"ftp://h\"").unwrap_or_default();
+        let err = resolve(&|_| None, Some(Source::Policy(&bad, Path::new("/c/policy.toml"))));
+        assert!(
+            err.as_ref().err().map(ToString::to_string).is_some_and(|m| m.contains("[telemetry] in /c/policy.toml")),
+            "{err:?}"
+        );
     }
 
     #[test]

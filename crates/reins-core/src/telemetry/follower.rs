@@ -27,7 +27,10 @@ const LEASE_MS: i64 = 30_000;
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What one pass did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename = "TelemetryPass")]
 pub struct Pass {
     pub events: i64,
     pub spans: i64,
@@ -186,7 +189,16 @@ impl Follower {
             let mut page = super::build::Page::default();
             for (i, row) in rows.iter().enumerate() {
                 page.at(&rows[..i]);
-                spans.extend(super::build::spans_of(&self.store, row, &mut page, self.export.content).await?);
+                match super::build::spans_of(&self.store, row, &mut page, self.export.content).await {
+                    Ok(built) => spans.extend(built),
+                    // The harness's own record that does not read stops the export here, said
+                    // where `reins otel status` shows it; nothing after it is sent out of order.
+                    Err(e) => {
+                        let why = format!("stopped at event {} ({}): {e}", row.seq, row.kind);
+                        telemetry::failed(pool, &destination, &self.holder, &why, crate::clock::now_ms()).await?;
+                        return Err(e);
+                    }
+                }
             }
             let count = spans.len() as i64;
             if !spans.is_empty() {

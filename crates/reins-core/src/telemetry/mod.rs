@@ -35,6 +35,8 @@ pub struct Status {
 /// One destination's cursor and its lag.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[cfg_attr(feature = "specta", derive(specta::Type))]
+#[serde(rename = "TelemetryCursor")]
 pub struct Cursor {
     pub destination: String,
     /// The last event whose spans the collector took.

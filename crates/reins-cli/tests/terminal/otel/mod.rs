@@ -5,6 +5,7 @@
 //! prompt or reason goes out unless content export is on, and never a secret.
 
 mod receivers;
+mod sources;
 
 use std::collections::{HashMap, HashSet};
 use std::process::Command;
