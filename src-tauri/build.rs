@@ -69,6 +69,9 @@ pub const COMMANDS: &[&str] = &[
     "connect_team_database",
     "disconnect_team_database",
     "set_alert_scope",
+    "telemetry_settings",
+    "save_telemetry_settings",
+    "telemetry_send_now",
 ];
 
 fn main() {

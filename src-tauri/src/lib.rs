@@ -85,6 +85,9 @@ pub fn specta() -> tauri_specta::Builder<tauri::Wry> {
             team::connect_team_database,
             team::disconnect_team_database,
             team::set_alert_scope,
+            telemetry::telemetry_settings,
+            telemetry::save_telemetry_settings,
+            telemetry::telemetry_send_now,
             machine::check_model_server,
             machine::agents_on_path,
             machine::register_found_agent,
@@ -278,11 +281,13 @@ pub fn run() {
                 reins_core::api::AlertScope::Team
             });
             let (alerts, alerts_seen) = tokio::sync::watch::channel(scope);
+            let telemetry = Arc::new(reins_core::api::TelemetryFollowing::default());
             app.manage(AppState {
                 reins: reins.clone(),
                 wake: wake.clone(),
                 remote: std::sync::Mutex::new(None),
                 alerts,
+                telemetry: telemetry.clone(),
             });
             app.manage(tray::Listed::default());
             if let Err(e) = tray::build(app.handle()) {
@@ -292,18 +297,13 @@ pub fn run() {
             let worker = reins.clone();
             let worker_wake = wake.clone();
             tauri::async_runtime::spawn(async move {
-                // Spans follow the audit log while the app drives runs, when export is on.
-                let telemetry = match worker.follow_telemetry().await {
-                    Ok(f) => f,
-                    Err(e) => {
-                        tracing::warn!("OpenTelemetry export is not running: {e}");
-                        None
-                    }
-                };
-                watcher::work(worker, worker_wake).await;
-                if let Some(f) = telemetry {
-                    f.stop().await;
+                // Spans follow the audit log while the app drives runs, when export is on. A
+                // configuration that does not read is shown in Settings → Traces.
+                if let Err(e) = telemetry.restart(&worker).await {
+                    tracing::warn!("OpenTelemetry export is not running: {e}");
                 }
+                watcher::work(worker, worker_wake).await;
+                telemetry.stop().await;
                 DRAINED.store(true, Ordering::SeqCst);
             });
             tauri::async_runtime::spawn(watcher::watch(

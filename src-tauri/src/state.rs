@@ -16,4 +16,6 @@ pub struct AppState {
     /// What the tray count and notifications cover (Settings → Team database); the watcher
     /// follows each change at once.
     pub alerts: tokio::sync::watch::Sender<reins_core::api::AlertScope>,
+    /// The OpenTelemetry follower (Settings → Traces starts it again on a new choice).
+    pub telemetry: Arc<reins_core::api::TelemetryFollowing>,
 }

@@ -13,6 +13,7 @@ pub mod rules;
 pub mod runs;
 pub mod settings;
 pub mod team;
+pub mod telemetry;
 
 use tauri::State;
 

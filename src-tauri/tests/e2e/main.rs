@@ -16,6 +16,7 @@ mod remote;
 mod reviews;
 mod staged;
 mod team;
+mod telemetry;
 mod tray;
 mod views;
 mod window;

@@ -6,6 +6,7 @@ import { AgentsOnThisMachine, ModelServerStatus } from "./Machine";
 import { ClaudeCodeHooks } from "./ClaudeCode";
 import { RemoteApprovals } from "./RemoteApprovals";
 import { TeamDatabase } from "./TeamDatabase";
+import { Telemetry } from "./Telemetry";
 import { DefaultBudget } from "./DefaultBudget";
 
 export function SettingsView() {
@@ -71,6 +72,7 @@ export function SettingsView() {
       <ClaudeCodeHooks />
       <RemoteApprovals />
       <TeamDatabase />
+      <Telemetry />
       <McpServers />
       <section className="panel">
         <h2>Policy</h2>

@@ -101,6 +101,14 @@ export const commands = {
 	 *  started here. Saved in this machine's config dir; the tray follows at once.
 	 */
 	setAlertScope: (scope: AlertScope) => typedError<AlertScope, IpcError>(__TAURI_INVOKE("set_alert_scope", { scope })),
+	telemetrySettings: () => typedError<TelemetryView, IpcError>(__TAURI_INVOKE("telemetry_settings")),
+	/**
+	 *  Saves the export (None: turns the saved one off) and follows the log on it at once. A saved
+	 *  choice the follower cannot start on (a keyring entry missing) shows as the view's problem.
+	 */
+	saveTelemetrySettings: (settings: TelemetrySettings | null) => typedError<TelemetryView, IpcError>(__TAURI_INVOKE("save_telemetry_settings", { settings })),
+	/**  Sends what the collector has not taken yet, now; None: export is off. */
+	telemetrySendNow: () => typedError<TelemetryPass | null, IpcError>(__TAURI_INVOKE("telemetry_send_now")),
 	/**  Asks the model server (the provider setting's, or `base_url`) for its models. */
 	checkModelServer: (baseUrl: string | null) => typedError<ModelServerCheck, IpcError>(__TAURI_INVOKE("check_model_server", { baseUrl })),
 	/**  The agents Reins knows how to run that are on `PATH`. */
@@ -1365,6 +1373,85 @@ export type TeamView = {
 	machine: string,
 	/**  What this machine's tray and notifications cover. */
 	alerts: AlertScope,
+};
+
+/**  One destination's cursor and its lag. */
+export type TelemetryCursor = {
+	destination: string,
+	/**  The last event whose spans the collector took. */
+	seq: number,
+	/**  Events after it. */
+	behind: number,
+	/**  When the oldest of those was committed (Unix ms). */
+	oldestUnsentAt: number | null,
+	spans: number,
+	/**  The process exporting now, while its lease runs. */
+	holder: string | null,
+	lastError: string | null,
+	lastErrorAt: number | null,
+};
+
+/**  One header sent with every export: a plain value, or a keyring entry's secret after `prefix`. */
+export type TelemetryHeader = {
+	name: string,
+	/**  A value that is not a credential (an experiment id, a version). */
+	value: string | null,
+	/**  The keyring entry holding the credential (`reins keys set NAME`). */
+	key: string | null,
+	/**  Written before the keyring's secret: `Bearer `, `Basic `. */
+	prefix: string,
+};
+
+/**  The export in force: where, from which setting, and with what. */
+export type TelemetryInForce = {
+	destination: string,
+	source: string,
+	content: boolean,
+	metrics: string | null,
+};
+
+/**  What one pass did. */
+export type TelemetryPass = {
+	events: number,
+	spans: number,
+	/**  Whether the cursor reached the log's head. */
+	caughtUp: boolean,
+	/**  Another process holds the export now. */
+	heldElsewhere: boolean,
+};
+
+/**  The export as the Settings form shows and saves it. */
+export type TelemetrySettings = {
+	/**  The collector's base URL (`/v1/traces` is added) or its traces endpoint. */
+	endpoint: string,
+	/**  Whether goals, arguments, replies and people's reasons go out (redacted). Off by default. */
+	content: boolean,
+	/**  Whether metrics go beside the traces (`/v1/metrics`). */
+	metrics: boolean,
+	/**  `service.name` (None: "reins"). */
+	serviceName: string | null,
+	headers: TelemetryHeader[],
+};
+
+/**
+ *  What Settings → Traces shows: what is saved, what is in force and from where, and how far the
+ *  export has got.
+ */
+export type TelemetryView = {
+	/**  `telemetry.toml`, where the Settings keep the export. */
+	file: string,
+	/**  What it holds (None: there is none, or it does not read: see `problem`). */
+	saved: TelemetrySettings | null,
+	/**  The export in force on this machine (None: off, or its configuration does not read). */
+	inForce: TelemetryInForce | null,
+	/**  Why the configuration does not read; nothing is exported until it is fixed. */
+	problem: string | null,
+	/**  The variable that wins over what is saved here, when one is set where the app runs. */
+	fromEnvironment: string | null,
+	/**  Whether this process follows the log now. */
+	following: boolean,
+	/**  The export's cursor here (None: nothing was sent to it yet). */
+	cursor: TelemetryCursor | null,
 };
 
 /**  One completed tool call, as a later resume needs to know it. */

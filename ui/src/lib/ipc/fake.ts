@@ -1,6 +1,7 @@
 // An in-memory Backend for component tests: records every call, serves canned data.
 import type { Backend } from "./backend";
 import { BackendError } from "./backend";
+import type { TelemetrySettings } from "./bindings";
 import type { AgentOnPath, ApprovalView, BudgetLimits, AuditEventView, FactView, IpcError, ModelServerCheck, PolicyCheck, PolicyState, RollbackChange, RunSummary, Verification } from "./bindings";
 
 export interface Call {
@@ -39,6 +40,8 @@ export interface FakeData {
   teamError?: IpcError;
   /** `[budget]` in the policy file. */
   policyBudget?: BudgetLimits;
+  /** `telemetry.toml` as saved (default: none, export off). */
+  telemetry?: TelemetrySettings;
   /** What rolling a run back changes (the diffs are now → then). */
   rollback?: RollbackChange[];
 }
@@ -66,6 +69,19 @@ export function fakeBackend(data: FakeData = {}) {
     machine: "laptop",
     alerts: team.alerts,
   });
+  const otel: { saved: TelemetrySettings | null; sent: number } = { saved: data.telemetry ?? null, sent: 0 };
+  const otelView = () => {
+    const on = otel.saved;
+    return {
+      file: "/home/u/.config/reins/telemetry.toml",
+      saved: on,
+      inForce: on ? { destination: `${on.endpoint.replace(/\/$/, "")}/v1/traces`, source: "/home/u/.config/reins/telemetry.toml", content: on.content, metrics: on.metrics ? "on" : null } : null,
+      problem: null,
+      fromEnvironment: null,
+      following: on !== null,
+      cursor: on && otel.sent ? { destination: "", seq: 9, behind: 0, oldestUnsentAt: null, spans: otel.sent, holder: null, lastError: null, lastErrorAt: null } : null,
+    };
+  };
   const claudeFile = (project: string | null) => (project === null ? "/home/u/.claude/settings.json" : `${project}/.claude/settings.local.json`);
   const claudeView = (project: string | null) => {
     const file = claudeFile(project);
@@ -185,6 +201,22 @@ export function fakeBackend(data: FakeData = {}) {
       return null;
     },
     keySet: () => null,
+    telemetrySettings: () => otelView(),
+    // As Rust checks: an http(s) URL, and no credential written as a plain value.
+    saveTelemetrySettings: (settings: TelemetrySettings | null) => {
+      if (settings && !/^https?:\/\//.test(settings.endpoint.trim()))
+        throw new BackendError({ code: "invalid_input", message: `endpoint in telemetry.toml: "${settings.endpoint}" is not a URL` });
+      const plainKey = settings?.headers.find((h) => h.value !== null && /auth|key|token/i.test(h.name));
+      if (plainKey)
+        throw new BackendError({ code: "invalid_input", message: `header ${plainKey.name} in telemetry.toml: a credential is not kept in a file; store it with \`reins keys set NAME\`` });
+      otel.saved = settings;
+      return otelView();
+    },
+    telemetrySendNow: () => {
+      if (!otel.saved) return null;
+      otel.sent += 12;
+      return { events: 30, spans: 12, caughtUp: true, heldElsewhere: false };
+    },
     rollbackRun: (id: string, to: number, dryRun: boolean) => ({
       run: id, to, dryRun, changes: [...(data.rollback ?? [])], snapshot: dryRun ? null : to + 1, checkpoint: dryRun ? null : to + 2,
     }),
