@@ -136,6 +136,38 @@ impl Sink {
         Ok(out)
     }
 
+    /// Every span sent to `/v1/traces`, with its attributes as `k=v` (strings and integers).
+    pub fn span_attributes(&self) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+        use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+        use prost::Message as _;
+        let taken = self.taken.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+        let mut out = Vec::new();
+        for (_, body) in taken.iter().filter(|(path, _)| path == "/v1/traces") {
+            let req = ExportTraceServiceRequest::decode(body.as_slice())?;
+            for span in req
+                .resource_spans
+                .iter()
+                .flat_map(|r| &r.scope_spans)
+                .flat_map(|s| &s.spans)
+            {
+                let attrs = span
+                    .attributes
+                    .iter()
+                    .map(
+                        |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                            Some(Any::StringValue(v)) => format!("{}={v}", kv.key),
+                            Some(Any::IntValue(n)) => format!("{}={n}", kv.key),
+                            other => format!("{}={other:?}", kv.key),
+                        },
+                    )
+                    .collect();
+                out.push((span.name.clone(), attrs));
+            }
+        }
+        Ok(out)
+    }
+
     /// Every span sent to `/v1/traces`: (name, its events' names with their attributes as `k=v`).
     pub fn spans(&self) -> anyhow::Result<Vec<SentSpan>> {
         use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;

@@ -489,6 +489,36 @@ async fn a_web_decision_is_bound_to_the_card_single_and_audited_with_the_device(
             decisions[0]
         );
     }
+
+    // Exported, each review says who decided it: the phone or the terminal, and the harness for
+    // the card the file's change replaced.
+    let sink = reins_tests::otlp_sink::Sink::start()?;
+    let mut flush = cli.strict_cmd();
+    flush
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{}", sink.port),
+        )
+        .env("OTEL_METRICS_EXPORTER", "none")
+        .env_remove("OTEL_SDK_DISABLED")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .args(["otel", "flush"]);
+    let out = tokio::task::spawn_blocking(move || flush.output()).await??;
+    assert!(out.status.success(), "{}", common::text(&out));
+    let reviews = sink.span_attributes()?;
+    let decider = |card: &str| {
+        reviews
+            .iter()
+            .find(|(_, a)| a.iter().any(|kv| kv == &format!("reins.review.id={card}")))
+            .and_then(|(_, a)| {
+                a.iter()
+                    .find_map(|kv| kv.strip_prefix("reins.review.decider="))
+            })
+            .map(str::to_owned)
+    };
+    let want = if web_won { "device" } else { "user" };
+    assert_eq!(decider(&fresh).as_deref(), Some(want), "{reviews:?}");
+    assert_eq!(decider(&id).as_deref(), Some("harness"), "{reviews:?}");
     Ok(())
 }
 
