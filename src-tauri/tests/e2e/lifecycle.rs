@@ -231,6 +231,30 @@ async fn j_a_notification_per_new_approval_and_clicking_it_opens_that_approval()
     .await?;
     assert_eq!(read(&fourth_ws.join("greeting.txt")), "go away\n");
 
+    // Exported, a review decided from a notification names it as the decider.
+    let sink = reins_tests::otlp_sink::Sink::start()?;
+    let settings = home.config().join("telemetry.toml");
+    std::fs::write(
+        &settings,
+        format!(
+            "endpoint = \"http://127.0.0.1:{}\"\nmetrics = false\n",
+            sink.port
+        ),
+    )?;
+    home.reins(&["otel", "flush"], &[])?;
+    std::fs::remove_file(&settings)?;
+    let reviews = sink.span_attributes()?;
+    for decision in ["approved", "rejected"] {
+        assert!(
+            reviews.iter().any(|(_, a)| a
+                .iter()
+                .any(|kv| kv == "reins.review.decider=notification")
+                && a.iter()
+                    .any(|kv| kv == &format!("reins.review.decision={decision}"))),
+            "a review {decision} from a notification: {reviews:?}"
+        );
+    }
+
     // A high-risk card's notification has no Approve or Reject.
     let fifth_ws = home.workspace("five", &[("README.md", "x\n")])?;
     home.queue_plan(HIGH_PLAN, &fifth_ws)?;
