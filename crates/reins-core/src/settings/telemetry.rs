@@ -141,7 +141,7 @@ pub fn save_telemetry(new: Option<&TelemetrySettings>) -> Result<()> {
     };
     let body = toml::to_string(&new.file()?).map_err(|e| Error::Invalid(e.to_string()))?;
     let text = format!(
-        "# Where this machine sends OpenTelemetry traces (docs/observability.md). Written by the\n# app's Settings; the OTEL_* environment wins over it. Credentials are keyring entries.\n{body}"
+        "# Where this machine sends OpenTelemetry traces (docs/observability.md). Written by\n# Settings → Traces or `reins otel set`; the OTEL_* environment wins over it. Credentials\n# are keyring entries.\n{body}"
     );
     config::resolve(&|_| None, Some(Source::File(&text, &path)))?;
     crate::data_dir::write_config(&path, &text)?;

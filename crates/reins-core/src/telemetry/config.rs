@@ -210,7 +210,7 @@ pub fn resolve(env: &dyn Fn(&str) -> Option<String>, source: Option<Source<'_>>)
                 FileHeader::Plain(v) => {
                     if carries_a_key(name) || crate::secrets::redact(v) != v.as_str() {
                         return Err(bad(format!(
-                            "a credential is not kept in a file; store it with `reins keys set NAME` and write {name} = {{ key = \"NAME\" }}"
+                            "a credential is not kept in a file; store it with `reins keys set NAME` and name that keyring entry instead ({name} = {{ key = \"NAME\" }} in the file)"
                         )));
                     }
                     HeaderValue::Plain(v.clone())
@@ -289,8 +289,13 @@ fn parse(what: &str, text: &str, base: bool) -> Result<url::Url> {
     let mut url = url::Url::parse(text.trim())
         .map_err(|e| Error::Invalid(format!("{what}: {text:?} is not a URL ({e})")))?;
     if !matches!(url.scheme(), "http" | "https") {
+        let hint = if text.contains("://") {
+            String::new()
+        } else {
+            format!("; did you mean http://{}?", text.trim())
+        };
         return Err(Error::Invalid(format!(
-            "{what}: {text:?} is not an http or https URL (Reins sends OTLP over HTTP/protobuf)"
+            "{what}: {text:?} is not an http or https URL (Reins sends OTLP over HTTP/protobuf){hint}"
         )));
     }
     if base && !url.path().ends_with(TRACES_PATH) {

@@ -140,13 +140,56 @@ fn the_policy_file_turns_export_on_a_workspace_cannot_and_the_settings_file_wins
         );
     }
 
-    // The Settings' file wins over the policy file.
+    // The Settings' file (here written by `reins otel set`) wins over the policy file.
+    let set = |args: &[&str]| -> anyhow::Result<std::process::Output> {
+        Ok(no_otel_env(cli.strict_cmd())
+            .args(["otel", "set"])
+            .args(args)
+            .output()?)
+    };
+    let out = set(&[
+        "http://127.0.0.1:1",
+        "--no-metrics",
+        "--header",
+        "x-team=platform",
+    ])?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("export: on, to http://127.0.0.1:1/v1/traces"),
+        "{}",
+        text(&out)
+    );
     let settings = config.join("telemetry.toml");
-    std::fs::write(&settings, "endpoint = \"http://127.0.0.1:1\"\n")?;
     let s = status(&cli)?;
     assert_eq!(s["destination"], "http://127.0.0.1:1/v1/traces", "{s}");
     assert_eq!(s["source"], settings.display().to_string(), "{s}");
-    // A credential written in it is refused, never taken for "off".
+    let saved = std::fs::read_to_string(&settings)?;
+    assert!(
+        saved.contains("x-team = \"platform\"") && saved.contains("metrics = false"),
+        "{saved}"
+    );
+    // A credential given as a value is refused, and what was saved stays.
+    let out = set(&["http://127.0.0.1:2", "--header", "authorization=Bearer abc"])?;
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("a credential is not kept in a file"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&settings)?, saved);
+    // Named as a keyring entry, it is saved by name only.
+    let out = set(&[
+        "http://127.0.0.1:2",
+        "--header",
+        "authorization=Bearer {collector}",
+    ])?;
+    assert!(out.status.success(), "{}", text(&out));
+    let saved = std::fs::read_to_string(&settings)?;
+    assert!(
+        saved.contains("key = \"collector\"") && saved.contains("prefix = \"Bearer \""),
+        "{saved}"
+    );
+    // Written by hand, a credential in it is refused, never taken for "off".
     std::fs::write(
         &settings,
         "endpoint = \"http://127.0.0.1:1\"\n[headers]\nauthorization = \"Bearer abc\"\n",
@@ -159,6 +202,18 @@ fn the_policy_file_turns_export_on_a_workspace_cannot_and_the_settings_file_wins
         text(&out).contains("a credential is not kept in a file"),
         "{}",
         text(&out)
+    );
+    // Off: the policy file's export is in force again.
+    let out = no_otel_env(cli.strict_cmd())
+        .args(["otel", "off"])
+        .output()?;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(!settings.exists());
+    let s = status(&cli)?;
+    assert_eq!(
+        s["source"],
+        format!("[telemetry] in {}", policy.display()),
+        "{s}"
     );
     Ok(())
 }
