@@ -290,12 +290,14 @@ impl Reins {
                 policy_file: Some(policy_file.clone()).filter(|p| *p != default_policy),
             });
         }
-        Ok(Self {
+        let reins = Self {
             engine,
             data_dir,
             policy_file,
             rules,
-        })
+        };
+        reins.keep_prompts_for_export();
+        Ok(reins)
     }
 
     /// Opens the data dir at `root` (or `REINS_DATA_DIR`, or the platform's) with default options.

@@ -167,10 +167,29 @@ impl Reins {
 
     /// Saves Settings → Traces (None: turns the saved export off). Checked before it is written.
     pub fn save_telemetry(&self, new: Option<&TelemetrySettings>) -> Result<()> {
-        crate::settings::save_telemetry(new)
+        crate::settings::save_telemetry(new)?;
+        self.keep_prompts_for_export();
+        Ok(())
+    }
+
+    /// Keeps each model request's messages for export while the export in force sends content.
+    /// A configuration that does not read keeps none; it is reported where the export runs.
+    pub(super) fn keep_prompts_for_export(&self) {
+        let content = self
+            .telemetry_export()
+            .ok()
+            .flatten()
+            .is_some_and(|e| e.content);
+        self.engine.keep_prompts(content);
     }
 
     async fn follower(&self, export: telemetry::Export) -> Result<Follower> {
-        Follower::new(self.store().clone(), export, self.engine.secrets().clone()).await
+        Follower::new(
+            self.store().clone(),
+            self.engine.blobs().clone(),
+            export,
+            self.engine.secrets().clone(),
+        )
+        .await
     }
 }

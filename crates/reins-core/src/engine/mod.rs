@@ -119,6 +119,9 @@ pub struct Engine {
     contain: crate::contain::Setup,
     /// The agents and servers this machine registered: all a run from another machine may start.
     registry: Arc<dyn crate::agent::registry::Registry>,
+    /// Whether each model request's messages are kept (redacted) in the blob store, for an
+    /// OpenTelemetry export with content on to send as the call's prompt.
+    keep_prompts: AtomicBool,
 }
 
 impl Engine {
@@ -146,7 +149,18 @@ impl Engine {
                 helper: crate::contain::launch::helper(),
                 ..Default::default()
             },
+            keep_prompts: AtomicBool::new(false),
         }
+    }
+
+    /// Keeps each model request's messages, redacted, in the blob store from the next call on
+    /// (an export with content on sends them as the prompt); off, none are kept.
+    pub fn keep_prompts(&self, on: bool) {
+        self.keep_prompts.store(on, Ordering::Relaxed);
+    }
+
+    pub(crate) fn keeps_prompts(&self) -> bool {
+        self.keep_prompts.load(Ordering::Relaxed)
     }
 
     /// Keeps Reins' own places out of every confined process's reach.

@@ -104,6 +104,7 @@ impl Drive<'_> {
         };
         let body = client.body(&messages, &input.tools);
         let body_hash = Digest::of(crate::digest::canonical_json(&body).as_bytes());
+        let prompt = self.kept_prompt(seq, &messages).await;
         self.obs.on(&Progress::Thinking {
             seq,
             model: settings.model.clone(),
@@ -152,10 +153,14 @@ impl Drive<'_> {
             },
             reply,
         };
+        let mut args = serde_json::json!({ "model": settings.model, "baseUrl": settings.base_url,
+                      "messages": messages.len(), "requestSha256": body_hash });
+        if let Some(prompt) = prompt {
+            args["prompt"] = serde_json::json!(prompt);
+        }
         let action = RecordedCall::raw(ToolCall {
             tool: TOOL.into(),
-            args: serde_json::json!({ "model": settings.model, "baseUrl": settings.base_url,
-                      "messages": messages.len(), "requestSha256": body_hash }),
+            args,
         });
         self.record_reply(
             seq,
@@ -168,6 +173,24 @@ impl Drive<'_> {
         .await?;
         crate::fault_point!("after_model_step");
         Ok(None)
+    }
+
+    /// The request's messages, redacted, kept in the blob store when an export with content on
+    /// wants them (see `Engine::keep_prompts`); their digest goes in the step's record. For
+    /// observability only: one that cannot be kept is said in the log and the call goes on.
+    async fn kept_prompt(&self, seq: i64, messages: &[crate::provider::Message]) -> Option<Digest> {
+        if !self.e.keeps_prompts() {
+            return None;
+        }
+        let text = crate::telemetry::messages::input(messages).to_string();
+        let text = crate::secrets::redact(&text);
+        match self.e.blobs().put_relaxed(text.as_bytes()).await {
+            Ok(d) => Some(d),
+            Err(e) => {
+                tracing::warn!(run = %self.run, seq, error = %e, "the prompt was not kept for export");
+                None
+            }
+        }
     }
 
     /// The key for `name` from the secret store (a blocking D-Bus call: off the async threads),

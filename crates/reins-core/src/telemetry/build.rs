@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 
+use crate::blob::BlobStore;
+use crate::digest::Digest;
 use crate::event::Kind as Event;
 use crate::ids::RunId;
 use crate::secrets::redact;
@@ -54,13 +56,13 @@ impl<'r> Page<'r> {
     }
 }
 
-/// The spans `row` closes (none for most events). `content`: prompts, arguments and reasons go
-/// out too, redacted.
+/// The spans `row` closes (none for most events). `content` (the blob store the prompts are kept
+/// in): prompts, replies, arguments and reasons go out too, redacted.
 pub async fn spans_of(
     store: &Store,
     row: &AuditRow,
     page: &mut Page<'_>,
-    content: bool,
+    content: Option<&BlobStore>,
 ) -> Result<Vec<Span>> {
     if !CLOSING.contains(&row.kind.as_str()) {
         return Ok(Vec::new());
@@ -108,6 +110,12 @@ pub fn event_of(row: &AuditRow) -> Result<Event> {
         .ok_or_else(|| unreadable(row))
 }
 
+/// A model step's result as the journal keeps it: the reply is what is exported.
+#[derive(serde::Deserialize)]
+struct Recorded {
+    reply: crate::provider::Completion,
+}
+
 /// The harness's own record that does not decode: damage, never skipped.
 fn unreadable(row: &AuditRow) -> Error {
     Error::Store(crate::store::StoreError::Damaged {
@@ -121,7 +129,7 @@ struct Builder<'a, 'p> {
     store: &'a Store,
     run: RunId,
     row: &'a AuditRow,
-    content: bool,
+    content: Option<&'a BlobStore>,
     page: &'a mut Page<'p>,
 }
 
@@ -165,7 +173,7 @@ impl Builder<'_, '_> {
         if let Some(micros) = cost {
             span.attributes.push(("reins.cost_usd", Attr::F64(micros as f64 / 1e6)));
         }
-        if self.content {
+        if self.content.is_some() {
             span.attributes.push(("reins.run.name", redact(&run.name).into_owned().into()));
             span.attributes.push(("reins.run.goal", redact(&run.goal).into_owned().into()));
             if let Some(summary) = summary {
@@ -276,7 +284,7 @@ impl Builder<'_, '_> {
         if let Some(risk) = step.risk {
             span.attributes.push(("reins.risk", risk.as_str().into()));
         }
-        if self.content {
+        if self.content.is_some() {
             let args = step.action.call().args.to_string();
             span.attributes.push(("gen_ai.tool.call.arguments", redact(&args).into_owned().into()));
         }
@@ -377,9 +385,24 @@ impl Builder<'_, '_> {
         if !m.tool_calls.is_empty() {
             span.attributes.push(("reins.tool_calls", Attr::Strs(m.tool_calls.clone())));
         }
-        if self.content {
+        if let Some(blobs) = self.content {
+            let args = &step.action.call().args;
+            if let Some(prompt) = args["prompt"].as_str().and_then(Digest::parse) {
+                // Kept for export only: one removed since (retention, a crash before it
+                // settled) is said on the span, never taken for damage.
+                match blobs.get(&prompt).await {
+                    Ok(bytes) => {
+                        let text = String::from_utf8_lossy(&bytes);
+                        span.attributes.push(("gen_ai.input.messages", redact(&text).into_owned().into()));
+                    }
+                    Err(e) => span.attributes.push(("reins.prompt.unavailable", e.to_string().into())),
+                }
+            }
             if let Some(result) = &step.result {
-                span.attributes.push(("gen_ai.output.messages", redact(result).into_owned().into()));
+                let output = serde_json::from_str::<Recorded>(result)
+                    .map(|r| super::messages::output(&r.reply).to_string())
+                    .unwrap_or_else(|_| result.clone());
+                span.attributes.push(("gen_ai.output.messages", redact(&output).into_owned().into()));
             }
         }
         Ok(span)
@@ -417,7 +440,7 @@ impl Builder<'_, '_> {
             ("gen_ai.tool.name", a.tool.clone().into()),
             ("reins.step", a.step_seq.into()),
         ]);
-        if self.content {
+        if self.content.is_some() {
             if let Some(note) = a.note.as_deref().filter(|n| !n.is_empty()) {
                 span.attributes.push(("reins.review.reason", redact(note).into_owned().into()));
             }

@@ -43,6 +43,8 @@ pub struct Pass {
 /// One destination's exporter, bound to the store it follows.
 pub struct Follower {
     store: Store,
+    /// Where the prompts an export with content on sends are kept.
+    blobs: crate::blob::BlobStore,
     export: Export,
     holder: String,
     exporter: opentelemetry_otlp::SpanExporter,
@@ -58,7 +60,12 @@ pub struct Follower {
 impl Follower {
     /// Builds the exporter, reading header keys from the keyring (blocking calls, off the async
     /// threads).
-    pub async fn new(store: Store, export: Export, keys: std::sync::Arc<dyn SecretStore>) -> Result<Self> {
+    pub async fn new(
+        store: Store,
+        blobs: crate::blob::BlobStore,
+        export: Export,
+        keys: std::sync::Arc<dyn SecretStore>,
+    ) -> Result<Self> {
         let mut headers = HashMap::new();
         for (name, value) in &export.headers {
             let value = match value {
@@ -108,6 +115,7 @@ impl Follower {
         };
         Ok(Self {
             store,
+            blobs,
             export,
             holder,
             exporter,
@@ -189,7 +197,7 @@ impl Follower {
             let mut page = super::build::Page::default();
             for (i, row) in rows.iter().enumerate() {
                 page.at(&rows[..i]);
-                match super::build::spans_of(&self.store, row, &mut page, self.export.content).await {
+                match super::build::spans_of(&self.store, row, &mut page, self.content()).await {
                     Ok(built) => spans.extend(built),
                     // The harness's own record that does not read stops the export here, said
                     // where `reins otel status` shows it; nothing after it is sent out of order.
@@ -226,6 +234,11 @@ impl Follower {
             pass.events += rows.len() as i64;
             pass.spans += count;
         }
+    }
+
+    /// The blob store when content goes out (the prompts are read from it), else None.
+    fn content(&self) -> Option<&crate::blob::BlobStore> {
+        self.export.content.then_some(&self.blobs)
     }
 
     /// One pass, then lets go of the export (for a process that exports once and exits).

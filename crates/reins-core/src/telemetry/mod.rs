@@ -7,6 +7,7 @@ pub mod build;
 pub mod config;
 pub mod follower;
 pub mod ids;
+pub mod messages;
 pub mod metrics;
 pub mod span;
 

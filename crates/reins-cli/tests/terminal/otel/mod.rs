@@ -4,6 +4,7 @@
 //! attributes; a collector that is down for a whole run gets every span once when it is back; no
 //! prompt or reason goes out unless content export is on, and never a secret.
 
+mod content;
 mod receivers;
 mod sources;
 
@@ -20,7 +21,7 @@ use common::{text, Cli};
 use reins_tests::mock_llm::{self, MockLlm};
 
 /// `reins` sending to `endpoint`, with content export on or off.
-fn exporting(mut c: Command, endpoint: &str, content: bool) -> Command {
+pub(super) fn exporting(mut c: Command, endpoint: &str, content: bool) -> Command {
     c.env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
         .env_remove("OTEL_METRICS_EXPORTER")
         .env(
