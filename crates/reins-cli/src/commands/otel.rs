@@ -45,6 +45,10 @@ pub struct SetArgs {
     /// The `service.name` spans carry (default: reins).
     #[arg(long, value_name = "NAME")]
     pub service: Option<String>,
+    /// Send over OTLP/gRPC (port 4317 by convention) instead of HTTP/protobuf (4318); the
+    /// endpoint is then the collector's address, with no path.
+    #[arg(long)]
+    pub grpc: bool,
 }
 
 /// `NAME=VALUE`, or `NAME=PREFIX{KEY}`: a header taken from the keyring entry KEY.
@@ -86,6 +90,7 @@ async fn set(reins: &Reins, args: SetArgs) -> reins_core::api::Result<()> {
         content: args.content,
         metrics: !args.no_metrics,
         service_name: args.service,
+        grpc: args.grpc,
         headers,
     }))?;
     if keys.is_empty() {
@@ -159,7 +164,8 @@ pub async fn exec(reins: &Reins, cmd: OtelCommand, json: bool) -> reins_core::ap
 fn print_status(s: &TelemetryStatus) {
     match (&s.destination, &s.source) {
         (Some(d), Some(source)) => println!(
-            "export: on, to {d} (from {source}); content {}",
+            "export: on, to {d}{} (from {source}); content {}",
+            if s.protocol == Some(reins_core::api::TelemetryProtocol::Grpc) { " over gRPC" } else { "" },
             if s.content { "on (redacted)" } else { "off" }
         ),
         _ => println!("export: off on this machine (set OTEL_EXPORTER_OTLP_ENDPOINT, write telemetry.toml in the config dir, or add [telemetry] to your policy.toml)"),

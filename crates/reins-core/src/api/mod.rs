@@ -54,8 +54,8 @@ pub use crate::settings::{AcpRunRequest, AgentEntry, AgentView, FoundAgent};
 pub use crate::settings::{ModelServerCheck, ProviderDefaults};
 pub use crate::settings::{TelemetryHeader, TelemetrySettings};
 pub use crate::telemetry::{
-    Cursor as TelemetryCursor, Export as TelemetryExport, Pass as TelemetryPass,
-    Status as TelemetryStatus, TELEMETRY_FILE,
+    config::Protocol as TelemetryProtocol, Cursor as TelemetryCursor, Export as TelemetryExport,
+    Pass as TelemetryPass, Status as TelemetryStatus, TELEMETRY_FILE,
 };
 pub use crate::view::{
     face, ActionView, Alert, Alerts, ApprovalView, AuditEventView, AuditPage, ContextView,

@@ -37,6 +37,8 @@ pub struct TelemetryView {
 pub struct TelemetryInForce {
     pub destination: String,
     pub source: String,
+    /// Over OTLP/gRPC (else HTTP/protobuf).
+    pub grpc: bool,
     pub content: bool,
     pub metrics: Option<String>,
 }
@@ -155,6 +157,7 @@ impl Reins {
             in_force: export.map(|e| TelemetryInForce {
                 destination: e.destination(),
                 source: e.source.clone(),
+                grpc: e.protocol == telemetry::config::Protocol::Grpc,
                 content: e.content,
                 metrics: e.metrics.map(|m| m.to_string()),
             }),

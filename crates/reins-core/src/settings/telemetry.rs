@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::telemetry::config::{self, File, FileHeader, KeyedHeader, Source};
+use crate::telemetry::config::{self, File, FileHeader, KeyedHeader, Protocol, Source};
 
 /// The export as the Settings form shows and saves it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,6 +22,9 @@ pub struct TelemetrySettings {
     pub metrics: bool,
     /// `service.name` (None: "reins").
     pub service_name: Option<String>,
+    /// OTLP over gRPC (port 4317 by convention) instead of HTTP/protobuf (4318).
+    #[serde(default)]
+    pub grpc: bool,
     pub headers: Vec<TelemetryHeader>,
 }
 
@@ -64,6 +67,7 @@ impl TelemetrySettings {
             content: file.content,
             metrics: file.metrics,
             service_name: file.service_name,
+            grpc: file.protocol == Some(Protocol::Grpc),
             headers,
         }
     }
@@ -109,6 +113,7 @@ impl TelemetrySettings {
             content: self.content,
             metrics: self.metrics,
             service_name,
+            protocol: self.grpc.then_some(Protocol::Grpc),
             headers,
         })
     }
@@ -158,6 +163,7 @@ mod tests {
             content: false,
             metrics: true,
             service_name: Some(" ".into()),
+            grpc: false,
             headers,
         }
     }

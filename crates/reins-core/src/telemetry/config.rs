@@ -28,8 +28,9 @@ const TRACES_PATH: &str = "/v1/traces";
 /// Export turned on: where, as whom, and with what.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Export {
-    /// The OTLP/HTTP traces endpoint.
+    /// The OTLP traces endpoint (over gRPC: the collector's address).
     pub endpoint: url::Url,
+    pub protocol: Protocol,
     pub service: String,
     /// Whether prompts, arguments and people's reasons go out (redacted). Off by default.
     pub content: bool,
@@ -44,6 +45,30 @@ pub struct Export {
     pub metrics: Option<url::Url>,
     /// How often metrics are sent (`OTEL_METRIC_EXPORT_INTERVAL`, default 60 s).
     pub metrics_every: std::time::Duration,
+}
+
+/// How spans travel to the collector.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Protocol {
+    /// OTLP over HTTP, protobuf bodies (port 4318 by convention): what every backend takes.
+    #[default]
+    #[serde(rename = "http/protobuf")]
+    HttpProtobuf,
+    /// OTLP over gRPC (port 4317 by convention).
+    #[serde(rename = "grpc")]
+    Grpc,
+}
+
+impl Protocol {
+    fn parse(what: &str, text: &str) -> Result<Self> {
+        match text.trim() {
+            "http/protobuf" => Ok(Self::HttpProtobuf),
+            "grpc" => Ok(Self::Grpc),
+            other => Err(Error::Invalid(format!(
+                "{what}: {other:?} is not a protocol Reins sends: \"http/protobuf\" or \"grpc\""
+            ))),
+        }
+    }
 }
 
 /// A header's value: given in the environment, or a key in the OS keyring.
@@ -75,6 +100,9 @@ pub struct File {
     pub metrics: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_name: Option<String>,
+    /// "http/protobuf" (the default) or "grpc".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, FileHeader>,
 }
@@ -171,6 +199,15 @@ pub fn resolve(env: &dyn Fn(&str) -> Option<String>, source: Option<Source<'_>>)
     }
     let origin = source.as_ref().map(Source::origin).unwrap_or_default();
     let file: Option<File> = source.as_ref().map(Source::read).transpose()?;
+    let protocol = match ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"]
+        .into_iter()
+        .find_map(|var| env(var).map(|v| (var, v)))
+    {
+        Some((var, v)) => Protocol::parse(var, &v)?,
+        None => file.as_ref().and_then(|f| f.protocol).unwrap_or_default(),
+    };
+    // Over HTTP a base URL gets the traces path; gRPC has no paths.
+    let base = protocol == Protocol::HttpProtobuf;
     let (endpoint, source) = if let Some(url) = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
         (
             parse("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &url, false)?,
@@ -178,12 +215,12 @@ pub fn resolve(env: &dyn Fn(&str) -> Option<String>, source: Option<Source<'_>>)
         )
     } else if let Some(url) = env("OTEL_EXPORTER_OTLP_ENDPOINT") {
         (
-            parse("OTEL_EXPORTER_OTLP_ENDPOINT", &url, true)?,
+            parse("OTEL_EXPORTER_OTLP_ENDPOINT", &url, base)?,
             "OTEL_EXPORTER_OTLP_ENDPOINT".to_owned(),
         )
     } else if let Some(f) = &file {
         let what = format!("endpoint in {origin}");
-        let url = parse(&what, &f.endpoint, true)?;
+        let url = parse(&what, &f.endpoint, base)?;
         let text = f.endpoint.as_str();
         if !url.username().is_empty() || url.password().is_some() || crate::secrets::redact(text) != text {
             return Err(Error::Invalid(format!(
@@ -233,6 +270,8 @@ pub fn resolve(env: &dyn Fn(&str) -> Option<String>, source: Option<Source<'_>>)
         None
     } else if let Some(url) = env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
         Some(parse("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", &url, false)?)
+    } else if protocol == Protocol::Grpc {
+        Some(endpoint.clone())
     } else {
         endpoint.path().strip_suffix(TRACES_PATH).map(|base| {
             let mut url = endpoint.clone();
@@ -248,6 +287,7 @@ pub fn resolve(env: &dyn Fn(&str) -> Option<String>, source: Option<Source<'_>>)
         .unwrap_or_else(|| "reins".to_owned());
     Ok(Some(Export {
         endpoint,
+        protocol,
         service,
         content,
         headers,
@@ -295,7 +335,7 @@ fn parse(what: &str, text: &str, base: bool) -> Result<url::Url> {
             format!("; did you mean http://{}?", text.trim())
         };
         return Err(Error::Invalid(format!(
-            "{what}: {text:?} is not an http or https URL (Reins sends OTLP over HTTP/protobuf){hint}"
+            "{what}: {text:?} is not an http or https URL (OTLP goes over http or https, as HTTP/protobuf or gRPC){hint}"
         )));
     }
     if base && !url.path().ends_with(TRACES_PATH) {
@@ -448,6 +488,26 @@ mod tests {
             err.as_ref().err().map(ToString::to_string).is_some_and(|m| m.contains("[telemetry] in /c/policy.toml")),
             "{err:?}"
         );
+    }
+
+    #[test]
+    fn grpc_takes_the_address_as_it_is_and_sends_metrics_there_too() {
+        let e = with(
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h:4317"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")],
+            None,
+        )
+        .ok()
+        .flatten();
+        let e = e.as_ref();
+        assert_eq!(e.map(|e| (e.endpoint.as_str(), e.protocol)), Some(("http://h:4317/", Protocol::Grpc)));
+        assert_eq!(e.and_then(|e| e.metrics.as_ref()).map(url::Url::as_str), Some("http://h:4317/"));
+        let file = with(&[], Some("endpoint = \"https://h:4317\"\nprotocol = \"grpc\"\n")).ok().flatten();
+        assert_eq!(file.map(|e| e.protocol), Some(Protocol::Grpc));
+        let json = with(
+            &[("OTEL_EXPORTER_OTLP_ENDPOINT", "http://h"), ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")],
+            None,
+        );
+        assert!(json.is_err());
     }
 
     #[test]

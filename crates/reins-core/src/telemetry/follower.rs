@@ -9,10 +9,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
+use opentelemetry_otlp::tonic_types::metadata::MetadataMap;
+use opentelemetry_otlp::tonic_types::transport::ClientTlsConfig;
+use opentelemetry_otlp::{WithExportConfig as _, WithHttpConfig as _, WithTonicConfig as _};
 use opentelemetry_sdk::trace::SpanExporter as _;
 
-use super::config::{Export, HeaderValue};
+use super::config::{Export, HeaderValue, Protocol};
 use super::metrics::{Metrics, Tally};
 use crate::error::{Error, Result};
 use crate::event::Filter;
@@ -38,6 +40,69 @@ pub struct Pass {
     pub caught_up: bool,
     /// Another process holds the export now.
     pub held_elsewhere: bool,
+}
+
+/// The spans' exporter for `export`, over HTTP/protobuf or gRPC, sending `headers` with each.
+fn span_exporter(export: &Export, headers: &HashMap<String, String>) -> Result<opentelemetry_otlp::SpanExporter> {
+    let built = match export.protocol {
+        Protocol::HttpProtobuf => opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_endpoint(export.endpoint.as_str())
+            .with_timeout(TIMEOUT)
+            .with_headers(headers.clone())
+            .build(),
+        Protocol::Grpc => opentelemetry_otlp::SpanExporter::builder()
+            .with_tonic()
+            .with_endpoint(export.endpoint.as_str())
+            .with_timeout(TIMEOUT)
+            .with_metadata(metadata(headers)?)
+            .with_tls_config(tls())
+            .build(),
+    };
+    built.map_err(|e| Error::Invalid(format!("telemetry export to {}: {e}", export.destination())))
+}
+
+/// The metrics' exporter to `url`.
+fn metric_exporter(
+    protocol: Protocol,
+    url: &url::Url,
+    headers: &HashMap<String, String>,
+) -> Result<opentelemetry_otlp::MetricExporter> {
+    let built = match protocol {
+        Protocol::HttpProtobuf => opentelemetry_otlp::MetricExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_endpoint(url.as_str())
+            .with_timeout(TIMEOUT)
+            .with_headers(headers.clone())
+            .build(),
+        Protocol::Grpc => opentelemetry_otlp::MetricExporter::builder()
+            .with_tonic()
+            .with_endpoint(url.as_str())
+            .with_timeout(TIMEOUT)
+            .with_metadata(metadata(headers)?)
+            .with_tls_config(tls())
+            .build(),
+    };
+    built.map_err(|e| Error::Invalid(format!("metrics export to {url}: {e}")))
+}
+
+/// The headers as gRPC metadata: lowercase ASCII names, printable values.
+fn metadata(headers: &HashMap<String, String>) -> Result<MetadataMap> {
+    let mut map = reqwest::header::HeaderMap::new();
+    for (name, value) in headers {
+        let bad = |e: &dyn std::fmt::Display| Error::Invalid(format!("the telemetry header {name} cannot go over gRPC: {e}"));
+        let key = reqwest::header::HeaderName::from_bytes(name.to_ascii_lowercase().as_bytes()).map_err(|e| bad(&e))?;
+        let value = reqwest::header::HeaderValue::from_str(value).map_err(|e| bad(&e))?;
+        map.insert(key, value);
+    }
+    Ok(MetadataMap::from_headers(map))
+}
+
+/// TLS for an https collector, trusting the Web's roots (unused over plain http).
+fn tls() -> ClientTlsConfig {
+    ClientTlsConfig::new().with_enabled_roots()
 }
 
 /// One destination's exporter, bound to the store it follows.
@@ -89,29 +154,12 @@ impl Follower {
         for (k, v) in &export.resource {
             resource = resource.with_attribute(opentelemetry::KeyValue::new(k.clone(), v.clone()));
         }
-        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
-            .with_http()
-            .with_protocol(Protocol::HttpBinary)
-            .with_endpoint(export.endpoint.as_str())
-            .with_timeout(TIMEOUT)
-            .with_headers(headers.clone())
-            .build()
-            .map_err(|e| Error::Invalid(format!("telemetry export to {}: {e}", export.destination())))?;
+        let mut exporter = span_exporter(&export, &headers)?;
         let resource = resource.build();
         exporter.set_resource(&resource);
         let metrics = match &export.metrics {
             None => None,
-            Some(url) => {
-                let exporter = opentelemetry_otlp::MetricExporter::builder()
-                    .with_http()
-                    .with_protocol(Protocol::HttpBinary)
-                    .with_endpoint(url.as_str())
-                    .with_timeout(TIMEOUT)
-                    .with_headers(headers)
-                    .build()
-                    .map_err(|e| Error::Invalid(format!("metrics export to {url}: {e}")))?;
-                Some(Metrics::new(exporter, resource))
-            }
+            Some(url) => Some(Metrics::new(metric_exporter(export.protocol, url, &headers)?, resource)),
         };
         Ok(Self {
             store,

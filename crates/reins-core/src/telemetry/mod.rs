@@ -27,6 +27,8 @@ pub struct Status {
     pub destination: Option<String>,
     /// What turned it on.
     pub source: Option<String>,
+    /// "http/protobuf" or "grpc" (None: export is off here).
+    pub protocol: Option<config::Protocol>,
     pub content: bool,
     /// The audit log's last event.
     pub head: i64,
@@ -75,6 +77,7 @@ pub async fn status(store: &Store, export: Option<&Export>) -> Result<Status> {
     Ok(Status {
         destination: export.map(Export::destination),
         source: export.map(|e| e.source.clone()),
+        protocol: export.map(|e| e.protocol),
         content: export.is_some_and(|e| e.content),
         head,
         cursors,

@@ -43,6 +43,7 @@ it("turns export on with the credential in the keyring, sends now, and turns it 
     content: true,
     metrics: true,
     serviceName: null,
+    grpc: false,
     headers: [{ name: "authorization", value: null, key: "langfuse", prefix: "Basic " }],
   });
   expect(input("otel-secret-0").value).toBe("");
@@ -57,7 +58,7 @@ it("turns export on with the credential in the keyring, sends now, and turns it 
 });
 
 it("shows what is saved, and an endpoint that is not a URL as Rust's error", async () => {
-  const fake = fakeBackend({ telemetry: { endpoint: "http://localhost:6006", content: false, metrics: false, serviceName: "team-a", headers: [{ name: "x-team", value: "a", key: null, prefix: "" }] } });
+  const fake = fakeBackend({ telemetry: { endpoint: "http://localhost:6006", content: false, metrics: false, serviceName: "team-a", grpc: false, headers: [{ name: "x-team", value: "a", key: null, prefix: "" }] } });
   const { input } = open(fake);
   await waitFor(() => expect(input("otel-endpoint").value).toBe("http://localhost:6006"));
   expect(input("otel-service").value).toBe("team-a");
@@ -66,4 +67,16 @@ it("shows what is saved, and an endpoint that is not a URL as Rust's error", asy
   fireEvent.change(input("otel-endpoint"), { target: { value: "localhost:4318" } });
   fireEvent.click(screen.getByText("Save and start"));
   await waitFor(() => expect(screen.getByTestId("telemetry").querySelector("[role=alert]")?.textContent).toContain("is not a URL"));
+});
+
+it("sends over gRPC when asked, with the address as it is", async () => {
+  const fake = fakeBackend();
+  const { input } = open(fake);
+  await waitFor(() => expect(screen.getByTestId("telemetry-now").textContent).toContain("Off"));
+  fireEvent.click(input("otel-grpc"));
+  expect(screen.getByTestId("telemetry").textContent).toContain("OTLP over gRPC: the address, usually port 4317");
+  fireEvent.change(input("otel-endpoint"), { target: { value: "http://tempo:4317" } });
+  fireEvent.click(screen.getByText("Save and start"));
+  await waitFor(() => expect(screen.getByTestId("telemetry-now").textContent).toContain("Sending to http://tempo:4317 over gRPC"));
+  expect(fake.calls.filter((c) => c.name === "saveTelemetrySettings").map((c) => (c.args[0] as { grpc: boolean }).grpc)).toEqual([true]);
 });

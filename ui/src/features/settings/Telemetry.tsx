@@ -5,7 +5,7 @@ import type { TelemetryHeader, TelemetrySettings, TelemetryView } from "../../li
 
 type Row = TelemetryHeader & { kind: "value" | "key"; secret: string };
 
-const empty: TelemetrySettings = { endpoint: "", content: false, metrics: true, serviceName: null, headers: [] };
+const empty: TelemetrySettings = { endpoint: "", content: false, metrics: true, serviceName: null, grpc: false, headers: [] };
 
 const rowOf = (h: TelemetryHeader): Row => ({ ...h, kind: h.key !== null ? "key" : "value", secret: "" });
 const headerOf = (r: Row): TelemetryHeader =>
@@ -18,7 +18,7 @@ function Now({ view }: { view: TelemetryView }) {
   const c = view.cursor;
   return (
     <>
-      Sending to <code>{on.destination}</code> (set by {on.source}) · content {on.content ? "on, redacted" : "off"} · metrics {on.metrics ? "on" : "off"}
+      Sending to <code>{on.destination}</code>{on.grpc ? " over gRPC" : ""} (set by {on.source}) · content {on.content ? "on, redacted" : "off"} · metrics {on.metrics ? "on" : "off"}
       {!view.following && " · not followed by the app now"}
       {c && (
         <>
@@ -81,7 +81,7 @@ export function Telemetry() {
       )}
       <form className="grid-form" onSubmit={(e) => { e.preventDefault(); if (form.endpoint.trim()) save.mutate(); }}>
         <label className="field">
-          <span>Collector URL (OTLP over HTTP; <code>/v1/traces</code> is added)</span>
+          <span>Collector URL ({form.grpc ? "OTLP over gRPC: the address, usually port 4317" : <>OTLP over HTTP, usually port 4318; <code>/v1/traces</code> is added</>})</span>
           <input name="otel-endpoint" value={form.endpoint} placeholder="http://localhost:4318" onChange={(e) => setForm({ ...form, endpoint: e.target.value })} />
         </label>
         <label className="field">
@@ -91,6 +91,10 @@ export function Telemetry() {
         <label className="span-all">
           <input type="checkbox" name="otel-content" checked={form.content} onChange={(e) => setForm({ ...form, content: e.target.checked })} />{" "}
           Send content: goals, arguments, model replies and reviewers&apos; reasons (secrets are redacted as in the audit log)
+        </label>
+        <label className="span-all">
+          <input type="checkbox" name="otel-grpc" checked={form.grpc} onChange={(e) => setForm({ ...form, grpc: e.target.checked })} />{" "}
+          Send over gRPC instead of HTTP (Jaeger, Tempo and the OpenTelemetry Collector take both)
         </label>
         <label className="span-all">
           <input type="checkbox" name="otel-metrics" checked={form.metrics} onChange={(e) => setForm({ ...form, metrics: e.target.checked })} />{" "}

@@ -1406,6 +1406,8 @@ export type TelemetryHeader = {
 export type TelemetryInForce = {
 	destination: string,
 	source: string,
+	/**  Over OTLP/gRPC (else HTTP/protobuf). */
+	grpc: boolean,
 	content: boolean,
 	metrics: string | null,
 };
@@ -1430,6 +1432,8 @@ export type TelemetrySettings = {
 	metrics: boolean,
 	/**  `service.name` (None: "reins"). */
 	serviceName: string | null,
+	/**  OTLP over gRPC (port 4317 by convention) instead of HTTP/protobuf (4318). */
+	grpc?: boolean,
 	headers: TelemetryHeader[],
 };
 

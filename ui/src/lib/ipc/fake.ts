@@ -75,7 +75,7 @@ export function fakeBackend(data: FakeData = {}) {
     return {
       file: "/home/u/.config/reins/telemetry.toml",
       saved: on,
-      inForce: on ? { destination: `${on.endpoint.replace(/\/$/, "")}/v1/traces`, source: "/home/u/.config/reins/telemetry.toml", content: on.content, metrics: on.metrics ? "on" : null } : null,
+      inForce: on ? { destination: on.grpc ? on.endpoint : `${on.endpoint.replace(/\/$/, "")}/v1/traces`, source: "/home/u/.config/reins/telemetry.toml", grpc: on.grpc, content: on.content, metrics: on.metrics ? "on" : null } : null,
       problem: null,
       fromEnvironment: null,
       following: on !== null,

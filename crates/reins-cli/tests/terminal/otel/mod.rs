@@ -5,6 +5,7 @@
 //! prompt or reason goes out unless content export is on, and never a secret.
 
 mod content;
+mod grpc;
 mod receivers;
 mod sources;
 

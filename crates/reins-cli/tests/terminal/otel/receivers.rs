@@ -20,6 +20,7 @@ pub fn free_port() -> anyhow::Result<u16> {
 pub struct Phoenix {
     child: Child,
     port: u16,
+    grpc_port: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -46,12 +47,13 @@ impl Phoenix {
     pub fn start(port: u16) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let log = std::fs::File::create(dir.path().join("phoenix.log"))?;
+        let grpc_port = free_port()?;
         let child = Command::new(Self::program()?)
             .arg("serve")
             .env("PHOENIX_WORKING_DIR", dir.path())
             .env("PHOENIX_HOST", "127.0.0.1")
             .env("PHOENIX_PORT", port.to_string())
-            .env("PHOENIX_GRPC_PORT", free_port()?.to_string())
+            .env("PHOENIX_GRPC_PORT", grpc_port.to_string())
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .stdout(Stdio::from(log.try_clone()?))
             .stderr(Stdio::from(log))
@@ -59,6 +61,7 @@ impl Phoenix {
         let phoenix = Self {
             child,
             port,
+            grpc_port,
             _dir: dir,
         };
         let started = Instant::now();
@@ -76,6 +79,11 @@ impl Phoenix {
 
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Where it takes OTLP over gRPC.
+    pub fn grpc_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.grpc_port)
     }
 
     /// The spans Phoenix holds once it has stored `sent` of them (it stores what it receives a
