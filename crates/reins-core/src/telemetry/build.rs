@@ -287,6 +287,9 @@ impl Builder<'_, '_> {
         if self.content.is_some() {
             let args = step.action.call().args.to_string();
             span.attributes.push(("gen_ai.tool.call.arguments", redact(&args).into_owned().into()));
+            if let Some(diff) = step.preview.as_deref().filter(|d| !d.is_empty()) {
+                span.attributes.push(("reins.diff", redact(diff).into_owned().into()));
+            }
         }
         if matches!(step.status, StepStatus::Failed | StepStatus::Invalid) {
             span.error = Some(step.status.as_str().to_owned());
@@ -444,6 +447,9 @@ impl Builder<'_, '_> {
             if let Some(note) = a.note.as_deref().filter(|n| !n.is_empty()) {
                 span.attributes.push(("reins.review.reason", redact(note).into_owned().into()));
             }
+            // What the person was shown and decided on: the diff or command, as edited.
+            let shown = a.edited_preview.as_deref().unwrap_or(&a.preview);
+            span.attributes.push(("reins.review.diff", redact(shown).into_owned().into()));
         }
         Ok(vec![span])
     }

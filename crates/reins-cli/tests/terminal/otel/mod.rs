@@ -350,11 +350,15 @@ fn a_collector_down_for_the_whole_run_gets_every_span_once_when_it_is_back() -> 
     assert_eq!(named(&spans, "execute_tool fs.write").len(), 2);
     assert_eq!(named(&spans, "review fs.write").len(), 2);
     assert!(named(&spans, "attempt ").len() >= 2);
-    // Content export is on: the goal, the arguments and the person's reason went out, the secret
-    // in the reason redacted.
+    // Content export is on: the goal, the arguments, the diff and the person's reason went out,
+    // the secret in the reason redacted.
     let sent = serde_json::to_string(&spans)?;
     assert!(sent.contains("write two notes"), "the goal");
     assert!(sent.contains("second note"), "the arguments");
+    assert!(
+        sent.contains("+second note"),
+        "the diff the person reviewed"
+    );
     assert!(sent.contains("not this one, it would leak"), "the reason");
     assert!(!sent.contains(secret), "a secret was exported");
     Ok(())
