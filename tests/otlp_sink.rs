@@ -77,7 +77,6 @@ impl Sink {
     /// (as `k=v` pairs) and its value (a sum's or gauge's number, a histogram's count).
     pub fn last_metrics(&self) -> anyhow::Result<Metrics> {
         use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-        use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
         use opentelemetry_proto::tonic::metrics::v1::{metric::Data, number_data_point::Value};
         use prost::Message as _;
         let taken = self.taken.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
@@ -88,17 +87,7 @@ impl Sink {
             .ok_or_else(|| anyhow::anyhow!("no metrics were sent"))?;
         let req = ExportMetricsServiceRequest::decode(body.as_slice())?;
         let attrs = |kvs: &[opentelemetry_proto::tonic::common::v1::KeyValue]| -> Vec<String> {
-            let mut v: Vec<String> = kvs
-                .iter()
-                .map(|kv| {
-                    let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                        Some(Any::StringValue(s)) => s.clone(),
-                        Some(Any::IntValue(n)) => n.to_string(),
-                        other => format!("{other:?}"),
-                    };
-                    format!("{}={value}", kv.key)
-                })
-                .collect();
+            let mut v: Vec<String> = kvs.iter().map(pair).collect();
             v.sort();
             v
         };
@@ -138,71 +127,54 @@ impl Sink {
 
     /// Every span sent to `/v1/traces`, with its attributes as `k=v` (strings and integers).
     pub fn span_attributes(&self) -> anyhow::Result<Vec<(String, Vec<String>)>> {
-        use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-        use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
-        use prost::Message as _;
-        let taken = self.taken.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
-        let mut out = Vec::new();
-        for (_, body) in taken.iter().filter(|(path, _)| path == "/v1/traces") {
-            let req = ExportTraceServiceRequest::decode(body.as_slice())?;
-            for span in req
-                .resource_spans
-                .iter()
-                .flat_map(|r| &r.scope_spans)
-                .flat_map(|s| &s.spans)
-            {
-                let attrs = span
-                    .attributes
-                    .iter()
-                    .map(
-                        |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                            Some(Any::StringValue(v)) => format!("{}={v}", kv.key),
-                            Some(Any::IntValue(n)) => format!("{}={n}", kv.key),
-                            other => format!("{}={other:?}", kv.key),
-                        },
-                    )
-                    .collect();
-                out.push((span.name.clone(), attrs));
-            }
-        }
-        Ok(out)
+        Ok(self
+            .sent_spans()?
+            .into_iter()
+            .map(|span| (span.name, span.attributes.iter().map(pair).collect()))
+            .collect())
     }
 
     /// Every span sent to `/v1/traces`: (name, its events' names with their attributes as `k=v`).
     pub fn spans(&self) -> anyhow::Result<Vec<SentSpan>> {
+        Ok(self
+            .sent_spans()?
+            .into_iter()
+            .map(|span| {
+                let events = span
+                    .events
+                    .iter()
+                    .map(|e| (e.name.clone(), e.attributes.iter().map(pair).collect()))
+                    .collect();
+                (span.name, events)
+            })
+            .collect())
+    }
+
+    /// Every span sent to `/v1/traces`, decoded.
+    fn sent_spans(&self) -> anyhow::Result<Vec<opentelemetry_proto::tonic::trace::v1::Span>> {
         use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-        use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
         use prost::Message as _;
         let taken = self.taken.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
         let mut out = Vec::new();
         for (_, body) in taken.iter().filter(|(path, _)| path == "/v1/traces") {
             let req = ExportTraceServiceRequest::decode(body.as_slice())?;
-            for span in req
-                .resource_spans
-                .iter()
-                .flat_map(|r| &r.scope_spans)
-                .flat_map(|s| &s.spans)
-            {
-                let events = span
-                    .events
-                    .iter()
-                    .map(|e| {
-                        let attrs = e
-                            .attributes
-                            .iter()
-                            .map(
-                                |kv| match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                                    Some(Any::StringValue(v)) => format!("{}={v}", kv.key),
-                                    other => format!("{}={other:?}", kv.key),
-                                },
-                            )
-                            .collect();
-                        (e.name.clone(), attrs)
-                    })
-                    .collect();
-                out.push((span.name.clone(), events));
-            }
+            out.extend(
+                req.resource_spans
+                    .into_iter()
+                    .flat_map(|r| r.scope_spans)
+                    .flat_map(|s| s.spans),
+            );
         }
         Ok(out)
+    }
+}
+
+/// An attribute as `k=v`: a string or an integer as it is, anything else as debugged.
+fn pair(kv: &opentelemetry_proto::tonic::common::v1::KeyValue) -> String {
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+        Some(Any::StringValue(v)) => format!("{}={v}", kv.key),
+        Some(Any::IntValue(n)) => format!("{}={n}", kv.key),
+        other => format!("{}={other:?}", kv.key),
     }
 }
