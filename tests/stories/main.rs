@@ -18,6 +18,7 @@ mod llm;
 mod llm_control;
 mod long_run;
 mod memory;
+mod one_commit;
 mod policy_view;
 mod race;
 mod retention;

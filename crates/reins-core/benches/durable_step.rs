@@ -1,8 +1,9 @@
 //! Benchmark: the cost of durability.
 //!
 //! Reins: a script run of N `fs.write` steps; each step is validate → preview → intent (FULL commit)
-//! → atomic file write → confirm + checkpoint + audit (a commit that rides with the next FULL one).
-//! Per-step latency is the time between consecutive step events.
+//! → atomic file write → confirm + checkpoint + audit, held and committed inside the next step's
+//! intent transaction (the last one with the run's end): one durable commit per step. Per-step
+//! latency is the time between consecutive step events.
 //!
 //! Baseline, in the same process on the same disk, right after: per step, one FULL commit on a raw
 //! SQLite database (same pragmas) carrying the bytes Reins committed in that step's two

@@ -230,6 +230,13 @@ impl Engine {
         };
         drive.served.carried = request;
         let outcome = drive.run().await;
+        if outcome.is_ok() {
+            // A drive that stopped without a last commit (its run lost): recovery settles the
+            // held confirmation from the disk if this cannot commit it.
+            if let Err(e) = drive.release_held().await {
+                tracing::debug!(run_id = %id, "a held confirmation did not commit: {e}");
+            }
+        }
         *taken = drive.served.carried_taken;
         if let Ok(DriveOutcome::NeedsHuman { state, .. }) = &outcome {
             drive.park_watch(*state);

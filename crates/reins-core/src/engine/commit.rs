@@ -172,6 +172,38 @@ impl Engine {
         owner: Option<&audit::Owner>,
         observer: &dyn Observer,
     ) -> Result<Applied> {
+        let (change, report) = self.ready(change).await?;
+        let applied = self.store.apply(run, change, owner).await?;
+        tell(observer, report, &applied);
+        Ok(applied)
+    }
+
+    /// Applies `changes` to `run`, in order, in one transaction (as `owner`), then reports each:
+    /// a file effect's held confirmation with the drive's next change (`Store::apply_together`).
+    pub(super) async fn commit_together(
+        &self,
+        run: Option<RunId>,
+        changes: Vec<Change>,
+        owner: Option<&audit::Owner>,
+        observer: &dyn Observer,
+    ) -> Result<Vec<Applied>> {
+        let mut ready = Vec::with_capacity(changes.len());
+        let mut reports = Vec::with_capacity(changes.len());
+        for c in changes {
+            let (change, report) = self.ready(c).await?;
+            ready.push(change);
+            reports.push(report);
+        }
+        let applied = self.store.apply_together(run, ready, owner).await?;
+        for (report, applied) in reports.into_iter().zip(&applied) {
+            tell(observer, report, applied);
+        }
+        Ok(applied)
+    }
+
+    /// A change as the store takes it, its rows sealed and its checkpoint encoded, and what to
+    /// tell the observer once it commits.
+    async fn ready(&self, change: Change) -> Result<(change::Change, Vec<Report>)> {
         let Change {
             mut rows,
             mut checkpoint,
@@ -199,28 +231,31 @@ impl Engine {
             end_attempt,
             rides,
         };
-        let applied = self.store.apply(run, change, owner).await?;
-        for r in report {
-            observer.on(&match r {
-                Report::Now(p) => p,
-                Report::Step {
-                    seq,
-                    tool,
-                    status,
-                    why,
-                    summary,
-                    reused,
-                } => Progress::Step {
-                    seq,
-                    tool,
-                    status,
-                    why,
-                    summary,
-                    checkpoint: applied.checkpoint.unwrap_or(0),
-                    reused,
-                },
-            });
-        }
-        Ok(applied)
+        Ok((change, report))
+    }
+}
+
+/// Tells `observer` what a committed change did.
+fn tell(observer: &dyn Observer, report: Vec<Report>, applied: &Applied) {
+    for r in report {
+        observer.on(&match r {
+            Report::Now(p) => p,
+            Report::Step {
+                seq,
+                tool,
+                status,
+                why,
+                summary,
+                reused,
+            } => Progress::Step {
+                seq,
+                tool,
+                status,
+                why,
+                summary,
+                checkpoint: applied.checkpoint.unwrap_or(0),
+                reused,
+            },
+        });
     }
 }

@@ -101,8 +101,7 @@ impl Drive<'_> {
             summary: one_line(text),
             reused: false,
         });
-        self.commit(change).await?;
-        Ok(())
+        self.commit_or_hold(change).await
     }
 
     /// The effect returned an error. If the disk shows it did not happen, that is an ordinary failure

@@ -107,6 +107,8 @@ pub(super) struct Drive<'a> {
     owner: audit::Owner,
     /// Keeps the lease alive in the background and reports what it sees.
     heartbeat: Heartbeat,
+    /// A file effect's confirmation waiting for the next commit (`held.rs`).
+    pub(super) held: std::sync::Mutex<Option<Change>>,
 }
 
 /// What the harness serves an agent with during one attempt, by capability: model calls for an
@@ -276,6 +278,7 @@ impl<'a> Drive<'a> {
                 claimed_until,
             ),
             owner,
+            held: std::sync::Mutex::new(None),
             journal_through,
             resumed,
             started_at: now_ms(),
@@ -316,6 +319,9 @@ impl<'a> Drive<'a> {
         }
         loop {
             // The last step is committed: its answer may now reach the agent.
+            if self.agent.external().is_some() {
+                self.release_held().await?;
+            }
             if let Some(x) = self.agent.external() {
                 x.deliver();
             }
@@ -406,14 +412,16 @@ impl<'a> Drive<'a> {
                 },
             );
         }
-        let applied = self
-            .e
-            .commit(Some(self.run), change, Some(&self.owner), self.obs)
-            .await?;
+        let applied = self.apply_with_held(change).await?;
         if watch.until() - now < self.e.lease_ms / 2 {
             watch.renewed(now + self.e.lease_ms);
         }
         Ok(applied)
+    }
+
+    /// Proves this worker's ownership in its commits.
+    pub(super) fn owner(&self) -> &audit::Owner {
+        &self.owner
     }
 
     /// The fence this worker holds the run with.

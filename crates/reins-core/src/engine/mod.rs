@@ -54,6 +54,7 @@ mod doctor;
 mod drive;
 mod effect;
 mod heartbeat;
+mod held;
 mod history;
 mod requests;
 mod intent;

@@ -99,6 +99,12 @@ impl Drive<'_> {
             reopen: false,
             approval: None,
         };
+        let plan = tools::plan_files(action, &self.ws).map_err(|e| e.to_string());
+        // A step other than a file effect may wait (a command staged for review, a request, an
+        // outside tool): a confirmation held for the next commit commits first.
+        if !matches!(plan, Ok(Some(_))) {
+            self.release_held().await?;
+        }
         // A request's host is resolved first: the policy judges the addresses.
         let resolved = match tools::fetch::addresses_of(action).await {
             Ok(r) => r,
@@ -109,7 +115,6 @@ impl Drive<'_> {
                     .map(|_| None)
             }
         };
-        let plan = tools::plan_files(action, &self.ws).map_err(|e| e.to_string());
         let kernel = self.e.contain.kernel();
         let ruling = decide::decide(
             &Facts {

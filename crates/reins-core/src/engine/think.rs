@@ -105,6 +105,8 @@ impl Drive<'_> {
         let body = client.body(&messages, &input.tools);
         let body_hash = Digest::of(crate::digest::canonical_json(&body).as_bytes());
         let prompt = self.kept_prompt(seq, &messages).await;
+        // The model may take a while: a confirmation held for the next commit commits now.
+        self.release_held().await?;
         self.obs.on(&Progress::Thinking {
             seq,
             model: settings.model.clone(),

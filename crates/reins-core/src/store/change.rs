@@ -97,30 +97,7 @@ impl Store {
         // attempt's end. Such a commit wakes no other process (`write::steps_own`).
         let step_only =
             owner.is_some() && transition.is_none() && announce.is_none() && end_attempt.is_none();
-        let new_checkpoint = checkpoint.as_ref().map(|p| NewCheckpoint {
-            level: p.level,
-            schema_version: SCHEMA_VERSION,
-            body: if p.in_blob {
-                Body::Blob(&p.sha256)
-            } else {
-                Body::Inline(&p.bytes)
-            },
-            size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
-            sha256: &p.sha256,
-            created_at: now,
-        });
-        let written = |seq: i64, p: &Encoded| -> Result<Event> {
-            Ok(Event::new(
-                Actor::Harness,
-                Some(write::of_run(run)?),
-                ev::CheckpointWritten {
-                    seq,
-                    level: p.level,
-                    sha256: p.sha256.clone(),
-                    size: p.bytes.len(),
-                },
-            ))
-        };
+        let new_checkpoint = checkpoint.as_ref().map(|p| new_checkpoint(p, now));
         // On a shared PostgreSQL a worker's checkpoint and events travel in its rows' statement
         // when it can tell in advance where they go (`fused`): `predicted` is the seq its
         // checkpoint is foreseen at, announced already in `events`.
@@ -140,7 +117,7 @@ impl Store {
                     (None, _, _) => Tail::new(o, None, &events, now, key.as_deref()),
                     (Some(p), Some(cp), Some(last)) => {
                         predicted = Some(last + 1);
-                        events.push(written(last + 1, p)?);
+                        events.push(written_event(run, last + 1, p)?);
                         Tail::new(o, Some((last + 1, cp)), &events, now, key.as_deref())
                     }
                     _ => None,
@@ -161,13 +138,7 @@ impl Store {
         let (mut tx, (written_rows, carried)) = match done {
             Some(done) => done,
             None => {
-                let mut tx = if quiet && rides {
-                    self.begin_riding().await?
-                } else if quiet {
-                    self.begin_quiet().await?
-                } else {
-                    self.begin().await?
-                };
+                let mut tx = self.begin_for(quiet, rides).await?;
                 let applied = write::apply_with(&mut tx, run, &rows, now, tail.as_ref()).await?;
                 (tx, applied)
             }
@@ -185,47 +156,91 @@ impl Store {
                 "a step's single-statement commit landed in part".into(),
             ));
         }
-        let mut applied = Applied {
-            written: written_rows,
-            ..Applied::default()
-        };
-        if let (Some(p), Some(cp)) = (&checkpoint, &new_checkpoint) {
-            let seq = match predicted {
-                Some(seq) if landed.checkpoint => seq,
-                _ => {
-                    if predicted.is_some() {
-                        // It did not land where foreseen: announce where it does.
-                        events.pop();
-                    }
-                    let seq = checkpoints::insert(&mut tx, write::of_run(run)?, cp).await?;
-                    events.push(written(seq, p)?);
-                    seq
-                }
-            };
-            if let Some(o) = owner {
-                o.wrote_checkpoint(seq);
-            }
-            applied.checkpoint = Some(seq);
-        }
-        if !events.is_empty() && !landed.events {
-            audit::append_all(&mut tx, owner, &events, now).await?;
-        }
-        if let Some(t) = &transition {
-            applied.moved =
-                Some(write::transition(&mut tx, run, owner.map(|o| o.fence), t, now).await?);
-        }
-        if let Some(announce) = announce {
-            let later = announce(&applied);
-            if !later.is_empty() {
-                // The transition (fenced for a worker) already proved who writes.
-                audit::append_all(&mut tx, None, &later, now).await?;
-            }
-        }
-        if let Some(outcome) = &end_attempt {
-            attempts::end_open(&mut tx, write::of_run(run)?, outcome, now).await?;
-        }
+        let applied = finish_in(
+            &mut tx,
+            run,
+            owner,
+            Rest {
+                checkpoint: checkpoint.as_ref(),
+                events,
+                transition,
+                announce,
+                end_attempt,
+            },
+            written_rows,
+            (predicted, landed),
+            now,
+        )
+        .await?;
         tx.commit().await?;
         Ok(applied)
+    }
+
+    /// Applies `changes` to `run`, in order, in one transaction: all of them or none. A file
+    /// effect's confirmation held back by the drive goes with its next change this way, so the
+    /// step costs one commit (see `Store::holds_riding`). Only a local database: no change is
+    /// fused into one statement here. The transaction is durable unless every change rides.
+    pub async fn apply_together(
+        &self,
+        run: Option<RunId>,
+        changes: Vec<Change>,
+        owner: Option<&Owner>,
+    ) -> Result<Vec<Applied>> {
+        let now = crate::clock::now_ms();
+        let quiet = owner.is_some()
+            && changes.iter().all(|c| {
+                c.transition.is_none()
+                    && c.announce.is_none()
+                    && c.end_attempt.is_none()
+                    && write::steps_own(&c.rows)
+            });
+        let rides = changes.iter().all(|c| c.rides);
+        let mut tx = self.begin_for(quiet, rides).await?;
+        let mut out = Vec::with_capacity(changes.len());
+        for change in changes {
+            let Change {
+                rows,
+                checkpoint,
+                events,
+                transition,
+                announce,
+                end_attempt,
+                rides: _,
+            } = change;
+            let (written, _) = write::apply_with(&mut tx, run, &rows, now, None).await?;
+            let rest = Rest {
+                checkpoint: checkpoint.as_ref(),
+                events,
+                transition,
+                announce,
+                end_attempt,
+            };
+            let applied = finish_in(
+                &mut tx,
+                run,
+                owner,
+                rest,
+                written,
+                (None, Landed::default()),
+                now,
+            )
+            .await?;
+            out.push(applied);
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    /// A write transaction of the kind a change needs: one that rides with the next durable
+    /// commit, a quiet one (a step's own rows, which wake nobody), or one that wakes every waiter.
+    async fn begin_for(&self, quiet: bool, rides: bool) -> Result<Tx> {
+        if quiet && rides {
+            self.begin_riding().await
+        } else if quiet {
+            self.begin_quiet().await
+        } else {
+            self.begin().await
+        }
     }
 
     /// Writes a change's one row-write with its tail as one statement that commits on its own.
@@ -291,5 +306,106 @@ impl Store {
         }
         tx.commit().await?;
         Ok(out)
+    }
+}
+
+/// What a change writes after its rows: its checkpoint (as encoded, and as inserted), its events,
+/// the run's transition, the announced events and the attempt's end.
+struct Rest<'c> {
+    checkpoint: Option<&'c Encoded>,
+    events: Vec<Event>,
+    transition: Option<Transition>,
+    announce: Option<Announce>,
+    end_attempt: Option<String>,
+}
+
+/// Writes the rest of a change whose rows are written, in `tx`: the checkpoint (unless it
+/// `landed` where `predicted`), the events (unless they landed), the transition, the announced
+/// events and the attempt's end, always in that order.
+async fn finish_in(
+    tx: &mut Tx,
+    run: Option<RunId>,
+    owner: Option<&Owner>,
+    rest: Rest<'_>,
+    written_rows: Written,
+    (predicted, landed): (Option<i64>, Landed),
+    now: i64,
+) -> Result<Applied> {
+    let Rest {
+        checkpoint,
+        mut events,
+        transition,
+        announce,
+        end_attempt,
+    } = rest;
+    let mut applied = Applied {
+        written: written_rows,
+        ..Applied::default()
+    };
+    if let Some(p) = checkpoint {
+        let seq = match predicted {
+            Some(seq) if landed.checkpoint => seq,
+            _ => {
+                if predicted.is_some() {
+                    // It did not land where foreseen: announce where it does.
+                    events.pop();
+                }
+                let row = new_checkpoint(p, now);
+                let seq = checkpoints::insert(tx, write::of_run(run)?, &row).await?;
+                events.push(written_event(run, seq, p)?);
+                seq
+            }
+        };
+        if let Some(o) = owner {
+            o.wrote_checkpoint(seq);
+        }
+        applied.checkpoint = Some(seq);
+    }
+    if !events.is_empty() && !landed.events {
+        audit::append_all(tx, owner, &events, now).await?;
+    }
+    if let Some(t) = &transition {
+        applied.moved = Some(write::transition(tx, run, owner.map(|o| o.fence), t, now).await?);
+    }
+    if let Some(announce) = announce {
+        let later = announce(&applied);
+        if !later.is_empty() {
+            // The transition (fenced for a worker) already proved who writes.
+            audit::append_all(tx, None, &later, now).await?;
+        }
+    }
+    if let Some(outcome) = &end_attempt {
+        attempts::end_open(tx, write::of_run(run)?, outcome, now).await?;
+    }
+    Ok(applied)
+}
+
+/// The event that says a checkpoint was written at `seq`.
+fn written_event(run: Option<RunId>, seq: i64, p: &Encoded) -> Result<Event> {
+    Ok(Event::new(
+        Actor::Harness,
+        Some(write::of_run(run)?),
+        ev::CheckpointWritten {
+            seq,
+            level: p.level,
+            sha256: p.sha256.clone(),
+            size: p.bytes.len(),
+        },
+    ))
+}
+
+/// A checkpoint's row, as `p` encodes it, written at `now`.
+fn new_checkpoint(p: &Encoded, now: i64) -> NewCheckpoint<'_> {
+    NewCheckpoint {
+        level: p.level,
+        schema_version: SCHEMA_VERSION,
+        body: if p.in_blob {
+            Body::Blob(&p.sha256)
+        } else {
+            Body::Inline(&p.bytes)
+        },
+        size: i64::try_from(p.bytes.len()).unwrap_or(i64::MAX),
+        sha256: &p.sha256,
+        created_at: now,
     }
 }

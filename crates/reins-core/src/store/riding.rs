@@ -42,6 +42,13 @@ impl Store {
             .riding())
     }
 
+    /// Whether a commit that would ride may instead wait, whole, for the writer's next change
+    /// and commit inside it (`Store::apply_together`): a local database only. A shared one
+    /// commits every change durably as it comes, in as few statements as it can.
+    pub fn holds_riding(&self) -> bool {
+        self.riding.is_some()
+    }
+
     /// Closes the riding connection. Commits that rode with no durable one after them are synced
     /// by folding the log in; then their heads go to the anchor.
     pub(super) async fn close_riding(&self) {
