@@ -319,9 +319,6 @@ impl<'a> Drive<'a> {
         }
         loop {
             // The last step is committed: its answer may now reach the agent.
-            if self.agent.external().is_some() {
-                self.release_held().await?;
-            }
             if let Some(x) = self.agent.external() {
                 x.deliver();
             }

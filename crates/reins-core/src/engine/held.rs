@@ -3,8 +3,9 @@
 //! post-images it journaled): the confirmation need not be a commit of its own. On a local
 //! database it waits, whole, and commits inside the drive's next change (`Store::apply_together`),
 //! so a step costs one durable commit. It never waits on anything outside the harness: before a
-//! model call, a command, a request or an outside agent's turn, it commits on its own, riding with
-//! the next durable commit as before (`Store::begin_riding`).
+//! model call, a command or a request, it commits on its own, riding with the next durable commit
+//! as before (`Store::begin_riding`). An outside agent's confirmations are not held: it hears each
+//! answer once its step commits.
 
 use crate::error::{Error, Result};
 
@@ -13,9 +14,10 @@ use super::drive::Drive;
 
 impl Drive<'_> {
     /// Holds `change` (a file effect's riding confirmation) for the next commit where the store
-    /// can; otherwise commits it now.
-    pub(super) async fn commit_or_hold(&self, change: Change) -> Result<()> {
-        if !change.rides || !self.e.store.holds_riding() {
+    /// can; otherwise commits it now. An outside agent hears the answer right after the step
+    /// commits, so its confirmation is never held: it would be released at once.
+    pub(super) async fn commit_or_hold(&mut self, change: Change) -> Result<()> {
+        if !change.rides || !self.e.store.holds_riding() || self.agent.external().is_some() {
             self.commit(change).await?;
             return Ok(());
         }
