@@ -148,7 +148,7 @@ pub fn save_telemetry(new: Option<&TelemetrySettings>) -> Result<()> {
     let text = format!(
         "# Where this machine sends OpenTelemetry traces (docs/observability.md). Written by\n# Settings → Traces or `reins otel set`; the OTEL_* environment wins over it. Credentials\n# are keyring entries.\n{body}"
     );
-    config::resolve(&|_| None, Some(Source::File(&text, &path)))?;
+    config::resolve(&|_| None, Some(Source::Unsaved(&text)))?;
     crate::data_dir::write_config(&path, &text)?;
     Ok(())
 }

@@ -128,6 +128,9 @@ pub struct KeyedHeader {
 pub enum Source<'a> {
     /// `telemetry.toml`: the whole file.
     File(&'a str, &'a Path),
+    /// The text Settings or `reins otel set` is about to write to `telemetry.toml`, checked first:
+    /// its errors say nothing was saved.
+    Unsaved(&'a str),
     /// `[telemetry]` in the person's policy file (never a workspace's: it could send their runs
     /// anywhere).
     Policy(&'a toml::Table, &'a Path),
@@ -137,6 +140,7 @@ impl Source<'_> {
     fn origin(&self) -> String {
         match self {
             Self::File(_, p) => p.display().to_string(),
+            Self::Unsaved(_) => "the new settings (nothing was saved)".into(),
             Self::Policy(_, p) => format!("[telemetry] in {}", p.display()),
         }
     }
@@ -144,7 +148,7 @@ impl Source<'_> {
     fn read(&self) -> Result<File> {
         let bad = |e: &dyn std::fmt::Display| Error::Invalid(format!("{} does not read: {e}", self.origin()));
         match self {
-            Self::File(text, _) => toml::from_str(text).map_err(|e| bad(&e)),
+            Self::File(text, _) | Self::Unsaved(text) => toml::from_str(text).map_err(|e| bad(&e)),
             Self::Policy(table, _) => toml::Value::Table((*table).clone()).try_into().map_err(|e| bad(&e)),
         }
     }
@@ -378,6 +382,16 @@ mod tests {
             &|name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()),
             file.map(|text| Source::File(text, Path::new("/c/telemetry.toml"))),
         )
+    }
+
+    #[test]
+    fn settings_checked_before_saving_are_not_called_a_file() {
+        let err = resolve(&|_| None, Some(Source::Unsaved("endpoint = \"not a url\"\n")))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(err.contains("the new settings (nothing was saved)"), "{err}");
+        assert!(!err.contains("telemetry.toml"), "{err}");
     }
 
     #[test]

@@ -205,7 +205,7 @@ export function fakeBackend(data: FakeData = {}) {
     // As Rust checks: an http(s) URL, and no credential written as a plain value.
     saveTelemetrySettings: (settings: TelemetrySettings | null) => {
       if (settings && !/^https?:\/\//.test(settings.endpoint.trim()))
-        throw new BackendError({ code: "invalid_input", message: `endpoint in telemetry.toml: "${settings.endpoint}" is not a URL` });
+        throw new BackendError({ code: "invalid_input", message: `endpoint in the new settings (nothing was saved): "${settings.endpoint}" is not a URL` });
       const plainKey = settings?.headers.find((h) => h.value !== null && /auth|key|token/i.test(h.name));
       if (plainKey)
         throw new BackendError({ code: "invalid_input", message: `header ${plainKey.name} in telemetry.toml: a credential is not kept in a file; store it with \`reins keys set NAME\`` });
