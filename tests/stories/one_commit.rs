@@ -6,9 +6,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use reins_core::api::{
-    DriveOutcome, Observer, Progress, Reins, RunId, RunState, Silent, StepStatus,
-};
+use reins_core::api::{DriveOutcome, Observer, Progress, RunId, RunState, Silent, StepStatus};
 use reins_tests::{on_postgres, plan, PermitAll, Sandbox};
 
 /// What the journal held each time a step was reported done, which is once its change committed:
@@ -53,7 +51,11 @@ impl Observer for Journal {
     }
 }
 
-async fn drive(reins: &Reins, sb: &Sandbox, text: &str) -> anyhow::Result<Vec<(i64, i64, String)>> {
+/// Drives the plan `text` in a new sandbox, allowing everything, to success; what the journal held
+/// as each step was reported.
+async fn drive(text: &str) -> anyhow::Result<(Sandbox, Vec<(i64, i64, String)>)> {
+    let sb = Sandbox::new()?;
+    let reins = sb.reins(Arc::new(PermitAll)).await?;
     let run = reins.create_run(&plan(text)?, &sb.ws(), &Silent).await?;
     let journal = Journal {
         db: reins.database(),
@@ -71,22 +73,18 @@ async fn drive(reins: &Reins, sb: &Sandbox, text: &str) -> anyhow::Result<Vec<(i
         ),
         "{outcome:?}"
     );
-    // Every effect was confirmed by the drive itself, none settled from the disk afterwards.
+    // Every step ran and is done.
     let detail = reins.run_detail(run).await?;
     for step in &detail.steps {
         assert_eq!(step.status, StepStatus::Done, "{step:?}");
     }
     let seen = journal.seen.lock().map(|s| s.clone()).unwrap_or_default();
-    Ok(seen)
+    Ok((sb, seen))
 }
 
 #[tokio::test]
 async fn a_file_step_confirms_inside_the_next_steps_commit() -> anyhow::Result<()> {
-    let sb = Sandbox::new()?;
-    let reins = sb.reins(Arc::new(PermitAll)).await?;
-    let seen = drive(
-        &reins,
-        &sb,
+    let (sb, seen) = drive(
         r#"
 name = "three writes"
 goal = "g"
@@ -103,8 +101,7 @@ args = { path = "notes/c.md", content = "c\n" }
     )
     .await?;
     assert_eq!(sb.read("notes/c.md")?, "c\n");
-    let seqs: Vec<i64> = seen.iter().map(|s| s.0).collect();
-    assert_eq!(seqs.len(), 3, "{seen:?}");
+    assert_eq!(seen.len(), 3, "{seen:?}");
     if on_postgres() {
         return Ok(());
     }
@@ -120,11 +117,7 @@ args = { path = "notes/c.md", content = "c\n" }
 #[tokio::test]
 async fn a_held_confirmation_commits_before_a_step_that_is_not_a_file_effect() -> anyhow::Result<()>
 {
-    let sb = Sandbox::new()?;
-    let reins = sb.reins(Arc::new(PermitAll)).await?;
-    let seen = drive(
-        &reins,
-        &sb,
+    let (_sb, seen) = drive(
         r#"
 name = "write then read"
 goal = "g"

@@ -72,6 +72,38 @@ impl Change {
         self
     }
 
+    /// Only a step's own doing in a run its worker holds (`owned`): no change of state,
+    /// announcement or attempt's end.
+    fn step_only(&self, owned: bool) -> bool {
+        owned && self.transition.is_none() && self.announce.is_none() && self.end_attempt.is_none()
+    }
+
+    /// A step's own doing that writes only its own rows: its commit wakes no other process
+    /// (`write::steps_own`).
+    fn quiet(&self, owned: bool) -> bool {
+        self.step_only(owned) && write::steps_own(&self.rows)
+    }
+
+    /// Its rows, and what is written after them.
+    fn split(self) -> (Vec<Write>, Rest) {
+        let Change {
+            rows,
+            checkpoint,
+            events,
+            transition,
+            announce,
+            end_attempt,
+            rides: _,
+        } = self;
+        let rest = Rest {
+            checkpoint,
+            events,
+            transition,
+            announce,
+            end_attempt,
+        };
+        (rows, rest)
+    }
 }
 
 impl Store {
@@ -83,21 +115,12 @@ impl Store {
         change: Change,
         owner: Option<&Owner>,
     ) -> Result<Applied> {
-        let Change {
-            rows,
-            checkpoint,
-            mut events,
-            transition,
-            announce,
-            end_attempt,
-            rides,
-        } = change;
         let now = crate::clock::now_ms();
-        // Only a step's own doing in a run its worker holds: no change of state, announcement or
-        // attempt's end. Such a commit wakes no other process (`write::steps_own`).
-        let step_only =
-            owner.is_some() && transition.is_none() && announce.is_none() && end_attempt.is_none();
-        let new_checkpoint = checkpoint.as_ref().map(|p| new_checkpoint(p, now));
+        let step_only = change.step_only(owner.is_some());
+        let quiet = change.quiet(owner.is_some());
+        let rides = change.rides;
+        let (rows, mut rest) = change.split();
+        let new_checkpoint = rest.checkpoint.as_ref().map(|p| new_checkpoint(p, now));
         // On a shared PostgreSQL a worker's checkpoint and events travel in its rows' statement
         // when it can tell in advance where they go (`fused`): `predicted` is the seq its
         // checkpoint is foreseen at, announced already in `events`.
@@ -111,21 +134,20 @@ impl Store {
                 if self.shared()
                     && step_only
                     && write::carries_tail(&rows)
-                    && (checkpoint.is_some() || !events.is_empty()) =>
+                    && (rest.checkpoint.is_some() || !rest.events.is_empty()) =>
             {
-                match (&checkpoint, &new_checkpoint, o.last_checkpoint()) {
-                    (None, _, _) => Tail::new(o, None, &events, now, key.as_deref()),
+                match (&rest.checkpoint, &new_checkpoint, o.last_checkpoint()) {
+                    (None, _, _) => Tail::new(o, None, &rest.events, now, key.as_deref()),
                     (Some(p), Some(cp), Some(last)) => {
                         predicted = Some(last + 1);
-                        events.push(written_event(run, last + 1, p)?);
-                        Tail::new(o, Some((last + 1, cp)), &events, now, key.as_deref())
+                        rest.events.push(written_event(run, last + 1, p)?);
+                        Tail::new(o, Some((last + 1, cp)), &rest.events, now, key.as_deref())
                     }
                     _ => None,
                 }
             }
             _ => None,
         };
-        let quiet = step_only && write::steps_own(&rows);
         // The whole change in one statement, checkpoint and events included (a tail carries a
         // checkpoint only where it foresaw its seq): it can commit on its own, with no
         // transaction around it (`fused::Whole`).
@@ -149,7 +171,7 @@ impl Store {
             }
             _ => Landed::default(),
         };
-        if tx.is_single() && !(landed.events && (landed.checkpoint || checkpoint.is_none())) {
+        if tx.is_single() && !(landed.events && (landed.checkpoint || rest.checkpoint.is_none())) {
             // The statement fails unless it lands whole, so this cannot be; if it were, the
             // rest could not be written with it.
             return Err(StoreError::Invalid(
@@ -160,13 +182,7 @@ impl Store {
             &mut tx,
             run,
             owner,
-            Rest {
-                checkpoint: checkpoint.as_ref(),
-                events,
-                transition,
-                announce,
-                end_attempt,
-            },
+            rest,
             written_rows,
             (predicted, landed),
             now,
@@ -187,34 +203,13 @@ impl Store {
         owner: Option<&Owner>,
     ) -> Result<Vec<Applied>> {
         let now = crate::clock::now_ms();
-        let quiet = owner.is_some()
-            && changes.iter().all(|c| {
-                c.transition.is_none()
-                    && c.announce.is_none()
-                    && c.end_attempt.is_none()
-                    && write::steps_own(&c.rows)
-            });
+        let quiet = changes.iter().all(|c| c.quiet(owner.is_some()));
         let rides = changes.iter().all(|c| c.rides);
         let mut tx = self.begin_for(quiet, rides).await?;
         let mut out = Vec::with_capacity(changes.len());
         for change in changes {
-            let Change {
-                rows,
-                checkpoint,
-                events,
-                transition,
-                announce,
-                end_attempt,
-                rides: _,
-            } = change;
+            let (rows, rest) = change.split();
             let (written, _) = write::apply_with(&mut tx, run, &rows, now, None).await?;
-            let rest = Rest {
-                checkpoint: checkpoint.as_ref(),
-                events,
-                transition,
-                announce,
-                end_attempt,
-            };
             let applied = finish_in(
                 &mut tx,
                 run,
@@ -309,10 +304,10 @@ impl Store {
     }
 }
 
-/// What a change writes after its rows: its checkpoint (as encoded, and as inserted), its events,
-/// the run's transition, the announced events and the attempt's end.
-struct Rest<'c> {
-    checkpoint: Option<&'c Encoded>,
+/// What a change writes after its rows: its checkpoint, its events, the run's transition, the
+/// announced events and the attempt's end.
+struct Rest {
+    checkpoint: Option<Encoded>,
     events: Vec<Event>,
     transition: Option<Transition>,
     announce: Option<Announce>,
@@ -326,7 +321,7 @@ async fn finish_in(
     tx: &mut Tx,
     run: Option<RunId>,
     owner: Option<&Owner>,
-    rest: Rest<'_>,
+    rest: Rest,
     written_rows: Written,
     (predicted, landed): (Option<i64>, Landed),
     now: i64,
@@ -342,7 +337,7 @@ async fn finish_in(
         written: written_rows,
         ..Applied::default()
     };
-    if let Some(p) = checkpoint {
+    if let Some(p) = &checkpoint {
         let seq = match predicted {
             Some(seq) if landed.checkpoint => seq,
             _ => {
