@@ -121,20 +121,37 @@ impl Store {
         let rides = change.rides;
         let (rows, mut rest) = change.split();
         let new_checkpoint = rest.checkpoint.as_ref().map(|p| new_checkpoint(p, now));
-        let key = self.tail_key(owner, step_only).await;
-        let (tail, predicted) = tail_of(
-            owner.filter(|_| step_only),
-            &rows,
-            run,
-            (&rest.checkpoint, &new_checkpoint),
-            &mut rest.events,
-            now,
-            key.as_deref(),
-        )?;
+        // On a shared PostgreSQL a worker's checkpoint and events travel in its rows' statement
+        // when it can tell in advance where they go (`fused`): `predicted` is the seq its
+        // checkpoint is foreseen at, announced already in `events`.
+        let mut predicted = None;
+        let key = match owner {
+            Some(_) if self.shared() && step_only => self.vouch.key().await,
+            _ => None,
+        };
+        let tail = match owner {
+            Some(o)
+                if self.shared()
+                    && step_only
+                    && write::carries_tail(&rows)
+                    && (rest.checkpoint.is_some() || !rest.events.is_empty()) =>
+            {
+                match (&rest.checkpoint, &new_checkpoint, o.last_checkpoint()) {
+                    (None, _, _) => Tail::new(o, None, &rest.events, now, key.as_deref()),
+                    (Some(p), Some(cp), Some(last)) => {
+                        predicted = Some(last + 1);
+                        rest.events.push(written_event(run, last + 1, p)?);
+                        Tail::new(o, Some((last + 1, cp)), &rest.events, now, key.as_deref())
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
         // The whole change in one statement, checkpoint and events included (a tail carries a
         // checkpoint only where it foresaw its seq): it can commit on its own, with no
         // transaction around it (`fused::Whole`).
-        let single = self.shared() && quiet && rows.len() == 1 && tail.is_some();
+        let single = quiet && rows.len() == 1 && tail.is_some();
         let done = if single {
             self.apply_single(run, &rows, now, tail.as_ref()).await?
         } else {
@@ -178,7 +195,7 @@ impl Store {
     /// Applies `changes` to `run`, in order, in one transaction: all of them or none. A file
     /// effect's confirmation held back by the drive goes with its next change this way, so the
     /// step costs one commit (see `Store::holds_riding`). Only a local database: no change is
-    /// sent on its own without a transaction here. The transaction is durable unless every change rides.
+    /// fused into one statement here. The transaction is durable unless every change rides.
     pub async fn apply_together(
         &self,
         run: Option<RunId>,
@@ -191,35 +208,15 @@ impl Store {
         let mut tx = self.begin_for(quiet, rides).await?;
         let mut out = Vec::with_capacity(changes.len());
         for change in changes {
-            let step_only = change.step_only(owner.is_some());
-            let key = self.tail_key(owner, step_only).await;
-            let (rows, mut rest) = change.split();
-            let new_checkpoint = rest.checkpoint.as_ref().map(|p| new_checkpoint(p, now));
-            // Each change's tail is foreseen after the one before it landed.
-            let (tail, predicted) = tail_of(
-                owner.filter(|_| step_only),
-                &rows,
-                run,
-                (&rest.checkpoint, &new_checkpoint),
-                &mut rest.events,
-                now,
-                key.as_deref(),
-            )?;
-            let (written, carried) =
-                write::apply_with(&mut tx, run, &rows, now, tail.as_ref()).await?;
-            let landed = match (tail, carried) {
-                (Some(tail), Some((checkpoint_rows, event_rows))) => {
-                    tail.landed(&mut tx, checkpoint_rows, event_rows)
-                }
-                _ => Landed::default(),
-            };
+            let (rows, rest) = change.split();
+            let (written, _) = write::apply_with(&mut tx, run, &rows, now, None).await?;
             let applied = finish_in(
                 &mut tx,
                 run,
                 owner,
                 rest,
                 written,
-                (predicted, landed),
+                (None, Landed::default()),
                 now,
             )
             .await?;
@@ -305,56 +302,6 @@ impl Store {
         tx.commit().await?;
         Ok(out)
     }
-}
-
-impl Store {
-    /// The audit key a step's tail is vouched for with (`tail_of`); none for other changes.
-    async fn tail_key(
-        &self,
-        owner: Option<&Owner>,
-        step_only: bool,
-    ) -> Option<std::sync::Arc<super::vouch::AuditKey>> {
-        match owner {
-            Some(_) if step_only => self.vouch.key().await,
-            _ => None,
-        }
-    }
-}
-
-/// A step's checkpoint and events, ready to travel in its last write's statement or batch
-/// (`fused`) when its `owner` (given only for a step's own doing) remembers the chain head and,
-/// with a checkpoint, the seq it last wrote. Also returns the seq the checkpoint is foreseen at,
-/// whose announcement is then added to `events`.
-fn tail_of<'a>(
-    owner: Option<&'a Owner>,
-    rows: &[Write],
-    run: Option<RunId>,
-    (checkpoint, row): (&Option<Encoded>, &'a Option<NewCheckpoint<'a>>),
-    events: &mut Vec<Event>,
-    now: i64,
-    key: Option<&super::vouch::AuditKey>,
-) -> Result<(Option<Tail<'a>>, Option<i64>)> {
-    let Some(o) = owner else {
-        return Ok((None, None));
-    };
-    if !write::carries_tail(rows) || (checkpoint.is_none() && events.is_empty()) {
-        return Ok((None, None));
-    }
-    Ok(match (checkpoint, row, o.last_checkpoint()) {
-        (None, _, _) => (Tail::new(o, None, events, now, key), None),
-        (Some(p), Some(cp), Some(last)) => {
-            events.push(written_event(run, last + 1, p)?);
-            match Tail::new(o, Some((last + 1, cp)), events, now, key) {
-                Some(tail) => (Some(tail), Some(last + 1)),
-                None => {
-                    // It does not travel: the checkpoint is announced where it lands.
-                    events.pop();
-                    (None, None)
-                }
-            }
-        }
-        _ => (None, None),
-    })
 }
 
 /// What a change writes after its rows: its checkpoint, its events, the run's transition, the

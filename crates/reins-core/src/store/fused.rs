@@ -15,9 +15,7 @@
 //! a lone statement as its own transaction, so `BEGIN` and `COMMIT` cost two round trips for
 //! nothing. Such a statement must land whole, or fail and be written again in a transaction.
 //!
-//! SQLite has no network round trips, but each statement is still a hop to its connection's
-//! thread and back. There the tail's parts run as statements of the write's own batch
-//! ([`Tail::statements`]), guarded the same way, and a transaction always surrounds them.
+//! SQLite gains nothing from it (no round trips there), so it is never used on SQLite.
 
 use super::audit::Fast;
 use super::checkpoints::{self, NewCheckpoint};
@@ -128,20 +126,6 @@ impl<'a> Tail<'a> {
         parts
     }
 
-    /// SQLite's form of [`Tail::parts`]: statements to run after a write's own in one batch
-    /// (`dialect::batch`), each returning one row per row it wrote, tagged with its group (1: the
-    /// checkpoint, 2: the events; see [`counted`]). The events come straight after the
-    /// checkpoint, so `changes()` tells them whether it landed.
-    pub(super) fn statements(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        if self.checkpoint.is_some() {
-            out.push(tagged(checkpoints::INSERT_AT, 1));
-        }
-        let also = self.checkpoint.is_some().then_some("changes() = 1");
-        out.push(tagged(&self.events.sql(also, false), 2));
-        out
-    }
-
     /// Binds the parts' parameters after the write's own.
     pub(super) fn bind<'q>(&'q self, mut q: Query<'q>) -> Query<'q> {
         if let Some((run, seq, cp)) = &self.checkpoint {
@@ -161,28 +145,4 @@ impl<'a> Tail<'a> {
         }
         Landed { checkpoint, events }
     }
-}
-
-/// `statement` returning one row for each row it writes, holding `group`: how a batch of several
-/// statements tells what each group of them wrote ([`counted`]).
-pub(super) fn tagged(statement: &str, group: usize) -> String {
-    format!("{statement} RETURNING {group}")
-}
-
-/// Runs a batch whose counted statements are [`tagged`] with groups below `groups`, and returns
-/// the rows each group wrote: one hop to SQLite's connection thread for all of them.
-pub(super) async fn counted(tx: &mut Tx, q: Query<'_>, groups: usize) -> super::Result<Vec<i64>> {
-    let mut counts = vec![0; groups];
-    for row in q.fetch_all(&mut **tx).await? {
-        let group: i64 = sqlx::Row::try_get(&row, 0)?;
-        match usize::try_from(group).ok().and_then(|g| counts.get_mut(g)) {
-            Some(count) => *count += 1,
-            None => {
-                return Err(super::StoreError::Invalid(format!(
-                    "a batch returned a row of group {group}, not one of its {groups}"
-                )))
-            }
-        }
-    }
-    Ok(counts)
 }

@@ -1,6 +1,5 @@
-//! A step's checkpoint and events travelling in its rows' statement on PostgreSQL, or in their
-//! batch on SQLite (`store::fused`): they land where the separate statements would have put them,
-//! or not at all.
+//! A step's checkpoint and events travelling in its rows' statement on PostgreSQL
+//! (`store::fused`): they land where the separate statements would have put them, or not at all.
 
 use super::checkpoints::{Body, NewCheckpoint};
 use super::fused::{Landed, Tail};
@@ -107,16 +106,7 @@ async fn checkpoint_seqs(store: &Store, run: RunId) -> anyhow::Result<Vec<i64>> 
 
 #[tokio::test]
 async fn a_steps_checkpoint_and_events_land_with_its_rows_when_foreseen() -> anyhow::Result<()> {
-    for backend in [Backend::Sqlite, Backend::Postgres] {
-        lands_when_foreseen(backend)
-            .await
-            .map_err(|e| e.context(format!("on {backend:?}")))?;
-    }
-    Ok(())
-}
-
-async fn lands_when_foreseen(backend: Backend) -> anyhow::Result<()> {
-    let (_d, store) = fresh(backend).await?;
+    let (_d, store) = fresh(Backend::Postgres).await?;
     let (run, owner) = held(&store).await?;
 
     // The intent carries its events.
@@ -171,16 +161,7 @@ async fn lands_when_foreseen(backend: Backend) -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_checkpoint_not_at_the_runs_next_seq_lands_nothing_of_the_tail() -> anyhow::Result<()> {
-    for backend in [Backend::Sqlite, Backend::Postgres] {
-        not_at_the_next_seq(backend)
-            .await
-            .map_err(|e| e.context(format!("on {backend:?}")))?;
-    }
-    Ok(())
-}
-
-async fn not_at_the_next_seq(backend: Backend) -> anyhow::Result<()> {
-    let (_d, store) = fresh(backend).await?;
+    let (_d, store) = fresh(Backend::Postgres).await?;
     let (run, owner) = held(&store).await?;
     let mut tx = store.begin().await?;
     intents::insert_with_step(&mut tx, run, &step(1), &intent(1), &[], None).await?;
@@ -207,16 +188,7 @@ async fn not_at_the_next_seq(backend: Backend) -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn events_after_a_head_that_moved_or_for_a_run_lost_do_not_land() -> anyhow::Result<()> {
-    for backend in [Backend::Sqlite, Backend::Postgres] {
-        head_moved_or_run_lost(backend)
-            .await
-            .map_err(|e| e.context(format!("on {backend:?}")))?;
-    }
-    Ok(())
-}
-
-async fn head_moved_or_run_lost(backend: Backend) -> anyhow::Result<()> {
-    let (_d, store) = fresh(backend).await?;
+    let (_d, store) = fresh(Backend::Postgres).await?;
     let (run, owner) = held(&store).await?;
 
     another_appends(&store, run).await?;

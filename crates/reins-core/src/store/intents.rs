@@ -125,10 +125,8 @@ pub async fn insert_with_step(
         let row = super::fused::fetch(tx, q).await?;
         return tail_counts(&row);
     }
-    let mut statements = vec![steps::INSERT.to_owned(), INSERT.to_owned()];
-    statements.extend(pre_images.iter().map(|_| blobs::INSERT.to_owned()));
-    statements.extend(tail.map(Tail::statements).unwrap_or_default());
-    let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
+    let mut statements = vec![steps::INSERT, INSERT];
+    statements.extend(pre_images.iter().map(|_| blobs::INSERT));
     let sql = batch(&statements);
     let mut q = bind_insert(
         steps::bind_insert(sqlx::query(&sql), run, step),
@@ -138,16 +136,8 @@ pub async fn insert_with_step(
     for bytes in pre_images {
         q = blobs::bind_insert(q, &Digest::of(bytes), bytes, intent.created_at);
     }
-    match tail {
-        Some(tail) => {
-            let counts = super::fused::counted(tx, tail.bind(q), 3).await?;
-            Ok((counts[1], counts[2]))
-        }
-        None => {
-            q.execute(&mut **tx).await?;
-            Ok((0, 0))
-        }
-    }
+    q.execute(&mut **tx).await?;
+    Ok((0, 0))
 }
 
 /// The rows changed by a tail's checkpoint (column 1) and events (column 2).
@@ -219,28 +209,16 @@ pub async fn settle_with_step(
         ends_processes,
     } = s;
     let (rows, counts) = if tx.dialect().batches() {
-        // One batch: the processes' end, the step and its intent (each returning a row per row
-        // it changed, group 0), then the tail.
-        use super::fused::tagged;
-        let mut statements = Vec::new();
         if ends_processes {
-            statements.push(super::processes::END_STEP.to_owned());
+            super::processes::end_step(tx, run, step_seq, now).await?;
         }
-        statements.extend([tagged(&finish, 0), tagged(SETTLE, 0)]);
-        statements.extend(tail.map(Tail::statements).unwrap_or_default());
-        let statements: Vec<&str> = statements.iter().map(String::as_str).collect();
-        let sql = batch(&statements);
-        let mut q = sqlx::query(&sql);
-        if ends_processes {
-            q = super::processes::bind_end_step(q, run, step_seq, now);
-        }
-        let q = steps::bind_finish(q, run, step_seq, step_status, result, now);
-        let mut q = bind_settle(q, run, step_seq, status, result, settled_by, now);
-        if let Some(tail) = tail {
-            q = tail.bind(q);
-        }
-        let counts = super::fused::counted(tx, q, 3).await?;
-        (u64::try_from(counts[0]).unwrap_or(0), (counts[1], counts[2]))
+        let sql = batch(&[&finish, SETTLE]);
+        let q = steps::bind_finish(sqlx::query(&sql), run, step_seq, step_status, result, now);
+        let rows = bind_settle(q, run, step_seq, status, result, settled_by, now)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected();
+        (rows, (0, 0))
     } else {
         // One statement: the parts touch different tables, and the step's check reads the
         // intent as it was, which is what it means.

@@ -81,8 +81,14 @@ pub async fn end(
     Ok(())
 }
 
-/// Marks every process a step started as ended with the step (its group was ended when it
-/// finished); it travels in the step's settling (`intents::settle_with_step`).
+/// Marks every process a step started as ended with the step (its group was ended when it finished).
+pub async fn end_step(tx: &mut super::Tx, run: RunId, step_seq: i64, now: i64) -> Result<()> {
+    bind_end_step(sqlx::query(END_STEP), run, step_seq, now)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
 pub(crate) const END_STEP: &str = "UPDATE processes SET ended_at = $1, outcome = 'ended with its step'
      WHERE run_id = $2 AND step_seq = $3 AND ended_at IS NULL";
 
