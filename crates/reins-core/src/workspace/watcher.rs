@@ -3,6 +3,13 @@
 //! tree. The set is trusted only while nothing can have been missed: the kernel's queue
 //! overflowing, an error from the backend, the ignore rules or the folder itself changing all mark
 //! it lost, and the caller rescans (`fingerprint::scan`), which is always correct.
+//!
+//! Git's own folder is not watched whole: its objects and refs are never in the fingerprint, and
+//! a `git gc` or a checkout would fill the kernel's queue (and its watches) for nothing. So the
+//! root is watched alone, each folder in it with everything below, and of `.git` only itself and
+//! `info` (where `exclude`, an ignore rule, lives). A folder that appears in the root is watched
+//! at the next take, before the take returns it touched, so the walk of it that follows finds
+//! whatever was written in it before its watch began.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -16,6 +23,7 @@ const CATCH_UP: Duration = Duration::from_secs(5);
 
 pub struct Watcher {
     watcher: notify::RecommendedWatcher,
+    root: PathBuf,
     shared: Arc<Shared>,
     /// A folder of Reins' own, watched beside the workspace: a take marks the moment it is asked
     /// with a file here and waits for its event, so every event before it has been seen (one
@@ -36,6 +44,8 @@ struct State {
     lost: Option<String>,
     /// The latest mark whose event arrived.
     mark: u64,
+    /// Folders that appeared in the root (or `.git/info`), to watch at the next take.
+    unwatched: BTreeSet<PathBuf>,
 }
 
 /// What changed since the last take.
@@ -52,6 +62,40 @@ enum Seen {
     Path(String),
     Skip,
     Lost(&'static str),
+}
+
+/// How a folder is watched: the root's folders with all below them; the root, `.git` and
+/// `.git/info` alone.
+fn mode_of(root: &Path, dir: &Path) -> RecursiveMode {
+    let git = root.join(".git");
+    if dir == root || dir == git || dir == git.join("info") {
+        RecursiveMode::NonRecursive
+    } else {
+        RecursiveMode::Recursive
+    }
+}
+
+/// The folders to watch under `root` as it is now (see the module's notes), the root first.
+fn folders(root: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = vec![root.to_path_buf()];
+    for entry in std::fs::read_dir(root)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            out.push(entry.path());
+        }
+    }
+    let info = root.join(".git").join("info");
+    if info.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+        out.push(info);
+    }
+    Ok(out)
+}
+
+/// A folder to watch once it is seen: one that appeared in the root, or `.git/info`.
+fn appeared(root: &Path, path: &Path) -> bool {
+    let in_root = path.parent() == Some(root);
+    let info = path == root.join(".git").join("info");
+    (in_root || info) && path.symlink_metadata().is_ok_and(|m| m.is_dir())
 }
 
 impl Watcher {
@@ -87,6 +131,9 @@ impl Watcher {
                     inner.marked.notify_all();
                     continue;
                 }
+                if appeared(&base, path) {
+                    s.unwatched.insert(path.clone());
+                }
                 match seen(&base, path) {
                     Seen::Path(rel) => {
                         s.touched.insert(rel);
@@ -101,12 +148,15 @@ impl Watcher {
         let started = (|| {
             let mut watcher = notify::recommended_watcher(handler)?;
             watcher.watch(&marks, RecursiveMode::NonRecursive)?;
-            watcher.watch(root, RecursiveMode::Recursive)?;
+            for dir in folders(root)? {
+                watcher.watch(&dir, mode_of(root, &dir))?;
+            }
             Ok::<_, notify::Error>(watcher)
         })();
         match started {
             Ok(watcher) => Ok(Self {
                 watcher,
+                root: root.to_path_buf(),
                 shared,
                 marks,
                 next_mark: 0,
@@ -127,16 +177,14 @@ impl Watcher {
         if let Err(e) = &marked {
             self.lose(format!("the watch could not mark the moment: {e}"));
         }
-        let Ok(s) = self.shared.state.lock() else {
+        let shared = Arc::clone(&self.shared);
+        let Ok(s) = shared.state.lock() else {
             return Touched::Lost("the watch's state was poisoned".into());
         };
         // Every event from before the mark is handled once the mark's is, even after something
         // was lost: stopping early would leave them to the next take.
         let wait = if marked.is_ok() { CATCH_UP } else { Duration::ZERO };
-        let waited = self
-            .shared
-            .marked
-            .wait_timeout_while(s, wait, |s| s.mark < n);
+        let waited = shared.marked.wait_timeout_while(s, wait, |s| s.mark < n);
         let _ = std::fs::remove_file(&mark);
         let Ok((mut s, timeout)) = waited else {
             return Touched::Lost("the watch's state was poisoned".into());
@@ -147,10 +195,46 @@ impl Watcher {
             });
         }
         let touched = std::mem::take(&mut s.touched);
-        match s.lost.take() {
+        let lost = s.lost.take();
+        let new = std::mem::take(&mut s.unwatched);
+        // Not under the lock: the backend's thread takes it to hand over an event.
+        drop(s);
+        let lost = match self.watch_new(new) {
+            Some(why) => Some(lost.unwrap_or(why)),
+            None => lost,
+        };
+        match lost {
             Some(why) => Touched::Lost(why),
             None => Touched::Paths(touched.into_iter().collect()),
         }
+    }
+
+    /// Watches the folders that appeared (their events were handled before this take's mark).
+    /// Each was touched when it appeared, so this take returns it and the caller walks it whole
+    /// after its watch began: nothing written in it before then is missed. Why the set can no
+    /// longer be trusted, if a folder could not be watched.
+    fn watch_new(&mut self, dirs: BTreeSet<PathBuf>) -> Option<String> {
+        let mut lost = None;
+        for dir in dirs {
+            let mut each = vec![dir.clone()];
+            if dir == self.root.join(".git") {
+                // A repository made in the workspace: its `info` may already be there.
+                each.push(dir.join("info"));
+            }
+            for d in each {
+                match self.watcher.watch(&d, mode_of(&self.root, &d)) {
+                    Ok(()) => {}
+                    // Gone again (or never made): its removal is seen, or there is nothing to see.
+                    Err(_) if !d.is_dir() => {}
+                    Err(e) => {
+                        lost.get_or_insert_with(|| {
+                            format!("the watch could not follow {}: {e}", d.display())
+                        });
+                    }
+                }
+            }
+        }
+        lost
     }
 
     fn lose(&self, why: String) {
@@ -186,6 +270,8 @@ fn seen(root: &Path, path: &Path) -> Seen {
     match parts.as_slice() {
         [] => Seen::Lost("the workspace folder itself changed"),
         [".git", "info", "exclude"] => Seen::Lost("the ignore rules changed (.git/info/exclude)"),
+        // Made, moved or removed whole: `exclude` with it, unseen.
+        [".git"] | [".git", "info"] => Seen::Lost("the ignore rules changed (.git/info)"),
         [".git", ..] => Seen::Skip,
         [.., ".gitignore"] => Seen::Lost("the ignore rules changed (a .gitignore)"),
         _ => {
@@ -218,5 +304,80 @@ mod tests {
         assert!(path(".git/info/exclude").starts_with("lost"));
         assert!(matches!(seen(root, root), Seen::Lost(_)));
         assert!(matches!(seen(root, Path::new("/elsewhere/x")), Seen::Skip));
+    }
+
+    fn write(root: &Path, rel: &str) -> std::io::Result<()> {
+        let p = root.join(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        std::fs::write(p, rel)
+    }
+
+    /// The inodes every inotify instance of this process watches (from `/proc/self/fdinfo`).
+    fn watched_inodes() -> anyhow::Result<BTreeSet<u64>> {
+        let mut out = BTreeSet::new();
+        for entry in std::fs::read_dir("/proc/self/fdinfo")? {
+            let Ok(text) = std::fs::read_to_string(entry?.path()) else {
+                continue;
+            };
+            for line in text.lines().filter(|l| l.starts_with("inotify wd:")) {
+                if let Some(ino) = line.split_whitespace().find_map(|f| f.strip_prefix("ino:")) {
+                    out.insert(u64::from_str_radix(ino, 16)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn inode(path: &Path) -> anyhow::Result<u64> {
+        use std::os::unix::fs::MetadataExt as _;
+        Ok(std::fs::metadata(path)?.ino())
+    }
+
+    #[test]
+    fn gits_objects_are_not_watched_but_its_ignore_rules_are() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        for i in 0..20 {
+            write(root, &format!(".git/objects/{i:02x}/obj"))?;
+        }
+        write(root, ".git/info/exclude")?;
+        write(root, "src/deep/a.rs")?;
+        let mut watcher = Watcher::start(root).map_err(anyhow::Error::msg)?;
+        let watched = watched_inodes()?;
+        for folder in ["", "src", "src/deep", ".git", ".git/info"] {
+            assert!(watched.contains(&inode(&root.join(folder))?), "{folder:?} is watched");
+        }
+        for folder in [".git/objects", ".git/objects/00", ".git/objects/13"] {
+            assert!(!watched.contains(&inode(&root.join(folder))?), "{folder} is not watched");
+        }
+        // Git's own writes are not seen at all; a rule it keeps is.
+        write(root, ".git/objects/aa/new")?;
+        assert_eq!(watcher.take(), Touched::Paths(Vec::new()));
+        std::fs::write(root.join(".git/info/exclude"), "*.log\n")?;
+        assert!(matches!(watcher.take(), Touched::Lost(why) if why.contains("exclude")));
+        Ok(())
+    }
+
+    #[test]
+    fn a_folder_or_a_repository_made_after_the_start_is_followed() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let root = dir.path();
+        let mut watcher = Watcher::start(root).map_err(anyhow::Error::msg)?;
+        // A new folder is returned whole (the caller walks it), then watched below.
+        write(root, "fresh/a/b.txt")?;
+        assert_eq!(watcher.take(), Touched::Paths(vec!["fresh".into()]));
+        write(root, "fresh/a/c.txt")?;
+        assert_eq!(watcher.take(), Touched::Paths(vec!["fresh/a/c.txt".into()]));
+        // `git init`: its rules may hide anything, so the next check rescans; then its `exclude`
+        // is watched, and its objects are not.
+        write(root, ".git/info/exclude")?;
+        assert!(matches!(watcher.take(), Touched::Lost(why) if why.contains(".git")));
+        write(root, ".git/objects/ab/obj")?;
+        assert_eq!(watcher.take(), Touched::Paths(Vec::new()));
+        std::fs::write(root.join(".git/info/exclude"), "fresh/\n")?;
+        assert!(matches!(watcher.take(), Touched::Lost(why) if why.contains("exclude")));
+        Ok(())
     }
 }
