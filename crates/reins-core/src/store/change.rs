@@ -270,26 +270,18 @@ impl Store {
         let mut tx = self.begin().await?;
         let mut out = Vec::with_capacity(changes.len());
         for (run, change) in changes {
-            let Change {
-                rows,
-                checkpoint,
-                events,
-                transition,
-                announce,
-                end_attempt,
-                ..
-            } = change;
-            if checkpoint.is_some() || announce.is_some() || end_attempt.is_some() {
+            let (rows, rest) = change.split();
+            if rest.checkpoint.is_some() || rest.announce.is_some() || rest.end_attempt.is_some() {
                 return Err(StoreError::Invalid(
                     "a change applied with others carries rows, events and a transition only"
                         .into(),
                 ));
             }
             let (written, _) = write::apply_with(&mut tx, Some(run), &rows, now, None).await?;
-            if !events.is_empty() {
-                audit::append_all(&mut tx, None, &events, now).await?;
+            if !rest.events.is_empty() {
+                audit::append_all(&mut tx, None, &rest.events, now).await?;
             }
-            let moved = match &transition {
+            let moved = match &rest.transition {
                 Some(t) => Some(write::transition(&mut tx, Some(run), None, t, now).await?),
                 None => None,
             };

@@ -75,27 +75,32 @@ fn mode_of(root: &Path, dir: &Path) -> RecursiveMode {
     }
 }
 
+/// `dir` and, for `.git`, its `info` when there: the watches a folder of the root needs.
+fn with_info(root: &Path, dir: PathBuf) -> Vec<PathBuf> {
+    let info = dir.join("info");
+    let git = dir == root.join(".git");
+    let mut out = vec![dir];
+    if git && is_dir(&info) {
+        out.push(info);
+    }
+    out
+}
+
+/// A folder itself, not a link to one.
+fn is_dir(path: &Path) -> bool {
+    path.symlink_metadata().is_ok_and(|m| m.is_dir())
+}
+
 /// The folders to watch under `root` as it is now (see the module's notes), the root first.
 fn folders(root: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = vec![root.to_path_buf()];
     for entry in std::fs::read_dir(root)? {
         let entry = entry?;
         if entry.file_type()?.is_dir() {
-            out.push(entry.path());
+            out.extend(with_info(root, entry.path()));
         }
     }
-    let info = root.join(".git").join("info");
-    if info.symlink_metadata().is_ok_and(|m| m.is_dir()) {
-        out.push(info);
-    }
     Ok(out)
-}
-
-/// A folder to watch once it is seen: one that appeared in the root, or `.git/info`.
-fn appeared(root: &Path, path: &Path) -> bool {
-    let in_root = path.parent() == Some(root);
-    let info = path == root.join(".git").join("info");
-    (in_root || info) && path.symlink_metadata().is_ok_and(|m| m.is_dir())
 }
 
 impl Watcher {
@@ -105,6 +110,7 @@ impl Watcher {
         let marks = crate::scratch::create(crate::scratch::Kind::Watch)
             .map_err(|e| format!("a folder for the watch's marks: {e}"))?;
         let (base, mark_dir, inner) = (root.to_path_buf(), marks.clone(), Arc::clone(&shared));
+        let info = root.join(".git").join("info");
         let handler = move |event: notify::Result<notify::Event>| {
             let Ok(mut s) = inner.state.lock() else {
                 return;
@@ -131,7 +137,8 @@ impl Watcher {
                     inner.marked.notify_all();
                     continue;
                 }
-                if appeared(&base, path) {
+                // A folder that appeared in the root, or `.git/info`: watched at the next take.
+                if (path.parent() == Some(base.as_path()) || *path == info) && is_dir(path) {
                     s.unwatched.insert(path.clone());
                 }
                 match seen(&base, path) {
@@ -216,15 +223,11 @@ impl Watcher {
     fn watch_new(&mut self, dirs: BTreeSet<PathBuf>) -> Option<String> {
         let mut lost = None;
         for dir in dirs {
-            let mut each = vec![dir.clone()];
-            if dir == self.root.join(".git") {
-                // A repository made in the workspace: its `info` may already be there.
-                each.push(dir.join("info"));
-            }
-            for d in each {
+            // A repository made in the workspace: its `info` may already be there.
+            for d in with_info(&self.root, dir) {
                 match self.watcher.watch(&d, mode_of(&self.root, &d)) {
                     Ok(()) => {}
-                    // Gone again (or never made): its removal is seen, or there is nothing to see.
+                    // Gone again before it was watched: its removal was seen.
                     Err(_) if !d.is_dir() => {}
                     Err(e) => {
                         lost.get_or_insert_with(|| {
