@@ -3,6 +3,10 @@
 
 use std::process::ExitCode;
 
+/// The same allocator as the `reins` program (`crates/reins-cli/src/main.rs` says why).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Started as `reins` (the package links `/usr/bin/reins` to this program), it is the CLI: one
 /// program carries the core once instead of twice.
 fn main() -> ExitCode {

@@ -1,6 +1,12 @@
 //! The `reins` binary. The whole CLI is the library (`lib.rs`), so the desktop app can answer to
 //! `reins` too: the package ships one program under both names.
 
+/// Reins' programs allocate with mimalloc: a long run's turns allocate and free many small
+/// strings, and under glibc's allocator its last turns took 1.1–1.4× its tenth; under mimalloc,
+/// 0.9–1.1× (`docs/benchmarks.md`, issue 49).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> std::process::ExitCode {
     reins_cli::main()
 }

@@ -16,6 +16,9 @@
 //!   (goal ≥ 200,000 events/s);
 //! - one page of `audit list --kind policy` from the newest end, and one from the middle.
 
+#[path = "support/alloc.rs"]
+mod alloc;
+
 use std::time::Instant;
 
 use futures_util::TryStreamExt as _;

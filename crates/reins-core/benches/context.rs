@@ -7,6 +7,9 @@
 //! is stored). Budget: a 128k window, 8k reserved output, 6k tool schemas, 2k margin.
 //! Goal: ≤ 10 ms per assembly. Also printed: o200k_base counting speed, the cost paid once per item.
 
+#[path = "support/alloc.rs"]
+mod alloc;
+
 use std::time::Instant;
 
 use reins_core::context::tokens::{for_model, TokenCounter};

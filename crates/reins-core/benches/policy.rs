@@ -9,6 +9,9 @@
 //!    files in the same run (goal: no slower). `diff -u` is timed as a process, as a user runs it.
 //! 3. Peak extra memory while previewing a 100 MB write (goal: bounded, not a multiple of the input).
 
+#[path = "support/alloc.rs"]
+mod alloc;
+
 use std::path::Path;
 use std::time::Instant;
 

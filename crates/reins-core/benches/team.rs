@@ -26,6 +26,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/alloc.rs"]
+mod alloc;
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
